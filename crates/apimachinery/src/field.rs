@@ -1,0 +1,216 @@
+//! Field paths and field errors (`field.ErrorList` upstream), formatted with
+//! upstream's texts, e.g. `spec.bars[0].name: Required value`.
+
+use serde_json::Value;
+use std::fmt;
+
+/// A path to a field: `metadata.labels[app]`, `spec.ports[0].port`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldPath(String);
+
+impl FieldPath {
+    pub fn new(root: &str) -> Self {
+        FieldPath(root.to_string())
+    }
+
+    pub fn root() -> Self {
+        FieldPath(String::new())
+    }
+
+    pub fn child(&self, name: &str) -> Self {
+        if self.0.is_empty() {
+            FieldPath(name.to_string())
+        } else {
+            FieldPath(format!("{}.{name}", self.0))
+        }
+    }
+
+    pub fn index(&self, i: usize) -> Self {
+        FieldPath(format!("{}[{i}]", self.0))
+    }
+
+    pub fn key(&self, k: &str) -> Self {
+        FieldPath(format!("{}[{k}]", self.0))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    NotFound,
+    Required,
+    Duplicate,
+    Invalid,
+    NotSupported,
+    Forbidden,
+    TooLong,
+    TooMany,
+    Internal,
+    TypeInvalid,
+}
+
+impl ErrorType {
+    fn text(&self) -> &'static str {
+        match self {
+            ErrorType::NotFound => "Not found",
+            ErrorType::Required => "Required value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::NotSupported => "Unsupported value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::TooLong => "Too long",
+            ErrorType::TooMany => "Too many",
+            ErrorType::Internal => "Internal error",
+            ErrorType::TypeInvalid => "Invalid value",
+        }
+    }
+}
+
+/// One validation failure at one field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldError {
+    pub kind: ErrorType,
+    pub field: String,
+    pub bad_value: Option<Value>,
+    pub detail: String,
+}
+
+pub type ErrorList = Vec<FieldError>;
+
+impl FieldError {
+    fn new(kind: ErrorType, path: &FieldPath, bad_value: Option<Value>, detail: &str) -> Self {
+        FieldError {
+            kind,
+            field: path.0.clone(),
+            bad_value,
+            detail: detail.to_string(),
+        }
+    }
+
+    pub fn required(path: &FieldPath, detail: &str) -> Self {
+        Self::new(ErrorType::Required, path, None, detail)
+    }
+
+    pub fn invalid(path: &FieldPath, value: Value, detail: &str) -> Self {
+        Self::new(ErrorType::Invalid, path, Some(value), detail)
+    }
+
+    pub fn forbidden(path: &FieldPath, detail: &str) -> Self {
+        Self::new(ErrorType::Forbidden, path, None, detail)
+    }
+
+    pub fn duplicate(path: &FieldPath, value: Value) -> Self {
+        Self::new(ErrorType::Duplicate, path, Some(value), "")
+    }
+
+    pub fn not_found(path: &FieldPath, value: Value) -> Self {
+        Self::new(ErrorType::NotFound, path, Some(value), "")
+    }
+
+    pub fn type_invalid(path: &FieldPath, value: Value, detail: &str) -> Self {
+        Self::new(ErrorType::TypeInvalid, path, Some(value), detail)
+    }
+
+    pub fn internal(path: &FieldPath, detail: &str) -> Self {
+        Self::new(ErrorType::Internal, path, None, detail)
+    }
+
+    /// `Unsupported value: "qux": supported values: "a", "b"`.
+    pub fn not_supported(path: &FieldPath, value: Value, supported: &[&str]) -> Self {
+        let detail = if supported.is_empty() {
+            String::new()
+        } else {
+            let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+            format!("supported values: {}", quoted.join(", "))
+        };
+        Self::new(ErrorType::NotSupported, path, Some(value), &detail)
+    }
+
+    /// `Too long: may not be more than 63 bytes` (upstream 1.32 wording).
+    pub fn too_long(path: &FieldPath, max: usize) -> Self {
+        Self::new(
+            ErrorType::TooLong,
+            path,
+            None,
+            &format!("may not be more than {max} bytes"),
+        )
+    }
+
+    pub fn too_many(path: &FieldPath, actual: usize, max: usize) -> Self {
+        Self::new(
+            ErrorType::TooMany,
+            path,
+            Some(Value::from(actual)),
+            &format!("must have at most {max} items"),
+        )
+    }
+
+    /// The message without the leading `field: ` (used for `StatusCause.message`).
+    pub fn message_without_field(&self) -> String {
+        let mut s = self.kind.text().to_string();
+        if let Some(v) = &self.bad_value
+            && !matches!(self.kind, ErrorType::TooMany)
+        {
+            s.push_str(": ");
+            s.push_str(&render_value(v));
+        }
+        if !self.detail.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.detail);
+        }
+        s
+    }
+}
+
+/// Go's `%#v`-like rendering upstream uses for bad values: strings quoted, numbers bare.
+fn render_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message_without_field())
+        } else {
+            write!(f, "{}: {}", self.field, self.message_without_field())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn formats_like_upstream() {
+        let p = FieldPath::new("spec").child("bars").index(0).child("name");
+        assert_eq!(
+            FieldError::required(&p, "").to_string(),
+            "spec.bars[0].name: Required value"
+        );
+        assert_eq!(
+            FieldError::not_supported(&FieldPath::new("spec").child("x"), json!("qux"), &["a", "b"])
+                .to_string(),
+            "spec.x: Unsupported value: \"qux\": supported values: \"a\", \"b\""
+        );
+        assert_eq!(
+            FieldError::invalid(&FieldPath::new("metadata").child("labels").key("a b"), json!("a b"), "bad")
+                .to_string(),
+            "metadata.labels[a b]: Invalid value: \"a b\": bad"
+        );
+    }
+}

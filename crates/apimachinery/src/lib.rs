@@ -1,0 +1,16 @@
+//! Wire types and conventions of the Kubernetes API, on unstructured JSON.
+//!
+//! Invariant: pure. No async, no IO, no dependency on any other kubext crate.
+//! Everything here is strings/values in, values/errors out.
+
+pub mod field;
+pub mod gvk;
+pub mod meta;
+pub mod selector;
+pub mod status;
+pub mod time;
+pub mod validation;
+
+pub use field::{ErrorList, FieldError, FieldPath};
+pub use gvk::{GroupResource, GroupVersion, GroupVersionKind};
+pub use status::{Status, StatusCause, StatusError};

@@ -1,0 +1,1 @@
+//! Name and metadata validation.

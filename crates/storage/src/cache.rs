@@ -1,0 +1,820 @@
+//! The watch cache: an in-memory, always-current view of a backend that serves
+//! reads and watches without touching the database.
+//!
+//! One task follows the backend's watch stream and applies each batch: it decodes
+//! each value once (through the caller's `Codec`), updates the map, appends to the
+//! bounded history (for watches that resume from a revision) and fans the event out
+//! to watchers with `try_send`. Writers never wait for watchers: a watcher whose
+//! queue is full is ended, and its client relists.
+//!
+//! Hot path: `get`, `list`, fan-out. No awaits while a lock is held.
+
+use bytes::Bytes;
+use futures::StreamExt;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+
+use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
+
+/// Turns stored bytes into the caller's object type, once per event.
+pub trait Codec: Send + Sync + 'static {
+    type Object: Send + Sync + 'static;
+    /// Decode `value` stored at `key`, as of `revision` (the caller typically
+    /// stamps it into the object as its resourceVersion).
+    fn decode(&self, key: &str, value: &[u8], revision: i64) -> Result<Self::Object, String>;
+}
+
+/// A cached key: its decoded object and revisions.
+#[derive(Debug)]
+pub struct Entry<O> {
+    pub key: Arc<str>,
+    pub object: Arc<O>,
+    pub raw: Bytes,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+}
+
+/// One applied change as the cache keeps it in its history.
+struct CacheEvent<O> {
+    revision: i64,
+    key: Arc<str>,
+    /// The new state; `None` for a deletion.
+    current: Option<Arc<Entry<O>>>,
+    /// The state it replaced, decoded at its own revision.
+    prev: Option<Arc<Entry<O>>>,
+    /// The previous state re-stamped with this event's revision, made on first use
+    /// (deletions, and objects leaving a watcher's selector).
+    prev_at_event: std::sync::OnceLock<Option<Arc<O>>>,
+}
+
+/// What a watcher receives.
+#[derive(Debug)]
+pub enum WatchItem<O> {
+    Added(Arc<O>),
+    Modified(Arc<O>),
+    Deleted(Arc<O>),
+    /// Every event up to this revision has been delivered.
+    Bookmark(i64),
+}
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStart {
+    /// Synthetic `Added` events for the current state, then changes.
+    CurrentState,
+    /// Only changes after this revision (resuming); 410 if compacted.
+    After(i64),
+}
+
+pub type Predicate<O> = Arc<dyn Fn(&O) -> bool + Send + Sync>;
+
+/// A running watch: first the items in `initial`, then whatever `events` yields.
+/// `events` closes when the watcher fell behind or the store shut down.
+pub struct Watcher<O> {
+    pub initial: Vec<WatchItem<O>>,
+    /// The revision the initial state (or resume point) corresponds to.
+    pub revision: i64,
+    pub events: mpsc::Receiver<WatchItem<O>>,
+    _guard: WatcherGuard,
+}
+
+/// Unregisters the watcher when the receiving side goes away.
+struct WatcherGuard {
+    id: u64,
+    prefix: Arc<str>,
+    registry: Arc<Mutex<Watchers>>,
+}
+
+impl Drop for WatcherGuard {
+    fn drop(&mut self) {
+        self.registry.lock().remove(&self.prefix, self.id);
+    }
+}
+
+type AnyPredicate = Arc<dyn Fn(&dyn std::any::Any) -> bool + Send + Sync>;
+
+struct Slot {
+    id: u64,
+    /// Events at or before this revision are already in the watcher's initial state.
+    start: i64,
+    bookmarks: bool,
+    sender: Box<dyn SlotSender>,
+    predicate: AnyPredicate,
+}
+
+/// Type-erased sending half so `Watchers` need not be generic.
+trait SlotSender: Send {
+    fn try_send_event(&self, item: &dyn std::any::Any) -> bool;
+    fn try_send_bookmark(&self, revision: i64) -> bool;
+}
+
+impl<O: Send + Sync + 'static> SlotSender for mpsc::Sender<WatchItem<O>> {
+    fn try_send_event(&self, item: &dyn std::any::Any) -> bool {
+        match item.downcast_ref::<PendingItem<O>>() {
+            Some(p) => self.try_send(p.to_item()).is_ok(),
+            None => true,
+        }
+    }
+
+    fn try_send_bookmark(&self, revision: i64) -> bool {
+        self.try_send(WatchItem::Bookmark(revision)).is_ok()
+    }
+}
+
+enum PendingItem<O> {
+    Added(Arc<O>),
+    Modified(Arc<O>),
+    Deleted(Arc<O>),
+}
+
+impl<O> PendingItem<O> {
+    fn to_item(&self) -> WatchItem<O> {
+        match self {
+            PendingItem::Added(o) => WatchItem::Added(o.clone()),
+            PendingItem::Modified(o) => WatchItem::Modified(o.clone()),
+            PendingItem::Deleted(o) => WatchItem::Deleted(o.clone()),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Watchers {
+    by_prefix: HashMap<Arc<str>, Vec<Slot>>,
+    /// Every event up to here has been offered to every watcher.
+    dispatched: i64,
+    count: usize,
+}
+
+impl Watchers {
+    fn remove(&mut self, prefix: &str, id: u64) {
+        if let Some(slots) = self.by_prefix.get_mut(prefix) {
+            let before = slots.len();
+            slots.retain(|s| s.id != id);
+            self.count -= before - slots.len();
+            if slots.is_empty() {
+                self.by_prefix.remove(prefix);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Only keys under this prefix are cached.
+    pub prefix: String,
+    /// How long history is kept for resuming watches (and how often the backend is compacted).
+    pub compaction_interval: Duration,
+    /// At most this many events of history.
+    pub history_limit: usize,
+    /// Queue length per watcher before it is ended as too slow.
+    pub watcher_queue: usize,
+    /// How often watchers that asked for bookmarks get one.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            prefix: "/registry/".into(),
+            compaction_interval: Duration::from_secs(300),
+            history_limit: 100_000,
+            watcher_queue: 1024,
+            bookmark_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+struct State<O> {
+    revision: i64,
+    objects: BTreeMap<Arc<str>, Arc<Entry<O>>>,
+    history: VecDeque<Arc<CacheEvent<O>>>,
+    /// Events after this revision are in `history`.
+    history_start: i64,
+}
+
+/// A backend plus its watch cache.
+pub struct Store<C: Codec> {
+    backend: Arc<dyn Backend>,
+    codec: Arc<C>,
+    options: StoreOptions,
+    state: RwLock<State<C::Object>>,
+    watchers: Arc<Mutex<Watchers>>,
+    revision_tx: watch::Sender<i64>,
+    next_watcher: AtomicU64,
+    failed: Mutex<Option<Error>>,
+}
+
+impl<C: Codec> Store<C> {
+    /// Load the current state from `backend` and start following it.
+    pub async fn open(backend: Arc<dyn Backend>, codec: C, options: StoreOptions) -> Result<Arc<Self>> {
+        let end = crate::prefix_end(&options.prefix);
+        let initial = backend.range(&options.prefix, &end, 0, 0).await?;
+        let codec = Arc::new(codec);
+        let mut objects = BTreeMap::new();
+        for kv in initial.kvs {
+            let entry = decode_entry(&*codec, &kv)?;
+            objects.insert(kv.key.clone(), Arc::new(entry));
+        }
+        let (revision_tx, _) = watch::channel(initial.revision);
+        let store = Arc::new(Store {
+            backend: backend.clone(),
+            codec,
+            state: RwLock::new(State {
+                revision: initial.revision,
+                objects,
+                history: VecDeque::new(),
+                history_start: initial.revision,
+            }),
+            watchers: Arc::new(Mutex::new(Watchers {
+                dispatched: initial.revision,
+                ..Default::default()
+            })),
+            revision_tx,
+            next_watcher: AtomicU64::new(1),
+            failed: Mutex::new(None),
+            options,
+        });
+        let stream = backend.watch(initial.revision)?;
+        tokio::spawn(follow(Arc::downgrade(&store), stream));
+        tokio::spawn(bookmarks(Arc::downgrade(&store)));
+        tokio::spawn(compactor(Arc::downgrade(&store)));
+        Ok(store)
+    }
+
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    pub fn codec(&self) -> &C {
+        &self.codec
+    }
+
+    /// The newest revision the cache has applied.
+    pub fn revision(&self) -> i64 {
+        self.state.read().revision
+    }
+
+    /// Number of watchers currently registered.
+    pub fn watcher_count(&self) -> usize {
+        self.watchers.lock().count
+    }
+
+    /// Wait until the cache has applied `revision` (or `timeout` passes).
+    pub async fn wait_for(&self, revision: i64, timeout: Duration) -> Result<()> {
+        let mut rx = self.revision_tx.subscribe();
+        let reached = tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            _ => match self.failed.lock().clone() {
+                Some(e) => Err(e),
+                None => Err(Error::Unavailable(format!(
+                    "timed out waiting for revision {revision} (at {})",
+                    self.revision()
+                ))),
+            },
+        }
+    }
+
+    /// Make the cache at least as new as the backend's latest commit (a consistent read).
+    pub async fn sync(&self) -> Result<i64> {
+        let revision = self.backend.current_revision().await?;
+        self.wait_for(revision, Duration::from_secs(10)).await?;
+        Ok(revision)
+    }
+
+    pub fn get(&self, key: &str) -> Option<Arc<Entry<C::Object>>> {
+        self.state.read().objects.get(key).cloned()
+    }
+
+    /// Objects under `prefix` after `start_after`, those passing `predicate`,
+    /// at most `limit` (0 = all). Returns (items, revision, remaining matching count
+    /// when limited).
+    pub fn list(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        predicate: &dyn Fn(&C::Object) -> bool,
+    ) -> CachedList<C::Object> {
+        let state = self.state.read();
+        let end = crate::prefix_end(prefix);
+        let lower = match start_after {
+            Some(k) => Bound::Excluded(k),
+            None => Bound::Included(prefix),
+        };
+        let mut items = Vec::new();
+        let mut remaining = 0usize;
+        for entry in state
+            .objects
+            .range::<str, _>((lower, Bound::Excluded(end.as_str())))
+            .map(|(_, e)| e)
+        {
+            if !predicate(&entry.object) {
+                continue;
+            }
+            if limit > 0 && items.len() >= limit {
+                remaining += 1;
+            } else {
+                items.push(entry.clone());
+            }
+        }
+        CachedList {
+            items,
+            revision: state.revision,
+            remaining,
+        }
+    }
+
+    /// Count of objects under `prefix` (no filtering; cheap enough for metrics).
+    pub fn count(&self, prefix: &str) -> usize {
+        let state = self.state.read();
+        let end = crate::prefix_end(prefix);
+        state
+            .objects
+            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
+            .count()
+    }
+
+    /// A read at a past revision, from the backend (paged lists continuing a snapshot).
+    pub async fn range_at(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        revision: i64,
+        limit: i64,
+    ) -> Result<Vec<Arc<Entry<C::Object>>>> {
+        let end = crate::prefix_end(prefix);
+        let start = match start_after {
+            Some(k) => format!("{k}\0"),
+            None => prefix.to_string(),
+        };
+        let Range { kvs, .. } = self.backend.range(&start, &end, revision, limit).await?;
+        kvs.iter()
+            .map(|kv| decode_entry(&*self.codec, kv).map(Arc::new))
+            .collect()
+    }
+
+    pub async fn create(&self, key: &str, value: Bytes) -> Result<i64> {
+        self.backend.create(key, value).await
+    }
+
+    pub async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
+        self.backend.update(key, value, expected).await
+    }
+
+    pub async fn delete(&self, key: &str, expected: Option<i64>) -> Result<(i64, KeyValue)> {
+        self.backend.delete(key, expected).await
+    }
+
+    /// Decode a raw value (e.g. the `current` of a conflict) the way the cache does.
+    pub fn decode(&self, kv: &KeyValue) -> Result<Arc<Entry<C::Object>>> {
+        decode_entry(&*self.codec, kv).map(Arc::new)
+    }
+
+    /// Start watching keys under `prefix` whose objects pass `predicate`.
+    pub async fn watch(
+        &self,
+        prefix: &str,
+        start: WatchStart,
+        predicate: Predicate<C::Object>,
+        bookmarks: bool,
+    ) -> Result<Watcher<C::Object>> {
+        if let WatchStart::After(rv) = start {
+            // A resource version from the future: wait briefly, as upstream does.
+            self.wait_for(rv, Duration::from_secs(3)).await.map_err(|_| {
+                Error::FutureRevision {
+                    requested: rv,
+                    current: self.revision(),
+                }
+            })?;
+        }
+        let (tx, rx) = mpsc::channel(self.options.watcher_queue);
+        let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
+        let prefix: Arc<str> = prefix.into();
+        let (initial, revision) = {
+            let state = self.state.read();
+            let initial = match start {
+                WatchStart::CurrentState => initial_state(&state, &prefix, &*predicate),
+                WatchStart::After(rv) => replay(&state, &prefix, rv, &*predicate, &*self.codec)?,
+            };
+            (initial, state.revision)
+        };
+        let any_predicate: AnyPredicate = {
+            let predicate = predicate.clone();
+            Arc::new(move |o: &dyn std::any::Any| {
+                o.downcast_ref::<C::Object>().is_some_and(|o| predicate(o))
+            })
+        };
+        {
+            let mut watchers = self.watchers.lock();
+            watchers.count += 1;
+            watchers.by_prefix.entry(prefix.clone()).or_default().push(Slot {
+                id,
+                start: revision,
+                bookmarks,
+                sender: Box::new(tx),
+                predicate: any_predicate,
+            });
+        }
+        Ok(Watcher {
+            initial,
+            revision,
+            events: rx,
+            _guard: WatcherGuard {
+                id,
+                prefix,
+                registry: self.watchers.clone(),
+            },
+        })
+    }
+
+    /// Apply one batch from the backend and fan it out.
+    fn apply(&self, batch: Vec<Event>) {
+        let events: Vec<Arc<CacheEvent<C::Object>>> = batch
+            .into_iter()
+            .filter_map(|e| self.to_cache_event(e))
+            .collect();
+        let Some(last) = events.last().map(|e| e.revision) else {
+            return;
+        };
+        {
+            let mut state = self.state.write();
+            for event in &events {
+                match &event.current {
+                    Some(entry) => {
+                        state.objects.insert(event.key.clone(), entry.clone());
+                    }
+                    None => {
+                        state.objects.remove(&event.key);
+                    }
+                }
+                state.history.push_back(event.clone());
+            }
+            state.revision = state.revision.max(last);
+            while state.history.len() > self.options.history_limit {
+                if let Some(old) = state.history.pop_front() {
+                    state.history_start = old.revision;
+                }
+            }
+        }
+        self.revision_tx.send_replace(last);
+        self.dispatch(&events, last);
+    }
+
+    fn to_cache_event(&self, event: Event) -> Option<Arc<CacheEvent<C::Object>>> {
+        let revision = event.revision();
+        let key = event.key().clone();
+        if !key.starts_with(self.options.prefix.as_str()) {
+            return None;
+        }
+        let prev_entry = self.state.read().objects.get(&key).cloned();
+        let (current, prev) = match event {
+            Event::Put { kv, prev } => {
+                let current = match decode_entry(&*self.codec, &kv) {
+                    Ok(e) => Some(Arc::new(e)),
+                    Err(e) => {
+                        tracing::error!(key = %kv.key, error = %e, "undecodable value in storage; skipping");
+                        return None;
+                    }
+                };
+                let prev = prev_entry.or_else(|| {
+                    prev.and_then(|p| decode_entry(&*self.codec, &p).ok().map(Arc::new))
+                });
+                (current, prev)
+            }
+            Event::Delete { prev, .. } => {
+                let prev = prev_entry
+                    .or_else(|| decode_entry(&*self.codec, &prev).ok().map(Arc::new));
+                (None, prev)
+            }
+        };
+        Some(Arc::new(CacheEvent {
+            revision,
+            key,
+            current,
+            prev,
+            prev_at_event: std::sync::OnceLock::new(),
+        }))
+    }
+
+    fn dispatch(&self, events: &[Arc<CacheEvent<C::Object>>], last: i64) {
+        let mut watchers = self.watchers.lock();
+        for event in events {
+            for prefix in key_prefixes(&event.key) {
+                let Some(slots) = watchers.by_prefix.get_mut(prefix) else {
+                    continue;
+                };
+                let before = slots.len();
+                slots.retain(|slot| self.offer(slot, event));
+                let ended = before - slots.len();
+                if ended > 0 {
+                    tracing::debug!(prefix, ended, "ended watchers that fell behind");
+                    if slots.is_empty() {
+                        watchers.by_prefix.remove(prefix);
+                    }
+                    watchers.count -= ended;
+                }
+            }
+        }
+        watchers.dispatched = last;
+    }
+
+    /// Offer one event to one watcher; false if the watcher must be ended.
+    fn offer(&self, slot: &Slot, event: &CacheEvent<C::Object>) -> bool {
+        if event.revision <= slot.start {
+            return true;
+        }
+        let Some(item) = self.item_for(slot, event) else {
+            return true;
+        };
+        slot.sender.try_send_event(&item)
+    }
+
+    fn item_for(&self, slot: &Slot, event: &CacheEvent<C::Object>) -> Option<PendingItem<C::Object>> {
+        let matches = |o: &C::Object| (slot.predicate)(o as &dyn std::any::Any);
+        let now = event.current.as_ref().map(|e| matches(&e.object)).unwrap_or(false);
+        let before = event.prev.as_ref().map(|e| matches(&e.object)).unwrap_or(false);
+        match (&event.current, now, before) {
+            (Some(cur), true, true) => Some(PendingItem::Modified(cur.object.clone())),
+            (Some(cur), true, false) => Some(PendingItem::Added(cur.object.clone())),
+            (_, false, true) => self.prev_at_event(event).map(PendingItem::Deleted),
+            _ => None,
+        }
+    }
+
+    fn prev_at_event(&self, event: &CacheEvent<C::Object>) -> Option<Arc<C::Object>> {
+        event
+            .prev_at_event
+            .get_or_init(|| {
+                let prev = event.prev.as_ref()?;
+                self.codec
+                    .decode(&prev.key, &prev.raw, event.revision)
+                    .ok()
+                    .map(Arc::new)
+            })
+            .clone()
+    }
+
+    fn send_bookmarks(&self) {
+        let mut watchers = self.watchers.lock();
+        let revision = watchers.dispatched;
+        let mut ended = 0;
+        for slots in watchers.by_prefix.values_mut() {
+            let before = slots.len();
+            slots.retain(|s| !s.bookmarks || s.sender.try_send_bookmark(revision));
+            ended += before - slots.len();
+        }
+        watchers.by_prefix.retain(|_, s| !s.is_empty());
+        watchers.count -= ended;
+    }
+
+    fn fail(&self, error: Error) {
+        tracing::error!(%error, "storage watch failed; ending all watches");
+        *self.failed.lock() = Some(error);
+        let mut watchers = self.watchers.lock();
+        watchers.by_prefix.clear();
+        watchers.count = 0;
+    }
+
+    /// Revision to compact to: the oldest history we still promise to keep.
+    fn trim_history(&self, keep_after: i64) {
+        let mut state = self.state.write();
+        while state.history.front().is_some_and(|e| e.revision <= keep_after) {
+            if let Some(old) = state.history.pop_front() {
+                state.history_start = old.revision;
+            }
+        }
+        state.history_start = state.history_start.max(keep_after);
+    }
+}
+
+pub struct CachedList<O> {
+    pub items: Vec<Arc<Entry<O>>>,
+    pub revision: i64,
+    /// Matching objects past `limit`.
+    pub remaining: usize,
+}
+
+fn decode_entry<C: Codec>(codec: &C, kv: &KeyValue) -> Result<Entry<C::Object>> {
+    let object = codec
+        .decode(&kv.key, &kv.value, kv.mod_revision)
+        .map_err(|e| Error::Corrupt(format!("{}: {e}", kv.key)))?;
+    Ok(Entry {
+        key: kv.key.clone(),
+        object: Arc::new(object),
+        raw: kv.value.clone(),
+        create_revision: kv.create_revision,
+        mod_revision: kv.mod_revision,
+    })
+}
+
+fn initial_state<O>(state: &State<O>, prefix: &str, predicate: &dyn Fn(&O) -> bool) -> Vec<WatchItem<O>> {
+    let end = crate::prefix_end(prefix);
+    state
+        .objects
+        .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
+        .filter(|(_, e)| predicate(&e.object))
+        .map(|(_, e)| WatchItem::Added(e.object.clone()))
+        .collect()
+}
+
+fn replay<C: Codec>(
+    state: &State<C::Object>,
+    prefix: &str,
+    after: i64,
+    predicate: &dyn Fn(&C::Object) -> bool,
+    codec: &C,
+) -> Result<Vec<WatchItem<C::Object>>> {
+    if after < state.history_start {
+        return Err(Error::Compacted {
+            requested: after,
+            compacted: state.history_start,
+        });
+    }
+    let from = state.history.partition_point(|e| e.revision <= after);
+    let mut items = Vec::new();
+    for event in state.history.iter().skip(from) {
+        if !event.key.starts_with(prefix) {
+            continue;
+        }
+        let now = event.current.as_ref().is_some_and(|e| predicate(&e.object));
+        let before = event.prev.as_ref().is_some_and(|e| predicate(&e.object));
+        match (&event.current, now, before) {
+            (Some(cur), true, true) => items.push(WatchItem::Modified(cur.object.clone())),
+            (Some(cur), true, false) => items.push(WatchItem::Added(cur.object.clone())),
+            (_, false, true) => {
+                if let Some(prev) = &event.prev
+                    && let Ok(o) = codec.decode(&prev.key, &prev.raw, event.revision)
+                {
+                    items.push(WatchItem::Deleted(Arc::new(o)));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(items)
+}
+
+/// `/registry/configmaps/ns/x` → `/`, `/registry/`, `/registry/configmaps/`, `/registry/configmaps/ns/`, and the key itself.
+fn key_prefixes(key: &str) -> impl Iterator<Item = &str> {
+    key.match_indices('/')
+        .map(move |(i, _)| &key[..=i])
+        .chain(std::iter::once(key))
+}
+
+async fn follow<C: Codec>(
+    store: std::sync::Weak<Store<C>>,
+    mut stream: futures::stream::BoxStream<'static, Result<Vec<Event>>>,
+) {
+    while let Some(batch) = stream.next().await {
+        let Some(store) = store.upgrade() else { return };
+        match batch {
+            Ok(batch) => store.apply(batch),
+            Err(e) => {
+                store.fail(e);
+                return;
+            }
+        }
+    }
+}
+
+async fn bookmarks<C: Codec>(store: std::sync::Weak<Store<C>>) {
+    let interval = match store.upgrade() {
+        Some(s) => s.options.bookmark_interval,
+        None => return,
+    };
+    let mut tick = tokio::time::interval(interval);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let Some(store) = store.upgrade() else { return };
+        store.send_bookmarks();
+    }
+}
+
+/// Every interval, compact the backend to the revision seen one interval ago
+/// (kube-apiserver's compactor does the same).
+async fn compactor<C: Codec>(store: std::sync::Weak<Store<C>>) {
+    let interval = match store.upgrade() {
+        Some(s) => s.options.compaction_interval,
+        None => return,
+    };
+    let mut last_seen: Option<(Instant, i64)> = None;
+    let mut tick = tokio::time::interval(interval);
+    loop {
+        tick.tick().await;
+        let Some(store) = store.upgrade() else { return };
+        if let Some((_, revision)) = last_seen {
+            match store.backend.compact(revision).await {
+                Ok(()) => store.trim_history(revision),
+                Err(e) => tracing::warn!(error = %e, revision, "compaction failed"),
+            }
+        }
+        last_seen = Some((Instant::now(), store.revision()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MemoryBackend;
+
+    struct Utf8;
+    impl Codec for Utf8 {
+        type Object = (String, i64);
+        fn decode(&self, _key: &str, value: &[u8], revision: i64) -> Result<Self::Object, String> {
+            Ok((String::from_utf8_lossy(value).into_owned(), revision))
+        }
+    }
+
+    async fn store() -> Arc<Store<Utf8>> {
+        Store::open(Arc::new(MemoryBackend::new()), Utf8, StoreOptions::default())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn reads_follow_writes_after_sync() {
+        let s = store().await;
+        let rev = s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
+        s.sync().await.unwrap();
+        let e = s.get("/registry/a/1").unwrap();
+        assert_eq!(e.object.0, "one");
+        assert_eq!(e.mod_revision, rev);
+    }
+
+    #[tokio::test]
+    async fn watch_sees_selector_transitions() {
+        let s = store().await;
+        s.create("/registry/a/1", Bytes::from("red")).await.unwrap();
+        s.sync().await.unwrap();
+        let mut w = s
+            .watch(
+                "/registry/a/",
+                WatchStart::CurrentState,
+                Arc::new(|o: &(String, i64)| o.0 == "red"),
+                false,
+            )
+            .await
+            .unwrap();
+        assert!(matches!(&w.initial[..], [WatchItem::Added(o)] if o.0 == "red"));
+        let e = s.get("/registry/a/1").unwrap();
+        let rev = s.update("/registry/a/1", Bytes::from("blue"), e.mod_revision).await.unwrap();
+        match w.events.recv().await.unwrap() {
+            WatchItem::Deleted(o) => assert_eq!(*o, ("red".to_string(), rev)),
+            other => panic!("unexpected {other:?}"),
+        }
+        s.update("/registry/a/1", Bytes::from("red"), rev).await.unwrap();
+        assert!(matches!(w.events.recv().await.unwrap(), WatchItem::Added(_)));
+    }
+
+    #[tokio::test]
+    async fn slow_watcher_is_ended_without_blocking_writes() {
+        let backend = Arc::new(MemoryBackend::new());
+        let options = StoreOptions {
+            watcher_queue: 2,
+            ..Default::default()
+        };
+        let s = Store::open(backend, Utf8, options).await.unwrap();
+        let mut w = s
+            .watch("/registry/", WatchStart::CurrentState, Arc::new(|_: &_| true), false)
+            .await
+            .unwrap();
+        for i in 0..10 {
+            s.create(&format!("/registry/k{i}"), Bytes::from("v")).await.unwrap();
+        }
+        s.sync().await.unwrap();
+        let mut received = 0;
+        while w.events.recv().await.is_some() {
+            received += 1;
+        }
+        assert_eq!(received, 2, "queue held two, then the watcher was ended");
+        assert_eq!(s.watcher_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn resume_from_compacted_revision_fails() {
+        let s = store().await;
+        let r1 = s.create("/registry/a/1", Bytes::from("x")).await.unwrap();
+        s.create("/registry/a/2", Bytes::from("y")).await.unwrap();
+        s.sync().await.unwrap();
+        let w = s
+            .watch("/registry/a/", WatchStart::After(r1), Arc::new(|_: &_| true), false)
+            .await
+            .unwrap();
+        assert_eq!(w.initial.len(), 1);
+        s.backend().compact(r1 + 1).await.unwrap();
+        s.trim_history(r1 + 1);
+        let err = s
+            .watch("/registry/a/", WatchStart::After(r1), Arc::new(|_: &_| true), false)
+            .await
+            .err()
+            .unwrap();
+        assert!(matches!(err, Error::Compacted { .. }));
+    }
+}

@@ -1,0 +1,28 @@
+//! Revisioned key-value storage with etcd semantics, and the watch cache above it.
+//!
+//! Invariant: knows nothing of Kubernetes objects. Keys are strings, values are bytes,
+//! every write gets the next global revision. `cache::Store` turns a backend into
+//! an in-memory, watchable view through a caller-supplied `Codec`.
+//!
+//! Backends: `memory` (tests, `--storage memory`), `sqlite` (embedded default),
+//! `etcd`. All pass the same `conformance` suite.
+
+pub mod backend;
+pub mod cache;
+pub mod memory;
+
+pub use backend::{Backend, Error, Event, KeyValue, Range, Result};
+pub use cache::{Codec, Entry, Store, StoreOptions, WatchItem, WatchStart, Watcher};
+
+/// The exclusive end of the key range that starts with `prefix`
+/// (etcd's "prefix end": increment the last byte that is not 0xff).
+pub fn prefix_end(prefix: &str) -> String {
+    let mut bytes = prefix.as_bytes().to_vec();
+    while let Some(last) = bytes.pop() {
+        if last < 0xff {
+            bytes.push(last + 1);
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
+    }
+    String::from("\u{10ffff}")
+}
