@@ -203,13 +203,21 @@ mod tests {
             "spec.bars[0].name: Required value"
         );
         assert_eq!(
-            FieldError::not_supported(&FieldPath::new("spec").child("x"), json!("qux"), &["a", "b"])
-                .to_string(),
+            FieldError::not_supported(
+                &FieldPath::new("spec").child("x"),
+                json!("qux"),
+                &["a", "b"]
+            )
+            .to_string(),
             "spec.x: Unsupported value: \"qux\": supported values: \"a\", \"b\""
         );
         assert_eq!(
-            FieldError::invalid(&FieldPath::new("metadata").child("labels").key("a b"), json!("a b"), "bad")
-                .to_string(),
+            FieldError::invalid(
+                &FieldPath::new("metadata").child("labels").key("a b"),
+                json!("a b"),
+                "bad"
+            )
+            .to_string(),
             "metadata.labels[a b]: Invalid value: \"a b\": bad"
         );
     }

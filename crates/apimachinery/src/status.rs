@@ -116,8 +116,12 @@ impl StatusError {
 
     /// 409 `configmaps "x" already exists`.
     pub fn already_exists(gr: &GroupResource, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{gr} \"{name}\" already exists"))
-            .with_details(Self::named(gr, name))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{gr} \"{name}\" already exists"),
+        )
+        .with_details(Self::named(gr, name))
     }
 
     /// 409 Conflict: `Operation cannot be fulfilled on configmaps "x": <detail>`.
@@ -151,7 +155,11 @@ impl StatusError {
             1 => format!("{qualified} \"{name}\" is invalid: {}", errors[0]),
             _ => format!(
                 "{qualified} \"{name}\" is invalid: [{}]",
-                errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")
+                errors
+                    .iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         let causes = errors
@@ -229,7 +237,9 @@ impl StatusError {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {content_type:?}"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {content_type:?}"
+            ),
         )
     }
 
@@ -258,8 +268,12 @@ impl StatusError {
 
     /// 404 for a path that names no resource at all.
     pub fn path_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
-            .with_details(StatusDetails::default())
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(StatusDetails::default())
     }
 
     /// Add a single cause (used e.g. for SSA conflicts).
@@ -309,11 +323,7 @@ mod tests {
     fn invalid_lists_every_error_with_field_paths() {
         let errs = vec![
             FieldError::required(&FieldPath::new("metadata").child("name"), ""),
-            FieldError::invalid(
-                &FieldPath::new("data"),
-                serde_json::json!("a b"),
-                "bad key",
-            ),
+            FieldError::invalid(&FieldPath::new("data"), serde_json::json!("a b"), "bad key"),
         ];
         let e = StatusError::invalid("", "ConfigMap", "x", &errs);
         assert_eq!(

@@ -1,1 +1,1555 @@
-//! Name and metadata validation.
+//! Name and metadata validation with kube-apiserver 1.32's exact messages
+//! (`k8s.io/apimachinery/pkg/util/validation` and `.../pkg/api/validation`):
+//! clients and users grep for these texts, so they are reproduced verbatim.
+
+use std::borrow::Cow;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use crate::field::{ErrorList, FieldError, FieldPath};
+
+/// A name validator in upstream's `ValidateNameFunc` shape: `prefix` is true
+/// when the value is a `generateName` that will get a random suffix.
+pub type NameValidator = fn(&str, bool) -> Vec<String>;
+
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const QUALIFIED_NAME_ERR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_MAX: usize = 63;
+
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+/// Longest label value.
+pub const LABEL_VALUE_MAX_LENGTH: usize = 63;
+
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+/// Longest RFC 1123 label.
+pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
+
+const DNS1123_SUBDOMAIN_FMT: &str =
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+/// Longest RFC 1123 subdomain.
+pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
+
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+/// Longest RFC 1035 label.
+pub const DNS1035_LABEL_MAX_LENGTH: usize = 63;
+
+const C_IDENTIFIER_FMT: &str = "[A-Za-z_][A-Za-z0-9_]*";
+const C_IDENTIFIER_ERR: &str = "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_'";
+
+const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+const CONFIG_MAP_KEY_ERR: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+
+/// Upstream's `FieldImmutableErrorMsg`.
+pub const FIELD_IMMUTABLE_ERROR_MSG: &str = "field is immutable";
+/// Upstream's `IsNegativeErrorMsg`.
+pub const IS_NEGATIVE_ERROR_MSG: &str = "must be greater than or equal to 0";
+/// Upper bound on the summed bytes of all annotation keys and values.
+pub const TOTAL_ANNOTATION_SIZE_LIMIT_B: usize = 256 * 1024;
+const FIELD_MANAGER_MAX_LENGTH: usize = 128;
+const MAX_SUBRESOURCE_NAME_LENGTH: usize = 256;
+const FINALIZER_ORPHAN_DEPENDENTS: &str = "orphan";
+const FINALIZER_DELETE_DEPENDENTS: &str = "foregroundDeletion";
+
+/// Compiles `^fmt$` once; every format here is a constant known to be valid.
+fn anchored(fmt: &str) -> Regex {
+    Regex::new(&format!("^{fmt}$")).expect("constant regex compiles")
+}
+
+static QUALIFIED_NAME_RE: LazyLock<Regex> = LazyLock::new(|| anchored(QUALIFIED_NAME_FMT));
+static LABEL_VALUE_RE: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
+static DNS1123_LABEL_RE: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_LABEL_FMT));
+static DNS1123_SUBDOMAIN_RE: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_SUBDOMAIN_FMT));
+static DNS1035_LABEL_RE: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1035_LABEL_FMT));
+static C_IDENTIFIER_RE: LazyLock<Regex> = LazyLock::new(|| anchored(C_IDENTIFIER_FMT));
+static CONFIG_MAP_KEY_RE: LazyLock<Regex> = LazyLock::new(|| anchored(CONFIG_MAP_KEY_FMT));
+
+// ---------------------------------------------------------------------------
+// Message builders (upstream's MaxLenError, RegexError, EmptyError, ...).
+
+/// `must be no more than N characters` (upstream counts bytes despite the wording).
+pub fn max_len_error(length: usize) -> String {
+    format!("must be no more than {length} characters")
+}
+
+/// `<msg> (e.g. 'a',  or 'b', regex used for validation is '<fmt>')`; the
+/// doubled space between examples is upstream's and is kept on purpose.
+pub fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+    if examples.is_empty() {
+        return format!("{msg} (regex used for validation is '{fmt}')");
+    }
+    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{fmt}')",
+        examples.join(" or ")
+    )
+}
+
+/// `must be non-empty`.
+pub fn empty_error() -> &'static str {
+    "must be non-empty"
+}
+
+/// `must be between LO and HI, inclusive`.
+pub fn inclusive_range_error(lo: i64, hi: i64) -> String {
+    format!("must be between {lo} and {hi}, inclusive")
+}
+
+// ---------------------------------------------------------------------------
+// String format checks, each returning upstream's list of messages.
+
+/// A "qualified name": `[prefix/]name` as used by label and annotation keys.
+pub fn is_qualified_name(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push(format!("prefix part {}", empty_error()));
+            } else {
+                let msgs = is_dns1123_subdomain(prefix);
+                errs.extend(msgs.into_iter().map(|m| format!("prefix part {m}")));
+            }
+            *name
+        }
+        _ => {
+            let re = regex_error(
+                QUALIFIED_NAME_ERR,
+                QUALIFIED_NAME_FMT,
+                &["MyName", "my.name", "123-abc"],
+            );
+            errs.push(format!(
+                "a qualified name {re} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push(format!("name part {}", empty_error()));
+    } else if name.len() > QUALIFIED_NAME_MAX {
+        errs.push(format!("name part {}", max_len_error(QUALIFIED_NAME_MAX)));
+    }
+    if !QUALIFIED_NAME_RE.is_match(name) {
+        let re = regex_error(
+            QUALIFIED_NAME_ERR,
+            QUALIFIED_NAME_FMT,
+            &["MyName", "my.name", "123-abc"],
+        );
+        errs.push(format!("name part {re}"));
+    }
+    errs
+}
+
+/// A label value: empty, or up to 63 alphanumerics with inner `-_.`.
+pub fn is_valid_label_value(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > LABEL_VALUE_MAX_LENGTH {
+        errs.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
+    }
+    if !LABEL_VALUE_RE.is_match(value) {
+        errs.push(regex_error(
+            LABEL_VALUE_ERR,
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+/// An RFC 1123 label (most namespaced object names that end up in DNS).
+pub fn is_dns1123_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
+    }
+    if !DNS1123_LABEL_RE.is_match(value) {
+        if DNS1123_SUBDOMAIN_RE.is_match(value) {
+            // A valid subdomain that is no label: it can only be the dots.
+            errs.push("must not contain dots".to_string());
+        } else {
+            errs.push(regex_error(
+                DNS1123_LABEL_ERR,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
+        }
+    }
+    errs
+}
+
+/// An RFC 1123 subdomain (the default rule for object names).
+pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    if !DNS1123_SUBDOMAIN_RE.is_match(value) {
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_ERR,
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// An RFC 1035 label (service names: must start with a letter).
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1035_LABEL_MAX_LENGTH {
+        errs.push(max_len_error(DNS1035_LABEL_MAX_LENGTH));
+    }
+    if !DNS1035_LABEL_RE.is_match(value) {
+        errs.push(regex_error(
+            DNS1035_LABEL_ERR,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
+/// A C identifier (format only, no length limit).
+pub fn is_c_identifier(value: &str) -> Vec<String> {
+    if C_IDENTIFIER_RE.is_match(value) {
+        return Vec::new();
+    }
+    vec![regex_error(
+        C_IDENTIFIER_ERR,
+        C_IDENTIFIER_FMT,
+        &["my_name", "MY_NAME", "MyName"],
+    )]
+}
+
+/// A ConfigMap/Secret data key: it becomes a file name, hence the `.`/`..` rules.
+pub fn is_config_map_key(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    if !CONFIG_MAP_KEY_RE.is_match(value) {
+        errs.push(regex_error(
+            CONFIG_MAP_KEY_ERR,
+            CONFIG_MAP_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    errs.extend(has_ch_dir_prefix(value));
+    errs
+}
+
+fn has_ch_dir_prefix(value: &str) -> Option<String> {
+    match value {
+        "." => Some("must not be '.'".into()),
+        ".." => Some("must not be '..'".into()),
+        v if v.starts_with("..") => Some("must not start with '..'".into()),
+        _ => None,
+    }
+}
+
+/// A non-zero TCP/UDP port number.
+pub fn is_valid_port_num(port: i64) -> Vec<String> {
+    if (1..=65535).contains(&port) {
+        return Vec::new();
+    }
+    vec![inclusive_range_error(1, 65535)]
+}
+
+/// An IPv4 or IPv6 address, parsed "sloppily" as upstream does (IPv4 octets
+/// may carry leading zeros, for compatibility with old stored objects).
+pub fn is_valid_ip(value: &str) -> Vec<String> {
+    if parse_ip_sloppy(value).is_some() {
+        return Vec::new();
+    }
+    vec!["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into()]
+}
+
+/// Go 1.16's `net.ParseIP` (kept by `k8s.io/utils/net.ParseIPSloppy`).
+fn parse_ip_sloppy(value: &str) -> Option<std::net::IpAddr> {
+    if let Some(v4) = parse_ipv4_sloppy(value) {
+        return Some(v4.into());
+    }
+    if !value.contains(':') {
+        return None;
+    }
+    if let Ok(v6) = value.parse::<Ipv6Addr>() {
+        return Some(v6.into());
+    }
+    // An embedded IPv4 tail may carry leading zeros: normalize it and retry.
+    let (head, tail) = value.rsplit_once(':')?;
+    let v4 = parse_ipv4_sloppy(tail)?;
+    format!("{head}:{v4}")
+        .parse::<Ipv6Addr>()
+        .ok()
+        .map(Into::into)
+}
+
+fn parse_ipv4_sloppy(value: &str) -> Option<Ipv4Addr> {
+    let mut octets = [0u8; 4];
+    let mut parts = value.split('.');
+    for octet in &mut octets {
+        let part = parts.next()?;
+        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let digits = part.trim_start_matches('0');
+        *octet = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().ok()?
+        };
+    }
+    parts.next().is_none().then(|| Ipv4Addr::from(octets))
+}
+
+// ---------------------------------------------------------------------------
+// Name validators (upstream's ValidateNameFunc implementations).
+
+/// Names that must be DNS subdomains (the default for most resources).
+pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
+    is_dns1123_subdomain(&mask_prefix(name, prefix))
+}
+
+/// Names that must be DNS labels (namespaces, services' DNS names...).
+pub fn name_is_dns_label(name: &str, prefix: bool) -> Vec<String> {
+    is_dns1123_label(&mask_prefix(name, prefix))
+}
+
+/// Names that must be RFC 1035 labels (services).
+pub fn name_is_dns1035_label(name: &str, prefix: bool) -> Vec<String> {
+    is_dns1035_label(&mask_prefix(name, prefix))
+}
+
+/// Namespace names are DNS labels.
+pub fn validate_namespace_name(name: &str, prefix: bool) -> Vec<String> {
+    name_is_dns_label(name, prefix)
+}
+
+fn mask_prefix(name: &str, prefix: bool) -> Cow<'_, str> {
+    if prefix {
+        mask_trailing_dash(name)
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
+/// A generateName may end in '-' since a suffix follows. Upstream replaces the
+/// last *two* bytes with `a` (so the checked value is one byte shorter); the
+/// quirk is kept because it shifts where the length limit bites.
+fn mask_trailing_dash(name: &str) -> Cow<'_, str> {
+    if name.len() <= 1 || !name.ends_with('-') {
+        return Cow::Borrowed(name);
+    }
+    let cut = name.len() - 2;
+    let head = if name.is_char_boundary(cut) {
+        Cow::Borrowed(&name[..cut])
+    } else {
+        String::from_utf8_lossy(&name.as_bytes()[..cut])
+    };
+    Cow::Owned(format!("{head}a"))
+}
+
+// ---------------------------------------------------------------------------
+// ObjectMeta validation on unstructured JSON.
+
+/// Labels: each key a qualified name, each value a label value. Errors sit on
+/// `path` itself (not per key), as upstream reports them.
+pub fn validate_labels(labels: &Map<String, Value>, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for (key, value) in labels {
+        errs.extend(validate_label_name(key, path));
+        match value.as_str() {
+            Some(v) => errs.extend(invalid_each(path, v, is_valid_label_value(v))),
+            None => errs.push(not_a_string(&path.key(key), value)),
+        }
+    }
+    errs
+}
+
+/// A label key is a qualified name.
+pub fn validate_label_name(name: &str, path: &FieldPath) -> ErrorList {
+    invalid_each(path, name, is_qualified_name(name))
+}
+
+/// A `metav1.LabelSelector` object (e.g. a Deployment's `spec.selector`), as
+/// upstream's `ValidateLabelSelector` with default options. `null` is valid.
+pub fn validate_label_selector(selector: &Value, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+        errs.extend(validate_labels(labels, &path.child("matchLabels")));
+    }
+    let exprs = array_of(selector, "matchExpressions");
+    for (i, expr) in exprs.iter().enumerate() {
+        errs.extend(validate_selector_requirement(
+            expr,
+            &path.child("matchExpressions").index(i),
+        ));
+    }
+    errs
+}
+
+fn validate_selector_requirement(expr: &Value, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let values = string_list(expr, "values");
+    let operator = str_of(expr, "operator");
+    match operator {
+        "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
+            &path.child("values"),
+            "must be specified when `operator` is 'In' or 'NotIn'",
+        )),
+        "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
+            &path.child("values"),
+            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        )),
+        "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+        _ => errs.push(FieldError::invalid(
+            &path.child("operator"),
+            operator.into(),
+            "not a valid selector operator",
+        )),
+    }
+    errs.extend(validate_label_name(str_of(expr, "key"), &path.child("key")));
+    for (i, v) in values.iter().enumerate() {
+        errs.extend(invalid_each(
+            &path.child("values").index(i),
+            v,
+            is_valid_label_value(v),
+        ));
+    }
+    errs
+}
+
+/// Annotations: keys are case-insensitive qualified names; the total size of
+/// keys and values is capped (reported as `Too long`, value omitted).
+pub fn validate_annotations(annotations: &Map<String, Value>, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let mut total = 0usize;
+    for (key, value) in annotations {
+        errs.extend(invalid_each(
+            path,
+            key,
+            is_qualified_name(&key.to_lowercase()),
+        ));
+        total += key.len();
+        match value.as_str() {
+            Some(v) => total += v.len(),
+            None => errs.push(not_a_string(&path.key(key), value)),
+        }
+    }
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT_B {
+        errs.push(FieldError::too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT_B));
+    }
+    errs
+}
+
+/// Finalizers are qualified names; `orphan` and `foregroundDeletion` conflict.
+pub fn validate_finalizers(finalizers: &[&str], path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for f in finalizers {
+        errs.extend(invalid_each(path, f, is_qualified_name(f)));
+    }
+    let has = |name: &str| finalizers.contains(&name);
+    if has(FINALIZER_ORPHAN_DEPENDENTS) && has(FINALIZER_DELETE_DEPENDENTS) {
+        let detail = format!(
+            "finalizer {FINALIZER_ORPHAN_DEPENDENTS} and {FINALIZER_DELETE_DEPENDENTS} cannot be both set"
+        );
+        errs.push(FieldError::invalid(
+            path,
+            Value::from(finalizers.to_vec()),
+            &detail,
+        ));
+    }
+    errs
+}
+
+/// Owner references: apiVersion (with a version), kind, name and uid are
+/// required, Events may not own anything, and at most one is the controller.
+/// Upstream reports these on `ownerReferences.<field>`, without an index.
+pub fn validate_owner_references(refs: &[Value], path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let mut first_controller: Option<String> = None;
+    for r in refs {
+        errs.extend(validate_owner_reference(r, path));
+        if r.get("controller").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let current = format!("{}/{}", str_of(r, "kind"), str_of(r, "name"));
+        match &first_controller {
+            Some(first) => {
+                let detail = format!(
+                    "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}"
+                );
+                errs.push(FieldError::invalid(
+                    path,
+                    Value::from(refs.to_vec()),
+                    &detail,
+                ));
+            }
+            None => first_controller = Some(current),
+        }
+    }
+    errs
+}
+
+fn validate_owner_reference(r: &Value, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let api_version = str_of(r, "apiVersion");
+    let kind = str_of(r, "kind");
+    let (group, version) = split_api_version(api_version);
+    if version.is_empty() {
+        errs.push(FieldError::invalid(
+            &path.child("apiVersion"),
+            api_version.into(),
+            "version must not be empty",
+        ));
+    }
+    if kind.is_empty() {
+        errs.push(FieldError::invalid(
+            &path.child("kind"),
+            kind.into(),
+            "kind must not be empty",
+        ));
+    }
+    for (field, what) in [("name", "name"), ("uid", "uid")] {
+        let v = str_of(r, field);
+        if v.is_empty() {
+            errs.push(FieldError::invalid(
+                &path.child(field),
+                v.into(),
+                &format!("{what} must not be empty"),
+            ));
+        }
+    }
+    if group.is_empty() && version == "v1" && kind == "Event" {
+        errs.push(FieldError::invalid(
+            path,
+            r.clone(),
+            "/v1, Kind=Event is disallowed from being an owner",
+        ));
+    }
+    errs
+}
+
+/// Upstream's `schema.FromAPIVersionAndKind` group/version split: more than
+/// one '/' is unparseable and yields an empty group and version.
+fn split_api_version(api_version: &str) -> (&str, &str) {
+    if api_version == "/" {
+        return ("", "");
+    }
+    match api_version.split_once('/') {
+        None => ("", api_version),
+        Some((group, version)) if !version.contains('/') => (group, version),
+        Some(_) => ("", ""),
+    }
+}
+
+/// managedFields entries: operation, fieldsType, manager and subresource.
+pub fn validate_managed_fields(entries: &[Value], path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let p = path.index(i);
+        let operation = str_of(entry, "operation");
+        if operation != "Apply" && operation != "Update" {
+            errs.push(FieldError::invalid(
+                &p.child("operation"),
+                operation.into(),
+                "must be `Apply` or `Update`",
+            ));
+        }
+        let fields_type = str_of(entry, "fieldsType");
+        if !fields_type.is_empty() && fields_type != "FieldsV1" {
+            errs.push(FieldError::invalid(
+                &p.child("fieldsType"),
+                fields_type.into(),
+                "must be `FieldsV1`",
+            ));
+        }
+        errs.extend(validate_field_manager(
+            str_of(entry, "manager"),
+            &p.child("manager"),
+        ));
+        if str_of(entry, "subresource").len() > MAX_SUBRESOURCE_NAME_LENGTH {
+            errs.push(FieldError::too_long(
+                &p.child("subresource"),
+                MAX_SUBRESOURCE_NAME_LENGTH,
+            ));
+        }
+    }
+    errs
+}
+
+/// A field manager name: at most 128 bytes, printable characters only.
+pub fn validate_field_manager(manager: &str, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if manager.len() > FIELD_MANAGER_MAX_LENGTH {
+        errs.push(FieldError::too_long(path, FIELD_MANAGER_MAX_LENGTH));
+    }
+    for (i, c) in manager.char_indices().filter(|(_, c)| !is_go_printable(*c)) {
+        let detail = format!("invalid character U+{:04X} (at position {i})", u32::from(c));
+        errs.push(FieldError::invalid(path, manager.into(), &detail));
+    }
+    errs
+}
+
+/// An approximation of Go's `unicode.IsPrint`: no controls, no whitespace but ' '.
+fn is_go_printable(c: char) -> bool {
+    c == ' '
+        || !(c.is_control()
+            || c.is_whitespace()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{feff}'))
+}
+
+/// `metadata` validation on create, as upstream's `ValidateObjectMetaAccessor`.
+///
+/// `meta` is the `metadata` object itself (not the whole object); `path` is
+/// usually `FieldPath::new("metadata")`. Name generation must already have
+/// happened. `namespaced` says whether the resource requires a namespace.
+pub fn validate_object_meta(
+    meta: &Value,
+    namespaced: bool,
+    name_validator: NameValidator,
+    path: &FieldPath,
+) -> ErrorList {
+    let mut errs = validate_meta_types(meta, path);
+    let generate_name = str_of(meta, "generateName");
+    if !generate_name.is_empty() {
+        let msgs = name_validator(generate_name, true);
+        errs.extend(invalid_each(
+            &path.child("generateName"),
+            generate_name,
+            msgs,
+        ));
+    }
+    let name = str_of(meta, "name");
+    if name.is_empty() {
+        errs.push(FieldError::required(
+            &path.child("name"),
+            "name or generateName is required",
+        ));
+    } else {
+        errs.extend(invalid_each(
+            &path.child("name"),
+            name,
+            name_validator(name, false),
+        ));
+    }
+    errs.extend(validate_namespace_scope(meta, namespaced, path));
+    let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+    if generation < 0 {
+        errs.push(FieldError::invalid(
+            &path.child("generation"),
+            generation.into(),
+            IS_NEGATIVE_ERROR_MSG,
+        ));
+    }
+    errs.extend(validate_meta_collections(meta, path));
+    errs.extend(validate_finalizers(
+        &string_list(meta, "finalizers"),
+        &path.child("finalizers"),
+    ));
+    errs.extend(validate_managed_fields(
+        array_of(meta, "managedFields"),
+        &path.child("managedFields"),
+    ));
+    errs
+}
+
+fn validate_namespace_scope(meta: &Value, namespaced: bool, path: &FieldPath) -> ErrorList {
+    let namespace = str_of(meta, "namespace");
+    let p = path.child("namespace");
+    match (namespaced, namespace.is_empty()) {
+        (true, true) => vec![FieldError::required(&p, "")],
+        (true, false) => invalid_each(&p, namespace, validate_namespace_name(namespace, false)),
+        (false, false) => vec![FieldError::forbidden(&p, "not allowed on this type")],
+        (false, true) => ErrorList::new(),
+    }
+}
+
+/// Labels, annotations and ownerReferences: checked on both create and update.
+fn validate_meta_collections(meta: &Value, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
+        errs.extend(validate_labels(labels, &path.child("labels")));
+    }
+    if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
+        errs.extend(validate_annotations(
+            annotations,
+            &path.child("annotations"),
+        ));
+    }
+    errs.extend(validate_owner_references(
+        array_of(meta, "ownerReferences"),
+        &path.child("ownerReferences"),
+    ));
+    errs
+}
+
+/// `metadata` validation on update, as upstream's `ValidateObjectMetaAccessorUpdate`.
+///
+/// As upstream, the caller is expected to have applied `BeforeUpdate`'s
+/// defaulting first (uid, creationTimestamp, resourceVersion for unconditional
+/// updates copied from `old`), so what remains here are real user changes.
+pub fn validate_object_meta_update(new: &Value, old: &Value, path: &FieldPath) -> ErrorList {
+    let mut errs = validate_meta_types(new, path);
+    if !old
+        .get("deletionTimestamp")
+        .unwrap_or(&Value::Null)
+        .is_null()
+    {
+        errs.extend(validate_no_new_finalizers(
+            new,
+            old,
+            &path.child("finalizers"),
+        ));
+    }
+    if str_of(new, "resourceVersion").is_empty() {
+        errs.push(FieldError::invalid(
+            &path.child("resourceVersion"),
+            "".into(),
+            "must be specified for an update",
+        ));
+    }
+    let (new_gen, old_gen) = (int_of(new, "generation"), int_of(old, "generation"));
+    if new_gen < old_gen {
+        errs.push(FieldError::invalid(
+            &path.child("generation"),
+            new_gen.into(),
+            "must not be decremented",
+        ));
+    }
+    for field in ["name", "namespace", "uid"] {
+        errs.extend(immutable(
+            new.get(field),
+            old.get(field),
+            &path.child(field),
+            render_string,
+        ));
+    }
+    for field in ["creationTimestamp", "deletionTimestamp"] {
+        errs.extend(immutable_time(
+            new.get(field),
+            old.get(field),
+            &path.child(field),
+            field == "creationTimestamp",
+        ));
+    }
+    let grace = "deletionGracePeriodSeconds";
+    errs.extend(immutable(
+        new.get(grace),
+        old.get(grace),
+        &path.child(grace),
+        render_optional,
+    ));
+    errs.extend(validate_meta_collections(new, path));
+    errs.extend(validate_managed_fields(
+        array_of(new, "managedFields"),
+        &path.child("managedFields"),
+    ));
+    errs
+}
+
+fn validate_no_new_finalizers(new: &Value, old: &Value, path: &FieldPath) -> ErrorList {
+    let old_list = string_list(old, "finalizers");
+    let mut extra: Vec<&str> = string_list(new, "finalizers")
+        .into_iter()
+        .filter(|f| !old_list.contains(f))
+        .collect();
+    if extra.is_empty() {
+        return ErrorList::new();
+    }
+    extra.sort_unstable();
+    extra.dedup();
+    let detail = format!(
+        "no new finalizers can be added if the object is being deleted, found new finalizers {}",
+        go_string_slice(&extra)
+    );
+    vec![FieldError::forbidden(path, &detail)]
+}
+
+/// Go's `%#v` of a `[]string`: `[]string{"a", "b"}`.
+fn go_string_slice(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("{s:?}")).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// `Invalid value: <new>: field is immutable` when a field changed.
+fn immutable(
+    new: Option<&Value>,
+    old: Option<&Value>,
+    path: &FieldPath,
+    render: fn(Option<&Value>) -> Value,
+) -> ErrorList {
+    if normalize(new) == normalize(old) {
+        return ErrorList::new();
+    }
+    vec![FieldError::invalid(
+        path,
+        render(new),
+        FIELD_IMMUTABLE_ERROR_MSG,
+    )]
+}
+
+/// Timestamps compare by instant (upstream's semantic equality), not by text.
+fn immutable_time(
+    new: Option<&Value>,
+    old: Option<&Value>,
+    path: &FieldPath,
+    required: bool,
+) -> ErrorList {
+    let instant = |v: Option<&Value>| v.and_then(Value::as_str).and_then(crate::time::parse);
+    let (n, o) = (instant(new), instant(old));
+    let same = match (n, o) {
+        (Some(a), Some(b)) => a == b,
+        _ => normalize(new) == normalize(old),
+    };
+    if same {
+        return ErrorList::new();
+    }
+    let shown = match (n, normalize(new)) {
+        (Some(ts), _) => go_time_string(ts),
+        (None, Some(raw)) => raw.as_str().unwrap_or_default().to_string(),
+        (None, None) if required => "0001-01-01 00:00:00 +0000 UTC".into(),
+        (None, None) => "null".into(),
+    };
+    vec![FieldError::invalid(
+        path,
+        Value::String(shown),
+        FIELD_IMMUTABLE_ERROR_MSG,
+    )]
+}
+
+/// Go's `time.Time.String()` for a UTC instant: `2024-01-02 03:04:05 +0000 UTC`.
+fn go_time_string(ts: jiff::Timestamp) -> String {
+    ts.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string()
+}
+
+/// Missing and `null` are the same (Go's zero value) for comparisons.
+fn normalize(v: Option<&Value>) -> Option<&Value> {
+    v.filter(|v| !v.is_null())
+}
+
+/// A string field's value as upstream shows it: missing is `""`.
+fn render_string(v: Option<&Value>) -> Value {
+    normalize(v)
+        .cloned()
+        .unwrap_or_else(|| Value::String(String::new()))
+}
+
+/// A pointer field's value as upstream shows it: nil is the string `"null"`.
+fn render_optional(v: Option<&Value>) -> Value {
+    normalize(v)
+        .cloned()
+        .unwrap_or_else(|| Value::String("null".into()))
+}
+
+/// Wrong JSON types in well-known metadata fields (the typed decoder would
+/// have refused them upstream; here they must not slip through unchecked).
+fn validate_meta_types(meta: &Value, path: &FieldPath) -> ErrorList {
+    let Some(map) = meta.as_object() else {
+        return vec![FieldError::type_invalid(
+            path,
+            meta.clone(),
+            "must be of type object",
+        )];
+    };
+    let expected = |field: &str| match field {
+        "name" | "generateName" | "namespace" | "uid" | "resourceVersion" => Some("string"),
+        "generation" | "deletionGracePeriodSeconds" => Some("integer"),
+        "labels" | "annotations" => Some("object"),
+        "finalizers" | "ownerReferences" | "managedFields" => Some("array"),
+        _ => None,
+    };
+    let mut errs = ErrorList::new();
+    for (field, value) in map {
+        let Some(want) = expected(field) else {
+            continue;
+        };
+        let ok = match want {
+            "string" => value.is_string(),
+            "integer" => value.is_i64(),
+            "object" => value.is_object(),
+            _ => value.is_array(),
+        };
+        if !ok && !value.is_null() {
+            errs.push(FieldError::type_invalid(
+                &path.child(field),
+                value.clone(),
+                &format!("must be of type {want}"),
+            ));
+        }
+    }
+    if let Some(list) = map.get("finalizers").and_then(Value::as_array) {
+        for (i, v) in list.iter().enumerate().filter(|(_, v)| !v.is_string()) {
+            errs.push(not_a_string(&path.child("finalizers").index(i), v));
+        }
+    }
+    errs
+}
+
+fn not_a_string(path: &FieldPath, value: &Value) -> FieldError {
+    FieldError::type_invalid(path, value.clone(), "must be of type string")
+}
+
+/// One `Invalid value` per message, as upstream emits them.
+fn invalid_each(path: &FieldPath, value: &str, msgs: Vec<String>) -> ErrorList {
+    msgs.iter()
+        .map(|m| FieldError::invalid(path, Value::String(value.to_string()), m))
+        .collect()
+}
+
+fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
+fn int_of(v: &Value, field: &str) -> i64 {
+    v.get(field).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn array_of<'a>(v: &'a Value, field: &str) -> &'a [Value] {
+    v.get(field)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+fn string_list<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
+    array_of(v, field)
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+    const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+    const QNAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    const VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    const CM_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+    const C_ID_MSG: &str = "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex used for validation is '[A-Za-z_][A-Za-z0-9_]*')";
+
+    /// Runs `check` over `(input, expected messages)` rows.
+    fn table(check: fn(&str) -> Vec<String>, rows: &[(&str, &[&str])]) {
+        for (input, want) in rows {
+            assert_eq!(check(input), *want, "{input:?}");
+        }
+    }
+
+    fn owned_table(check: fn(&str) -> Vec<String>, rows: Vec<(String, Vec<String>)>) {
+        for (input, want) in rows {
+            assert_eq!(check(&input), want, "{input:?}");
+        }
+    }
+
+    fn messages(errs: &ErrorList) -> Vec<String> {
+        errs.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn dns1123_subdomain() {
+        table(
+            is_dns1123_subdomain,
+            &[
+                ("a", &[]),
+                ("ab", &[]),
+                ("a.b", &[]),
+                ("0.0", &[]),
+                ("a-1.b-2", &[]),
+                ("11.22.33.44", &[]),
+                ("", &[SUBDOMAIN_MSG]),
+                ("A", &[SUBDOMAIN_MSG]),
+                ("a..b", &[SUBDOMAIN_MSG]),
+                ("a.", &[SUBDOMAIN_MSG]),
+                ("-a", &[SUBDOMAIN_MSG]),
+                ("a_b", &[SUBDOMAIN_MSG]),
+                ("a b", &[SUBDOMAIN_MSG]),
+                ("a\n", &[SUBDOMAIN_MSG]),
+            ],
+        );
+        owned_table(
+            is_dns1123_subdomain,
+            vec![
+                ("a".repeat(253), vec![]),
+                ("a".repeat(254), vec![max_len_error(253)]),
+                (
+                    format!("{}A", "a".repeat(253)),
+                    vec![max_len_error(253), SUBDOMAIN_MSG.into()],
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn dns1123_label() {
+        table(
+            is_dns1123_label,
+            &[
+                ("a", &[]),
+                ("0", &[]),
+                ("my-name", &[]),
+                ("123-abc", &[]),
+                ("a.b", &["must not contain dots"]),
+                ("", &[LABEL_MSG]),
+                ("-a", &[LABEL_MSG]),
+                ("a-", &[LABEL_MSG]),
+                ("Abc", &[LABEL_MSG]),
+                ("a_b", &[LABEL_MSG]),
+            ],
+        );
+        owned_table(
+            is_dns1123_label,
+            vec![
+                ("a".repeat(63), vec![]),
+                ("a".repeat(64), vec![max_len_error(63)]),
+                (
+                    format!("{}.b", "a".repeat(63)),
+                    vec![max_len_error(63), "must not contain dots".into()],
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn dns1035_label() {
+        table(
+            is_dns1035_label,
+            &[
+                ("a", &[]),
+                ("my-name", &[]),
+                ("abc-123", &[]),
+                ("1a", &[DNS1035_MSG]),
+                ("", &[DNS1035_MSG]),
+                ("a.b", &[DNS1035_MSG]),
+                ("a-", &[DNS1035_MSG]),
+            ],
+        );
+        owned_table(
+            is_dns1035_label,
+            vec![("a".repeat(64), vec![max_len_error(63)])],
+        );
+    }
+
+    #[test]
+    fn qualified_name() {
+        let too_many_slashes = format!(
+            "a qualified name {QNAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        );
+        table(
+            is_qualified_name,
+            &[
+                ("simple", &[]),
+                ("now-with-dashes", &[]),
+                ("1-starts-with-num", &[]),
+                ("1234", &[]),
+                ("simple/simple", &[]),
+                ("now-with-dashes/simple", &[]),
+                ("example.com/Upper_Case.dots-9", &[]),
+                ("a", &[]),
+                (
+                    "",
+                    &[
+                        "name part must be non-empty",
+                        &format!("name part {QNAME_MSG}"),
+                    ],
+                ),
+                (
+                    "a/",
+                    &[
+                        "name part must be non-empty",
+                        &format!("name part {QNAME_MSG}"),
+                    ],
+                ),
+                ("/a", &["prefix part must be non-empty"]),
+                ("Example.com/a", &[&format!("prefix part {SUBDOMAIN_MSG}")]),
+                ("nospecialchars%^=@", &[&format!("name part {QNAME_MSG}")]),
+                ("cantendwithadash-", &[&format!("name part {QNAME_MSG}")]),
+                ("-cantstartwithadash-", &[&format!("name part {QNAME_MSG}")]),
+                ("only/one/slash", &[&too_many_slashes]),
+                (
+                    "Example.com/-a",
+                    &[
+                        &format!("prefix part {SUBDOMAIN_MSG}"),
+                        &format!("name part {QNAME_MSG}"),
+                    ],
+                ),
+            ],
+        );
+        owned_table(
+            is_qualified_name,
+            vec![
+                ("a".repeat(63), vec![]),
+                (
+                    "a".repeat(64),
+                    vec![format!("name part {}", max_len_error(63))],
+                ),
+                (
+                    format!("{}/a", "a".repeat(254)),
+                    vec![format!("prefix part {}", max_len_error(253))],
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn label_value() {
+        table(
+            is_valid_label_value,
+            &[
+                ("", &[]),
+                ("simple", &[]),
+                ("now-with-dashes", &[]),
+                ("1-starts-with-num", &[]),
+                ("end-with-num-1", &[]),
+                ("1234", &[]),
+                ("Upper_Case.dots", &[]),
+                ("nospecialchars%^=@", &[VALUE_MSG]),
+                ("Tama-nui-te-rā.is.Māori.sun", &[VALUE_MSG]),
+                ("\\backslashes\\are\\bad", &[VALUE_MSG]),
+                ("-starts-with-dash", &[VALUE_MSG]),
+                ("ends-with-dash-", &[VALUE_MSG]),
+                (".starts.with.dot", &[VALUE_MSG]),
+                ("a/b", &[VALUE_MSG]),
+            ],
+        );
+        owned_table(
+            is_valid_label_value,
+            vec![
+                ("a".repeat(63), vec![]),
+                ("a".repeat(64), vec![max_len_error(63)]),
+                (
+                    format!("-{}", "a".repeat(63)),
+                    vec![max_len_error(63), VALUE_MSG.into()],
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn config_map_key() {
+        table(
+            is_config_map_key,
+            &[
+                ("a", &[]),
+                ("key.name", &[]),
+                ("KEY_NAME", &[]),
+                ("key-name", &[]),
+                (".dotfile", &[]),
+                ("a..b", &[]),
+                (".", &["must not be '.'"]),
+                ("..", &["must not be '..'"]),
+                ("..a", &["must not start with '..'"]),
+                ("", &[CM_KEY_MSG]),
+                ("a b", &[CM_KEY_MSG]),
+                ("a/b", &[CM_KEY_MSG]),
+            ],
+        );
+        owned_table(
+            is_config_map_key,
+            vec![("a".repeat(254), vec![max_len_error(253)])],
+        );
+    }
+
+    #[test]
+    fn c_identifier() {
+        table(
+            is_c_identifier,
+            &[
+                ("a", &[]),
+                ("_", &[]),
+                ("my_name", &[]),
+                ("MY_NAME", &[]),
+                ("A9", &[]),
+                ("9a", &[C_ID_MSG]),
+                ("", &[C_ID_MSG]),
+                ("a-b", &[C_ID_MSG]),
+                ("a.b", &[C_ID_MSG]),
+            ],
+        );
+    }
+
+    #[test]
+    fn port_num() {
+        let range = "must be between 1 and 65535, inclusive";
+        for (port, want) in [
+            (1, vec![]),
+            (80, vec![]),
+            (65535, vec![]),
+            (0, vec![range]),
+            (-1, vec![range]),
+            (65536, vec![range]),
+        ] {
+            assert_eq!(is_valid_port_num(port), want, "{port}");
+        }
+    }
+
+    #[test]
+    fn ip() {
+        let msg = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+        let good = [
+            "10.9.8.7",
+            "0.0.0.0",
+            "255.255.255.255",
+            "010.009.008.007",
+            "2001:db8::ffff",
+            "::",
+            "::1",
+            "::ffff:1.2.3.4",
+            "::ffff:01.2.3.4",
+            "2001:0db8:0000:0000:0000:0000:0000:0001",
+        ];
+        let bad = [
+            "",
+            "1.2.3",
+            "1.2.3.4.5",
+            "1.2.3.256",
+            "1.2.3.-4",
+            "1..2.3",
+            "abc",
+            "fe80::1%eth0",
+            ":::",
+            "1.2.3.4/32",
+            " 1.2.3.4",
+        ];
+        for ip in good {
+            assert_eq!(is_valid_ip(ip), Vec::<String>::new(), "{ip:?}");
+        }
+        for ip in bad {
+            assert_eq!(is_valid_ip(ip), vec![msg], "{ip:?}");
+        }
+    }
+
+    #[test]
+    fn name_validators_mask_trailing_dash_for_prefixes() {
+        let rows: &[(NameValidator, &str, bool, &[&str])] = &[
+            (name_is_dns_subdomain, "abc-", true, &[]),
+            (name_is_dns_subdomain, "abc-", false, &[SUBDOMAIN_MSG]),
+            (name_is_dns_subdomain, "-", true, &[SUBDOMAIN_MSG]),
+            (name_is_dns_subdomain, "a-", true, &[]),
+            (name_is_dns_subdomain, "abc--", true, &[]),
+            // Upstream drops the byte before the dash too: "ab.-" is checked as "aba".
+            (name_is_dns_subdomain, "ab.-", true, &[]),
+            (name_is_dns_subdomain, "Abc-", true, &[SUBDOMAIN_MSG]),
+            (name_is_dns_label, "abc-", true, &[]),
+            (name_is_dns_label, "a.bc-", true, &["must not contain dots"]),
+            (name_is_dns_label, "my-name", false, &[]),
+            (name_is_dns1035_label, "abc-", true, &[]),
+            (name_is_dns1035_label, "1bc-", true, &[DNS1035_MSG]),
+            (name_is_dns1035_label, "é-", true, &[DNS1035_MSG]),
+        ];
+        for (validator, name, prefix, want) in rows {
+            assert_eq!(validator(name, *prefix), *want, "{name:?} prefix={prefix}");
+        }
+        // The mask shortens by one byte, so a 254-byte prefix ending in '-' passes.
+        assert!(name_is_dns_subdomain(&format!("{}-", "a".repeat(253)), true).is_empty());
+        assert_eq!(
+            name_is_dns_subdomain(&"a".repeat(254), true),
+            vec![max_len_error(253)]
+        );
+    }
+
+    #[test]
+    fn regex_error_formats() {
+        assert_eq!(
+            regex_error("m", "f", &[]),
+            "m (regex used for validation is 'f')"
+        );
+        assert_eq!(
+            regex_error("m", "f", &["a"]),
+            "m (e.g. 'a', regex used for validation is 'f')"
+        );
+        assert_eq!(
+            regex_error("m", "f", &["a", "b"]),
+            "m (e.g. 'a',  or 'b', regex used for validation is 'f')"
+        );
+    }
+
+    fn meta_errors(meta: Value, namespaced: bool) -> Vec<String> {
+        messages(&validate_object_meta(
+            &meta,
+            namespaced,
+            name_is_dns_subdomain,
+            &FieldPath::new("metadata"),
+        ))
+    }
+
+    #[test]
+    fn object_meta_create() {
+        let rows: Vec<(Value, bool, Vec<String>)> = vec![
+            (json!({"name": "ok", "namespace": "default"}), true, vec![]),
+            (json!({"name": "ok"}), false, vec![]),
+            (json!({"generateName": "ok-", "namespace": "ns"}), true, vec![
+                "metadata.name: Required value: name or generateName is required".into(),
+            ]),
+            (json!({}), false, vec!["metadata.name: Required value: name or generateName is required".into()]),
+            (json!({"name": "Bad_Name"}), false, vec![
+                format!("metadata.name: Invalid value: \"Bad_Name\": {SUBDOMAIN_MSG}"),
+            ]),
+            (json!({"name": "x", "generateName": "Bad-"}), false, vec![
+                format!("metadata.generateName: Invalid value: \"Bad-\": {SUBDOMAIN_MSG}"),
+            ]),
+            (json!({"name": "x"}), true, vec!["metadata.namespace: Required value".into()]),
+            (json!({"name": "x", "namespace": "a.b"}), true, vec![
+                "metadata.namespace: Invalid value: \"a.b\": must not contain dots".into(),
+            ]),
+            (json!({"name": "x", "namespace": "default"}), false, vec![
+                "metadata.namespace: Forbidden: not allowed on this type".into(),
+            ]),
+            (json!({"name": "x", "generation": -1}), false, vec![
+                "metadata.generation: Invalid value: -1: must be greater than or equal to 0".into(),
+            ]),
+            (json!({"name": "x", "labels": {"app": "web", "-bad": "ok", "k": "-v"}}), false, vec![
+                format!("metadata.labels: Invalid value: \"-bad\": name part {QNAME_MSG}"),
+                format!("metadata.labels: Invalid value: \"-v\": {VALUE_MSG}"),
+            ]),
+            (json!({"name": "x", "annotations": {"Example.COM/Key": "any value at all", "a/b/c": ""}}), false, vec![
+                format!(
+                    "metadata.annotations: Invalid value: \"a/b/c\": a qualified name {QNAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                ),
+            ]),
+            (json!({"name": "x", "finalizers": ["kubernetes.io/pv-protection", "bad/final/izer"]}), false, vec![
+                format!(
+                    "metadata.finalizers: Invalid value: \"bad/final/izer\": a qualified name {QNAME_MSG} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+                ),
+            ]),
+            (json!({"name": "x", "finalizers": ["orphan", "foregroundDeletion"]}), false, vec![
+                "metadata.finalizers: Invalid value: [\"orphan\",\"foregroundDeletion\"]: finalizer orphan and foregroundDeletion cannot be both set".into(),
+            ]),
+            (json!({"name": "x", "ownerReferences": [{}]}), false, vec![
+                "metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty".into(),
+                "metadata.ownerReferences.kind: Invalid value: \"\": kind must not be empty".into(),
+                "metadata.ownerReferences.name: Invalid value: \"\": name must not be empty".into(),
+                "metadata.ownerReferences.uid: Invalid value: \"\": uid must not be empty".into(),
+            ]),
+            (json!({"name": "x", "ownerReferences": [{"apiVersion": "apps/", "kind": "K", "name": "n", "uid": "u"}]}), false, vec![
+                "metadata.ownerReferences.apiVersion: Invalid value: \"apps/\": version must not be empty".into(),
+            ]),
+            (json!({"name": "x", "managedFields": [{"manager": "m", "operation": "Patch", "fieldsType": "FieldsV2"}]}), false, vec![
+                "metadata.managedFields[0].operation: Invalid value: \"Patch\": must be `Apply` or `Update`".into(),
+                "metadata.managedFields[0].fieldsType: Invalid value: \"FieldsV2\": must be `FieldsV1`".into(),
+            ]),
+            (json!({"name": "x", "labels": {"a": 1}, "finalizers": "f"}), false, vec![
+                "metadata.finalizers: Invalid value: \"f\": must be of type array".into(),
+                "metadata.labels[a]: Invalid value: 1: must be of type string".into(),
+            ]),
+        ];
+        for (meta, namespaced, want) in rows {
+            assert_eq!(meta_errors(meta.clone(), namespaced), want, "{meta}");
+        }
+    }
+
+    #[test]
+    fn owner_references() {
+        let r = |kind: &str, name: &str, controller: bool| json!({"apiVersion": "v1", "kind": kind, "name": name, "uid": "u-1", "controller": controller});
+        let path = FieldPath::new("metadata").child("ownerReferences");
+        assert!(
+            validate_owner_references(&[r("ConfigMap", "a", true), r("Secret", "b", false)], &path)
+                .is_empty()
+        );
+        let two = [r("ConfigMap", "a", true), r("Secret", "b", true)];
+        let errs = validate_owner_references(&two, &path);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(
+            errs[0].detail,
+            "Only one reference can have Controller set to true. Found \"true\" in references for ConfigMap/a and Secret/b"
+        );
+        assert_eq!(errs[0].field, "metadata.ownerReferences");
+        let errs = validate_owner_references(&[r("Event", "e", false)], &path);
+        assert_eq!(messages(&errs).len(), 1);
+        assert_eq!(
+            errs[0].detail,
+            "/v1, Kind=Event is disallowed from being an owner"
+        );
+        assert!(validate_owner_references(&[json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "name": "e", "uid": "u"})], &path).is_empty());
+    }
+
+    #[test]
+    fn label_selector() {
+        let path = FieldPath::new("spec").child("selector");
+        let rows: Vec<(Value, Vec<String>)> = vec![
+            (json!(null), vec![]),
+            (json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]}), vec![]),
+            (json!({"matchExpressions": [{"key": "k", "operator": "In"}]}), vec![
+                "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'".into(),
+            ]),
+            (json!({"matchExpressions": [{"key": "k", "operator": "Exists", "values": ["x"]}]}), vec![
+                "spec.selector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".into(),
+            ]),
+            (json!({"matchExpressions": [{"key": "k", "operator": "Gt", "values": ["1"]}]}), vec![
+                "spec.selector.matchExpressions[0].operator: Invalid value: \"Gt\": not a valid selector operator".into(),
+            ]),
+            (json!({"matchExpressions": [{"key": "-k", "operator": "NotIn", "values": ["ok", "-v"]}]}), vec![
+                format!("spec.selector.matchExpressions[0].key: Invalid value: \"-k\": name part {QNAME_MSG}"),
+                format!("spec.selector.matchExpressions[0].values[1]: Invalid value: \"-v\": {VALUE_MSG}"),
+            ]),
+            (json!({"matchLabels": {"app": "-web"}}), vec![
+                format!("spec.selector.matchLabels: Invalid value: \"-web\": {VALUE_MSG}"),
+            ]),
+        ];
+        for (selector, want) in rows {
+            assert_eq!(
+                messages(&validate_label_selector(&selector, &path)),
+                want,
+                "{selector}"
+            );
+        }
+    }
+
+    #[test]
+    fn annotations_size_limit() {
+        let path = FieldPath::new("metadata").child("annotations");
+        let at_limit: Map<String, Value> = [(
+            "k".to_string(),
+            json!("v".repeat(TOTAL_ANNOTATION_SIZE_LIMIT_B - 1)),
+        )]
+        .into_iter()
+        .collect();
+        assert!(validate_annotations(&at_limit, &path).is_empty());
+        let over: Map<String, Value> = [(
+            "k".to_string(),
+            json!("v".repeat(TOTAL_ANNOTATION_SIZE_LIMIT_B)),
+        )]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            messages(&validate_annotations(&over, &path)),
+            ["metadata.annotations: Too long: may not be more than 262144 bytes"]
+        );
+    }
+
+    #[test]
+    fn field_manager() {
+        let path = FieldPath::new("fieldManager");
+        assert!(validate_field_manager("kubectl-client-side-apply", &path).is_empty());
+        assert_eq!(
+            messages(&validate_field_manager("a\u{7}b", &path)),
+            ["fieldManager: Invalid value: \"a\\u{7}b\": invalid character U+0007 (at position 1)"]
+        );
+        assert_eq!(
+            messages(&validate_field_manager(&"m".repeat(129), &path)),
+            ["fieldManager: Too long: may not be more than 128 bytes"]
+        );
+    }
+
+    fn update_errors(new: Value, old: Value) -> Vec<String> {
+        messages(&validate_object_meta_update(
+            &new,
+            &old,
+            &FieldPath::new("metadata"),
+        ))
+    }
+
+    #[test]
+    fn object_meta_update() {
+        let old = json!({
+            "name": "a", "namespace": "ns", "uid": "u-1", "resourceVersion": "5", "generation": 3,
+            "creationTimestamp": "2024-01-02T03:04:05Z"
+        });
+        let with = |patch: Value| {
+            let mut v = old.clone();
+            for (k, val) in patch.as_object().expect("object") {
+                if val.is_null() {
+                    v.as_object_mut().expect("object").remove(k);
+                } else {
+                    v[k] = val.clone();
+                }
+            }
+            v
+        };
+        let rows: Vec<(Value, Value, Vec<&str>)> = vec![
+            (with(json!({})), old.clone(), vec![]),
+            (
+                with(json!({"generation": 4, "labels": {"x": "y"}})),
+                old.clone(),
+                vec![],
+            ),
+            (
+                with(json!({"creationTimestamp": "2024-01-02T03:04:05.000Z"})),
+                old.clone(),
+                vec![],
+            ),
+            (
+                with(json!({"name": "b"})),
+                old.clone(),
+                vec!["metadata.name: Invalid value: \"b\": field is immutable"],
+            ),
+            (
+                with(json!({"namespace": "other"})),
+                old.clone(),
+                vec!["metadata.namespace: Invalid value: \"other\": field is immutable"],
+            ),
+            (
+                with(json!({"uid": null})),
+                old.clone(),
+                vec!["metadata.uid: Invalid value: \"\": field is immutable"],
+            ),
+            (
+                with(json!({"generation": 2})),
+                old.clone(),
+                vec!["metadata.generation: Invalid value: 2: must not be decremented"],
+            ),
+            (
+                with(json!({"resourceVersion": null})),
+                old.clone(),
+                vec![
+                    "metadata.resourceVersion: Invalid value: \"\": must be specified for an update",
+                ],
+            ),
+            (
+                with(json!({"creationTimestamp": "2025-01-02T03:04:05Z"})),
+                old.clone(),
+                vec![
+                    "metadata.creationTimestamp: Invalid value: \"2025-01-02 03:04:05 +0000 UTC\": field is immutable",
+                ],
+            ),
+            (
+                with(json!({"creationTimestamp": null})),
+                old.clone(),
+                vec![
+                    "metadata.creationTimestamp: Invalid value: \"0001-01-01 00:00:00 +0000 UTC\": field is immutable",
+                ],
+            ),
+            (
+                with(json!({"deletionTimestamp": "2025-01-02T03:04:05Z"})),
+                old.clone(),
+                vec![
+                    "metadata.deletionTimestamp: Invalid value: \"2025-01-02 03:04:05 +0000 UTC\": field is immutable",
+                ],
+            ),
+            (
+                with(json!({"deletionGracePeriodSeconds": 30})),
+                old.clone(),
+                vec!["metadata.deletionGracePeriodSeconds: Invalid value: 30: field is immutable"],
+            ),
+            (
+                with(
+                    json!({"deletionTimestamp": "2025-01-02T03:04:05Z", "finalizers": ["a", "b", "b"]}),
+                ),
+                with(json!({"deletionTimestamp": "2025-01-02T03:04:05Z", "finalizers": ["a"]})),
+                vec![
+                    "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"b\"}",
+                ],
+            ),
+        ];
+        for (new, old, want) in rows {
+            assert_eq!(update_errors(new.clone(), old), want, "{new}");
+        }
+        assert_eq!(
+            update_errors(with(json!({"labels": {"-x": "y"}})), old.clone()),
+            [format!(
+                "metadata.labels: Invalid value: \"-x\": name part {QNAME_MSG}"
+            )]
+        );
+    }
+}

@@ -1,1 +1,180 @@
-fn main() {}
+//! `kubext`: flags → config → server. Thin by design.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "kubext",
+    version,
+    about = "A Kubernetes-API-compatible control plane for CRDs and aggregated APIs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Kubernetes API over HTTPS.
+    Serve(Box<ServeArgs>),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StorageArg {
+    /// SQLite database inside --data-dir (durable, zero set-up).
+    Embedded,
+    /// In memory only: everything is lost on exit (test servers).
+    Memory,
+    /// An etcd cluster given by --etcd-servers.
+    Etcd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Directory for the database, generated certificates and admin.kubeconfig.
+    #[arg(long, default_value = "./kubext-data")]
+    data_dir: PathBuf,
+    /// IP address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind_address: IpAddr,
+    /// HTTPS port; 0 picks a free port (see the kubeconfig line printed at start).
+    #[arg(long, default_value_t = 6443)]
+    secure_port: u16,
+    /// Storage backend.
+    #[arg(long, value_enum, default_value = "embedded")]
+    storage: StorageArg,
+    /// Comma-separated etcd endpoints (with --storage etcd).
+    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    etcd_servers: Vec<String>,
+    /// Key prefix for everything kubext stores.
+    #[arg(long, default_value = "/registry")]
+    etcd_prefix: String,
+    /// Serving certificate (PEM). Without it, one is generated into the data dir.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
+    /// Extra CA bundle (PEM) for client certificates; the generated CA is always trusted.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
+    /// Static bearer tokens, kube-apiserver's CSV format: token,user,uid,"group1,group2".
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// How much history is kept for resuming watches; older revisions are compacted (410 Gone).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    compaction_interval: Duration,
+    /// How often watchers that allow bookmarks receive one.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    bookmark_interval: Duration,
+    /// Log format: human-readable text or one JSON object per line.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+/// `300`, `300s`, `5m`, `1h`, `250ms`.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+    Ok(match unit {
+        "" | "s" => Duration::from_secs(n),
+        "ms" => Duration::from_millis(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => {
+            return Err(format!(
+                "invalid duration unit in {s:?} (use ms, s, m or h)"
+            ));
+        }
+    })
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KUBEXT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<()> {
+    let config = server::Config {
+        data_dir: args.data_dir,
+        bind_address: args.bind_address,
+        secure_port: args.secure_port,
+        storage: match args.storage {
+            StorageArg::Embedded => server::StorageKind::Embedded,
+            StorageArg::Memory => server::StorageKind::Memory,
+            StorageArg::Etcd => server::StorageKind::Etcd,
+        },
+        etcd_servers: args.etcd_servers,
+        etcd_prefix: args.etcd_prefix,
+        tls_cert_file: args.tls_cert_file,
+        tls_private_key_file: args.tls_private_key_file,
+        client_ca_file: args.client_ca_file,
+        token_auth_file: args.token_auth_file,
+        compaction_interval: args.compaction_interval,
+        bookmark_interval: args.bookmark_interval,
+        ..Default::default()
+    };
+    let running = server::start(config).await?;
+    // Machine-readable line for scripts and test harnesses.
+    println!("kubeconfig: {}", running.kubeconfig.display());
+    println!("listening: https://{}", running.addr);
+    wait_for_signal().await;
+    tracing::info!("signal received; shutting down gracefully");
+    running.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let Command::Serve(args) = cli.command;
+    init_logging(args.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(*args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

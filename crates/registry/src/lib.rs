@@ -1,1 +1,21 @@
-//! registry
+//! Generic resource storage: Kubernetes object semantics on top of `storage`.
+//!
+//! Invariant: no HTTP. Requests arrive as decoded JSON values plus options;
+//! answers are JSON values or `StatusError`s. Storage errors become `Status`
+//! in exactly one place (`errors`).
+
+pub mod builtin;
+pub mod errors;
+pub mod managed_fields;
+pub mod object;
+pub mod options;
+pub mod resource;
+pub mod store;
+pub mod table;
+
+pub use table::resource_age;
+
+pub use object::{JsonCodec, Object};
+pub use options::{ListOptions, RequestContext, WatchOptions};
+pub use resource::{ResourceType, Strategy, TableColumn};
+pub use store::{DeleteOutcome, GenericStore, ListResult, Storage};

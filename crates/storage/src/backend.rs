@@ -20,7 +20,10 @@ pub struct KeyValue {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     /// Created or updated; `prev` is the value it replaced.
-    Put { kv: KeyValue, prev: Option<KeyValue> },
+    Put {
+        kv: KeyValue,
+        prev: Option<KeyValue>,
+    },
     /// Deleted at `revision`; `prev` is the last value.
     Delete { revision: i64, prev: KeyValue },
 }

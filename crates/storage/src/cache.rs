@@ -211,7 +211,11 @@ pub struct Store<C: Codec> {
 
 impl<C: Codec> Store<C> {
     /// Load the current state from `backend` and start following it.
-    pub async fn open(backend: Arc<dyn Backend>, codec: C, options: StoreOptions) -> Result<Arc<Self>> {
+    pub async fn open(
+        backend: Arc<dyn Backend>,
+        codec: C,
+        options: StoreOptions,
+    ) -> Result<Arc<Self>> {
         let end = crate::prefix_end(&options.prefix);
         let initial = backend.range(&options.prefix, &end, 0, 0).await?;
         let codec = Arc::new(codec);
@@ -386,12 +390,12 @@ impl<C: Codec> Store<C> {
     ) -> Result<Watcher<C::Object>> {
         if let WatchStart::After(rv) = start {
             // A resource version from the future: wait briefly, as upstream does.
-            self.wait_for(rv, Duration::from_secs(3)).await.map_err(|_| {
-                Error::FutureRevision {
+            self.wait_for(rv, Duration::from_secs(3))
+                .await
+                .map_err(|_| Error::FutureRevision {
                     requested: rv,
                     current: self.revision(),
-                }
-            })?;
+                })?;
         }
         let (tx, rx) = mpsc::channel(self.options.watcher_queue);
         let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
@@ -413,13 +417,17 @@ impl<C: Codec> Store<C> {
         {
             let mut watchers = self.watchers.lock();
             watchers.count += 1;
-            watchers.by_prefix.entry(prefix.clone()).or_default().push(Slot {
-                id,
-                start: revision,
-                bookmarks,
-                sender: Box::new(tx),
-                predicate: any_predicate,
-            });
+            watchers
+                .by_prefix
+                .entry(prefix.clone())
+                .or_default()
+                .push(Slot {
+                    id,
+                    start: revision,
+                    bookmarks,
+                    sender: Box::new(tx),
+                    predicate: any_predicate,
+                });
         }
         Ok(Watcher {
             initial,
@@ -488,8 +496,8 @@ impl<C: Codec> Store<C> {
                 (current, prev)
             }
             Event::Delete { prev, .. } => {
-                let prev = prev_entry
-                    .or_else(|| decode_entry(&*self.codec, &prev).ok().map(Arc::new));
+                let prev =
+                    prev_entry.or_else(|| decode_entry(&*self.codec, &prev).ok().map(Arc::new));
                 (None, prev)
             }
         };
@@ -535,10 +543,22 @@ impl<C: Codec> Store<C> {
         slot.sender.try_send_event(&item)
     }
 
-    fn item_for(&self, slot: &Slot, event: &CacheEvent<C::Object>) -> Option<PendingItem<C::Object>> {
+    fn item_for(
+        &self,
+        slot: &Slot,
+        event: &CacheEvent<C::Object>,
+    ) -> Option<PendingItem<C::Object>> {
         let matches = |o: &C::Object| (slot.predicate)(o as &dyn std::any::Any);
-        let now = event.current.as_ref().map(|e| matches(&e.object)).unwrap_or(false);
-        let before = event.prev.as_ref().map(|e| matches(&e.object)).unwrap_or(false);
+        let now = event
+            .current
+            .as_ref()
+            .map(|e| matches(&e.object))
+            .unwrap_or(false);
+        let before = event
+            .prev
+            .as_ref()
+            .map(|e| matches(&e.object))
+            .unwrap_or(false);
         match (&event.current, now, before) {
             (Some(cur), true, true) => Some(PendingItem::Modified(cur.object.clone())),
             (Some(cur), true, false) => Some(PendingItem::Added(cur.object.clone())),
@@ -584,7 +604,11 @@ impl<C: Codec> Store<C> {
     /// Revision to compact to: the oldest history we still promise to keep.
     fn trim_history(&self, keep_after: i64) {
         let mut state = self.state.write();
-        while state.history.front().is_some_and(|e| e.revision <= keep_after) {
+        while state
+            .history
+            .front()
+            .is_some_and(|e| e.revision <= keep_after)
+        {
             if let Some(old) = state.history.pop_front() {
                 state.history_start = old.revision;
             }
@@ -613,7 +637,11 @@ fn decode_entry<C: Codec>(codec: &C, kv: &KeyValue) -> Result<Entry<C::Object>> 
     })
 }
 
-fn initial_state<O>(state: &State<O>, prefix: &str, predicate: &dyn Fn(&O) -> bool) -> Vec<WatchItem<O>> {
+fn initial_state<O>(
+    state: &State<O>,
+    prefix: &str,
+    predicate: &dyn Fn(&O) -> bool,
+) -> Vec<WatchItem<O>> {
     let end = crate::prefix_end(prefix);
     state
         .objects
@@ -733,9 +761,13 @@ mod tests {
     }
 
     async fn store() -> Arc<Store<Utf8>> {
-        Store::open(Arc::new(MemoryBackend::new()), Utf8, StoreOptions::default())
-            .await
-            .unwrap()
+        Store::open(
+            Arc::new(MemoryBackend::new()),
+            Utf8,
+            StoreOptions::default(),
+        )
+        .await
+        .unwrap()
     }
 
     #[tokio::test]
@@ -764,13 +796,21 @@ mod tests {
             .unwrap();
         assert!(matches!(&w.initial[..], [WatchItem::Added(o)] if o.0 == "red"));
         let e = s.get("/registry/a/1").unwrap();
-        let rev = s.update("/registry/a/1", Bytes::from("blue"), e.mod_revision).await.unwrap();
+        let rev = s
+            .update("/registry/a/1", Bytes::from("blue"), e.mod_revision)
+            .await
+            .unwrap();
         match w.events.recv().await.unwrap() {
             WatchItem::Deleted(o) => assert_eq!(*o, ("red".to_string(), rev)),
             other => panic!("unexpected {other:?}"),
         }
-        s.update("/registry/a/1", Bytes::from("red"), rev).await.unwrap();
-        assert!(matches!(w.events.recv().await.unwrap(), WatchItem::Added(_)));
+        s.update("/registry/a/1", Bytes::from("red"), rev)
+            .await
+            .unwrap();
+        assert!(matches!(
+            w.events.recv().await.unwrap(),
+            WatchItem::Added(_)
+        ));
     }
 
     #[tokio::test]
@@ -782,11 +822,18 @@ mod tests {
         };
         let s = Store::open(backend, Utf8, options).await.unwrap();
         let mut w = s
-            .watch("/registry/", WatchStart::CurrentState, Arc::new(|_: &_| true), false)
+            .watch(
+                "/registry/",
+                WatchStart::CurrentState,
+                Arc::new(|_: &_| true),
+                false,
+            )
             .await
             .unwrap();
         for i in 0..10 {
-            s.create(&format!("/registry/k{i}"), Bytes::from("v")).await.unwrap();
+            s.create(&format!("/registry/k{i}"), Bytes::from("v"))
+                .await
+                .unwrap();
         }
         s.sync().await.unwrap();
         let mut received = 0;
@@ -804,14 +851,24 @@ mod tests {
         s.create("/registry/a/2", Bytes::from("y")).await.unwrap();
         s.sync().await.unwrap();
         let w = s
-            .watch("/registry/a/", WatchStart::After(r1), Arc::new(|_: &_| true), false)
+            .watch(
+                "/registry/a/",
+                WatchStart::After(r1),
+                Arc::new(|_: &_| true),
+                false,
+            )
             .await
             .unwrap();
         assert_eq!(w.initial.len(), 1);
         s.backend().compact(r1 + 1).await.unwrap();
         s.trim_history(r1 + 1);
         let err = s
-            .watch("/registry/a/", WatchStart::After(r1), Arc::new(|_: &_| true), false)
+            .watch(
+                "/registry/a/",
+                WatchStart::After(r1),
+                Arc::new(|_: &_| true),
+                false,
+            )
             .await
             .err()
             .unwrap();

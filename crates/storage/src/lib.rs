@@ -9,7 +9,10 @@
 
 pub mod backend;
 pub mod cache;
+pub mod conformance;
+pub mod etcd;
 pub mod memory;
+pub mod sqlite;
 
 pub use backend::{Backend, Error, Event, KeyValue, Range, Result};
 pub use cache::{Codec, Entry, Store, StoreOptions, WatchItem, WatchStart, Watcher};

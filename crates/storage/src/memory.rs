@@ -70,7 +70,8 @@ impl Inner {
             .or_default()
             .push(Version { revision, kv });
         self.log.push_back(event.clone());
-        self.subscribers.retain(|s| s.send(vec![event.clone()]).is_ok());
+        self.subscribers
+            .retain(|s| s.send(vec![event.clone()]).is_ok());
         revision
     }
 

@@ -1,0 +1,260 @@
+//! Per-type patch metadata for strategic merge patch.
+//!
+//! Upstream reads `patchStrategy` / `patchMergeKey` Go struct tags (or the
+//! OpenAPI `x-kubernetes-patch-strategy` / `x-kubernetes-patch-merge-key`
+//! extensions) to decide, field by field, whether a list is merged by key,
+//! unioned as a set, or replaced atomically. We have no Go structs, so each
+//! served type declares the handful of fields that deviate from the default
+//! (maps merge recursively, lists are atomic) in a compact table:
+//!
+//! ```
+//! use kubext_patch::{PatchSchema, Strategy};
+//! let schema = PatchSchema::new()
+//!     .list("spec.ports", Strategy::Merge, "port")
+//!     .set("metadata.finalizers");
+//! ```
+//!
+//! Paths are field names from the object root; list elements are transparent
+//! (`spec.containers.ports` is the `ports` list inside each container).
+
+use std::collections::BTreeMap;
+
+/// A field's `patchStrategy` (the part that matters when applying).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// `patchStrategy:"merge"`: lists of maps merge by the merge key, lists
+    /// of scalars become set unions.
+    Merge,
+    /// `patchStrategy:"replace"`: the patch value replaces the field whole.
+    Replace,
+}
+
+/// What a strategic merge patch needs to know about one field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldMeta {
+    /// `None` is upstream's default: maps merge, lists are replaced.
+    pub strategy: Option<Strategy>,
+    /// `patchMergeKey` for lists of maps merged by key.
+    pub merge_key: Option<String>,
+    /// The `retainKeys` strategy. Only diff creation uses it; applying honours
+    /// `$retainKeys` directives wherever the patch carries them.
+    pub retain_keys: bool,
+}
+
+impl FieldMeta {
+    /// Merge strategy with an optional merge key (`""` means none).
+    pub fn merge(merge_key: &str) -> Self {
+        FieldMeta {
+            strategy: Some(Strategy::Merge),
+            merge_key: (!merge_key.is_empty()).then(|| merge_key.to_string()),
+            retain_keys: false,
+        }
+    }
+
+    /// The merge key, or `""` as upstream's `GetPatchMergeKey` returns.
+    pub fn merge_key_str(&self) -> &str {
+        self.merge_key.as_deref().unwrap_or("")
+    }
+}
+
+/// Looks up patch metadata by field path.
+pub trait PatchMeta {
+    /// Metadata for the field at `path` (field names from the root, list
+    /// elements transparent). Unknown fields get [`FieldMeta::default`].
+    fn lookup(&self, path: &[&str]) -> FieldMeta;
+}
+
+/// A tree of [`FieldMeta`] keyed by field name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PatchSchema {
+    fields: BTreeMap<String, SchemaNode>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct SchemaNode {
+    meta: FieldMeta,
+    children: PatchSchema,
+}
+
+impl PatchSchema {
+    /// An empty schema: every map merges, every list is atomic.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declares `meta` for the dotted `path`.
+    pub fn field(mut self, path: &str, meta: FieldMeta) -> Self {
+        self.node_mut(path).meta = meta;
+        self
+    }
+
+    /// A list with the given strategy and merge key (`""` for none).
+    pub fn list(self, path: &str, strategy: Strategy, merge_key: &str) -> Self {
+        let meta = FieldMeta {
+            strategy: Some(strategy),
+            merge_key: (!merge_key.is_empty()).then(|| merge_key.to_string()),
+            retain_keys: false,
+        };
+        self.field(path, meta)
+    }
+
+    /// A list of scalars merged as a set union (`patchStrategy:"merge"`
+    /// without a merge key, e.g. `metadata.finalizers`).
+    pub fn set(self, path: &str) -> Self {
+        self.field(path, FieldMeta::merge(""))
+    }
+
+    /// A field replaced whole (`patchStrategy:"replace"`).
+    pub fn replace(self, path: &str) -> Self {
+        self.field(
+            path,
+            FieldMeta {
+                strategy: Some(Strategy::Replace),
+                ..FieldMeta::default()
+            },
+        )
+    }
+
+    /// An atomic field. This is the default; declaring it documents intent.
+    pub fn atomic(self, path: &str) -> Self {
+        self.field(path, FieldMeta::default())
+    }
+
+    /// Marks `path` with the `retainKeys` strategy, keeping its other
+    /// metadata.
+    pub fn retain_keys(mut self, path: &str) -> Self {
+        self.node_mut(path).meta.retain_keys = true;
+        self
+    }
+
+    /// Adds every declaration of `other` (its entries win on conflict).
+    pub fn extend(mut self, other: &PatchSchema) -> Self {
+        self.merge_from(other);
+        self
+    }
+
+    fn merge_from(&mut self, other: &PatchSchema) {
+        for (name, theirs) in &other.fields {
+            let ours = self.fields.entry(name.clone()).or_default();
+            if theirs.meta != FieldMeta::default() {
+                ours.meta = theirs.meta.clone();
+            }
+            ours.children.merge_from(&theirs.children);
+        }
+    }
+
+    fn node_mut(&mut self, path: &str) -> &mut SchemaNode {
+        let mut segments = path.split('.');
+        let first = segments.next().unwrap_or_default();
+        let mut node = self.fields.entry(first.to_string()).or_default();
+        for segment in segments {
+            node = node.children.fields.entry(segment.to_string()).or_default();
+        }
+        node
+    }
+}
+
+impl PatchMeta for PatchSchema {
+    fn lookup(&self, path: &[&str]) -> FieldMeta {
+        let mut fields = &self.fields;
+        let mut found = None;
+        for segment in path {
+            match fields.get(*segment) {
+                Some(node) => {
+                    found = Some(node);
+                    fields = &node.children.fields;
+                }
+                None => return FieldMeta::default(),
+            }
+        }
+        found.map(|n| n.meta.clone()).unwrap_or_default()
+    }
+}
+
+/// Metadata every object shares: `ObjectMeta`'s tagged lists and the
+/// conventional `status.conditions` list keyed by `type`.
+pub fn common_schema() -> PatchSchema {
+    PatchSchema::new()
+        .set("metadata.finalizers")
+        .list("metadata.ownerReferences", Strategy::Merge, "uid")
+        .atomic("metadata.managedFields")
+        .list("status.conditions", Strategy::Merge, "type")
+}
+
+/// The patch metadata of the built-in types kubext serves, from the
+/// `patchStrategy`/`patchMergeKey` tags in k8s.io/api v0.32:
+///
+/// | type | tagged fields |
+/// |---|---|
+/// | every type | `metadata.finalizers` (set), `metadata.ownerReferences` (key `uid`), `status.conditions` (key `type`) |
+/// | core/v1 ServiceAccount | `secrets` (key `name`); `imagePullSecrets` is untagged, so atomic |
+/// | core/v1 Service | `spec.ports` (key `port`) |
+/// | core/v1 Namespace | `spec.finalizers` is untagged, so atomic |
+/// | core/v1 ConfigMap, Secret, Endpoints, Event; discovery.k8s.io/v1 EndpointSlice; coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event | none (lists atomic) |
+///
+/// Unknown kinds get [`common_schema`]. Note that kube-apiserver refuses
+/// strategic merge patch for custom resources with 415; that check belongs
+/// to the caller.
+pub fn builtin_schema(group: &str, kind: &str) -> PatchSchema {
+    let common = common_schema();
+    match (group, kind) {
+        ("", "ServiceAccount") => common
+            .list("secrets", Strategy::Merge, "name")
+            .atomic("imagePullSecrets"),
+        ("", "Service") => common.list("spec.ports", Strategy::Merge, "port"),
+        ("", "Namespace") => common.atomic("spec.finalizers"),
+        ("", "Endpoints") => common.atomic("subsets"),
+        ("discovery.k8s.io", "EndpointSlice") => common.atomic("endpoints").atomic("ports"),
+        _ => common,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_walks_the_tree() {
+        let s = PatchSchema::new()
+            .list("spec.ports", Strategy::Merge, "port")
+            .replace("spec.template");
+        assert_eq!(s.lookup(&["spec", "ports"]), FieldMeta::merge("port"));
+        assert_eq!(s.lookup(&["spec"]), FieldMeta::default());
+        assert_eq!(s.lookup(&["spec", "ports", "name"]), FieldMeta::default());
+        assert_eq!(s.lookup(&["nope", "ports"]), FieldMeta::default());
+        assert_eq!(
+            s.lookup(&["spec", "template"]).strategy,
+            Some(Strategy::Replace)
+        );
+    }
+
+    #[test]
+    fn builtins_carry_object_meta() {
+        let svc = builtin_schema("", "Service");
+        assert_eq!(
+            svc.lookup(&["metadata", "finalizers"]),
+            FieldMeta::merge("")
+        );
+        assert_eq!(
+            svc.lookup(&["metadata", "ownerReferences"]),
+            FieldMeta::merge("uid")
+        );
+        assert_eq!(svc.lookup(&["spec", "ports"]), FieldMeta::merge("port"));
+        assert_eq!(
+            svc.lookup(&["status", "conditions"]),
+            FieldMeta::merge("type")
+        );
+        let ns = builtin_schema("", "Namespace");
+        assert_eq!(ns.lookup(&["spec", "finalizers"]), FieldMeta::default());
+    }
+
+    #[test]
+    fn extend_overrides_and_keeps() {
+        let s = common_schema().extend(&PatchSchema::new().set("spec.finalizers"));
+        assert_eq!(s.lookup(&["spec", "finalizers"]), FieldMeta::merge(""));
+        assert_eq!(
+            s.lookup(&["metadata", "ownerReferences"]),
+            FieldMeta::merge("uid")
+        );
+    }
+}

@@ -1,0 +1,445 @@
+//! Small built-ins: Namespace, ServiceAccount, Event, Service, Endpoints,
+//! EndpointSlice, Lease. Their rules are few; each gets a strategy and table cells.
+
+use apimachinery::{ErrorList, FieldError, FieldPath};
+use serde_json::{Value, json};
+
+use crate::resource::{Strategy, TableColumn};
+
+fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn required_str(obj: &Value, pointer: &str, path: &FieldPath, errs: &mut ErrorList) {
+    if str_at(obj, pointer).is_empty() {
+        errs.push(FieldError::required(path, ""));
+    }
+}
+
+pub struct Namespaces;
+
+impl Strategy for Namespaces {
+    fn prepare_create(&self, obj: &mut Value) {
+        obj["status"] = json!({"phase": "Active"});
+        obj["spec"] = json!({"finalizers": ["kubernetes"]});
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value) {
+        for field in ["status", "spec"] {
+            match old.get(field) {
+                Some(v) => new[field] = v.clone(),
+                None => {
+                    if let Some(o) = new.as_object_mut() {
+                        o.remove(field);
+                    }
+                }
+            }
+        }
+    }
+
+    fn deletion_blocked(&self, obj: &Value) -> bool {
+        obj.pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+    }
+
+    fn prepare_delete(&self, obj: &mut Value) {
+        obj["status"] = json!({"phase": "Terminating"});
+    }
+
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        (field == "status.phase").then(|| str_at(obj, "/status/phase").to_string())
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        vec![json!(str_at(obj, "/status/phase"))]
+    }
+}
+
+pub struct ServiceAccounts;
+
+impl Strategy for ServiceAccounts {
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        vec![json!(
+            obj.get("secrets")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len)
+        )]
+    }
+}
+
+pub const EVENT_COLUMNS: [TableColumn; 9] = [
+    TableColumn::new("Last Seen", "string", "The last time the event was seen"),
+    TableColumn::new("Type", "string", "The type of the event"),
+    TableColumn::new("Reason", "string", "The reason of the event"),
+    TableColumn::new("Object", "string", "The object the event is about"),
+    TableColumn::new("Subobject", "string", "The subobject").wide(),
+    TableColumn::new("Source", "string", "The source of the event").wide(),
+    TableColumn::new("Message", "string", "The message"),
+    TableColumn::new("First Seen", "string", "The first time the event was seen").wide(),
+    TableColumn::new("Count", "string", "The number of times seen").wide(),
+];
+
+pub const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+pub struct Events;
+
+impl Strategy for Events {
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = Vec::new();
+        let ns = apimachinery::meta::namespace(obj);
+        let involved_ns = str_at(obj, "/involvedObject/namespace");
+        if !involved_ns.is_empty() && involved_ns != ns {
+            errs.push(FieldError::invalid(
+                &FieldPath::new("involvedObject").child("namespace"),
+                json!(involved_ns),
+                "does not match event.namespace",
+            ));
+        }
+        errs
+    }
+
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        if !EVENT_FIELDS.contains(&field) {
+            return None;
+        }
+        let value = match field {
+            "source" => str_at(obj, "/source/component"),
+            _ => obj
+                .pointer(&format!("/{}", field.replace('.', "/")))
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+        };
+        Some(value.to_string())
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        let last = [
+            str_at(obj, "/lastTimestamp"),
+            str_at(obj, "/eventTime"),
+            str_at(obj, "/metadata/creationTimestamp"),
+        ]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or("");
+        let object = format!(
+            "{}/{}",
+            str_at(obj, "/involvedObject/kind").to_lowercase(),
+            str_at(obj, "/involvedObject/name")
+        );
+        let source = [
+            str_at(obj, "/source/component"),
+            str_at(obj, "/reportingComponent"),
+        ]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or("");
+        vec![
+            json!(crate::resource_age(last)),
+            json!(str_at(obj, "/type")),
+            json!(str_at(obj, "/reason")),
+            json!(object),
+            json!(str_at(obj, "/involvedObject/fieldPath")),
+            json!(source),
+            json!(str_at(obj, "/message")),
+            json!(crate::resource_age(str_at(obj, "/firstTimestamp"))),
+            json!(obj.get("count").and_then(Value::as_i64).unwrap_or(1)),
+        ]
+    }
+}
+
+pub const SERVICE_COLUMNS: [TableColumn; 5] = [
+    TableColumn::new("Type", "string", "The type of service"),
+    TableColumn::new("Cluster-IP", "string", "The cluster IP"),
+    TableColumn::new("External-IP", "string", "External IPs"),
+    TableColumn::new("Port(s)", "string", "The ports"),
+    TableColumn::new("Selector", "string", "The selector").wide(),
+];
+
+pub struct Services;
+
+const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
+
+impl Strategy for Services {
+    fn prepare_create(&self, obj: &mut Value) {
+        if obj.get("spec").is_none_or(|s| !s.is_object()) {
+            obj["spec"] = json!({});
+        }
+        if str_at(obj, "/spec/type").is_empty() {
+            obj["spec"]["type"] = json!("ClusterIP");
+        }
+        if obj.pointer("/spec/sessionAffinity").is_none() {
+            obj["spec"]["sessionAffinity"] = json!("None");
+        }
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
+        }
+        obj["status"] = json!({"loadBalancer": {}});
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value) {
+        if let Some(status) = old.get("status") {
+            new["status"] = status.clone();
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = Vec::new();
+        let spec = FieldPath::new("spec");
+        let kind = str_at(obj, "/spec/type");
+        if !SERVICE_TYPES.contains(&kind) {
+            errs.push(FieldError::not_supported(
+                &spec.child("type"),
+                json!(kind),
+                &SERVICE_TYPES,
+            ));
+        }
+        let ports = obj.pointer("/spec/ports").and_then(Value::as_array);
+        if ports.is_none_or(Vec::is_empty)
+            && kind != "ExternalName"
+            && str_at(obj, "/spec/clusterIP") != "None"
+        {
+            errs.push(FieldError::required(&spec.child("ports"), ""));
+        }
+        for (i, port) in ports.into_iter().flatten().enumerate() {
+            let path = spec.child("ports").index(i);
+            match port.get("port").and_then(Value::as_i64) {
+                Some(p) if (1..=65535).contains(&p) => {}
+                Some(p) => errs.push(FieldError::invalid(
+                    &path.child("port"),
+                    json!(p),
+                    "must be between 1 and 65535, inclusive",
+                )),
+                None => errs.push(FieldError::required(&path.child("port"), "")),
+            }
+            if ports.is_some_and(|p| p.len() > 1)
+                && port
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+            {
+                errs.push(FieldError::required(&path.child("name"), ""));
+            }
+        }
+        errs
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        let ports: Vec<String> = obj
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+                match p.get("nodePort").and_then(Value::as_i64) {
+                    Some(node) => format!("{port}:{node}/{proto}"),
+                    None => format!("{port}/{proto}"),
+                }
+            })
+            .collect();
+        let selector: Vec<String> = obj
+            .pointer("/spec/selector")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect();
+        let cluster_ip = str_at(obj, "/spec/clusterIP");
+        vec![
+            json!(str_at(obj, "/spec/type")),
+            json!(if cluster_ip.is_empty() {
+                "<none>"
+            } else {
+                cluster_ip
+            }),
+            json!("<none>"),
+            json!(if ports.is_empty() {
+                "<none>".to_string()
+            } else {
+                ports.join(",")
+            }),
+            json!(if selector.is_empty() {
+                "<none>".to_string()
+            } else {
+                selector.join(",")
+            }),
+        ]
+    }
+}
+
+pub struct Endpoints;
+
+impl Strategy for Endpoints {
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        let mut addrs = Vec::new();
+        for subset in obj
+            .get("subsets")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let ports: Vec<i64> = subset
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("port").and_then(Value::as_i64))
+                .collect();
+            for a in subset
+                .get("addresses")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let ip = a.get("ip").and_then(Value::as_str).unwrap_or("");
+                if ports.is_empty() {
+                    addrs.push(ip.to_string());
+                }
+                addrs.extend(ports.iter().map(|p| format!("{ip}:{p}")));
+            }
+        }
+        vec![json!(if addrs.is_empty() {
+            "<none>".to_string()
+        } else {
+            addrs.join(",")
+        })]
+    }
+}
+
+pub struct EndpointSlices;
+
+const ADDRESS_TYPES: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
+
+impl Strategy for EndpointSlices {
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = Vec::new();
+        let address_type = str_at(obj, "/addressType");
+        if address_type.is_empty() {
+            errs.push(FieldError::required(&FieldPath::new("addressType"), ""));
+        } else if !ADDRESS_TYPES.contains(&address_type) {
+            errs.push(FieldError::not_supported(
+                &FieldPath::new("addressType"),
+                json!(address_type),
+                &ADDRESS_TYPES,
+            ));
+        }
+        for (i, ep) in obj
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let path = FieldPath::new("endpoints").index(i).child("addresses");
+            if ep
+                .get("addresses")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+            {
+                errs.push(FieldError::required(
+                    &path,
+                    "must contain at least 1 address",
+                ));
+            }
+        }
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+        let mut errs = self.validate(new);
+        if new.get("addressType") != old.get("addressType") {
+            errs.push(FieldError::invalid(
+                &FieldPath::new("addressType"),
+                new.get("addressType").cloned().unwrap_or(Value::Null),
+                "field is immutable",
+            ));
+        }
+        errs
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        let ports: Vec<String> = obj
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("port").and_then(Value::as_i64).map(|p| p.to_string()))
+            .collect();
+        let addrs: Vec<&str> = obj
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .flat_map(|e| {
+                e.get("addresses")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .filter_map(Value::as_str)
+            .collect();
+        let or_none = |v: Vec<String>| {
+            if v.is_empty() {
+                "<unset>".to_string()
+            } else {
+                v.join(",")
+            }
+        };
+        vec![
+            json!(str_at(obj, "/addressType")),
+            json!(or_none(ports)),
+            json!(or_none(addrs.iter().map(|s| s.to_string()).collect())),
+        ]
+    }
+}
+
+pub struct Leases;
+
+impl Strategy for Leases {
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = Vec::new();
+        let spec = FieldPath::new("spec");
+        if let Some(d) = obj
+            .pointer("/spec/leaseDurationSeconds")
+            .and_then(Value::as_i64)
+            && d <= 0
+        {
+            errs.push(FieldError::invalid(
+                &spec.child("leaseDurationSeconds"),
+                json!(d),
+                "must be greater than 0",
+            ));
+        }
+        if let Some(t) = obj
+            .pointer("/spec/leaseTransitions")
+            .and_then(Value::as_i64)
+            && t < 0
+        {
+            errs.push(FieldError::invalid(
+                &spec.child("leaseTransitions"),
+                json!(t),
+                "must be greater than or equal to 0",
+            ));
+        }
+        let _ = required_str;
+        errs
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        vec![json!(str_at(obj, "/spec/holderIdentity"))]
+    }
+}

@@ -1,0 +1,190 @@
+//! The built-in resources kubext serves around extension APIs.
+
+mod configmaps;
+mod core;
+mod secrets;
+
+use std::sync::Arc;
+
+use apimachinery::validation::{name_is_dns_label, name_is_dns_subdomain};
+
+use crate::resource::{ResourceType, Strategy, TableColumn};
+
+/// Defaults for a resource description; each type overrides what differs.
+fn resource(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+    strategy: impl Strategy,
+) -> ResourceType {
+    ResourceType {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        namespaced,
+        storage_path: plural.into(),
+        has_status: false,
+        tracks_generation: false,
+        return_deleted_object: false,
+        columns: Vec::new(),
+        selectable_fields: Vec::new(),
+        name_validation: name_is_dns_subdomain,
+        strategy: Box::new(strategy),
+    }
+}
+
+fn short(mut r: ResourceType, names: &[&str]) -> ResourceType {
+    r.short_names = names.iter().map(|s| s.to_string()).collect();
+    r
+}
+
+fn columns(mut r: ResourceType, columns: Vec<TableColumn>) -> ResourceType {
+    r.columns = columns;
+    r
+}
+
+fn fields(mut r: ResourceType, fields: &[&str]) -> ResourceType {
+    r.selectable_fields = fields.iter().map(|s| s.to_string()).collect();
+    r
+}
+
+/// Every built-in resource type, in discovery order within each group.
+pub fn resource_types() -> Vec<Arc<ResourceType>> {
+    let mut namespaces = resource("", "v1", "Namespace", "namespaces", false, core::Namespaces);
+    namespaces.has_status = true;
+    namespaces.name_validation = name_is_dns_label;
+    let namespaces = fields(
+        columns(
+            short(namespaces, &["ns"]),
+            vec![TableColumn::new(
+                "Status",
+                "string",
+                "The status of the namespace",
+            )],
+        ),
+        &["status.phase"],
+    );
+
+    let configmaps = columns(
+        short(
+            resource(
+                "",
+                "v1",
+                "ConfigMap",
+                "configmaps",
+                true,
+                configmaps::ConfigMaps,
+            ),
+            &["cm"],
+        ),
+        vec![TableColumn::new("Data", "string", "Number of data entries")],
+    );
+    let secrets = fields(
+        columns(
+            resource("", "v1", "Secret", "secrets", true, secrets::Secrets),
+            vec![
+                TableColumn::new("Type", "string", "The type of the secret"),
+                TableColumn::new("Data", "string", "The number of entries in the secret"),
+            ],
+        ),
+        &["type"],
+    );
+    let serviceaccounts = columns(
+        short(
+            resource(
+                "",
+                "v1",
+                "ServiceAccount",
+                "serviceaccounts",
+                true,
+                core::ServiceAccounts,
+            ),
+            &["sa"],
+        ),
+        vec![TableColumn::new(
+            "Secrets",
+            "string",
+            "The number of secrets",
+        )],
+    );
+    let events = fields(
+        columns(
+            short(
+                resource("", "v1", "Event", "events", true, core::Events),
+                &["ev"],
+            ),
+            core::EVENT_COLUMNS.to_vec(),
+        ),
+        core::EVENT_FIELDS,
+    );
+    let mut services = columns(
+        short(
+            resource("", "v1", "Service", "services", true, core::Services),
+            &["svc"],
+        ),
+        core::SERVICE_COLUMNS.to_vec(),
+    );
+    services.has_status = true;
+    services.name_validation = apimachinery::validation::name_is_dns1035_label;
+    services.categories = vec!["all".into()];
+    let services = services;
+    let endpoints = columns(
+        short(
+            resource("", "v1", "Endpoints", "endpoints", true, core::Endpoints),
+            &["ep"],
+        ),
+        vec![TableColumn::new("Endpoints", "string", "Endpoints")],
+    );
+    let mut endpoints = endpoints;
+    endpoints.singular = "endpoints".into();
+    let endpointslices = columns(
+        resource(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            true,
+            core::EndpointSlices,
+        ),
+        vec![
+            TableColumn::new("AddressType", "string", "The address type"),
+            TableColumn::new("Ports", "string", "The ports"),
+            TableColumn::new("Endpoints", "string", "The endpoints"),
+        ],
+    );
+    let leases = columns(
+        resource(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            true,
+            core::Leases,
+        ),
+        vec![TableColumn::new(
+            "Holder",
+            "string",
+            "The holder of the lease",
+        )],
+    );
+    [
+        namespaces,
+        configmaps,
+        secrets,
+        serviceaccounts,
+        events,
+        services,
+        endpoints,
+        endpointslices,
+        leases,
+    ]
+    .into_iter()
+    .map(Arc::new)
+    .collect()
+}

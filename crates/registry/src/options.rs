@@ -1,0 +1,98 @@
+//! Request options as the generic store consumes them (already parsed from the URL).
+
+use apimachinery::StatusError;
+use apimachinery::selector::{FieldSelector, LabelSelector};
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+/// Who is asking, and the options every write shares.
+#[derive(Debug, Clone, Default)]
+pub struct RequestContext {
+    pub user: String,
+    pub groups: Vec<String>,
+    /// Namespace from the URL ("" for cluster-wide requests).
+    pub namespace: String,
+    pub dry_run: bool,
+    /// `fieldManager` query parameter, or the one derived from the user agent.
+    pub field_manager: String,
+    /// Set by the status subresource handler.
+    pub subresource: Option<String>,
+}
+
+/// How a list is to be served (`resourceVersion` + `resourceVersionMatch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadFreshness {
+    /// Unset: the latest state (a consistent read).
+    #[default]
+    Latest,
+    /// `resourceVersion=0`: whatever the cache has.
+    Any,
+    /// At least this revision.
+    NotOlderThan(i64),
+    /// Exactly this revision.
+    Exact(i64),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    pub label_selector: Option<LabelSelector>,
+    pub field_selector: Option<FieldSelector>,
+    pub limit: usize,
+    pub continue_token: Option<ContinueToken>,
+    pub freshness: ReadFreshness,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    pub label_selector: Option<LabelSelector>,
+    pub field_selector: Option<FieldSelector>,
+    /// `None`: start with the current state; `Some(rv)`: resume after rv.
+    pub resource_version: Option<i64>,
+    pub send_initial_events: bool,
+    pub bookmarks: bool,
+}
+
+/// The opaque `continue` token: the snapshot revision and the last key returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContinueToken {
+    #[serde(rename = "v")]
+    pub version: String,
+    pub rv: i64,
+    pub start: String,
+}
+
+impl ContinueToken {
+    pub fn new(rv: i64, last_key: &str) -> Self {
+        ContinueToken {
+            version: "meta.k8s.io/v1".into(),
+            rv,
+            start: last_key.into(),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        base64::engine::general_purpose::URL_SAFE.encode(json)
+    }
+
+    pub fn decode(token: &str) -> Result<Self, StatusError> {
+        let invalid = || StatusError::bad_request(format!("invalid continue token: {token}"));
+        let raw = base64::engine::general_purpose::URL_SAFE
+            .decode(token)
+            .map_err(|_| invalid())?;
+        let parsed: ContinueToken = serde_json::from_slice(&raw).map_err(|_| invalid())?;
+        if parsed.version != "meta.k8s.io/v1" || parsed.rv <= 0 {
+            return Err(invalid());
+        }
+        Ok(parsed)
+    }
+}
+
+/// DELETE options (body `DeleteOptions` or query parameters).
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+    pub propagation_policy: Option<String>,
+}

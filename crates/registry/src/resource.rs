@@ -1,0 +1,170 @@
+//! What the generic store needs to know about one kind of resource.
+
+use apimachinery::{ErrorList, GroupResource, GroupVersionKind};
+use serde_json::Value;
+
+/// Per-type behaviour (upstream's `RESTCreateStrategy`/`RESTUpdateStrategy`),
+/// on unstructured JSON. Defaults fit types without special rules.
+pub trait Strategy: Send + Sync + 'static {
+    /// Normalize a new object before validation (e.g. drop `status`).
+    fn prepare_create(&self, _obj: &mut Value) {}
+
+    /// Carry over what a main-resource update must not change (e.g. `status`).
+    fn prepare_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Type-specific validation of a new object (metadata is validated generically).
+    fn validate(&self, _obj: &Value) -> ErrorList {
+        Vec::new()
+    }
+
+    /// Type-specific validation of an update (immutable fields and the like).
+    fn validate_update(&self, new: &Value, _old: &Value) -> ErrorList {
+        self.validate(new)
+    }
+
+    /// Non-fatal warnings returned as `Warning` headers.
+    fn warnings(&self, _obj: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The value of a selectable field beyond `metadata.name`/`metadata.namespace`;
+    /// `None` when the field is not selectable for this type.
+    fn field(&self, _obj: &Value, _field: &str) -> Option<String> {
+        None
+    }
+
+    /// Table cells after `Name`, matching `ResourceType::columns`.
+    fn row(&self, _obj: &Value) -> Vec<Value> {
+        Vec::new()
+    }
+
+    /// Whether something besides `metadata.finalizers` holds up deletion
+    /// (namespaces: `spec.finalizers`).
+    fn deletion_blocked(&self, _obj: &Value) -> bool {
+        false
+    }
+
+    /// Adjust an object whose deletion is pending (namespaces: phase Terminating).
+    fn prepare_delete(&self, _obj: &mut Value) {}
+
+    /// On a status-subresource update: take only `status` from `new`.
+    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+        let status = new.get("status").cloned();
+        *new = old.clone();
+        match status {
+            Some(s) => {
+                new["status"] = s;
+            }
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+}
+
+/// A printer column of `as=Table` output (after `Name`).
+#[derive(Debug, Clone)]
+pub struct TableColumn {
+    pub name: &'static str,
+    pub type_: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    pub priority: i32,
+}
+
+impl TableColumn {
+    pub const fn new(name: &'static str, type_: &'static str, description: &'static str) -> Self {
+        TableColumn {
+            name,
+            type_,
+            format: "",
+            description,
+            priority: 0,
+        }
+    }
+
+    pub const fn wide(mut self) -> Self {
+        self.priority = 1;
+        self
+    }
+
+    pub const fn format(mut self, format: &'static str) -> Self {
+        self.format = format;
+        self
+    }
+}
+
+/// Everything the server and generic store need to serve one resource at one version.
+pub struct ResourceType {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub namespaced: bool,
+    /// Storage path under the prefix, e.g. `configmaps` or `apiregistration.k8s.io/apiservices`.
+    pub storage_path: String,
+    pub has_status: bool,
+    /// `metadata.generation` is bumped on every change outside status/metadata.
+    pub tracks_generation: bool,
+    /// DELETE answers with the object (custom resources) instead of a Status.
+    pub return_deleted_object: bool,
+    /// Columns after `Name` for `as=Table`; `Age` is appended automatically.
+    pub columns: Vec<TableColumn>,
+    /// Selectable fields besides `metadata.name` and `metadata.namespace`.
+    pub selectable_fields: Vec<String>,
+    /// Name validator: DNS subdomain for most types.
+    pub name_validation: fn(&str, bool) -> Vec<String>,
+    pub strategy: Box<dyn Strategy>,
+}
+
+impl ResourceType {
+    pub fn gvk(&self) -> GroupVersionKind {
+        GroupVersionKind::new(&self.group, &self.version, &self.kind)
+    }
+
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.plural)
+    }
+
+    pub fn api_version(&self) -> String {
+        self.gvk().api_version()
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    pub fn verbs(&self) -> Vec<&'static str> {
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
+
+    /// Whether `field` may be used in a field selector.
+    pub fn is_selectable(&self, field: &str) -> bool {
+        field == "metadata.name"
+            || (field == "metadata.namespace" && self.namespaced)
+            || self.selectable_fields.iter().any(|f| f == field)
+    }
+
+    /// The value of a selectable field.
+    pub fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        match field {
+            "metadata.name" => Some(apimachinery::meta::name(obj).to_string()),
+            "metadata.namespace" => Some(apimachinery::meta::namespace(obj).to_string()),
+            _ => self.strategy.field(obj, field),
+        }
+    }
+}

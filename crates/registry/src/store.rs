@@ -1,0 +1,801 @@
+//! The generic store: create/get/list/watch/update/delete with Kubernetes object
+//! semantics (system metadata, optimistic concurrency, finalizers, dry run,
+//! no-op detection), for any `ResourceType`.
+//!
+//! Hot path: `get` and `list` read the watch cache; writes go to the backend once.
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::validation::validate_object_meta;
+use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, meta, time};
+use storage::{Entry, WatchStart, Watcher};
+
+use crate::errors::to_status;
+use crate::managed_fields;
+use crate::object::{JsonCodec, Object, encode_for_storage};
+use crate::options::{
+    ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
+};
+use crate::resource::ResourceType;
+
+pub type Storage = storage::Store<JsonCodec>;
+
+type Result<T> = std::result::Result<T, StatusError>;
+
+/// How many times an unconditional update retries after losing a race.
+const MAX_CONFLICT_RETRIES: usize = 16;
+
+pub struct GenericStore {
+    pub rtype: Arc<ResourceType>,
+    storage: Arc<Storage>,
+    /// Key prefix, e.g. `/registry`.
+    prefix: String,
+}
+
+pub struct ListResult {
+    pub items: Vec<Arc<Object>>,
+    pub resource_version: i64,
+    pub continue_token: Option<String>,
+    pub remaining: Option<i64>,
+}
+
+/// What a DELETE did.
+pub struct DeleteOutcome {
+    pub object: Value,
+    /// False when finalizers keep the object around (HTTP 202).
+    pub deleted: bool,
+}
+
+impl GenericStore {
+    pub fn new(rtype: Arc<ResourceType>, storage: Arc<Storage>, prefix: &str) -> Self {
+        GenericStore {
+            rtype,
+            storage,
+            prefix: prefix.trim_end_matches('/').to_string(),
+        }
+    }
+
+    /// Another handle on the same resource and storage.
+    pub fn clone_handle(&self) -> Self {
+        GenericStore {
+            rtype: self.rtype.clone(),
+            storage: self.storage.clone(),
+            prefix: self.prefix.clone(),
+        }
+    }
+
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.rtype.namespaced {
+            format!(
+                "{}/{}/{namespace}/{name}",
+                self.prefix, self.rtype.storage_path
+            )
+        } else {
+            format!("{}/{}/{name}", self.prefix, self.rtype.storage_path)
+        }
+    }
+
+    /// Key prefix of a collection: one namespace, or all.
+    pub fn collection(&self, namespace: &str) -> String {
+        if self.rtype.namespaced && !namespace.is_empty() {
+            format!("{}/{}/{namespace}/", self.prefix, self.rtype.storage_path)
+        } else {
+            format!("{}/{}/", self.prefix, self.rtype.storage_path)
+        }
+    }
+
+    fn storage_error(&self, err: storage::Error, name: &str) -> StatusError {
+        to_status(err, &self.rtype.group_resource(), name)
+    }
+
+    fn not_found(&self, name: &str) -> StatusError {
+        StatusError::not_found(&self.rtype.group_resource(), name)
+    }
+
+    async fn sync(&self) -> Result<()> {
+        self.storage
+            .sync()
+            .await
+            .map(|_| ())
+            .map_err(|e| self.storage_error(e, ""))
+    }
+
+    async fn current(&self, ctx: &RequestContext, name: &str) -> Result<Arc<Entry<Object>>> {
+        self.sync().await?;
+        self.storage
+            .get(&self.key(&ctx.namespace, name))
+            .ok_or_else(|| self.not_found(name))
+    }
+
+    pub async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Arc<Object>> {
+        Ok(self.current(ctx, name).await?.object.clone())
+    }
+
+    /// A predicate for label and field selectors (the fields were checked at parse time).
+    pub fn predicate(
+        &self,
+        labels: Option<apimachinery::selector::LabelSelector>,
+        fields: Option<apimachinery::selector::FieldSelector>,
+    ) -> storage::cache::Predicate<Object> {
+        let rtype = self.rtype.clone();
+        Arc::new(move |o: &Object| {
+            labels
+                .as_ref()
+                .is_none_or(|l| l.matches(meta::labels(&o.value)))
+                && fields
+                    .as_ref()
+                    .is_none_or(|f| f.matches(|field| rtype.field_value(&o.value, field)))
+        })
+    }
+
+    /// Reject selectors on fields this type does not support (400, upstream's text).
+    pub fn check_field_selector(
+        &self,
+        fields: Option<&apimachinery::selector::FieldSelector>,
+    ) -> Result<()> {
+        if let Some(f) = fields {
+            for field in f.fields() {
+                if !self.rtype.is_selectable(field) {
+                    return Err(StatusError::bad_request(format!(
+                        "field label not supported: {field}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn list(&self, ctx: &RequestContext, opts: ListOptions) -> Result<ListResult> {
+        self.check_field_selector(opts.field_selector.as_ref())?;
+        let has_selector = opts.label_selector.as_ref().is_some_and(|l| !l.is_empty())
+            || opts
+                .field_selector
+                .as_ref()
+                .is_some_and(|f| !f.requirements().is_empty());
+        let predicate = self.predicate(opts.label_selector, opts.field_selector);
+        let prefix = self.collection(&ctx.namespace);
+        let limit = opts.limit;
+
+        // Continuing a paged list: the same snapshot revision, after the last key.
+        if let Some(token) = &opts.continue_token {
+            let start = format!("{prefix}{}", token.start);
+            return self
+                .list_at(
+                    &prefix,
+                    Some(&start),
+                    token.rv,
+                    limit,
+                    &*predicate,
+                    has_selector,
+                )
+                .await;
+        }
+        match opts.freshness {
+            ReadFreshness::Latest => self.sync().await?,
+            ReadFreshness::Any => {}
+            ReadFreshness::NotOlderThan(rv) => self
+                .storage
+                .wait_for(rv, Duration::from_secs(3))
+                .await
+                .map_err(|_| {
+                    StatusError::timeout(format!(
+                        "Too large resource version: {rv}, current: {}",
+                        self.storage.revision()
+                    ))
+                })?,
+            ReadFreshness::Exact(rv) if rv != self.storage.revision() => {
+                return self
+                    .list_at(&prefix, None, rv, limit, &*predicate, has_selector)
+                    .await;
+            }
+            ReadFreshness::Exact(_) => {}
+        }
+        let page = self.storage.list(&prefix, None, limit, &*predicate);
+        Ok(self.page_result(
+            page.items,
+            page.revision,
+            page.remaining,
+            &prefix,
+            has_selector,
+        ))
+    }
+
+    /// A page from the backend at a past revision; filtering happens here, so
+    /// keep reading until the page is full or the range is exhausted.
+    async fn list_at(
+        &self,
+        prefix: &str,
+        start: Option<&str>,
+        rv: i64,
+        limit: usize,
+        predicate: &(dyn Fn(&Object) -> bool + Send + Sync),
+        has_selector: bool,
+    ) -> Result<ListResult> {
+        let entries = self
+            .storage
+            .range_at(prefix, start, rv, 0)
+            .await
+            .map_err(|e| match e {
+                storage::Error::Compacted { .. } => expired_continue(),
+                other => self.storage_error(other, ""),
+            })?;
+        let mut items = Vec::new();
+        let mut remaining = 0;
+        for entry in entries {
+            if !predicate(&entry.object) {
+                continue;
+            }
+            if limit > 0 && items.len() >= limit {
+                remaining += 1;
+            } else {
+                items.push(entry);
+            }
+        }
+        Ok(self.page_result(items, rv, remaining, prefix, has_selector))
+    }
+
+    fn page_result(
+        &self,
+        entries: Vec<Arc<Entry<Object>>>,
+        revision: i64,
+        remaining: usize,
+        prefix: &str,
+        has_selector: bool,
+    ) -> ListResult {
+        let continue_token = (remaining > 0).then(|| {
+            let last = entries.last().map(|e| &e.key[prefix.len()..]).unwrap_or("");
+            ContinueToken::new(revision, last).encode()
+        });
+        ListResult {
+            items: entries.into_iter().map(|e| e.object.clone()).collect(),
+            resource_version: revision,
+            continue_token,
+            // Upstream only knows the count when no selector filters the range.
+            remaining: (remaining > 0 && !has_selector).then_some(remaining as i64),
+        }
+    }
+
+    pub async fn watch(&self, ctx: &RequestContext, opts: WatchOptions) -> Result<Watcher<Object>> {
+        self.check_field_selector(opts.field_selector.as_ref())?;
+        let predicate = self.predicate(opts.label_selector, opts.field_selector);
+        let start = match opts.resource_version {
+            // "0" and unset both start with the current state; unset is consistent.
+            None => {
+                self.sync().await?;
+                WatchStart::CurrentState
+            }
+            Some(0) => WatchStart::CurrentState,
+            Some(rv) if opts.send_initial_events => {
+                self.storage
+                    .wait_for(rv, Duration::from_secs(3))
+                    .await
+                    .map_err(|e| self.storage_error(e, ""))?;
+                WatchStart::CurrentState
+            }
+            Some(rv) => WatchStart::After(rv),
+        };
+        self.storage
+            .watch(
+                &self.collection(&ctx.namespace),
+                start,
+                predicate,
+                opts.bookmarks,
+            )
+            .await
+            .map_err(|e| match e {
+                storage::Error::Compacted {
+                    requested,
+                    compacted,
+                } => StatusError::gone(format!(
+                    "too old resource version: {requested} ({compacted})"
+                )),
+                other => self.storage_error(other, ""),
+            })
+    }
+
+    /// Check that the namespace of a new object exists and is not terminating.
+    async fn admit_namespace(&self, namespace: &str) -> Result<()> {
+        if !self.rtype.namespaced {
+            return Ok(());
+        }
+        let key = format!("{}/namespaces/{namespace}", self.prefix);
+        let Some(ns) = self.storage.get(&key) else {
+            return Err(StatusError::not_found(
+                &apimachinery::GroupResource::new("", "namespaces"),
+                namespace,
+            ));
+        };
+        if ns.object.value.pointer("/status/phase") == Some(&json!("Terminating")) {
+            return Err(StatusError::forbidden(
+                &self.rtype.group_resource(),
+                "",
+                &format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
+            )
+            .with_causes(vec![apimachinery::StatusCause {
+                reason: "NamespaceTerminating".into(),
+                message: format!("namespace {namespace} is being terminated"),
+                field: "metadata.namespace".into(),
+            }]));
+        }
+        Ok(())
+    }
+
+    fn validate_new(&self, obj: &Value) -> ErrorList {
+        let mut errs = validate_object_meta(
+            obj.get("metadata").unwrap_or(&Value::Null),
+            self.rtype.namespaced,
+            self.rtype.name_validation,
+            &FieldPath::new("metadata"),
+        );
+        errs.extend(self.rtype.strategy.validate(obj));
+        errs
+    }
+
+    fn invalid(&self, name: &str, errs: &ErrorList) -> StatusError {
+        StatusError::invalid(&self.rtype.group, &self.rtype.kind, name, errs)
+    }
+
+    pub async fn create(&self, ctx: &RequestContext, mut obj: Value) -> Result<Value> {
+        self.set_namespace(ctx, &mut obj)?;
+        if !meta::resource_version(&obj).is_empty() {
+            return Err(StatusError::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        if meta::name(&obj).is_empty() && !meta::generate_name(&obj).is_empty() {
+            let name = format!("{}{}", meta::generate_name(&obj), random_suffix());
+            meta::set_str(&mut obj, "name", &name);
+        }
+        self.fill_create_metadata(&mut obj);
+        self.rtype.strategy.prepare_create(&mut obj);
+        let errs = self.validate_new(&obj);
+        if !errs.is_empty() {
+            return Err(self.invalid(meta::name(&obj), &errs));
+        }
+        self.sync().await?;
+        self.admit_namespace(&ctx.namespace).await?;
+        managed_fields::record_update(
+            &mut obj,
+            None,
+            &ctx.field_manager,
+            &self.rtype.api_version(),
+        );
+        let name = meta::name(&obj).to_string();
+        let key = self.key(&ctx.namespace, &name);
+        if ctx.dry_run {
+            if self.storage.get(&key).is_some() {
+                return Err(StatusError::already_exists(
+                    &self.rtype.group_resource(),
+                    &name,
+                ));
+            }
+            return Ok(obj);
+        }
+        let revision = self
+            .storage
+            .create(&key, encode_for_storage(&obj))
+            .await
+            .map_err(|e| self.storage_error(e, &name))?;
+        meta::set_resource_version(&mut obj, revision);
+        Ok(obj)
+    }
+
+    fn set_namespace(&self, ctx: &RequestContext, obj: &mut Value) -> Result<()> {
+        if !obj.is_object() {
+            return Err(StatusError::bad_request(
+                "the body of the request must be an object",
+            ));
+        }
+        if !self.rtype.namespaced {
+            meta::remove(obj, "namespace");
+            return Ok(());
+        }
+        let body_ns = meta::namespace(obj);
+        if !body_ns.is_empty() && body_ns != ctx.namespace {
+            return Err(StatusError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        meta::set_str(obj, "namespace", &ctx.namespace);
+        Ok(())
+    }
+
+    fn fill_create_metadata(&self, obj: &mut Value) {
+        let generation = self.rtype.tracks_generation;
+        let md = meta::metadata_mut(obj);
+        md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        md.insert("creationTimestamp".into(), json!(time::now_rfc3339()));
+        for transient in [
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            md.remove(transient);
+        }
+        if generation {
+            md.insert("generation".into(), json!(1));
+        } else {
+            md.remove("generation");
+        }
+    }
+
+    /// PUT: replace the object (or its status, for the status subresource).
+    pub async fn update(&self, ctx: &RequestContext, name: &str, obj: Value) -> Result<Value> {
+        self.set_namespace_for_update(ctx, name, &obj)?;
+        let requested_rv = meta::resource_version(&obj).to_string();
+        meta::parse_resource_version(&requested_rv).map_err(|e| {
+            self.invalid(
+                name,
+                &vec![FieldError::invalid(
+                    &FieldPath::new("metadata").child("resourceVersion"),
+                    json!(requested_rv),
+                    &e,
+                )],
+            )
+        })?;
+        self.update_with(ctx, name, |_current| Ok(obj.clone()))
+            .await
+    }
+
+    fn set_namespace_for_update(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        obj: &Value,
+    ) -> Result<()> {
+        if !obj.is_object() {
+            return Err(StatusError::bad_request(
+                "the body of the request must be an object",
+            ));
+        }
+        let body_name = meta::name(obj);
+        if body_name != name {
+            return Err(StatusError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let body_ns = meta::namespace(obj);
+        if self.rtype.namespaced && !body_ns.is_empty() && body_ns != ctx.namespace {
+            return Err(StatusError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Read-modify-write with compare-and-swap. `mutate` gets the current object and
+    /// returns the desired one; it runs again if another writer got there first
+    /// (unless the desired object names a resourceVersion: then it must be the current one).
+    pub async fn update_with(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        mutate: impl Fn(&Value) -> Result<Value>,
+    ) -> Result<Value> {
+        let key = self.key(&ctx.namespace, name);
+        let mut current = self.current(ctx, name).await?;
+        for _ in 0..MAX_CONFLICT_RETRIES {
+            let old = &current.object.value;
+            let mut new = mutate(old)?;
+            let wanted_rv = meta::resource_version(&new);
+            if !wanted_rv.is_empty() && wanted_rv != current.mod_revision.to_string() {
+                return Err(StatusError::modified(&self.rtype.group_resource(), name));
+            }
+            self.set_namespace_for_update(ctx, name, &new)?;
+            if self.rtype.namespaced {
+                meta::set_str(&mut new, "namespace", &ctx.namespace);
+            }
+            self.prepare_update(ctx, &mut new, old)?;
+            if is_noop(old, &new) {
+                return Ok(old.clone());
+            }
+            if ctx.dry_run {
+                return Ok(new);
+            }
+            let finalized =
+                meta::deletion_timestamp(&new).is_some() && !self.deletion_pending(&new);
+            let result = if finalized {
+                self.storage
+                    .delete(&key, Some(current.mod_revision))
+                    .await
+                    .map(|(rev, _)| rev)
+            } else {
+                self.storage
+                    .update(&key, encode_for_storage(&new), current.mod_revision)
+                    .await
+            };
+            match result {
+                Ok(revision) => {
+                    meta::set_resource_version(&mut new, revision);
+                    return Ok(new);
+                }
+                Err(storage::Error::Conflict {
+                    current: Some(kv), ..
+                }) => {
+                    current = self
+                        .storage
+                        .decode(&kv)
+                        .map_err(|e| self.storage_error(e, name))?;
+                }
+                Err(storage::Error::Conflict { current: None, .. })
+                | Err(storage::Error::NotFound(_)) => {
+                    return Err(self.not_found(name));
+                }
+                Err(e) => return Err(self.storage_error(e, name)),
+            }
+        }
+        Err(StatusError::modified(&self.rtype.group_resource(), name))
+    }
+
+    /// Finalizers (or a type-specific rule) keep a deleted object around.
+    fn deletion_pending(&self, obj: &Value) -> bool {
+        !meta::finalizers(obj).is_empty() || self.rtype.strategy.deletion_blocked(obj)
+    }
+
+    /// System fields, strategy rules, validation and managedFields for an update.
+    fn prepare_update(&self, ctx: &RequestContext, new: &mut Value, old: &Value) -> Result<()> {
+        let status_only = ctx.subresource.as_deref() == Some("status");
+        match ctx.subresource.as_deref() {
+            Some("status") => self.rtype.strategy.prepare_status_update(new, old),
+            // Namespace finalization: only `spec.finalizers` may change.
+            Some("finalize") => {
+                let finalizers = new
+                    .pointer("/spec/finalizers")
+                    .cloned()
+                    .unwrap_or(json!([]));
+                *new = old.clone();
+                new["spec"]["finalizers"] = finalizers;
+            }
+            _ => self.rtype.strategy.prepare_update(new, old),
+        }
+        carry_system_metadata(new, old);
+        if self.rtype.tracks_generation && !status_only && spec_changed(old, new) {
+            let generation = meta::generation(old) + 1;
+            meta::metadata_mut(new).insert("generation".into(), json!(generation));
+        }
+        let name = meta::name(old).to_string();
+        let mut errs = apimachinery::validation::validate_object_meta_update(
+            new.get("metadata").unwrap_or(&Value::Null),
+            old.get("metadata").unwrap_or(&Value::Null),
+            &FieldPath::new("metadata"),
+        );
+        if errs.is_empty() {
+            errs = self.validate_new(new);
+            errs.extend(self.rtype.strategy.validate_update(new, old));
+            errs.dedup();
+        }
+        if !errs.is_empty() {
+            return Err(self.invalid(&name, &errs));
+        }
+        managed_fields::record_update(
+            new,
+            Some(old),
+            &ctx.field_manager,
+            &self.rtype.api_version(),
+        );
+        Ok(())
+    }
+
+    pub async fn delete(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome> {
+        let key = self.key(&ctx.namespace, name);
+        let gr = self.rtype.group_resource();
+        for _ in 0..MAX_CONFLICT_RETRIES {
+            let current = self.current(ctx, name).await?;
+            let obj = &current.object.value;
+            check_preconditions(obj, opts, &gr, name)?;
+            if self.deletion_pending(obj) {
+                if meta::deletion_timestamp(obj).is_some() {
+                    return Ok(DeleteOutcome {
+                        object: obj.clone(),
+                        deleted: false,
+                    });
+                }
+                let mut pending = obj.clone();
+                let md = meta::metadata_mut(&mut pending);
+                md.insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
+                md.insert(
+                    "deletionGracePeriodSeconds".into(),
+                    json!(opts.grace_period_seconds.unwrap_or(0)),
+                );
+                if self.rtype.tracks_generation {
+                    md.insert("generation".into(), json!(meta::generation(obj) + 1));
+                }
+                self.rtype.strategy.prepare_delete(&mut pending);
+                if ctx.dry_run {
+                    return Ok(DeleteOutcome {
+                        object: pending,
+                        deleted: false,
+                    });
+                }
+                match self
+                    .storage
+                    .update(&key, encode_for_storage(&pending), current.mod_revision)
+                    .await
+                {
+                    Ok(rev) => {
+                        meta::set_resource_version(&mut pending, rev);
+                        return Ok(DeleteOutcome {
+                            object: pending,
+                            deleted: false,
+                        });
+                    }
+                    Err(storage::Error::Conflict { .. }) => continue,
+                    Err(e) => return Err(self.storage_error(e, name)),
+                }
+            }
+            if ctx.dry_run {
+                return Ok(DeleteOutcome {
+                    object: obj.clone(),
+                    deleted: true,
+                });
+            }
+            match self.storage.delete(&key, Some(current.mod_revision)).await {
+                Ok((rev, _)) => {
+                    let mut object = obj.clone();
+                    meta::set_resource_version(&mut object, rev);
+                    return Ok(DeleteOutcome {
+                        object,
+                        deleted: true,
+                    });
+                }
+                Err(storage::Error::Conflict { .. }) => continue,
+                Err(e) => return Err(self.storage_error(e, name)),
+            }
+        }
+        Err(StatusError::modified(&gr, name))
+    }
+
+    pub async fn delete_collection(
+        &self,
+        ctx: &RequestContext,
+        list: ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Vec<Value>> {
+        let items = self
+            .list(
+                ctx,
+                ListOptions {
+                    limit: 0,
+                    continue_token: None,
+                    ..list
+                },
+            )
+            .await?
+            .items;
+        let mut deleted = Vec::with_capacity(items.len());
+        for item in items {
+            let mut item_ctx = ctx.clone();
+            item_ctx.namespace = meta::namespace(&item.value).to_string();
+            match self.delete(&item_ctx, meta::name(&item.value), opts).await {
+                Ok(outcome) => deleted.push(outcome.object),
+                Err(e) if e.code() == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+fn expired_continue() -> StatusError {
+    StatusError::expired(
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+    )
+}
+
+fn check_preconditions(
+    obj: &Value,
+    opts: &DeleteOptions,
+    gr: &apimachinery::GroupResource,
+    name: &str,
+) -> Result<()> {
+    if let Some(uid) = &opts.precondition_uid
+        && uid != meta::uid(obj)
+    {
+        return Err(StatusError::conflict(
+            gr,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta::uid(obj)
+            ),
+        ));
+    }
+    if let Some(rv) = &opts.precondition_resource_version
+        && rv != meta::resource_version(obj)
+    {
+        return Err(StatusError::conflict(
+            gr,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                meta::resource_version(obj)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Fields clients may not change through an update.
+fn carry_system_metadata(new: &mut Value, old: &Value) {
+    let md = meta::metadata_mut(new);
+    if let Some(rv) = old.pointer("/metadata/resourceVersion") {
+        md.insert("resourceVersion".into(), rv.clone());
+    }
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        match old.get("metadata").and_then(|m| m.get(field)) {
+            Some(v) => {
+                md.insert(field.into(), v.clone());
+            }
+            None => {
+                md.remove(field);
+            }
+        }
+    }
+    md.remove("selfLink");
+}
+
+/// Whether anything outside metadata and status changed (what bumps `generation`).
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        for k in ["metadata", "status", "apiVersion", "kind"] {
+            m.remove(k);
+        }
+        m
+    };
+    strip(old) != strip(new)
+}
+
+/// An update that changes nothing but bookkeeping is not written (resourceVersion stays).
+fn is_noop(old: &Value, new: &Value) -> bool {
+    let normalize = |v: &Value| {
+        let mut v = v.clone();
+        meta::remove(&mut v, "resourceVersion");
+        meta::remove(&mut v, "managedFields");
+        v
+    };
+    normalize(old) == normalize(new)
+        && old.pointer("/metadata/managedFields").map(strip_times)
+            == new.pointer("/metadata/managedFields").map(strip_times)
+}
+
+fn strip_times(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(entries) = v.as_array_mut() {
+        for e in entries {
+            if let Some(o) = e.as_object_mut() {
+                o.remove("time");
+            }
+        }
+    }
+    v
+}
+
+/// Five characters from upstream's alphabet (no vowels, no look-alikes).
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    bytes[..5]
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}

@@ -1,0 +1,218 @@
+//! The request pipeline, top to bottom in one place: authentication, routing
+//! (non-resource paths, discovery, resources), and every error as a Status.
+
+use bytes::Bytes;
+use http::{Method, Request, Response, header};
+use hyper::body::Incoming;
+use parking_lot::RwLock;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::sync::watch;
+
+use apimachinery::StatusError;
+use registry::Storage;
+
+use crate::authn::{Authenticator, UserInfo};
+use crate::catalog::Catalog;
+use crate::metrics::Metrics;
+use crate::negotiate::parse_accept;
+use crate::request_info::{self, RequestInfo};
+use crate::response::{self, Body};
+use crate::{openapi, resources};
+
+/// Shared state of a running server.
+pub struct Api {
+    catalog: RwLock<Arc<Catalog>>,
+    pub storage: Arc<Storage>,
+    pub authn: Authenticator,
+    pub ready: AtomicBool,
+    /// Flips to true when the server is shutting down (watches end).
+    pub shutdown: watch::Receiver<bool>,
+    pub metrics: Metrics,
+}
+
+/// Paths anyone may read (upstream's system:public-info-viewer).
+const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
+
+impl Api {
+    pub fn new(
+        catalog: Catalog,
+        storage: Arc<Storage>,
+        authn: Authenticator,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Api {
+            catalog: RwLock::new(Arc::new(catalog)),
+            storage,
+            authn,
+            ready: AtomicBool::new(false),
+            shutdown,
+            metrics: Metrics::default(),
+        }
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    pub fn set_catalog(&self, catalog: Catalog) {
+        *self.catalog.write() = Arc::new(catalog);
+    }
+
+    pub async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        client_cert: Option<Arc<Vec<u8>>>,
+    ) -> Response<Body> {
+        let started = std::time::Instant::now();
+        let method = req.method().clone();
+        let path = req.uri().path().to_string();
+        let user = self.authn.authenticate(
+            client_cert.as_deref().map(Vec::as_slice),
+            req.headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok()),
+        );
+        let info = request_info::parse(
+            method.as_str(),
+            &path,
+            crate::query::Query::parse(req.uri().query()).flag("watch"),
+        );
+        let resp = match user {
+            None if !is_public(&path) => {
+                response::error(&StatusError::unauthorized("Unauthorized"))
+            }
+            user => {
+                let user = user.unwrap_or_else(UserInfo::anonymous);
+                self.route(req, &info, &path, user).await
+            }
+        };
+        self.metrics
+            .observe(&info, resp.status().as_u16(), started.elapsed());
+        if !info.verb.is_empty() && info.verb != "watch" {
+            tracing::debug!(verb = %info.verb, %path, code = resp.status().as_u16(), "request");
+        }
+        resp
+    }
+
+    async fn route(
+        &self,
+        req: Request<Incoming>,
+        info: &RequestInfo,
+        path: &str,
+        user: UserInfo,
+    ) -> Response<Body> {
+        if info.is_resource {
+            return resources::serve(self, req, info, user).await;
+        }
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return response::error(&StatusError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({} {path})",
+                req.method()
+            )));
+        }
+        let accept = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let path = path.trim_end_matches('/');
+        match path {
+            "/healthz" | "/livez" | "/healthz/ping" | "/livez/ping" => response::text(200, "ok"),
+            "/readyz" | "/readyz/ping" => {
+                if self.ready.load(Ordering::Acquire) && !*self.shutdown.borrow() {
+                    response::text(200, "ok")
+                } else {
+                    response::text(
+                        500,
+                        "[-]kubext-ready failed: not ready\nreadyz check failed",
+                    )
+                }
+            }
+            "/version" => response::json(200, version_json()),
+            "/metrics" => response::respond(
+                200,
+                "text/plain; version=0.0.4",
+                self.metrics.render(&self.storage),
+            ),
+            "/api" | "/apis" => self.discovery_root(path, accept),
+            p if p.starts_with("/openapi/") => openapi::serve(self, p, accept),
+            p => self.discovery_group(p),
+        }
+    }
+
+    fn discovery_root(&self, path: &str, accept: &str) -> Response<Body> {
+        let catalog = self.catalog();
+        let d = &catalog.discovery;
+        if wants_aggregated(accept) {
+            let body = if path == "/api" {
+                &d.aggregated_api
+            } else {
+                &d.aggregated_apis
+            };
+            let mut resp = response::respond(200, AGGREGATED_V2, body.clone());
+            resp.headers_mut()
+                .insert(header::VARY, http::HeaderValue::from_static("Accept"));
+            return resp;
+        }
+        response::json(
+            200,
+            if path == "/api" {
+                d.api.clone()
+            } else {
+                d.apis.clone()
+            },
+        )
+    }
+
+    fn discovery_group(&self, path: &str) -> Response<Body> {
+        let catalog = self.catalog();
+        let d = &catalog.discovery;
+        let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+        let found: Option<Bytes> = match parts.as_slice() {
+            ["api", "v1"] => Some(d.core_v1.clone()),
+            ["apis", group] => d.groups.get(*group).cloned(),
+            ["apis", group, version] => d
+                .group_versions
+                .get(&(group.to_string(), version.to_string()))
+                .cloned(),
+            _ => None,
+        };
+        match found {
+            Some(body) => response::json(200, body),
+            None => response::error(&StatusError::path_not_found()),
+        }
+    }
+}
+
+const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether the client asked for aggregated discovery v2 before any legacy type.
+fn wants_aggregated(accept: &str) -> bool {
+    for m in parse_accept(accept) {
+        match (m.param("as"), m.param("g"), m.param("v")) {
+            (Some("APIGroupDiscoveryList"), Some("apidiscovery.k8s.io"), Some("v2")) => {
+                return true;
+            }
+            (Some(_), _, _) => continue,
+            _ => return false,
+        }
+    }
+    false
+}
+
+fn is_public(path: &str) -> bool {
+    let p = path.trim_end_matches('/');
+    PUBLIC_PATHS
+        .iter()
+        .any(|pp| p == *pp || p.starts_with(&format!("{pp}/")))
+}
+
+fn version_json() -> &'static str {
+    concat!(
+        "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":\"v1.32.0-kubext.",
+        env!("CARGO_PKG_VERSION"),
+        "\",\"gitCommit\":\"\",\"gitTreeState\":\"clean\",\"buildDate\":\"1970-01-01T00:00:00Z\",",
+        "\"goVersion\":\"rust\",\"compiler\":\"rustc\",\"platform\":\"linux/amd64\"}"
+    )
+}

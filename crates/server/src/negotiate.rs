@@ -1,0 +1,191 @@
+//! Content negotiation: which representation a client asked for (`Accept`), and
+//! decoding request bodies (`Content-Type`). Pure.
+
+use apimachinery::StatusError;
+use serde_json::Value;
+
+/// A media range from an `Accept` header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaType {
+    pub essence: String,
+    pub params: Vec<(String, String)>,
+}
+
+impl MediaType {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub fn parse_accept(header: &str) -> Vec<MediaType> {
+    header
+        .split(',')
+        .filter_map(|part| {
+            let mut pieces = part.split(';').map(str::trim);
+            let essence = pieces.next()?.to_ascii_lowercase();
+            if essence.is_empty() {
+                return None;
+            }
+            let params = pieces
+                .filter_map(|p| p.split_once('='))
+                .map(|(k, v)| {
+                    (
+                        k.trim().to_ascii_lowercase(),
+                        v.trim().trim_matches('"').to_string(),
+                    )
+                })
+                .collect();
+            Some(MediaType { essence, params })
+        })
+        .collect()
+}
+
+/// The representation of a response body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Yaml,
+    /// meta.k8s.io Table at this version (`v1` or `v1beta1`).
+    Table(String),
+    /// PartialObjectMetadata(List) at this version.
+    PartialMetadata(String),
+}
+
+impl Output {
+    pub fn content_type(&self) -> String {
+        match self {
+            Output::Json => "application/json".into(),
+            Output::Yaml => "application/yaml".into(),
+            Output::Table(v) => format!("application/json;as=Table;v={v};g=meta.k8s.io"),
+            Output::PartialMetadata(v) => {
+                format!("application/json;as=PartialObjectMetadata;v={v};g=meta.k8s.io")
+            }
+        }
+    }
+}
+
+fn is_json(essence: &str) -> bool {
+    matches!(essence, "application/json" | "*/*" | "application/*")
+}
+
+/// Pick the first acceptable representation in the client's order (protobuf is skipped:
+/// clients that offer it always offer JSON too).
+pub fn negotiate(accept: Option<&str>) -> Result<Output, StatusError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Output::Json);
+    };
+    for media in parse_accept(accept) {
+        let version = media.param("v").unwrap_or("v1");
+        let meta_group = media.param("g") == Some("meta.k8s.io");
+        match (media.essence.as_str(), media.param("as")) {
+            (e, Some("Table"))
+                if is_json(e) && meta_group && matches!(version, "v1" | "v1beta1") =>
+            {
+                return Ok(Output::Table(version.into()));
+            }
+            (e, Some("PartialObjectMetadata" | "PartialObjectMetadataList"))
+                if is_json(e) && meta_group && matches!(version, "v1" | "v1beta1") =>
+            {
+                return Ok(Output::PartialMetadata(version.into()));
+            }
+            (_, Some(_)) => continue,
+            (e, None) if is_json(e) => return Ok(Output::Json),
+            ("application/yaml", None) => return Ok(Output::Yaml),
+            _ => continue,
+        }
+    }
+    Err(StatusError::not_acceptable(
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    ))
+}
+
+/// What a request body is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    Json,
+    Yaml,
+    JsonPatch,
+    MergePatch,
+    StrategicMergePatch,
+    ApplyPatch,
+}
+
+pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
+    let essence = content_type
+        .and_then(|c| c.split(';').next())
+        .map(|s| s.trim().to_ascii_lowercase())
+        .unwrap_or_else(|| "application/json".into());
+    Ok(match essence.as_str() {
+        "application/json" | "" | "*/*" => BodyKind::Json,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => BodyKind::Yaml,
+        "application/json-patch+json" => BodyKind::JsonPatch,
+        "application/merge-patch+json" => BodyKind::MergePatch,
+        "application/strategic-merge-patch+json" => BodyKind::StrategicMergePatch,
+        "application/apply-patch+yaml" | "application/apply-patch+json" => BodyKind::ApplyPatch,
+        other => return Err(StatusError::unsupported_media_type(other)),
+    })
+}
+
+/// Decode a JSON or YAML document into a value.
+pub fn decode(kind: BodyKind, body: &[u8]) -> Result<Value, StatusError> {
+    let is_yaml = matches!(kind, BodyKind::Yaml | BodyKind::ApplyPatch);
+    let parsed = if is_yaml {
+        let text = std::str::from_utf8(body)
+            .map_err(|_| StatusError::bad_request("the body of the request is not valid UTF-8"))?;
+        serde_saphyr::from_str::<Value>(text).map_err(|e| format!("yaml: {e}"))
+    } else {
+        serde_json::from_slice::<Value>(body).map_err(|e| format!("json parse error: {e}"))
+    };
+    parsed.map_err(|e| {
+        StatusError::bad_request(format!(
+            "the object provided is unrecognized: couldn't get version/kind; {e}"
+        ))
+    })
+}
+
+pub fn to_yaml(value: &Value) -> Vec<u8> {
+    serde_saphyr::to_string(value)
+        .unwrap_or_default()
+        .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_table_accept() {
+        let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(Some(a)).unwrap(), Output::Table("v1".into()));
+    }
+
+    #[test]
+    fn protobuf_first_falls_back_to_json() {
+        let a = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(negotiate(Some(a)).unwrap(), Output::Json);
+        assert!(negotiate(Some("application/vnd.kubernetes.protobuf")).is_err());
+    }
+
+    #[test]
+    fn partial_metadata() {
+        let a = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(
+            negotiate(Some(a)).unwrap(),
+            Output::PartialMetadata("v1".into())
+        );
+    }
+
+    #[test]
+    fn yaml_bodies_decode() {
+        let v = decode(
+            BodyKind::Yaml,
+            b"apiVersion: v1\nkind: ConfigMap\ndata:\n  a: '1'\n",
+        )
+        .unwrap();
+        assert_eq!(v["data"]["a"], "1");
+        assert_eq!(decode(BodyKind::Json, b"{").unwrap_err().code(), 400);
+    }
+}

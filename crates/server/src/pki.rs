@@ -1,0 +1,142 @@
+//! Development PKI: a cluster CA, the serving certificate and the admin client
+//! certificate, created in the data dir on first start and reused afterwards,
+//! plus the admin kubeconfig.
+
+use anyhow::{Context, Result};
+use base64::Engine;
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
+};
+use std::path::{Path, PathBuf};
+
+/// A PEM certificate and its PEM private key.
+#[derive(Clone)]
+pub struct CertPair {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// The certificates the server needs at start.
+pub struct Pki {
+    pub ca: CertPair,
+    pub serving: CertPair,
+    pub admin: CertPair,
+}
+
+impl Pki {
+    /// Load `<dir>/{ca,serving,admin}.{crt,key}`, creating whatever is missing.
+    /// `hosts` become the serving certificate's SANs.
+    pub fn load_or_create(dir: &Path, hosts: &[String]) -> Result<Pki> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create PKI directory {}", dir.display()))?;
+        let ca = load_or(dir, "ca", || new_ca("kubext-ca"))?;
+        let ca_key = KeyPair::from_pem(&ca.key_pem).context("invalid CA key")?;
+        let issuer =
+            Issuer::from_ca_cert_pem(&ca.cert_pem, ca_key).context("invalid CA certificate")?;
+        let serving = load_or(dir, "serving", || {
+            let mut params = CertificateParams::new(hosts.to_vec())?;
+            params.distinguished_name = name("kube-apiserver", None);
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+            sign(params, &issuer)
+        })?;
+        let admin = load_or(dir, "admin", || {
+            let mut params = CertificateParams::new(Vec::<String>::new())?;
+            params.distinguished_name = name("kubext-admin", Some("system:masters"));
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+            sign(params, &issuer)
+        })?;
+        Ok(Pki { ca, serving, admin })
+    }
+}
+
+fn name(common_name: &str, organization: Option<&str>) -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, common_name);
+    if let Some(o) = organization {
+        dn.push(DnType::OrganizationName, o);
+    }
+    dn
+}
+
+fn new_ca(common_name: &str) -> Result<CertPair, rcgen::Error> {
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = name(common_name, None);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let key = KeyPair::generate()?;
+    let cert = params.self_signed(&key)?;
+    Ok(CertPair {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+fn sign(params: CertificateParams, issuer: &Issuer<'_, KeyPair>) -> Result<CertPair, rcgen::Error> {
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, issuer)?;
+    Ok(CertPair {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+fn load_or(
+    dir: &Path,
+    stem: &str,
+    create: impl FnOnce() -> Result<CertPair, rcgen::Error>,
+) -> Result<CertPair> {
+    let (crt, key) = (
+        dir.join(format!("{stem}.crt")),
+        dir.join(format!("{stem}.key")),
+    );
+    if crt.exists() && key.exists() {
+        return Ok(CertPair {
+            cert_pem: std::fs::read_to_string(&crt)
+                .with_context(|| format!("reading {}", crt.display()))?,
+            key_pem: std::fs::read_to_string(&key)
+                .with_context(|| format!("reading {}", key.display()))?,
+        });
+    }
+    let pair = create().with_context(|| format!("generating {stem} certificate"))?;
+    write_private(&crt, &pair.cert_pem)?;
+    write_private(&key, &pair.key_pem)?;
+    Ok(pair)
+}
+
+/// Write a file readable only by its owner (keys and kubeconfigs carry credentials).
+pub fn write_private(path: &Path, contents: &str) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    f.write_all(contents.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// The admin kubeconfig: embedded CA, server URL, admin client certificate.
+pub fn kubeconfig(server: &str, ca_pem: &str, client: &CertPair) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubext\n  cluster:\n    server: {server}\n    certificate-authority-data: {}\nusers:\n- name: kubext-admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: kubext\n  context:\n    cluster: kubext\n    user: kubext-admin\ncurrent-context: kubext\n",
+        b64(ca_pem),
+        b64(&client.cert_pem),
+        b64(&client.key_pem)
+    )
+}
+
+pub fn kubeconfig_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.kubeconfig")
+}

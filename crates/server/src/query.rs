@@ -1,0 +1,143 @@
+//! Query-string parsing into the options the registry understands.
+
+use apimachinery::StatusError;
+use apimachinery::meta::parse_resource_version;
+use apimachinery::selector::{FieldSelector, LabelSelector};
+use registry::options::{ContinueToken, DeleteOptions, ReadFreshness};
+use registry::{ListOptions, WatchOptions};
+use std::collections::HashMap;
+
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    pub fn parse(query: Option<&str>) -> Query {
+        Query(
+            form_urlencoded::parse(query.unwrap_or("").as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1"))
+    }
+
+    fn int(&self, key: &str) -> Result<Option<i64>, StatusError> {
+        match self.get(key) {
+            None | Some("") => Ok(None),
+            Some(v) => v
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| StatusError::bad_request(format!("invalid value for {key}: {v:?}"))),
+        }
+    }
+
+    pub fn dry_run(&self) -> Result<bool, StatusError> {
+        match self.get("dryRun") {
+            None | Some("") => Ok(false),
+            Some("All") => Ok(true),
+            Some(other) => Err(StatusError::bad_request(format!(
+                "Invalid dry run value: {other:?}: supported values: \"All\""
+            ))),
+        }
+    }
+
+    fn selectors(&self) -> Result<(Option<LabelSelector>, Option<FieldSelector>), StatusError> {
+        let labels = match self.get("labelSelector").filter(|s| !s.is_empty()) {
+            Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
+                StatusError::bad_request(format!("unable to parse requirement: {e}"))
+            })?),
+            None => None,
+        };
+        let fields =
+            match self.get("fieldSelector").filter(|s| !s.is_empty()) {
+                Some(s) => Some(FieldSelector::parse(s).map_err(|e| {
+                    StatusError::bad_request(format!("invalid field selector: {e}"))
+                })?),
+                None => None,
+            };
+        Ok((labels, fields))
+    }
+
+    fn resource_version(&self) -> Result<Option<i64>, StatusError> {
+        parse_resource_version(self.get("resourceVersion").unwrap_or(""))
+            .map_err(StatusError::bad_request)
+    }
+
+    pub fn list_options(&self) -> Result<ListOptions, StatusError> {
+        let (label_selector, field_selector) = self.selectors()?;
+        let limit = self.int("limit")?.unwrap_or(0).max(0) as usize;
+        let continue_token = match self.get("continue").filter(|c| !c.is_empty()) {
+            Some(c) => Some(ContinueToken::decode(c)?),
+            None => None,
+        };
+        let rv = self.resource_version()?;
+        let freshness = match (self.get("resourceVersionMatch").unwrap_or(""), rv) {
+            ("", None) => ReadFreshness::Latest,
+            ("", Some(0)) => ReadFreshness::Any,
+            // Legacy: an RV with a limit pages through that exact snapshot.
+            ("", Some(rv)) if limit > 0 => ReadFreshness::Exact(rv),
+            ("", Some(rv)) => ReadFreshness::NotOlderThan(rv),
+            ("NotOlderThan", Some(rv)) => ReadFreshness::NotOlderThan(rv),
+            ("Exact", Some(rv)) if rv > 0 => ReadFreshness::Exact(rv),
+            (m @ ("NotOlderThan" | "Exact"), _) => {
+                return Err(StatusError::bad_request(format!(
+                    "resourceVersionMatch \"{m}\" is forbidden for resourceVersion \"{}\"",
+                    self.get("resourceVersion").unwrap_or("")
+                )));
+            }
+            (m, _) => {
+                return Err(StatusError::bad_request(format!(
+                    "resourceVersionMatch: Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\""
+                )));
+            }
+        };
+        if continue_token.is_some() && rv.is_some_and(|r| r != 0) {
+            return Err(StatusError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        Ok(ListOptions {
+            label_selector,
+            field_selector,
+            limit,
+            continue_token,
+            freshness,
+        })
+    }
+
+    pub fn watch_options(&self) -> Result<WatchOptions, StatusError> {
+        let (label_selector, field_selector) = self.selectors()?;
+        let send_initial_events = self.flag("sendInitialEvents");
+        let bookmarks = self.flag("allowWatchBookmarks");
+        if send_initial_events && !bookmarks {
+            return Err(StatusError::bad_request(
+                "sendInitialEvents requires setting allowWatchBookmarks to true",
+            ));
+        }
+        Ok(WatchOptions {
+            label_selector,
+            field_selector,
+            resource_version: self.resource_version()?,
+            send_initial_events,
+            bookmarks,
+        })
+    }
+
+    pub fn timeout_seconds(&self) -> Result<Option<i64>, StatusError> {
+        self.int("timeoutSeconds")
+    }
+
+    /// DELETE options from the query (the body, if any, is merged by the caller).
+    pub fn delete_options(&self) -> Result<DeleteOptions, StatusError> {
+        Ok(DeleteOptions {
+            grace_period_seconds: self.int("gracePeriodSeconds")?,
+            propagation_policy: self.get("propagationPolicy").map(String::from),
+            ..Default::default()
+        })
+    }
+}

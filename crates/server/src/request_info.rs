@@ -1,0 +1,191 @@
+//! Parse a request path and method into what it asks for (upstream's RequestInfo).
+//! Pure: strings in, struct out.
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestInfo {
+    /// False for `/healthz`, `/version`, discovery roots, `/openapi/...`.
+    pub is_resource: bool,
+    /// `api` or `apis` for resource requests.
+    pub prefix: String,
+    pub verb: String,
+    pub group: String,
+    pub version: String,
+    pub namespace: String,
+    pub resource: String,
+    pub name: String,
+    pub subresource: String,
+}
+
+/// `watch=true` / `watch=1` on a collection GET turns list into watch.
+pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
+    let parts: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut info = RequestInfo::default();
+    let rest: &[&str] = match parts.as_slice() {
+        ["api", version, rest @ ..] => {
+            info.prefix = "api".into();
+            info.version = version.to_string();
+            rest
+        }
+        ["apis", group, version, rest @ ..] => {
+            info.prefix = "apis".into();
+            info.group = group.to_string();
+            info.version = version.to_string();
+            rest
+        }
+        _ => return info,
+    };
+    if rest.is_empty() {
+        return info;
+    }
+    info.is_resource = true;
+    // `namespaces/{ns}/{resource}...` addresses namespaced resources; `namespaces/{name}`
+    // and `namespaces/{name}/{status|finalize}` address the namespace itself.
+    let rest = match rest {
+        ["namespaces", ns, resource, tail @ ..]
+            if !matches!(*resource, "status" | "finalize") || !tail.is_empty() =>
+        {
+            info.namespace = ns.to_string();
+            let mut v = vec![*resource];
+            v.extend_from_slice(tail);
+            v
+        }
+        ["namespaces", name, tail @ ..] => {
+            info.namespace = name.to_string();
+            let mut v = vec!["namespaces", *name];
+            v.extend_from_slice(tail);
+            v
+        }
+        other => other.to_vec(),
+    };
+    info.resource = rest[0].to_string();
+    if let Some(name) = rest.get(1) {
+        info.name = name.to_string();
+    }
+    if let Some(sub) = rest.get(2) {
+        info.subresource = sub.to_string();
+    }
+    let extra_parts = rest.len() > 3;
+    info.verb = match (method, info.name.is_empty()) {
+        ("GET" | "HEAD", true) if is_watch => "watch",
+        ("GET" | "HEAD", true) => "list",
+        ("GET" | "HEAD", false) => "get",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "deletecollection",
+        ("DELETE", false) => "delete",
+        _ => "unknown",
+    }
+    .to_string();
+    if extra_parts {
+        info.verb = "unknown".into();
+    }
+    info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(
+        method: &str,
+        path: &str,
+        watch: bool,
+        expect: (&str, &str, &str, &str, &str, &str, &str),
+    ) {
+        let i = parse(method, path, watch);
+        assert_eq!(
+            (
+                i.verb.as_str(),
+                i.group.as_str(),
+                i.version.as_str(),
+                i.namespace.as_str(),
+                i.resource.as_str(),
+                i.name.as_str(),
+                i.subresource.as_str()
+            ),
+            expect,
+            "{method} {path}"
+        );
+    }
+
+    #[test]
+    fn parses_like_upstream() {
+        check(
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            false,
+            ("list", "", "v1", "default", "configmaps", "", ""),
+        );
+        check(
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            true,
+            ("watch", "", "v1", "default", "configmaps", "", ""),
+        );
+        check(
+            "GET",
+            "/api/v1/namespaces/default/configmaps/x",
+            false,
+            ("get", "", "v1", "default", "configmaps", "x", ""),
+        );
+        check(
+            "PUT",
+            "/api/v1/namespaces/kube-system/status",
+            false,
+            (
+                "update",
+                "",
+                "v1",
+                "kube-system",
+                "namespaces",
+                "kube-system",
+                "status",
+            ),
+        );
+        check(
+            "GET",
+            "/api/v1/namespaces/default",
+            false,
+            ("get", "", "v1", "default", "namespaces", "default", ""),
+        );
+        check(
+            "GET",
+            "/api/v1/namespaces",
+            false,
+            ("list", "", "v1", "", "namespaces", "", ""),
+        );
+        check(
+            "DELETE",
+            "/apis/coordination.k8s.io/v1/namespaces/a/leases",
+            false,
+            (
+                "deletecollection",
+                "coordination.k8s.io",
+                "v1",
+                "a",
+                "leases",
+                "",
+                "",
+            ),
+        );
+        check(
+            "PATCH",
+            "/apis/x.io/v1/widgets/w/status",
+            false,
+            ("patch", "x.io", "v1", "", "widgets", "w", "status"),
+        );
+        check(
+            "GET",
+            "/api/v1/configmaps",
+            false,
+            ("list", "", "v1", "", "configmaps", "", ""),
+        );
+        assert!(!parse("GET", "/apis/apps/v1", false).is_resource);
+        assert!(!parse("GET", "/healthz", false).is_resource);
+    }
+}

@@ -1,0 +1,407 @@
+//! Resource requests: scope checks, body decoding, and the verbs.
+
+use bytes::Bytes;
+use http::{Request, Response, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use apimachinery::{StatusError, meta};
+use registry::options::DeleteOptions;
+use registry::{RequestContext, ResourceType};
+
+use crate::api::Api;
+use crate::authn::UserInfo;
+use crate::catalog::Served;
+use crate::encode::{self, ListMeta, TableOptions};
+use crate::negotiate::{self, BodyKind, Output};
+use crate::query::Query;
+use crate::request_info::RequestInfo;
+use crate::response::{self, Body};
+use crate::{patching, watch};
+
+/// Upstream's limit on request bodies.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+type Result<T> = std::result::Result<T, StatusError>;
+
+/// Everything a verb handler needs about the request.
+pub struct Call<'a> {
+    pub api: &'a Api,
+    pub served: Arc<Served>,
+    pub info: &'a RequestInfo,
+    pub query: Query,
+    pub output: Output,
+    pub table: TableOptions,
+    pub ctx: RequestContext,
+    pub accept_encoding: Option<String>,
+}
+
+impl Call<'_> {
+    pub fn rtype(&self) -> &ResourceType {
+        &self.served.rtype
+    }
+}
+
+pub async fn serve(
+    api: &Api,
+    req: Request<Incoming>,
+    info: &RequestInfo,
+    user: UserInfo,
+) -> Response<Body> {
+    match serve_inner(api, req, info, user).await {
+        Ok(resp) => resp,
+        Err(e) => response::error(&e),
+    }
+}
+
+async fn serve_inner(
+    api: &Api,
+    req: Request<Incoming>,
+    info: &RequestInfo,
+    user: UserInfo,
+) -> Result<Response<Body>> {
+    if user.is_anonymous() {
+        return Err(StatusError::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} is forbidden: User \"system:anonymous\" cannot {} resource \"{}\" in API group \"{}\"",
+                info.resource, info.verb, info.resource, info.group
+            ),
+        ));
+    }
+    let catalog = api.catalog();
+    let served = catalog
+        .lookup(&info.group, &info.version, &info.resource)
+        .cloned()
+        .ok_or_else(StatusError::path_not_found)?;
+    check_scope(&served.rtype, info)?;
+    let headers = req.headers();
+    let header_str = |h: header::HeaderName| {
+        headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
+    let query = Query::parse(req.uri().query());
+    let output = negotiate::negotiate(header_str(header::ACCEPT).as_deref())?;
+    let field_manager = query
+        .get("fieldManager")
+        .map(String::from)
+        .unwrap_or_else(|| default_manager(header_str(header::USER_AGENT).as_deref()));
+    let ctx = RequestContext {
+        user: user.name.clone(),
+        groups: user.groups.clone(),
+        namespace: if served.rtype.namespaced {
+            info.namespace.clone()
+        } else {
+            String::new()
+        },
+        dry_run: query.dry_run()?,
+        field_manager,
+        subresource: (!info.subresource.is_empty()).then(|| info.subresource.clone()),
+    };
+    let table = TableOptions {
+        include_object: query.get("includeObject").unwrap_or("").to_string(),
+        no_headers: false,
+    };
+    let content_type = header_str(header::CONTENT_TYPE);
+    let call = Call {
+        api,
+        served,
+        info,
+        query,
+        output,
+        table,
+        ctx,
+        accept_encoding: header_str(header::ACCEPT_ENCODING),
+    };
+    match info.verb.as_str() {
+        "get" => get(&call).await,
+        "list" => list(&call).await,
+        "watch" => watch::serve(&call).await,
+        "create" => create(&call, content_type.as_deref(), req.into_body()).await,
+        "update" => update(&call, content_type.as_deref(), req.into_body()).await,
+        "patch" => {
+            patching::patch(
+                &call,
+                content_type.as_deref(),
+                read_body(req.into_body()).await?,
+            )
+            .await
+        }
+        "delete" => delete(&call, req.into_body()).await,
+        "deletecollection" => delete_collection(&call, req.into_body()).await,
+        _ => Err(StatusError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+/// Upstream derives the default field manager from the user agent's first segment.
+fn default_manager(user_agent: Option<&str>) -> String {
+    let ua = user_agent.unwrap_or("unknown");
+    ua.split('/')
+        .next()
+        .unwrap_or(ua)
+        .chars()
+        .take(128)
+        .collect()
+}
+
+/// Paths that name the wrong scope, or a subresource the type lacks, are 404s.
+fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
+    let namespace_in_path =
+        !info.namespace.is_empty() && !(rtype.plural == "namespaces" && rtype.group.is_empty());
+    if !rtype.namespaced && namespace_in_path {
+        return Err(StatusError::path_not_found());
+    }
+    if rtype.namespaced
+        && info.namespace.is_empty()
+        && !matches!(info.verb.as_str(), "list" | "watch")
+    {
+        return Err(StatusError::path_not_found());
+    }
+    match info.subresource.as_str() {
+        "" => Ok(()),
+        "status"
+            if rtype.has_status && matches!(info.verb.as_str(), "get" | "update" | "patch") =>
+        {
+            Ok(())
+        }
+        _ => Err(StatusError::path_not_found()),
+    }
+}
+
+pub async fn read_body(body: Incoming) -> Result<Bytes> {
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(StatusError::too_large(format!(
+                "Request entity too large: limit is {MAX_BODY_BYTES}"
+            )))
+        }
+        Err(e) => Err(StatusError::bad_request(format!(
+            "failed to read the request body: {e}"
+        ))),
+    }
+}
+
+/// Check that a decoded body is the object this endpoint serves.
+pub fn check_type(rtype: &ResourceType, obj: &Value) -> Result<()> {
+    if !obj.is_object() {
+        return Err(StatusError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
+    let (kind, api_version) = (meta::kind(obj), meta::api_version(obj));
+    if kind.is_empty() {
+        return Err(StatusError::bad_request(format!(
+            "Object 'Kind' is missing in '{obj}'"
+        )));
+    }
+    if api_version.is_empty() {
+        return Err(StatusError::bad_request(format!(
+            "Object 'apiVersion' is missing in '{obj}'"
+        )));
+    }
+    let expected = rtype.api_version();
+    if api_version != expected {
+        return Err(StatusError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+        )));
+    }
+    if kind != rtype.kind {
+        return Err(StatusError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): kind {kind:?} does not match",
+            rtype.kind
+        )));
+    }
+    Ok(())
+}
+
+async fn decode_object(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Value> {
+    let kind = negotiate::body_kind(content_type)?;
+    if !matches!(kind, BodyKind::Json | BodyKind::Yaml) {
+        return Err(StatusError::unsupported_media_type(
+            content_type.unwrap_or(""),
+        ));
+    }
+    let bytes = read_body(body).await?;
+    let obj = negotiate::decode(kind, &bytes)?;
+    check_type(call.rtype(), &obj)?;
+    Ok(obj)
+}
+
+/// Encode one object in the negotiated representation.
+pub fn object_response(
+    call: &Call<'_>,
+    code: u16,
+    value: &Value,
+    cached: Option<&Bytes>,
+    warnings: &[String],
+) -> Response<Body> {
+    let body = encode::object(&call.output, call.rtype(), value, cached, &call.table);
+    let mut resp = response::maybe_gzip(
+        call.accept_encoding.as_deref(),
+        code,
+        &call.output.content_type(),
+        body,
+    );
+    response::add_warnings(&mut resp, warnings);
+    resp
+}
+
+async fn get(call: &Call<'_>) -> Result<Response<Body>> {
+    let obj = call.served.store.get(&call.ctx, &call.info.name).await?;
+    Ok(object_response(
+        call,
+        200,
+        &obj.value,
+        Some(obj.json()),
+        &[],
+    ))
+}
+
+async fn list(call: &Call<'_>) -> Result<Response<Body>> {
+    let opts = call.query.list_options()?;
+    let result = call.served.store.list(&call.ctx, opts).await?;
+    let meta = ListMeta {
+        resource_version: result.resource_version,
+        continue_token: result.continue_token,
+        remaining: result.remaining,
+    };
+    let body = encode::list(
+        &call.output,
+        call.rtype(),
+        &result.items,
+        &meta,
+        &call.table,
+    );
+    Ok(response::maybe_gzip(
+        call.accept_encoding.as_deref(),
+        200,
+        &call.output.content_type(),
+        body,
+    ))
+}
+
+async fn create(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Response<Body>> {
+    let obj = decode_object(call, content_type, body).await?;
+    let warnings = call.rtype().strategy.warnings(&obj);
+    let created = call.served.store.create(&call.ctx, obj).await?;
+    Ok(object_response(call, 201, &created, None, &warnings))
+}
+
+async fn update(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Response<Body>> {
+    let obj = decode_object(call, content_type, body).await?;
+    let warnings = call.rtype().strategy.warnings(&obj);
+    let updated = call
+        .served
+        .store
+        .update(&call.ctx, &call.info.name, obj)
+        .await?;
+    Ok(object_response(call, 200, &updated, None, &warnings))
+}
+
+/// DELETE options come from the query and, optionally, a `DeleteOptions` body.
+async fn delete_options(call: &Call<'_>, body: Incoming) -> Result<DeleteOptions> {
+    let mut opts = call.query.delete_options()?;
+    let bytes = read_body(body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(opts);
+    }
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| StatusError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+    if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
+        opts.grace_period_seconds = Some(g);
+    }
+    if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+        opts.propagation_policy = Some(p.into());
+    }
+    if let Some(uid) = v.pointer("/preconditions/uid").and_then(Value::as_str) {
+        opts.precondition_uid = Some(uid.into());
+    }
+    if let Some(rv) = v
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        opts.precondition_resource_version = Some(rv.into());
+    }
+    if let Some(policy) = &opts.propagation_policy
+        && !matches!(policy.as_str(), "Orphan" | "Background" | "Foreground")
+    {
+        return Err(StatusError::bad_request(format!(
+            "DeleteOptions.propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+        )));
+    }
+    Ok(opts)
+}
+
+async fn delete(call: &Call<'_>, body: Incoming) -> Result<Response<Body>> {
+    let opts = delete_options(call, body).await?;
+    let mut ctx = call.ctx.clone();
+    if call.query.dry_run()? {
+        ctx.dry_run = true;
+    }
+    let outcome = call
+        .served
+        .store
+        .delete(&ctx, &call.info.name, &opts)
+        .await?;
+    if !outcome.deleted {
+        return Ok(object_response(call, 202, &outcome.object, None, &[]));
+    }
+    if call.rtype().return_deleted_object {
+        return Ok(object_response(call, 200, &outcome.object, None, &[]));
+    }
+    let rtype = call.rtype();
+    let status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": call.info.name,
+            "group": rtype.group,
+            "kind": rtype.plural,
+            "uid": meta::uid(&outcome.object),
+        },
+    });
+    Ok(response::json(200, encode::to_bytes(&status)))
+}
+
+async fn delete_collection(call: &Call<'_>, body: Incoming) -> Result<Response<Body>> {
+    let opts = delete_options(call, body).await?;
+    let list_opts = call.query.list_options()?;
+    let deleted = call
+        .served
+        .store
+        .delete_collection(&call.ctx, list_opts, &opts)
+        .await?;
+    let rtype = call.rtype();
+    let list = json!({
+        "kind": rtype.list_kind(),
+        "apiVersion": rtype.api_version(),
+        "metadata": {"resourceVersion": call.api.storage.revision().to_string()},
+        "items": deleted,
+    });
+    Ok(response::json(200, encode::to_bytes(&list)))
+}

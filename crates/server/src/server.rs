@@ -1,0 +1,317 @@
+//! Start-up, the TLS accept loop and graceful shutdown.
+
+use anyhow::{Context, Result, anyhow};
+use futures::FutureExt;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::graceful::GracefulShutdown;
+use serde_json::json;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use apimachinery::StatusError;
+use controllers::Resources;
+use controllers::namespace::NamespaceController;
+use registry::{GenericStore, JsonCodec, Storage};
+use storage::{Backend, StoreOptions};
+
+use crate::api::Api;
+use crate::authn::Authenticator;
+use crate::catalog::{Catalog, Served};
+use crate::config::{Config, StorageKind};
+use crate::pki::{self, Pki};
+use crate::response;
+
+/// A started server.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub kubeconfig: PathBuf,
+    pub api: Arc<Api>,
+    shutdown_tx: watch::Sender<bool>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stop accepting, end watches, let in-flight requests finish, close the store.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown_tx.send(true);
+        let _ = self.done.await;
+    }
+}
+
+const BOOTSTRAP_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+pub async fn start(config: Config) -> Result<Running> {
+    let started = Instant::now();
+    prepare_data_dir(&config)?;
+    let backend = open_backend(&config).await?;
+    let options = StoreOptions {
+        prefix: format!("{}/", config.etcd_prefix.trim_end_matches('/')),
+        compaction_interval: config.compaction_interval,
+        bookmark_interval: config.bookmark_interval,
+        ..Default::default()
+    };
+    let storage = Storage::open(backend.clone(), JsonCodec, options)
+        .await
+        .context("loading storage")?;
+    let pki = Pki::load_or_create(&config.data_dir.join("pki"), &serving_hosts(&config))?;
+    let tls = tls_config(&config, &pki)?;
+    let authn = Authenticator::new(config.token_auth_file.as_deref())?;
+
+    let listener = bind(&config).await?;
+    let addr = listener.local_addr()?;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let served = builtin_served(&storage, &config.etcd_prefix);
+    let api = Arc::new(Api::new(
+        Catalog::build(served),
+        storage.clone(),
+        authn,
+        shutdown_rx.clone(),
+    ));
+    bootstrap(&api).await?;
+    let resources = Arc::new(CatalogResources(api.clone()));
+    let namespace_controller = Arc::new(NamespaceController {
+        resources,
+        root_ca: pki.ca.cert_pem.clone(),
+    });
+    let controllers = tokio::spawn(namespace_controller.run());
+
+    let kubeconfig = pki::kubeconfig_path(&config.data_dir);
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "127.0.0.1".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    let server_url = format!("https://{host}:{}", addr.port());
+    pki::write_private(
+        &kubeconfig,
+        &pki::kubeconfig(&server_url, &pki.ca.cert_pem, &pki.admin),
+    )?;
+
+    api.ready.store(true, Ordering::Release);
+    tracing::info!(
+        address = %addr,
+        kubeconfig = %kubeconfig.display(),
+        storage = ?config.storage,
+        startup_ms = started.elapsed().as_millis() as u64,
+        "kubext is ready; use KUBECONFIG={}",
+        kubeconfig.display()
+    );
+    let done = tokio::spawn(serve(
+        listener,
+        tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
+        api.clone(),
+        shutdown_rx,
+        backend,
+        controllers,
+        config.shutdown_grace,
+    ));
+    Ok(Running {
+        addr,
+        kubeconfig,
+        api,
+        shutdown_tx,
+        done,
+    })
+}
+
+fn prepare_data_dir(config: &Config) -> Result<()> {
+    let dir = &config.data_dir;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create data dir {}", dir.display()))?;
+    let probe = dir.join(".kubext-write-test");
+    std::fs::write(&probe, b"ok")
+        .with_context(|| format!("data dir {} is not writable", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+async fn open_backend(config: &Config) -> Result<Arc<dyn Backend>> {
+    Ok(match config.storage {
+        StorageKind::Memory => Arc::new(storage::memory::MemoryBackend::new()),
+        StorageKind::Embedded => {
+            let path = config.data_dir.join("kubext.db");
+            Arc::new(
+                storage::sqlite::SqliteBackend::open(&path)
+                    .with_context(|| format!("cannot open embedded database {}", path.display()))?,
+            )
+        }
+        StorageKind::Etcd => Arc::new(
+            storage::etcd::EtcdBackend::connect(
+                &config.etcd_servers,
+                &config.etcd_prefix,
+                Duration::from_secs(5),
+            )
+            .await
+            .with_context(|| format!("cannot reach etcd at {}", config.etcd_servers.join(",")))?,
+        ),
+    })
+}
+
+fn serving_hosts(config: &Config) -> Vec<String> {
+    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".into(), "::1".into()];
+    let bind = config.bind_address.to_string();
+    if !hosts.contains(&bind) && !config.bind_address.is_unspecified() {
+        hosts.push(bind);
+    }
+    hosts
+}
+
+fn tls_config(config: &Config, pki: &Pki) -> Result<rustls::ServerConfig> {
+    let (cert, key) = match (&config.tls_cert_file, &config.tls_private_key_file) {
+        (Some(c), Some(k)) => (
+            std::fs::read_to_string(c)
+                .with_context(|| format!("reading --tls-cert-file {}", c.display()))?,
+            std::fs::read_to_string(k)
+                .with_context(|| format!("reading --tls-private-key-file {}", k.display()))?,
+        ),
+        (None, None) => (pki.serving.cert_pem.clone(), pki.serving.key_pem.clone()),
+        _ => {
+            return Err(anyhow!(
+                "--tls-cert-file and --tls-private-key-file must be given together"
+            ));
+        }
+    };
+    let mut client_cas = vec![pki.ca.cert_pem.clone()];
+    if let Some(path) = &config.client_ca_file {
+        client_cas.push(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --client-ca-file {}", path.display()))?,
+        );
+    }
+    crate::tls::server_config(&cert, &key, &client_cas)
+}
+
+async fn bind(config: &Config) -> Result<TcpListener> {
+    let addr = SocketAddr::new(config.bind_address, config.secure_port);
+    TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow!(
+            "cannot listen on {addr}: address already in use (is another kubext or kube-apiserver running? choose another --secure-port)"
+        ),
+        _ => anyhow!("cannot listen on {addr}: {e}"),
+    })
+}
+
+fn builtin_served(storage: &Arc<Storage>, prefix: &str) -> Vec<Arc<Served>> {
+    registry::builtin::resource_types()
+        .into_iter()
+        .map(|rtype| {
+            Arc::new(Served {
+                patch_schema: patch::builtin_schema(&rtype.group, &rtype.kind),
+                store: GenericStore::new(rtype.clone(), storage.clone(), prefix),
+                rtype,
+            })
+        })
+        .collect()
+}
+
+/// The namespaces every cluster has.
+async fn bootstrap(api: &Api) -> Result<()> {
+    let catalog = api.catalog();
+    let namespaces = catalog
+        .lookup("", "v1", "namespaces")
+        .ok_or_else(|| anyhow!("namespaces are not served"))?;
+    let ctx = controllers::system_context("", "kubext");
+    for name in BOOTSTRAP_NAMESPACES {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        match namespaces.store.create(&ctx, ns).await {
+            Ok(_) => {}
+            Err(e) if e.code() == 409 => {}
+            Err(e) => return Err(anyhow!("creating namespace {name}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Controllers see the catalog's current stores.
+struct CatalogResources(Arc<Api>);
+
+impl Resources for CatalogResources {
+    fn store(&self, group: &str, plural: &str) -> Option<Arc<GenericStore>> {
+        let catalog = self.0.catalog();
+        let (_, versions) = catalog.groups.iter().find(|(g, _)| g == group)?;
+        let served = catalog.lookup(group, versions.first()?, plural)?;
+        Some(Arc::new(served.store.clone_handle()))
+    }
+
+    fn namespaced(&self) -> Vec<Arc<GenericStore>> {
+        let catalog = self.0.catalog();
+        let mut seen = std::collections::HashSet::new();
+        catalog
+            .served()
+            .filter(|s| s.rtype.namespaced && seen.insert(s.rtype.storage_path.clone()))
+            .map(|s| Arc::new(s.store.clone_handle()))
+            .collect()
+    }
+}
+
+async fn serve(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    api: Arc<Api>,
+    mut shutdown: watch::Receiver<bool>,
+    backend: Arc<dyn Backend>,
+    controllers: tokio::task::JoinHandle<()>,
+    grace: Duration,
+) {
+    let graceful = GracefulShutdown::new();
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http2().max_concurrent_streams(1000);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((tcp, _peer)) = accepted else { continue };
+                let _ = tcp.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let api = api.clone();
+                let builder = builder.clone();
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else { return };
+                    let cert = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| Arc::new(c.to_vec()));
+                    let service = hyper::service::service_fn(move |req| {
+                        let api = api.clone();
+                        let cert = cert.clone();
+                        async move { Ok::<_, std::convert::Infallible>(handle_catching_panics(api, req, cert).await) }
+                    });
+                    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                    let _ = watcher.watch(conn.into_owned()).await;
+                });
+            }
+            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
+        }
+    }
+    drop(listener);
+    tracing::info!("shutting down: finishing in-flight requests");
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not finish within {grace:?}");
+    }
+    controllers.abort();
+    backend.close().await;
+    tracing::info!("storage closed; bye");
+}
+
+/// A panic in a handler becomes a 500 Status, not a dropped connection.
+async fn handle_catching_panics(
+    api: Arc<Api>,
+    req: hyper::Request<hyper::body::Incoming>,
+    cert: Option<Arc<Vec<u8>>>,
+) -> hyper::Response<response::Body> {
+    match std::panic::AssertUnwindSafe(api.handle(req, cert))
+        .catch_unwind()
+        .await
+    {
+        Ok(resp) => resp,
+        Err(_) => response::error(&StatusError::internal(
+            "the server panicked while handling the request",
+        )),
+    }
+}

@@ -1,0 +1,172 @@
+//! Watch responses: newline-delimited JSON events streamed from the watch cache.
+//! One task per watch moves events from the cache's bounded queue to the HTTP body;
+//! it ends on timeout, server shutdown, client disconnect, or when the cache ends
+//! the watcher (it fell behind: the client relists).
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures::StreamExt;
+use http::{Response, StatusCode, header};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use apimachinery::StatusError;
+use registry::{Object, ResourceType};
+use storage::{WatchItem, Watcher};
+
+use crate::encode::{self, TableOptions};
+use crate::negotiate::Output;
+use crate::resources::Call;
+use crate::response::Body;
+
+type Result<T> = std::result::Result<T, StatusError>;
+
+/// Frames buffered between the watch task and the connection.
+const FRAME_BUFFER: usize = 64;
+/// kube-apiserver's default --min-request-timeout; watches end between 1x and 2x.
+const MIN_REQUEST_TIMEOUT: u64 = 1800;
+
+pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
+    let opts = call.query.watch_options()?;
+    let timeout = match call.query.timeout_seconds()? {
+        Some(s) if s > 0 => Duration::from_secs(s as u64),
+        _ => Duration::from_secs(MIN_REQUEST_TIMEOUT + rand_below(MIN_REQUEST_TIMEOUT)),
+    };
+    let initial_events_end = opts.send_initial_events;
+    let encoder = EventEncoder {
+        output: call.output.clone(),
+        rtype: call.served.rtype.clone(),
+        table: call.table.clone(),
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(FRAME_BUFFER);
+    match call.served.store.watch(&call.ctx, opts).await {
+        Ok(watcher) => {
+            let shutdown = call.api.shutdown.clone();
+            tokio::spawn(pump(
+                watcher,
+                encoder,
+                tx,
+                timeout,
+                initial_events_end,
+                shutdown,
+            ));
+        }
+        // A resume point that is too old is reported in-stream, as upstream does.
+        Err(e) if e.code() == 410 => {
+            let _ = tx.try_send(encoder.error(&e));
+        }
+        Err(e) => return Err(e),
+    }
+    let body = StreamBody::new(ReceiverStream::new(rx).map(|b| Ok(Frame::data(b)))).boxed_unsync();
+    let mut resp = Response::new(body);
+    *resp.status_mut() = StatusCode::OK;
+    if let Ok(v) = http::HeaderValue::from_str(&call.output.content_type()) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    Ok(resp)
+}
+
+fn rand_below(n: u64) -> u64 {
+    u64::from(uuid::Uuid::new_v4().as_u128() as u32) % n.max(1)
+}
+
+async fn pump(
+    mut watcher: Watcher<Object>,
+    mut encoder: EventEncoder,
+    tx: mpsc::Sender<Bytes>,
+    timeout: Duration,
+    initial_events_end: bool,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    for item in std::mem::take(&mut watcher.initial) {
+        if tx.send(encoder.item(&item)).await.is_err() {
+            return;
+        }
+    }
+    if initial_events_end
+        && tx
+            .send(encoder.bookmark(watcher.revision, true))
+            .await
+            .is_err()
+    {
+        return;
+    }
+    loop {
+        tokio::select! {
+            item = watcher.events.recv() => match item {
+                Some(item) => {
+                    if tx.send(encoder.item(&item)).await.is_err() {
+                        return;
+                    }
+                }
+                None => return,
+            },
+            _ = tokio::time::sleep_until(deadline) => return,
+            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => return,
+            _ = tx.closed() => return,
+        }
+    }
+}
+
+struct EventEncoder {
+    output: Output,
+    rtype: Arc<ResourceType>,
+    table: TableOptions,
+}
+
+impl EventEncoder {
+    fn item(&mut self, item: &WatchItem<Object>) -> Bytes {
+        let (kind, obj) = match item {
+            WatchItem::Added(o) => ("ADDED", o),
+            WatchItem::Modified(o) => ("MODIFIED", o),
+            WatchItem::Deleted(o) => ("DELETED", o),
+            WatchItem::Bookmark(rv) => return self.bookmark(*rv, false),
+        };
+        let body = encode::object(
+            &self.output,
+            &self.rtype,
+            &obj.value,
+            Some(obj.json()),
+            &self.table,
+        );
+        // Tables carry column definitions only in the first event.
+        self.table.no_headers = true;
+        frame(kind, &body)
+    }
+
+    fn bookmark(&self, revision: i64, initial_events_end: bool) -> Bytes {
+        let mut metadata =
+            json!({"resourceVersion": revision.to_string(), "creationTimestamp": null});
+        if initial_events_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let (kind, api_version) = match &self.output {
+            Output::PartialMetadata(v) => (
+                "PartialObjectMetadata".to_string(),
+                format!("meta.k8s.io/{v}"),
+            ),
+            _ => (self.rtype.kind.clone(), self.rtype.api_version()),
+        };
+        let obj: Value = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
+        frame("BOOKMARK", &encode::to_bytes(&obj))
+    }
+
+    fn error(&self, err: &StatusError) -> Bytes {
+        frame("ERROR", &Bytes::from(err.to_json()))
+    }
+}
+
+fn frame(kind: &str, object: &[u8]) -> Bytes {
+    let mut buf = BytesMut::with_capacity(object.len() + 32);
+    buf.put_slice(b"{\"type\":\"");
+    buf.put_slice(kind.as_bytes());
+    buf.put_slice(b"\",\"object\":");
+    buf.put_slice(object);
+    buf.put_slice(b"}\n");
+    buf.freeze()
+}
