@@ -274,6 +274,23 @@ fn cases() -> Vec<Case> {
             ]))),
         ),
         c(
+            // Upstream deletes in place in the live list's backing array, so
+            // the server order `$setElementOrder` consults has shifted: `d`
+            // ends up before the new `c`.
+            "$setElementOrder after an in-place delete follows upstream",
+            pod_schema(),
+            pod(json!([{"name": "a"}, {"name": "b", "image": "b"}, {"name": "d", "image": "d"}])),
+            json!({"spec": {
+                "$setElementOrder/containers": [{"name": "b"}, {"name": "c"}],
+                "containers": [{"name": "c"}, {"name": "a", "$patch": "delete"}]
+            }}),
+            Want::Doc(pod(json!([
+                {"name": "b", "image": "b"},
+                {"name": "d", "image": "d"},
+                {"name": "c"}
+            ]))),
+        ),
+        c(
             "container null field deletes it",
             pod_schema(),
             pod(json!([{"name": "app", "image": "a:1", "command": ["x"]}])),

@@ -43,8 +43,7 @@ impl storage::Codec for JsonCodec {
 
 /// The bytes stored for an object: everything but `resourceVersion`
 /// (the revision is the version; storing it would make every value stale).
-pub fn encode_for_storage(obj: &Value) -> Bytes {
-    let mut copy = obj.clone();
-    meta::remove(&mut copy, "resourceVersion");
-    Bytes::from(serde_json::to_vec(&copy).unwrap_or_default())
+pub fn encode_for_storage(mut obj: Value) -> Bytes {
+    meta::remove(&mut obj, "resourceVersion");
+    Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())
 }

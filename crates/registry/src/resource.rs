@@ -38,6 +38,17 @@ pub trait Strategy: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Convert a stored object into the version this resource serves;
+    /// `None` when the stored form is the served form (most types).
+    fn from_storage(&self, _obj: &Value) -> Option<Value> {
+        None
+    }
+
+    /// Convert a served object into the stored form.
+    fn to_storage(&self, obj: Value) -> Value {
+        obj
+    }
+
     /// Whether something besides `metadata.finalizers` holds up deletion
     /// (namespaces: `spec.finalizers`).
     fn deletion_blocked(&self, _obj: &Value) -> bool {

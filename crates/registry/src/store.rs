@@ -114,7 +114,25 @@ impl GenericStore {
     }
 
     pub async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Arc<Object>> {
-        Ok(self.current(ctx, name).await?.object.clone())
+        Ok(self.present(&self.current(ctx, name).await?.object))
+    }
+
+    /// A stored object as this resource serves it (converted if the served
+    /// version is not the storage version; otherwise shared as is).
+    pub fn present(&self, obj: &Arc<Object>) -> Arc<Object> {
+        match self.rtype.strategy.from_storage(&obj.value) {
+            Some(converted) => Arc::new(Object::new(converted)),
+            None => obj.clone(),
+        }
+    }
+
+    /// The stored bytes for a served object.
+    fn encode(&self, obj: &Value) -> bytes::Bytes {
+        encode_for_storage(self.rtype.strategy.to_storage(obj.clone()))
+    }
+
+    fn served_value(&self, v: Value) -> Value {
+        self.rtype.strategy.from_storage(&v).unwrap_or(v)
     }
 
     /// A predicate for label and field selectors (the fields were checked at parse time).
@@ -253,7 +271,7 @@ impl GenericStore {
             ContinueToken::new(revision, last).encode()
         });
         ListResult {
-            items: entries.into_iter().map(|e| e.object.clone()).collect(),
+            items: entries.iter().map(|e| self.present(&e.object)).collect(),
             resource_version: revision,
             continue_token,
             // Upstream only knows the count when no selector filters the range.
@@ -381,7 +399,7 @@ impl GenericStore {
         }
         let revision = self
             .storage
-            .create(&key, encode_for_storage(&obj))
+            .create(&key, self.encode(&obj))
             .await
             .map_err(|e| self.storage_error(e, &name))?;
         meta::set_resource_version(&mut obj, revision);
@@ -483,7 +501,7 @@ impl GenericStore {
         let key = self.key(&ctx.namespace, name);
         let mut current = self.current(ctx, name).await?;
         for _ in 0..MAX_CONFLICT_RETRIES {
-            let old = &current.object.value;
+            let old = &self.served_value(current.object.value.clone());
             let mut new = mutate(old)?;
             let wanted_rv = meta::resource_version(&new);
             if !wanted_rv.is_empty() && wanted_rv != current.mod_revision.to_string() {
@@ -509,7 +527,7 @@ impl GenericStore {
                     .map(|(rev, _)| rev)
             } else {
                 self.storage
-                    .update(&key, encode_for_storage(&new), current.mod_revision)
+                    .update(&key, self.encode(&new), current.mod_revision)
                     .await
             };
             match result {
@@ -594,7 +612,7 @@ impl GenericStore {
         let gr = self.rtype.group_resource();
         for _ in 0..MAX_CONFLICT_RETRIES {
             let current = self.current(ctx, name).await?;
-            let obj = &current.object.value;
+            let obj = &self.served_value(current.object.value.clone());
             check_preconditions(obj, opts, &gr, name)?;
             if self.deletion_pending(obj) {
                 if meta::deletion_timestamp(obj).is_some() {
@@ -622,7 +640,7 @@ impl GenericStore {
                 }
                 match self
                     .storage
-                    .update(&key, encode_for_storage(&pending), current.mod_revision)
+                    .update(&key, self.encode(&pending), current.mod_revision)
                     .await
                 {
                     Ok(rev) => {

@@ -14,6 +14,8 @@ pub struct RequestInfo {
     pub resource: String,
     pub name: String,
     pub subresource: String,
+    /// The resource was addressed under `namespaces/{ns}/` (not the namespace itself).
+    pub namespaced_path: bool,
 }
 
 /// `watch=true` / `watch=1` on a collection GET turns list into watch.
@@ -49,6 +51,7 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
             if !matches!(*resource, "status" | "finalize") || !tail.is_empty() =>
         {
             info.namespace = ns.to_string();
+            info.namespaced_path = true;
             let mut v = vec![*resource];
             v.extend_from_slice(tail);
             v

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 use http::{Request, Response, header};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -23,6 +23,8 @@ use crate::{patching, watch};
 
 /// Upstream's limit on request bodies.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+/// Past this, an oversized body is no longer drained before answering 413.
+const DRAIN_LIMIT: usize = 32 * 1024 * 1024;
 
 type Result<T> = std::result::Result<T, StatusError>;
 
@@ -153,9 +155,7 @@ fn default_manager(user_agent: Option<&str>) -> String {
 
 /// Paths that name the wrong scope, or a subresource the type lacks, are 404s.
 fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
-    let namespace_in_path =
-        !info.namespace.is_empty() && !(rtype.plural == "namespaces" && rtype.group.is_empty());
-    if !rtype.namespaced && namespace_in_path {
+    if !rtype.namespaced && info.namespaced_path {
         return Err(StatusError::path_not_found());
     }
     if rtype.namespaced
@@ -175,21 +175,24 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
     }
 }
 
-pub async fn read_body(body: Incoming) -> Result<Bytes> {
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(StatusError::too_large(format!(
-                "Request entity too large: limit is {MAX_BODY_BYTES}"
-            )))
+pub async fn read_body(mut body: Incoming) -> Result<Bytes> {
+    let mut buf = bytes::BytesMut::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| StatusError::bad_request(format!("failed to read the request body: {e}")))?;
+        let Ok(data) = frame.into_data() else { continue };
+        total += data.len();
+        if total <= MAX_BODY_BYTES {
+            buf.extend_from_slice(&data);
+        } else if total > DRAIN_LIMIT {
+            break;
         }
-        Err(e) => Err(StatusError::bad_request(format!(
-            "failed to read the request body: {e}"
-        ))),
     }
+    if total > MAX_BODY_BYTES {
+        // The rest was read and dropped so the client sees the 413 instead of a reset.
+        return Err(StatusError::too_large(format!("Request entity too large: limit is {MAX_BODY_BYTES}")));
+    }
+    Ok(buf.freeze())
 }
 
 /// Check that a decoded body is the object this endpoint serves.

@@ -15,9 +15,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use apimachinery::StatusError;
-use registry::{Object, ResourceType};
+use registry::Object;
 use storage::{WatchItem, Watcher};
 
+use crate::catalog::Served;
 use crate::encode::{self, TableOptions};
 use crate::negotiate::Output;
 use crate::resources::Call;
@@ -39,7 +40,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
     let initial_events_end = opts.send_initial_events;
     let encoder = EventEncoder {
         output: call.output.clone(),
-        rtype: call.served.rtype.clone(),
+        served: call.served.clone(),
         table: call.table.clone(),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(FRAME_BUFFER);
@@ -115,7 +116,7 @@ async fn pump(
 
 struct EventEncoder {
     output: Output,
-    rtype: Arc<ResourceType>,
+    served: Arc<Served>,
     table: TableOptions,
 }
 
@@ -129,7 +130,7 @@ impl EventEncoder {
         };
         let body = encode::object(
             &self.output,
-            &self.rtype,
+            &self.served.rtype,
             &obj.value,
             Some(obj.json()),
             &self.table,
@@ -150,7 +151,7 @@ impl EventEncoder {
                 "PartialObjectMetadata".to_string(),
                 format!("meta.k8s.io/{v}"),
             ),
-            _ => (self.rtype.kind.clone(), self.rtype.api_version()),
+            _ => (self.served.rtype.kind.clone(), self.served.rtype.api_version()),
         };
         let obj: Value = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
         frame("BOOKMARK", &encode::to_bytes(&obj))

@@ -1115,9 +1115,10 @@ impl Writer {
         let from = self.compacted;
         let run = |conn: &Connection| -> rusqlite::Result<usize> {
             conn.execute_batch("BEGIN IMMEDIATE")?;
-            // Rows below `from` superseded by rows below `from` went last time; what
-            // rows in (from, revision] replaced goes now (including their tombstones'
-            // predecessors), then the tombstones themselves.
+            // The last compaction removed what rows up to `from` replaced. Now remove
+            // every row that a row in (from, revision] replaced (a tombstone's
+            // predecessor included), then the tombstones in (from, revision]. What
+            // is left at or before `revision` is each live key's latest row.
             let superseded = conn.execute(
                 "DELETE FROM log WHERE id IN (
                      SELECT prev_revision FROM log

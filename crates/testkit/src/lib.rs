@@ -1,1 +1,361 @@
-//! testkit
+//! Test harness: start a real `kubext` process (memory, embedded or etcd storage)
+//! on a free loopback port and talk to it with kube-rs or kubectl.
+//!
+//! Operator authors can use it the same way kubext's own tests do:
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let server = kubext_testkit::Server::builder().start()?;
+//! let client = server.client().await?;
+//! # Ok(()) }
+//! ```
+
+use anyhow::{Context, Result, anyhow, bail};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which storage the server runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Storage {
+    Memory,
+    Embedded,
+    /// etcd at this endpoint (see [`Etcd`]).
+    Etcd(String),
+}
+
+pub struct Builder {
+    binary: Option<PathBuf>,
+    storage: Storage,
+    data_dir: Option<PathBuf>,
+    extra_args: Vec<String>,
+}
+
+/// A running kubext, killed (SIGKILL) when dropped.
+pub struct Server {
+    child: Option<Child>,
+    pub data_dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub addr: SocketAddr,
+    /// Keeps a temporary data dir alive for the server's lifetime.
+    _tmp: Option<tempfile::TempDir>,
+    stderr_log: PathBuf,
+}
+
+/// Where the kubext binary is: `$KUBEXT_BIN`, else next to the running test binary
+/// (`target/<profile>/kubext`).
+pub fn kubext_binary() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("KUBEXT_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe()?;
+    for dir in exe.ancestors().skip(1).take(3) {
+        let candidate = dir.join("kubext");
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    bail!("kubext binary not found; build it (`cargo build -p kubext`) or set KUBEXT_BIN")
+}
+
+impl Server {
+    pub fn builder() -> Builder {
+        Builder {
+            binary: None,
+            storage: Storage::Memory,
+            data_dir: None,
+            extra_args: Vec::new(),
+        }
+    }
+
+    /// A kube-rs client authenticated as the admin.
+    pub async fn client(&self) -> Result<kube::Client> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+                .await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Run kubectl (`$KUBECTL` or `kubectl`) against this server.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with_stdin(args, None)
+    }
+
+    pub fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
+        let mut child = Command::new(&kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", &self.data_dir)
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {kubectl}: {e}"));
+        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let _ = pipe.write_all(input.as_bytes());
+        }
+        child.wait_with_output().expect("kubectl did not finish")
+    }
+
+    /// Run kubectl and return stdout, failing the test with stderr if it fails.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {} failed:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The server's log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr_log).unwrap_or_default()
+    }
+
+    /// SIGKILL the server (no graceful shutdown).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait for a graceful exit; returns the exit status.
+    pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
+        let mut child = self.child.take().ok_or_else(|| anyhow!("not running"))?;
+        Command::new("kill").arg("-TERM").arg(child.id().to_string()).status()?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                bail!("kubext did not exit within {timeout:?} after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+impl Builder {
+    pub fn binary(mut self, path: impl Into<PathBuf>) -> Self {
+        self.binary = Some(path.into());
+        self
+    }
+
+    pub fn storage(mut self, storage: Storage) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// Use this data dir (kept after the server stops) instead of a temporary one.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.extra_args.push(arg.into());
+        self
+    }
+
+    /// Start the server and wait until it is ready.
+    pub fn start(self) -> Result<Server> {
+        let binary = match self.binary {
+            Some(b) => b,
+            None => kubext_binary()?,
+        };
+        let (tmp, data_dir) = match self.data_dir {
+            Some(d) => (None, d),
+            None => {
+                let t = tempfile::Builder::new().prefix("kubext-test").tempdir()?;
+                let p = t.path().to_path_buf();
+                (Some(t), p)
+            }
+        };
+        std::fs::create_dir_all(&data_dir)?;
+        let stderr_log = data_dir.join("kubext.log");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&stderr_log)?;
+        let mut cmd = Command::new(&binary);
+        cmd.arg("serve")
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .arg("--secure-port")
+            .arg("0");
+        match &self.storage {
+            Storage::Memory => {
+                cmd.args(["--storage", "memory"]);
+            }
+            Storage::Embedded => {
+                cmd.args(["--storage", "embedded"]);
+            }
+            Storage::Etcd(endpoint) => {
+                cmd.args(["--storage", "etcd", "--etcd-servers", endpoint]);
+            }
+        }
+        let mut child = cmd
+            .args(&self.extra_args)
+            .env("KUBEXT_LOG", std::env::var("KUBEXT_LOG").unwrap_or_else(|_| "info".into()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot run {}", binary.display()))?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+        let (kubeconfig, addr) = read_ready_lines(stdout).with_context(|| {
+            let _ = child.kill();
+            format!(
+                "kubext did not become ready; log:\n{}",
+                std::fs::read_to_string(&stderr_log).unwrap_or_default()
+            )
+        })?;
+        Ok(Server {
+            child: Some(child),
+            data_dir,
+            kubeconfig,
+            addr,
+            _tmp: tmp,
+            stderr_log,
+        })
+    }
+}
+
+/// Read `kubeconfig: …` and `listening: https://…` from the server's stdout.
+fn read_ready_lines(stdout: impl Read + Send + 'static) -> Result<(PathBuf, SocketAddr)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut kubeconfig = None;
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(p) = line.strip_prefix("kubeconfig: ") {
+                kubeconfig = Some(PathBuf::from(p));
+            } else if let Some(a) = line.strip_prefix("listening: https://") {
+                let _ = tx.send((kubeconfig.take(), a.parse::<SocketAddr>().ok()));
+            }
+        }
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok((Some(k), Some(a))) => Ok((k, a)),
+        Ok(_) => bail!("unexpected start-up output"),
+        Err(_) => bail!("timed out waiting for kubext to start"),
+    }
+}
+
+/// Pick a free loopback port (racy by nature; callers retry).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(0)
+}
+
+/// A private etcd server in a temp dir, SIGKILLed on drop.
+pub struct Etcd {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    pub client_port: u16,
+    peer_port: u16,
+}
+
+pub fn etcd_binary() -> PathBuf {
+    let path = std::env::var_os("ETCD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/etcd"));
+    assert!(
+        path.exists(),
+        "etcd binary not found at {} — install it (Debian: `apt-get install etcd-server`) or set ETCD_BIN",
+        path.display()
+    );
+    path
+}
+
+impl Etcd {
+    pub fn start() -> Result<Etcd> {
+        let binary = etcd_binary();
+        let mut last = String::new();
+        for _ in 0..5 {
+            let mut etcd = Etcd {
+                child: None,
+                dir: tempfile::Builder::new().prefix("kubext-etcd").tempdir()?,
+                client_port: free_port(),
+                peer_port: free_port(),
+            };
+            etcd.spawn(&binary)?;
+            match etcd.wait_ready() {
+                Ok(()) => return Ok(etcd),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        bail!("etcd did not start: {last}")
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn spawn(&mut self, binary: &Path) -> Result<()> {
+        let client = self.endpoint();
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::File::create(self.dir.path().join("etcd.log"))?;
+        let child = Command::new(binary)
+            .arg("--name=test")
+            .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=test={peer}"))
+            .arg("--initial-cluster-state=new")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// Ready when `/health` answers `"health":"true"`.
+    fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                bail!("etcd exited with {status}");
+            }
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.client_port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                let _ = s.write_all(b"GET /health HTTP/1.0\r\n\r\n");
+                let mut body = String::new();
+                let _ = s.read_to_string(&mut body);
+                if body.contains("\"health\":\"true\"") {
+                    return Ok(());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bail!("etcd not healthy within 30s")
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -2,6 +2,7 @@
 
 mod configmaps;
 mod core;
+mod events;
 mod secrets;
 
 use std::sync::Arc;
@@ -158,6 +159,9 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
             TableColumn::new("Endpoints", "string", "The endpoints"),
         ],
     );
+    let mut events_v1 = resource("events.k8s.io", "v1", "Event", "events", true, events::EventsV1);
+    events_v1.short_names = vec!["ev".into()];
+    events_v1.columns = core::EVENT_COLUMNS.to_vec();
     let leases = columns(
         resource(
             "coordination.k8s.io",
@@ -182,6 +186,7 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
         services,
         endpoints,
         endpointslices,
+        events_v1,
         leases,
     ]
     .into_iter()

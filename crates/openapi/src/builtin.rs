@@ -1,0 +1,429 @@
+//! Component schemas of the built-in kinds, generated once from k8s-openapi's
+//! `schemars` implementations and shaped like upstream's documents.
+
+use std::sync::OnceLock;
+
+use k8s_openapi::api::{coordination, core::v1 as core, discovery, events};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use schemars::JsonSchema;
+use schemars::SchemaGenerator;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+
+use crate::Gvk;
+use crate::convert::{V3_PREFIX, to_oas3};
+
+pub(crate) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+pub(crate) const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
+pub(crate) const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
+pub(crate) const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
+pub(crate) const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+pub(crate) const API_RESOURCE_LIST: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList";
+const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+
+pub(crate) const API_VERSION_DESC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+pub(crate) const KIND_DESC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+pub(crate) const OBJECT_META_DESC: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+const LIST_META_DESC: &str = "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+
+/// A built-in kind and the names of its component schemas.
+#[derive(Debug, Clone)]
+pub struct BuiltinKind {
+    pub gvk: Gvk,
+    /// e.g. `io.k8s.api.core.v1.ConfigMap`.
+    pub schema: String,
+    /// e.g. `io.k8s.api.core.v1.ConfigMapList`.
+    pub list_schema: String,
+}
+
+pub(crate) struct Builtin {
+    pub(crate) components: Map<String, Value>,
+    pub(crate) kinds: Vec<BuiltinKind>,
+}
+
+static BUILTIN: OnceLock<Builtin> = OnceLock::new();
+
+pub(crate) fn builtin() -> &'static Builtin {
+    BUILTIN.get_or_init(generate)
+}
+
+/// The OpenAPI v3 component schemas (name → schema, refs to
+/// `#/components/schemas/`) of every built-in kind, its list, and the meta types
+/// they reference. Generated on first use.
+pub fn builtin_components() -> &'static Map<String, Value> {
+    &builtin().components
+}
+
+/// The built-in kinds with schemas.
+pub fn builtin_kinds() -> &'static [BuiltinKind] {
+    &builtin().kinds
+}
+
+pub(crate) fn find_builtin(gvk: &Gvk) -> Option<&'static BuiltinKind> {
+    builtin().kinds.iter().find(|k| &k.gvk == gvk)
+}
+
+struct Roots {
+    generator: SchemaGenerator,
+    kinds: Vec<BuiltinKind>,
+}
+
+impl Roots {
+    fn kind<T: JsonSchema>(&mut self, group: &str, version: &str, kind: &str) {
+        self.generator.subschema_for::<T>();
+        let schema = T::schema_name().into_owned();
+        self.kinds.push(BuiltinKind {
+            gvk: Gvk::new(group, version, kind),
+            list_schema: format!("{schema}List"),
+            schema,
+        });
+    }
+
+    fn other<T: JsonSchema>(&mut self) {
+        self.generator.subschema_for::<T>();
+    }
+}
+
+fn generate() -> Builtin {
+    let mut roots = Roots {
+        generator: SchemaSettings::draft2020_12().into_generator(),
+        kinds: Vec::new(),
+    };
+    roots.kind::<core::ConfigMap>("", "v1", "ConfigMap");
+    roots.kind::<core::Endpoints>("", "v1", "Endpoints");
+    roots.kind::<core::Event>("", "v1", "Event");
+    roots.kind::<core::Namespace>("", "v1", "Namespace");
+    roots.kind::<core::Secret>("", "v1", "Secret");
+    roots.kind::<core::Service>("", "v1", "Service");
+    roots.kind::<core::ServiceAccount>("", "v1", "ServiceAccount");
+    roots.kind::<coordination::v1::Lease>("coordination.k8s.io", "v1", "Lease");
+    roots.kind::<discovery::v1::EndpointSlice>("discovery.k8s.io", "v1", "EndpointSlice");
+    roots.kind::<events::v1::Event>("events.k8s.io", "v1", "Event");
+    roots.other::<meta::APIResourceList>();
+    roots.other::<meta::DeleteOptions>();
+    roots.other::<meta::ListMeta>();
+    roots.other::<meta::Patch>();
+    roots.other::<meta::Status>();
+
+    let Roots {
+        mut generator,
+        kinds,
+    } = roots;
+    let mut components: Map<String, Value> = generator
+        .take_definitions(false)
+        .into_iter()
+        .map(|(name, schema)| (name, to_oas3(schema)))
+        .collect();
+
+    fix_required(&mut components, &kinds);
+    if let Some(Value::Object(s)) = components.get_mut(INT_OR_STRING) {
+        s.remove("x-kubernetes-int-or-string");
+        s.remove("type");
+        s.insert("format".into(), json!("int-or-string"));
+        s.insert(
+            "oneOf".into(),
+            json!([{"type": "integer"}, {"type": "string"}]),
+        );
+    }
+    apply_extensions(&mut components);
+
+    for k in &kinds {
+        if let Some(Value::Object(s)) = components.get_mut(&k.schema) {
+            s.insert(
+                "x-kubernetes-group-version-kind".into(),
+                json!([k.gvk.to_json()]),
+            );
+        }
+        let list_gvk = Gvk::new(&k.gvk.group, &k.gvk.version, &format!("{}List", k.gvk.kind));
+        components.insert(
+            k.list_schema.clone(),
+            list_schema(&k.schema, &k.gvk.kind, &list_gvk),
+        );
+    }
+    for (name, kind) in [(STATUS, "Status"), (API_RESOURCE_LIST, "APIResourceList")] {
+        if let Some(Value::Object(s)) = components.get_mut(name) {
+            s.insert(
+                "x-kubernetes-group-version-kind".into(),
+                json!([Gvk::new("", "v1", kind).to_json()]),
+            );
+        }
+    }
+    Builtin { components, kinds }
+}
+
+/// k8s-openapi lists `metadata` as required on every kind (its Rust field is not
+/// optional); upstream does not, except for core/v1 Event. events.k8s.io/v1 Event
+/// requires `eventTime` upstream.
+fn fix_required(components: &mut Map<String, Value>, kinds: &[BuiltinKind]) {
+    for (name, schema) in components.iter_mut() {
+        if name == "io.k8s.api.core.v1.Event" {
+            continue;
+        }
+        let Some(obj) = schema.as_object_mut() else {
+            continue;
+        };
+        if let Some(Value::Array(required)) = obj.get_mut("required") {
+            required.retain(|r| r != "metadata");
+            if required.is_empty() {
+                obj.remove("required");
+            }
+        }
+    }
+    if kinds
+        .iter()
+        .any(|k| k.schema == "io.k8s.api.events.v1.Event")
+        && let Some(Value::Object(s)) = components.get_mut("io.k8s.api.events.v1.Event")
+    {
+        s.insert("required".into(), json!(["eventTime"]));
+    }
+}
+
+/// The list-type / map-type / strategic-merge extensions upstream's documents carry
+/// for these types (from the `+listType`, `+patchStrategy`, ... markers).
+fn apply_extensions(components: &mut Map<String, Value>) {
+    let atomic = json!({"x-kubernetes-list-type": "atomic"});
+    let set = json!({"x-kubernetes-list-type": "set"});
+    let map_by = |key: &str| {
+        json!({
+            "x-kubernetes-list-map-keys": [key],
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-patch-merge-key": key,
+            "x-kubernetes-patch-strategy": "merge",
+        })
+    };
+    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1";
+    let props: Vec<(String, &str, Value)> = vec![
+        (
+            format!("{meta}.ObjectMeta"),
+            "finalizers",
+            json!({"x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"}),
+        ),
+        (
+            format!("{meta}.ObjectMeta"),
+            "ownerReferences",
+            map_by("uid"),
+        ),
+        (
+            format!("{meta}.ObjectMeta"),
+            "managedFields",
+            atomic.clone(),
+        ),
+        (format!("{meta}.DeleteOptions"), "dryRun", atomic.clone()),
+        (format!("{meta}.StatusDetails"), "causes", atomic.clone()),
+        (
+            "io.k8s.api.core.v1.ServiceSpec".into(),
+            "ports",
+            json!({
+                "x-kubernetes-list-map-keys": ["port", "protocol"],
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-patch-merge-key": "port",
+                "x-kubernetes-patch-strategy": "merge",
+            }),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceSpec".into(),
+            "clusterIPs",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceSpec".into(),
+            "externalIPs",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceSpec".into(),
+            "ipFamilies",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceSpec".into(),
+            "loadBalancerSourceRanges",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceSpec".into(),
+            "selector",
+            json!({"x-kubernetes-map-type": "atomic"}),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceStatus".into(),
+            "conditions",
+            map_by("type"),
+        ),
+        (
+            "io.k8s.api.core.v1.LoadBalancerStatus".into(),
+            "ingress",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.LoadBalancerIngress".into(),
+            "ports",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.Endpoints".into(),
+            "subsets",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.EndpointSubset".into(),
+            "addresses",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.EndpointSubset".into(),
+            "notReadyAddresses",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.EndpointSubset".into(),
+            "ports",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceAccount".into(),
+            "secrets",
+            map_by("name"),
+        ),
+        (
+            "io.k8s.api.core.v1.ServiceAccount".into(),
+            "imagePullSecrets",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.NamespaceSpec".into(),
+            "finalizers",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.core.v1.NamespaceStatus".into(),
+            "conditions",
+            map_by("type"),
+        ),
+        (
+            "io.k8s.api.discovery.v1.EndpointSlice".into(),
+            "endpoints",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.discovery.v1.EndpointSlice".into(),
+            "ports",
+            atomic.clone(),
+        ),
+        ("io.k8s.api.discovery.v1.Endpoint".into(), "addresses", set),
+        (
+            "io.k8s.api.discovery.v1.EndpointHints".into(),
+            "forZones",
+            atomic.clone(),
+        ),
+        (
+            "io.k8s.api.discovery.v1.EndpointHints".into(),
+            "forNodes",
+            atomic,
+        ),
+    ];
+    for (schema, prop, ext) in props {
+        let target = components
+            .get_mut(&schema)
+            .and_then(|s| s.get_mut("properties"))
+            .and_then(|p| p.get_mut(prop))
+            .and_then(Value::as_object_mut);
+        if let (Some(target), Value::Object(ext)) = (target, ext) {
+            target.extend(ext);
+        }
+    }
+    // `+structType=atomic`
+    for schema in [
+        format!("{meta}.OwnerReference"),
+        "io.k8s.api.core.v1.ObjectReference".into(),
+        "io.k8s.api.core.v1.LocalObjectReference".into(),
+        "io.k8s.api.core.v1.EndpointAddress".into(),
+        "io.k8s.api.core.v1.EndpointPort".into(),
+        "io.k8s.api.discovery.v1.EndpointPort".into(),
+    ] {
+        if let Some(Value::Object(s)) = components.get_mut(&schema) {
+            s.insert("x-kubernetes-map-type".into(), json!("atomic"));
+        }
+    }
+}
+
+/// The `<Kind>List` schema for the kind schema `item_schema`.
+pub(crate) fn list_schema(item_schema: &str, kind: &str, list_gvk: &Gvk) -> Value {
+    json!({
+        "description": format!("{kind}List is a list of {kind} objects."),
+        "properties": {
+            "apiVersion": {"description": API_VERSION_DESC, "type": "string"},
+            "items": {
+                "description": format!("List of {kind} objects."),
+                "items": {"$ref": format!("{V3_PREFIX}{item_schema}")},
+                "type": "array",
+            },
+            "kind": {"description": KIND_DESC, "type": "string"},
+            "metadata": {
+                "allOf": [{"$ref": format!("{V3_PREFIX}{LIST_META}")}],
+                "description": LIST_META_DESC,
+            },
+        },
+        "required": ["items"],
+        "type": "object",
+        "x-kubernetes-group-version-kind": [list_gvk.to_json()],
+    })
+}
+
+/// The component name upstream gives a custom resource's schema: the group's
+/// labels reversed, then version and kind (`stable.example.com`, `v1`, `CronTab` →
+/// `com.example.stable.v1.CronTab`).
+pub(crate) fn custom_schema_name(gvk: &Gvk) -> String {
+    if gvk.group.is_empty() {
+        return format!("io.k8s.api.core.{}.{}", gvk.version, gvk.kind);
+    }
+    let reversed: Vec<&str> = gvk.group.split('.').rev().collect();
+    format!("{}.{}.{}", reversed.join("."), gvk.version, gvk.kind)
+}
+
+/// A kind schema from a caller-supplied OpenAPI v3 schema (a CRD's
+/// `openAPIV3Schema`), or one that accepts any fields when there is none: as
+/// upstream does for custom resources, `apiVersion`/`kind` are described,
+/// `metadata` is ObjectMeta, and the GVK extension is set.
+pub(crate) fn custom_schema(gvk: &Gvk, schema: Option<&Value>) -> Value {
+    let mut s = match schema.cloned().map(to_oas3) {
+        Some(Value::Object(m)) => m,
+        _ => {
+            let mut m = Map::new();
+            m.insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
+            m
+        }
+    };
+    s.insert("type".into(), json!("object"));
+    let props = s
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(props) = props {
+        props.insert(
+            "apiVersion".into(),
+            json!({"description": API_VERSION_DESC, "type": "string"}),
+        );
+        props.insert(
+            "kind".into(),
+            json!({"description": KIND_DESC, "type": "string"}),
+        );
+        props.insert(
+            "metadata".into(),
+            json!({
+                "allOf": [{"$ref": format!("{V3_PREFIX}{OBJECT_META}")}],
+                "description": OBJECT_META_DESC,
+            }),
+        );
+    }
+    if let Some(Value::Array(required)) = s.get_mut("required") {
+        required.retain(|r| r != "metadata" && r != "apiVersion" && r != "kind");
+        if required.is_empty() {
+            s.remove("required");
+        }
+    }
+    s.insert(
+        "x-kubernetes-group-version-kind".into(),
+        json!([gvk.to_json()]),
+    );
+    Value::Object(s)
+}

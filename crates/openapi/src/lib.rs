@@ -1,0 +1,148 @@
+//! OpenAPI documents for kubext's served resources: `/openapi/v3` (index),
+//! `/openapi/v3/<group-version>` (OpenAPI 3.0) and `/openapi/v2` (Swagger 2.0).
+//!
+//! Pure: no HTTP, no async. Component schemas of the built-in kinds are generated
+//! once (lazily, process-wide) from k8s-openapi's `schemars` implementations, which
+//! carry the Kubernetes field descriptions, and converted to the shape upstream
+//! kube-apiserver serves: upstream component names (`io.k8s.api.core.v1.ConfigMap`),
+//! `$ref`s with siblings wrapped as `allOf: [{$ref}]`, the
+//! `x-kubernetes-group-version-kind` extension on kinds and lists, and the
+//! strategic-merge / list-type extensions kubectl reads.
+//!
+//! kubectl uses these documents to
+//! - decide whether the server does field validation: the PATCH operation carrying
+//!   `x-kubernetes-group-version-kind` = the GVK must list a `fieldValidation`
+//!   parameter ([`Documents`], [`v3_group_version`]);
+//! - `kubectl explain` (component schemas found by their GVK extension);
+//! - client-side `kubectl apply` (strategic-merge metadata, and the patch operation's
+//!   `application/strategic-merge-patch+json` request body);
+//!
+//! and the server can use [`unknown_fields`] / [`builtin_unknown_fields`] for
+//! `fieldValidation=Strict|Warn` on built-in kinds.
+//!
+//! Generating every document is cheap but not free (a few milliseconds in a release
+//! build); build a [`Documents`] once per set of served resources and cache it.
+
+mod builtin;
+mod convert;
+mod docs;
+mod paths;
+mod validate;
+
+use serde_json::Value;
+
+pub use builtin::{builtin_components, builtin_kinds};
+pub use docs::{
+    Documents, GroupVersionDocument, gv_path, sha512_hex, v2, v3_group_version, v3_index,
+};
+pub use validate::{
+    builtin_unknown_fields, find_schema, strict_decoding_error, unknown_field_warnings,
+    unknown_fields,
+};
+
+/// `info.title` of every document.
+pub const INFO_TITLE: &str = "Kubernetes";
+/// `info.version` of every document (the server's `/version` git version).
+pub const INFO_VERSION: &str = "v1.32.0";
+
+/// The kube verbs a resource can serve, as in discovery.
+pub const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// One resource the server serves at one group-version, as the server's catalog
+/// describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedResource {
+    /// `""` for the core group.
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespaced: bool,
+    /// Serves the `/status` subresource (get/update/patch, per `verbs`).
+    pub has_status: bool,
+    /// Kube verbs (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection`); operations are only documented for these.
+    pub verbs: Vec<String>,
+    /// An OpenAPI v3 schema for the kind (e.g. a CRD version's `openAPIV3Schema`).
+    /// When `None`, the built-in schema for the GVK is used if there is one, else a
+    /// schema that accepts any fields (`x-kubernetes-preserve-unknown-fields`).
+    pub schema: Option<Value>,
+}
+
+impl ServedResource {
+    /// A resource with every verb, no status subresource and no explicit schema.
+    pub fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        ServedResource {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+            has_status: false,
+            verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
+            schema: None,
+        }
+    }
+
+    pub fn with_status(mut self) -> Self {
+        self.has_status = true;
+        self
+    }
+
+    pub fn with_verbs(mut self, verbs: &[&str]) -> Self {
+        self.verbs = verbs.iter().map(|v| v.to_string()).collect();
+        self
+    }
+
+    pub fn with_schema(mut self, schema: Value) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    pub fn gvk(&self) -> Gvk {
+        Gvk::new(&self.group, &self.version, &self.kind)
+    }
+
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+}
+
+/// A group, version and kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Gvk {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl Gvk {
+    pub fn new(group: &str, version: &str, kind: &str) -> Self {
+        Gvk {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// The `{group, kind, version}` object of `x-kubernetes-group-version-kind`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"group": self.group, "kind": self.kind, "version": self.version})
+    }
+
+    /// Whether a `{group, kind, version}` JSON object names this GVK.
+    pub fn matches(&self, v: &Value) -> bool {
+        v.get("group").and_then(Value::as_str).unwrap_or("") == self.group
+            && v.get("version").and_then(Value::as_str) == Some(self.version.as_str())
+            && v.get("kind").and_then(Value::as_str) == Some(self.kind.as_str())
+    }
+}

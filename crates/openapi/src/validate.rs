@@ -1,0 +1,194 @@
+//! Unknown-field detection against a kind's schema, for `fieldValidation`.
+//!
+//! Paths are reported as upstream's strict decoder reports them: dotted field
+//! names, `[i]` for list elements, map keys as `.key`
+//! (`spec.ports[0].bogus`, `metadata.labelz`).
+
+use serde_json::{Map, Value};
+
+use crate::Gvk;
+use crate::builtin::builtin;
+use crate::convert::ref_name;
+
+/// How deep `$ref`/`allOf` chains are followed at one value before giving up
+/// (treating the schema as accepting anything).
+const MAX_REF_DEPTH: usize = 32;
+
+/// The name → schema map of `doc`: a whole v3 document (`components.schemas`), a
+/// v2 document (`definitions`), a `components` object (`schemas`), or the map itself.
+fn schemas_of(doc: &Value) -> Option<&Map<String, Value>> {
+    doc.get("components")
+        .and_then(|c| c.get("schemas"))
+        .or_else(|| doc.get("definitions"))
+        .or_else(|| doc.get("schemas"))
+        .unwrap_or(doc)
+        .as_object()
+}
+
+fn has_gvk(schema: &Value, gvk: &Gvk) -> bool {
+    schema
+        .get("x-kubernetes-group-version-kind")
+        .and_then(Value::as_array)
+        .is_some_and(|gvks| gvks.iter().any(|g| gvk.matches(g)))
+}
+
+fn find_in<'a>(schemas: &'a Map<String, Value>, gvk: &Gvk) -> Option<(&'a str, &'a Value)> {
+    schemas
+        .iter()
+        .find(|(_, s)| has_gvk(s, gvk))
+        .map(|(name, s)| (name.as_str(), s))
+}
+
+/// The name of the component schema whose `x-kubernetes-group-version-kind`
+/// names `gvk` (as kubectl explain finds it).
+pub fn find_schema<'a>(doc: &'a Value, gvk: &Gvk) -> Option<&'a str> {
+    find_in(schemas_of(doc)?, gvk).map(|(name, _)| name)
+}
+
+/// The fields of `obj` that the schema of `gvk` in `doc` doesn't have, as dotted
+/// paths in document order (`spec.foo`, `metadata.labelz`, `spec.ports[0].bogus`).
+/// Maps (`additionalProperties`) accept any key and `x-kubernetes-preserve-unknown-fields`
+/// anything; objects without declared properties (RawExtension, FieldsV1) are
+/// free-form. Empty when `doc` has no schema for `gvk`.
+///
+/// `doc` may be a v3 document, a v2 document, a `components` object, or a
+/// name → schema map such as [`crate::builtin_components`].
+pub fn unknown_fields(doc: &Value, gvk: &Gvk, obj: &Value) -> Vec<String> {
+    schemas_of(doc)
+        .and_then(|schemas| unknown_fields_in(schemas, gvk, obj))
+        .unwrap_or_default()
+}
+
+/// [`unknown_fields`] against the built-in schemas; `None` if `gvk` is not a
+/// built-in kind (e.g. a custom resource).
+pub fn builtin_unknown_fields(gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
+    unknown_fields_in(&builtin().components, gvk, obj)
+}
+
+fn unknown_fields_in(schemas: &Map<String, Value>, gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
+    let (_, schema) = find_in(schemas, gvk)?;
+    let mut out = Vec::new();
+    walk(schemas, schema, obj, "", &mut out);
+    Some(out)
+}
+
+/// The error message upstream's strict decoding gives (`fieldValidation=Strict`):
+/// `strict decoding error: unknown field "spec.foo", unknown field "spec.bar"`.
+/// Upstream wraps it as `<Kind> in version "<version>" cannot be handled as a
+/// <Kind>: <this>` in a 400 BadRequest Status.
+pub fn strict_decoding_error(fields: &[String]) -> String {
+    let list: Vec<String> = fields
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    format!("strict decoding error: {}", list.join(", "))
+}
+
+/// The `Warning` header texts upstream sends for `fieldValidation=Warn` (one per
+/// field: `unknown field "spec.foo"`).
+pub fn unknown_field_warnings(fields: &[String]) -> Vec<String> {
+    fields
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect()
+}
+
+/// What a schema (with its `$ref`s and `allOf`s followed) says about a value.
+#[derive(Default)]
+struct Shape<'a> {
+    properties: Vec<&'a Map<String, Value>>,
+    additional: Option<&'a Value>,
+    items: Option<&'a Value>,
+    /// Accepts unknown fields.
+    open: bool,
+    /// `x-kubernetes-embedded-resource`: apiVersion, kind and metadata are implied.
+    embedded: bool,
+}
+
+fn shape<'a>(schemas: &'a Map<String, Value>, schema: &'a Value, depth: usize, out: &mut Shape<'a>) {
+    let Some(m) = schema.as_object() else {
+        // `true` (or anything unexpected): no constraints.
+        out.open = true;
+        return;
+    };
+    if depth > MAX_REF_DEPTH {
+        out.open = true;
+        return;
+    }
+    if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+        match schemas.get(ref_name(r)) {
+            Some(target) => shape(schemas, target, depth + 1, out),
+            None => out.open = true,
+        }
+    }
+    let flag = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
+    if flag("x-kubernetes-preserve-unknown-fields") || flag("x-kubernetes-int-or-string") {
+        out.open = true;
+    }
+    if flag("x-kubernetes-embedded-resource") {
+        out.embedded = true;
+    }
+    if let Some(Value::Object(props)) = m.get("properties") {
+        out.properties.push(props);
+    }
+    match m.get("additionalProperties") {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => out.open = true,
+        Some(additional) => {
+            out.additional.get_or_insert(additional);
+        }
+    }
+    if let Some(items) = m.get("items") {
+        out.items.get_or_insert(items);
+    }
+    if let Some(Value::Array(all)) = m.get("allOf") {
+        for branch in all {
+            shape(schemas, branch, depth + 1, out);
+        }
+    }
+    // Which branch applies can't be told from the field names alone.
+    if m.contains_key("anyOf") || m.contains_key("oneOf") {
+        out.open = true;
+    }
+}
+
+fn child_path(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn walk(schemas: &Map<String, Value>, schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+    match value {
+        Value::Object(obj) => {
+            let mut sh = Shape::default();
+            shape(schemas, schema, 0, &mut sh);
+            let free_form = sh.open || (sh.properties.is_empty() && sh.additional.is_none());
+            for (key, v) in obj {
+                let here = child_path(path, key);
+                if let Some(child) = sh.properties.iter().find_map(|p| p.get(key)) {
+                    walk(schemas, child, v, &here, out);
+                } else if let Some(additional) = sh.additional {
+                    walk(schemas, additional, v, &here, out);
+                } else if free_form
+                    || (sh.embedded && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"))
+                {
+                } else {
+                    out.push(here);
+                }
+            }
+        }
+        Value::Array(list) => {
+            let mut sh = Shape::default();
+            shape(schemas, schema, 0, &mut sh);
+            if let Some(items) = sh.items {
+                for (i, v) in list.iter().enumerate() {
+                    walk(schemas, items, v, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}

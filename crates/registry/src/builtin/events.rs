@@ -1,0 +1,82 @@
+//! events.k8s.io/v1 Event, served from core/v1 Event storage (as upstream does):
+//! the two versions differ only in field names.
+
+use apimachinery::{ErrorList, FieldError, FieldPath};
+use serde_json::{Map, Value, json};
+
+use crate::resource::Strategy;
+
+/// (events.k8s.io/v1 name, core/v1 name) for every renamed field.
+const RENAMES: &[(&str, &str)] = &[
+    ("reportingController", "reportingComponent"),
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+];
+
+fn rename(obj: &Value, from_new: bool, api_version: &str) -> Value {
+    let Some(map) = obj.as_object() else {
+        return obj.clone();
+    };
+    let mut out = Map::new();
+    for (k, v) in map {
+        let renamed = RENAMES
+            .iter()
+            .find(|(new, old)| if from_new { new == k } else { old == k })
+            .map(|(new, old)| if from_new { *old } else { *new })
+            .unwrap_or(k);
+        out.insert(renamed.to_string(), v.clone());
+    }
+    out.insert("apiVersion".into(), json!(api_version));
+    Value::Object(out)
+}
+
+pub struct EventsV1;
+
+impl Strategy for EventsV1 {
+    fn from_storage(&self, obj: &Value) -> Option<Value> {
+        Some(rename(obj, false, "events.k8s.io/v1"))
+    }
+
+    fn to_storage(&self, obj: Value) -> Value {
+        rename(&obj, true, "v1")
+    }
+
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = Vec::new();
+        for field in ["eventTime", "reportingController", "reportingInstance", "action", "reason"] {
+            if obj.get(field).is_none_or(|v| v.is_null() || v.as_str() == Some("")) {
+                errs.push(FieldError::required(&FieldPath::new(field), ""));
+            }
+        }
+        if let Some(t) = obj.get("type").and_then(Value::as_str)
+            && !matches!(t, "Normal" | "Warning")
+        {
+            errs.push(FieldError::invalid(&FieldPath::new("type"), json!(t), "has invalid value: must be one of [Normal Warning]"));
+        }
+        errs
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        let core = rename(obj, true, "v1");
+        super::core::Events.row(&core)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_between_versions() {
+        let v1 = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "note": "hi", "regarding": {"kind": "Pod"}, "reportingController": "c"});
+        let core = EventsV1.to_storage(v1.clone());
+        assert_eq!(core["message"], "hi");
+        assert_eq!(core["involvedObject"]["kind"], "Pod");
+        assert_eq!(core["apiVersion"], "v1");
+        assert_eq!(EventsV1.from_storage(&core).unwrap(), v1);
+    }
+}
