@@ -72,6 +72,29 @@ fn object_to_oas3(mut m: Map<String, Value>) -> Map<String, Value> {
     for k in DROPPED {
         m.remove(*k);
     }
+    // Nullable unions: drop the null branch before converting the branches (a
+    // converted `{type: null}` would be indistinguishable from `{}`).
+    for k in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = m.get_mut(k) {
+            branches.retain(|s| !is_null_schema(s));
+            match branches.len() {
+                0 => {
+                    m.remove(k);
+                }
+                1 => {
+                    let only = branches.remove(0);
+                    m.remove(k);
+                    if let Value::Object(only) = only {
+                        for (key, v) in only {
+                            m.entry(key).or_insert(v);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     if let Some(Value::String(r)) = m.get_mut("$ref") {
         *r = format!("{V3_PREFIX}{}", ref_name(r));
     }
@@ -135,29 +158,6 @@ fn object_to_oas3(mut m: Map<String, Value>) -> Map<String, Value> {
     if let Some(Value::Array(items)) = m.get_mut("items") {
         let first = items.drain(..).next().unwrap_or_else(|| json!({}));
         m.insert("items".into(), first);
-    }
-
-    // Nullable unions: drop the null branch before converting the branches (a
-    // converted `{type: null}` would be indistinguishable from `{}`).
-    for k in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = m.get_mut(k) {
-            branches.retain(|s| !is_null_schema(s));
-            match branches.len() {
-                0 => {
-                    m.remove(k);
-                }
-                1 => {
-                    let only = branches.remove(0);
-                    m.remove(k);
-                    if let Value::Object(only) = only {
-                        for (key, v) in only {
-                            m.entry(key).or_insert(v);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
     }
 
     if let Some(Value::Object(props)) = m.get_mut("properties") {

@@ -6,6 +6,8 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use prost::Message;
 
+pub mod cases;
+
 /// `k8s\0` + `runtime.Unknown{typeMeta, raw, contentEncoding: "", contentType: ""}`,
 /// exactly as client-go's protobuf serializer writes it.
 pub fn envelope(api_version: &str, kind: &str, object: &impl Message) -> Vec<u8> {

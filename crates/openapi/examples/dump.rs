@@ -1,0 +1,28 @@
+use kubext_openapi::*;
+fn main() {
+    let rs = vec![
+        ServedResource::new("", "v1", "Namespace", "namespaces", false).with_status(),
+        ServedResource::new("", "v1", "ConfigMap", "configmaps", true),
+        ServedResource::new("", "v1", "Secret", "secrets", true),
+        ServedResource::new("", "v1", "ServiceAccount", "serviceaccounts", true),
+        ServedResource::new("", "v1", "Event", "events", true),
+        ServedResource::new("", "v1", "Service", "services", true).with_status(),
+        ServedResource::new("", "v1", "Endpoints", "endpoints", true),
+        ServedResource::new("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true),
+        ServedResource::new("coordination.k8s.io", "v1", "Lease", "leases", true),
+        ServedResource::new("events.k8s.io", "v1", "Event", "events", true),
+    ];
+    let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20);
+    let t = std::time::Instant::now();
+    let _ = builtin_components();
+    let b = t.elapsed();
+    let t = std::time::Instant::now();
+    for _ in 0..n { let _ = Documents::generate(&rs); }
+    let per = t.elapsed() / n as u32;
+    let d = Documents::generate(&rs);
+    eprintln!("builtin {b:?}, Documents::generate avg {per:?} over {n}");
+    std::fs::write("/tmp/oa_index.json", d.v3_index()).unwrap();
+    std::fs::write("/tmp/oa_core.json", &d.v3_group_version("api/v1").unwrap().json).unwrap();
+    std::fs::write("/tmp/oa_coord.json", &d.v3_group_version("apis/coordination.k8s.io/v1").unwrap().json).unwrap();
+    std::fs::write("/tmp/oa_v2.json", d.v2()).unwrap();
+}

@@ -1,0 +1,650 @@
+//! The documents as kubectl reads them.
+
+use std::collections::BTreeSet;
+
+use kubext_openapi::{
+    Documents, Gvk, ServedResource, builtin_components, builtin_kinds, builtin_unknown_fields,
+    find_schema, gv_path, strict_decoding_error, unknown_fields, v2, v3_group_version, v3_index,
+};
+use serde_json::{Value, json};
+
+/// kubext's built-in catalog.
+fn served() -> Vec<ServedResource> {
+    vec![
+        ServedResource::new("", "v1", "Namespace", "namespaces", false).with_status(),
+        ServedResource::new("", "v1", "ConfigMap", "configmaps", true),
+        ServedResource::new("", "v1", "Secret", "secrets", true),
+        ServedResource::new("", "v1", "ServiceAccount", "serviceaccounts", true),
+        ServedResource::new("", "v1", "Event", "events", true),
+        ServedResource::new("", "v1", "Service", "services", true).with_status(),
+        ServedResource::new("", "v1", "Endpoints", "endpoints", true),
+        ServedResource::new("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true),
+        ServedResource::new("coordination.k8s.io", "v1", "Lease", "leases", true),
+        ServedResource::new("events.k8s.io", "v1", "Event", "events", true),
+    ]
+}
+
+fn crontab() -> ServedResource {
+    ServedResource::new("stable.example.com", "v1", "CronTab", "crontabs", true)
+        .with_status()
+        .with_schema(json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "cronSpec": {"type": "string"},
+                        "replicas": {"type": "integer"},
+                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    },
+                },
+                "status": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+            },
+        }))
+}
+
+fn all_gvs(resources: &[ServedResource]) -> BTreeSet<(String, String)> {
+    resources
+        .iter()
+        .map(|r| (r.group.clone(), r.version.clone()))
+        .collect()
+}
+
+/// kubectl's `supportsQueryParamV3` (cli-runtime query_param_verifier_v3.go): the
+/// first PATCH operation whose `x-kubernetes-group-version-kind` is the GVK decides.
+fn kubectl_supports_query_param_v3(doc: &Value, gvk: &Gvk, param: &str) -> bool {
+    let Some(paths) = doc["paths"].as_object() else {
+        return false;
+    };
+    for item in paths.values() {
+        let Some(op) = item.get("patch") else {
+            continue;
+        };
+        if !op
+            .get("x-kubernetes-group-version-kind")
+            .is_some_and(|g| gvk.matches(g))
+        {
+            continue;
+        }
+        return op["parameters"].as_array().is_some_and(|params| {
+            params
+                .iter()
+                .any(|p| p["name"] == param && p["in"] == "query")
+        });
+    }
+    false
+}
+
+/// kubectl apply's `gvkSupportsPatchOpenAPIV3`: whether the GVK's PATCH takes a
+/// strategic merge patch.
+fn kubectl_supports_smp_v3(doc: &Value, gvk: &Gvk) -> bool {
+    for item in doc["paths"].as_object().into_iter().flat_map(|p| p.values()) {
+        let Some(op) = item.get("patch") else {
+            continue;
+        };
+        if op
+            .get("x-kubernetes-group-version-kind")
+            .is_some_and(|g| gvk.matches(g))
+        {
+            return op["requestBody"]["content"]
+                .get("application/strategic-merge-patch+json")
+                .is_some();
+        }
+    }
+    false
+}
+
+/// strategicpatch's `resolve` for OpenAPI v3: `allOf[0]`, then `$ref`.
+fn resolve<'a>(doc: &'a Value, mut schema: &'a Value) -> &'a Value {
+    if let Some(first) = schema.get("allOf").and_then(|a| a.get(0)) {
+        schema = first;
+    }
+    if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .expect("v3 ref prefix");
+        schema = &doc["components"]["schemas"][name];
+        assert!(!schema.is_null(), "unresolved {r}");
+    }
+    schema
+}
+
+/// strategicpatch's `PatchMetaFromOpenAPIV3.LookupPatchMetadataForStruct`.
+fn lookup_struct<'a>(doc: &'a Value, schema: &'a Value, key: &str) -> (&'a Value, Value) {
+    let prop = &schema["properties"][key];
+    assert!(!prop.is_null(), "unable to find api field {key:?}");
+    let meta = json!({
+        "strategy": prop.get("x-kubernetes-patch-strategy"),
+        "mergeKey": prop.get("x-kubernetes-patch-merge-key"),
+    });
+    (resolve(doc, prop), meta)
+}
+
+fn kind_schema<'a>(doc: &'a Value, gvk: &Gvk) -> &'a Value {
+    let name = find_schema(doc, gvk).unwrap_or_else(|| panic!("no schema for {gvk:?}"));
+    &doc["components"]["schemas"][name]
+}
+
+fn assert_refs_resolve(doc: &Value, prefix: &str, defs: &Value) {
+    fn walk(v: &Value, prefix: &str, defs: &Value, count: &mut usize) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    if k == "$ref" {
+                        let r = v.as_str().expect("string $ref");
+                        let name = r
+                            .strip_prefix(prefix)
+                            .unwrap_or_else(|| panic!("{r} lacks {prefix}"));
+                        assert!(defs.get(name).is_some(), "unresolved {r}");
+                        *count += 1;
+                    } else {
+                        walk(v, prefix, defs, count);
+                    }
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|v| walk(v, prefix, defs, count)),
+            _ => {}
+        }
+    }
+    let mut count = 0;
+    walk(doc, prefix, defs, &mut count);
+    assert!(count > 0);
+}
+
+#[test]
+fn every_builtin_kind_has_a_schema_with_its_gvk() {
+    let expected = [
+        ("", "v1", "ConfigMap", "io.k8s.api.core.v1.ConfigMap"),
+        ("", "v1", "Secret", "io.k8s.api.core.v1.Secret"),
+        ("", "v1", "Namespace", "io.k8s.api.core.v1.Namespace"),
+        ("", "v1", "ServiceAccount", "io.k8s.api.core.v1.ServiceAccount"),
+        ("", "v1", "Event", "io.k8s.api.core.v1.Event"),
+        ("", "v1", "Service", "io.k8s.api.core.v1.Service"),
+        ("", "v1", "Endpoints", "io.k8s.api.core.v1.Endpoints"),
+        (
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "io.k8s.api.discovery.v1.EndpointSlice",
+        ),
+        (
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "io.k8s.api.coordination.v1.Lease",
+        ),
+        ("events.k8s.io", "v1", "Event", "io.k8s.api.events.v1.Event"),
+    ];
+    assert_eq!(builtin_kinds().len(), expected.len());
+    let components = Value::Object(builtin_components().clone());
+    for (group, version, kind, name) in expected {
+        let gvk = Gvk::new(group, version, kind);
+        assert_eq!(find_schema(&components, &gvk), Some(name));
+        let list = Gvk::new(group, version, &format!("{kind}List"));
+        assert_eq!(
+            find_schema(&components, &list),
+            Some(format!("{name}List").as_str())
+        );
+        // ...and in the served documents.
+        let doc = v3_group_version(&served(), group, version).expect("gv document");
+        assert_eq!(find_schema(&doc, &gvk), Some(name));
+        assert_eq!(
+            find_schema(&doc, &list),
+            Some(format!("{name}List").as_str())
+        );
+    }
+    let names: Vec<&String> = builtin_components().keys().collect();
+    for meta in ["ObjectMeta", "ListMeta", "Status", "DeleteOptions", "Patch"] {
+        let name = format!("io.k8s.apimachinery.pkg.apis.meta.v1.{meta}");
+        assert!(names.contains(&&name), "{name}");
+    }
+}
+
+#[test]
+fn kubectl_sees_server_side_field_validation_for_every_kind() {
+    let mut resources = served();
+    resources.push(crontab());
+    for r in &resources {
+        let doc = v3_group_version(&resources, &r.group, &r.version).expect("gv document");
+        assert_eq!(doc["openapi"], "3.0.0");
+        assert_eq!(
+            doc["info"],
+            json!({"title": "Kubernetes", "version": "v1.32.0"})
+        );
+        assert!(
+            kubectl_supports_query_param_v3(&doc, &r.gvk(), "fieldValidation"),
+            "{:?}",
+            r.gvk()
+        );
+        // Every PATCH of the kind carries it, whichever kubectl meets first.
+        for item in doc["paths"].as_object().expect("paths").values() {
+            if let Some(op) = item.get("patch") {
+                let params = op["parameters"].as_array().expect("params");
+                for name in ["dryRun", "fieldManager", "fieldValidation", "force"] {
+                    assert!(params.iter().any(|p| p["name"] == name && p["in"] == "query"));
+                }
+                assert_eq!(op["x-kubernetes-action"], "patch");
+            }
+        }
+        // Built-ins take strategic merge patches, custom resources don't.
+        assert_eq!(
+            kubectl_supports_smp_v3(&doc, &r.gvk()),
+            r.group != "stable.example.com"
+        );
+    }
+    // kubectl checks core/v1 Namespace for CRDs without a document.
+    let core = v3_group_version(&resources, "", "v1").expect("core");
+    assert!(kubectl_supports_query_param_v3(
+        &core,
+        &Gvk::new("", "v1", "Namespace"),
+        "fieldValidation"
+    ));
+    assert!(v3_group_version(&resources, "apps", "v1").is_none());
+}
+
+#[test]
+fn operations_look_like_upstream() {
+    let doc = v3_group_version(&served(), "coordination.k8s.io", "v1").expect("doc");
+    let paths = doc["paths"].as_object().expect("paths");
+    let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "/apis/coordination.k8s.io/v1/",
+            "/apis/coordination.k8s.io/v1/leases",
+            "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+            "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
+        ]
+    );
+    let item = &paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"];
+    let ids: Vec<(&str, &str)> = ["get", "put", "patch", "delete"]
+        .iter()
+        .map(|m| {
+            (
+                item[m]["operationId"].as_str().expect("id"),
+                item[m]["x-kubernetes-action"].as_str().expect("action"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("readCoordinationV1NamespacedLease", "get"),
+            ("replaceCoordinationV1NamespacedLease", "put"),
+            ("patchCoordinationV1NamespacedLease", "patch"),
+            ("deleteCoordinationV1NamespacedLease", "delete"),
+        ]
+    );
+    assert_eq!(
+        item["patch"]["x-kubernetes-group-version-kind"],
+        json!({"group": "coordination.k8s.io", "kind": "Lease", "version": "v1"})
+    );
+    assert_eq!(item["get"]["tags"], json!(["coordination_v1"]));
+    let collection = &paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"];
+    assert_eq!(
+        collection["get"]["operationId"],
+        "listCoordinationV1NamespacedLease"
+    );
+    assert_eq!(collection["get"]["x-kubernetes-action"], "list");
+    assert_eq!(
+        collection["delete"]["x-kubernetes-action"],
+        "deletecollection"
+    );
+    assert_eq!(collection["post"]["x-kubernetes-action"], "post");
+    let list_params: Vec<&str> = collection["get"]["parameters"]
+        .as_array()
+        .expect("params")
+        .iter()
+        .map(|p| p["name"].as_str().expect("name"))
+        .collect();
+    for p in [
+        "labelSelector",
+        "fieldSelector",
+        "limit",
+        "continue",
+        "resourceVersion",
+        "resourceVersionMatch",
+        "sendInitialEvents",
+        "timeoutSeconds",
+        "watch",
+        "allowWatchBookmarks",
+    ] {
+        assert!(list_params.contains(&p), "{p}");
+    }
+    let post_params: Vec<&str> = collection["post"]["parameters"]
+        .as_array()
+        .expect("params")
+        .iter()
+        .map(|p| p["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(post_params, ["dryRun", "fieldManager", "fieldValidation"]);
+    assert_eq!(
+        paths["/apis/coordination.k8s.io/v1/leases"]["get"]["operationId"],
+        "listCoordinationV1LeaseForAllNamespaces"
+    );
+
+    // Status subresources and cluster-scoped kinds.
+    let core = v3_group_version(&served(), "", "v1").expect("core");
+    let status = &core["paths"]["/api/v1/namespaces/{namespace}/services/{name}/status"];
+    assert_eq!(
+        status["patch"]["operationId"],
+        "patchCoreV1NamespacedServiceStatus"
+    );
+    let ns = &core["paths"]["/api/v1/namespaces/{name}"];
+    assert_eq!(ns["get"]["operationId"], "readCoreV1Namespace");
+    assert!(core["paths"]["/api/v1/namespaces/{name}/status"]["put"].is_object());
+    assert!(core["paths"]["/api/v1/configmaps/{name}/status"].is_null());
+
+    // Verbs limit the operations.
+    let ro = [ServedResource::new("", "v1", "ConfigMap", "configmaps", true)
+        .with_verbs(&["get", "list", "watch"])];
+    let doc = v3_group_version(&ro, "", "v1").expect("doc");
+    let item = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"];
+    assert!(item["get"].is_object() && item["patch"].is_null() && item["delete"].is_null());
+}
+
+#[test]
+fn every_ref_resolves_in_every_v3_document() {
+    let mut resources = served();
+    resources.push(crontab());
+    for (group, version) in all_gvs(&resources) {
+        let doc = v3_group_version(&resources, &group, &version).expect("doc");
+        assert_refs_resolve(&doc, "#/components/schemas/", &doc["components"]["schemas"]);
+        // No draft-2020 leftovers.
+        let text = doc.to_string();
+        for leftover in ["$defs", "\"null\"", "$schema", "\"const\""] {
+            assert!(!text.contains(leftover), "{leftover} in {group}/{version}");
+        }
+    }
+}
+
+#[test]
+fn v2_refs_resolve() {
+    let mut resources = served();
+    resources.push(crontab());
+    let doc = v2(&resources);
+    assert_eq!(doc["swagger"], "2.0");
+    assert_refs_resolve(&doc, "#/definitions/", &doc["definitions"]);
+    let text = doc.to_string();
+    for leftover in ["#/components", "allOf", "oneOf", "anyOf"] {
+        assert!(!text.contains(leftover), "{leftover}");
+    }
+    // Upstream's v2 shape: `$ref` with a description beside it.
+    assert_eq!(
+        doc["definitions"]["io.k8s.api.core.v1.ConfigMap"]["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    assert_eq!(
+        doc["definitions"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["type"],
+        "string"
+    );
+    // kubectl's v2 verifier: a PATCH with the GVK extension and fieldValidation.
+    let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
+    assert_eq!(
+        patch["x-kubernetes-group-version-kind"],
+        json!({"group": "", "kind": "ConfigMap", "version": "v1"})
+    );
+    assert!(
+        patch["parameters"]
+            .as_array()
+            .expect("params")
+            .iter()
+            .any(|p| p["name"] == "fieldValidation" && p["in"] == "query")
+    );
+    assert!(
+        patch["consumes"]
+            .as_array()
+            .expect("consumes")
+            .contains(&json!("application/strategic-merge-patch+json"))
+    );
+    for (g, v, k) in [
+        ("", "v1", "Service"),
+        ("coordination.k8s.io", "v1", "Lease"),
+        ("stable.example.com", "v1", "CronTab"),
+    ] {
+        assert!(find_schema(&doc, &Gvk::new(g, v, k)).is_some());
+    }
+}
+
+#[test]
+fn configmap_schema_for_explain() {
+    let doc = v3_group_version(&served(), "", "v1").expect("core");
+    let cm = kind_schema(&doc, &Gvk::new("", "v1", "ConfigMap"));
+    assert_eq!(
+        cm["description"],
+        "ConfigMap holds configuration data for pods to consume."
+    );
+    let data = &cm["properties"]["data"];
+    assert_eq!(data["type"], "object");
+    assert_eq!(data["additionalProperties"], json!({"type": "string"}));
+    assert!(
+        data["description"]
+            .as_str()
+            .expect("description")
+            .starts_with("Data contains the configuration data.")
+    );
+    // metadata: allOf-wrapped ref with its own description; optional.
+    assert_eq!(
+        cm["properties"]["metadata"],
+        json!({
+            "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],
+            "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+        })
+    );
+    assert!(cm.get("required").is_none());
+    // explain configmap.metadata.labels follows allOf/$ref.
+    let meta = resolve(&doc, &cm["properties"]["metadata"]);
+    assert_eq!(meta["properties"]["labels"]["type"], "object");
+    // Core Event keeps upstream's required fields; events.k8s.io Event has its own.
+    let ev = kind_schema(&doc, &Gvk::new("", "v1", "Event"));
+    assert_eq!(ev["required"], json!(["involvedObject", "metadata"]));
+    let events = v3_group_version(&served(), "events.k8s.io", "v1").expect("events");
+    let ev = kind_schema(&events, &Gvk::new("events.k8s.io", "v1", "Event"));
+    assert_eq!(ev["required"], json!(["eventTime"]));
+    let list = kind_schema(&doc, &Gvk::new("", "v1", "ConfigMapList"));
+    assert_eq!(list["required"], json!(["items"]));
+    assert_eq!(
+        list["properties"]["items"]["items"]["$ref"],
+        "#/components/schemas/io.k8s.api.core.v1.ConfigMap"
+    );
+    let ios = &doc["components"]["schemas"]["io.k8s.apimachinery.pkg.util.intstr.IntOrString"];
+    assert_eq!(ios["format"], "int-or-string");
+}
+
+#[test]
+fn strategic_merge_metadata_as_kubectl_apply_reads_it() {
+    let doc = v3_group_version(&served(), "", "v1").expect("core");
+    let svc = kind_schema(&doc, &Gvk::new("", "v1", "Service"));
+    let (spec, _) = lookup_struct(&doc, svc, "spec");
+    let (_, ports) = lookup_struct(&doc, spec, "ports");
+    assert_eq!(ports, json!({"strategy": "merge", "mergeKey": "port"}));
+    let ports = &spec["properties"]["ports"];
+    assert_eq!(ports["x-kubernetes-list-type"], "map");
+    assert_eq!(
+        ports["x-kubernetes-list-map-keys"],
+        json!(["port", "protocol"])
+    );
+    let port = resolve(&doc, &ports["items"]);
+    assert!(port["properties"]["targetPort"].is_object());
+
+    let (meta, _) = lookup_struct(&doc, svc, "metadata");
+    let (_, owners) = lookup_struct(&doc, meta, "ownerReferences");
+    assert_eq!(owners, json!({"strategy": "merge", "mergeKey": "uid"}));
+    let (_, finalizers) = lookup_struct(&doc, meta, "finalizers");
+    assert_eq!(finalizers, json!({"strategy": "merge", "mergeKey": null}));
+    assert_eq!(
+        meta["properties"]["finalizers"]["x-kubernetes-list-type"],
+        "set"
+    );
+
+    let sa = kind_schema(&doc, &Gvk::new("", "v1", "ServiceAccount"));
+    let (_, secrets) = lookup_struct(&doc, sa, "secrets");
+    assert_eq!(secrets, json!({"strategy": "merge", "mergeKey": "name"}));
+    let ep = kind_schema(&doc, &Gvk::new("", "v1", "Endpoints"));
+    assert_eq!(
+        ep["properties"]["subsets"]["x-kubernetes-list-type"],
+        "atomic"
+    );
+}
+
+#[test]
+fn unknown_fields_against_the_schemas() {
+    let doc = v3_group_version(&served(), "", "v1").expect("core");
+    let svc = Gvk::new("", "v1", "Service");
+    let obj = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s", "foo": 1, "labels": {"any-key": "x"},
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "n", "uid": "u", "bad": true}],
+                     "managedFields": [{"manager": "m", "fieldsV1": {"f:data": {"f:x": {}}}}]},
+        "spec": {
+            "foo": "bar",
+            "selector": {"app": "x"},
+            "ports": [{"port": 80, "targetPort": "http"}, {"port": 81, "bogus": 1, "targetPort": 8080}],
+        },
+        "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4", "nope": 1}]}},
+    });
+    assert_eq!(
+        unknown_fields(&doc, &svc, &obj),
+        [
+            "metadata.foo",
+            "metadata.ownerReferences[0].bad",
+            "spec.foo",
+            "spec.ports[1].bogus",
+            "status.loadBalancer.ingress[0].nope",
+        ]
+    );
+    assert_eq!(
+        builtin_unknown_fields(&svc, &obj).expect("built-in"),
+        unknown_fields(&doc, &svc, &obj)
+    );
+    // The v2 document works too.
+    assert_eq!(
+        unknown_fields(&v2(&served()), &svc, &obj),
+        unknown_fields(&doc, &svc, &obj)
+    );
+
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c", "labelz": {"a": "b"}},
+        "data": {"any.key": "v", "other": "w"},
+        "binaryData": {"k": "aGk="},
+    });
+    let cm_gvk = Gvk::new("", "v1", "ConfigMap");
+    assert_eq!(unknown_fields(&doc, &cm_gvk, &cm), ["metadata.labelz"]);
+    assert_eq!(
+        strict_decoding_error(&unknown_fields(&doc, &cm_gvk, &cm)),
+        "strict decoding error: unknown field \"metadata.labelz\""
+    );
+    assert!(
+        unknown_fields(
+            &doc,
+            &cm_gvk,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"x": "y"}})
+        )
+        .is_empty()
+    );
+
+    // Custom resources: preserve-unknown-fields allows anything below it.
+    let resources = [crontab()];
+    let crd_doc = v3_group_version(&resources, "stable.example.com", "v1").expect("crd");
+    let ct = Gvk::new("stable.example.com", "v1", "CronTab");
+    let obj = json!({
+        "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "c", "bogus": 1},
+        "spec": {"cronSpec": "* * * * *", "extra": {"anything": {"goes": 1}}, "nope": 2},
+    });
+    assert_eq!(
+        unknown_fields(&crd_doc, &ct, &obj),
+        ["metadata.bogus", "spec.nope"]
+    );
+    assert!(builtin_unknown_fields(&ct, &obj).is_none());
+    // Without a schema, a custom kind accepts anything but still checks metadata.
+    let loose = [ServedResource::new("example.com", "v1", "Thing", "things", true)];
+    let loose_doc = v3_group_version(&loose, "example.com", "v1").expect("loose");
+    assert_eq!(
+        unknown_fields(
+            &loose_doc,
+            &Gvk::new("example.com", "v1", "Thing"),
+            &json!({"spec": {"a": 1}, "x": 2, "metadata": {"namez": "q"}})
+        ),
+        ["metadata.namez"]
+    );
+}
+
+#[test]
+fn index_and_cached_documents_agree() {
+    let mut resources = served();
+    resources.push(crontab());
+    let index = v3_index(&resources);
+    let paths = index["paths"].as_object().expect("paths");
+    let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "api/v1",
+            "apis/coordination.k8s.io/v1",
+            "apis/discovery.k8s.io/v1",
+            "apis/events.k8s.io/v1",
+            "apis/stable.example.com/v1",
+        ]
+    );
+    let docs = Documents::generate(&resources);
+    let cached: Value = serde_json::from_slice(docs.v3_index()).expect("index json");
+    assert_eq!(cached, index);
+    for (group, version) in all_gvs(&resources) {
+        let path = gv_path(&group, &version);
+        let url = paths[&path]["serverRelativeURL"].as_str().expect("url");
+        let (prefix, hash) = url.split_once("?hash=").expect("hash");
+        assert_eq!(prefix, format!("/openapi/v3/{path}"));
+        assert_eq!(hash.len(), 128);
+        assert!(
+            hash.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+        );
+        let doc = docs.v3_group_version(&path).expect("cached doc");
+        assert_eq!(doc.hash, hash);
+        let fresh = v3_group_version(&resources, &group, &version).expect("doc");
+        assert_eq!(serde_json::to_vec(&fresh).expect("json"), doc.json);
+    }
+    let v2doc: Value = serde_json::from_slice(docs.v2()).expect("v2 json");
+    assert_eq!(v2doc, v2(&resources));
+    // A different set of resources changes the affected document's hash only.
+    let fewer = &resources[1..];
+    let fewer_index = v3_index(fewer);
+    assert_ne!(
+        fewer_index["paths"]["api/v1"],
+        index["paths"]["api/v1"]
+    );
+    assert_eq!(
+        fewer_index["paths"]["apis/coordination.k8s.io/v1"]["serverRelativeURL"]
+            .as_str()
+            .map(|u| u.len()),
+        index["paths"]["apis/coordination.k8s.io/v1"]["serverRelativeURL"]
+            .as_str()
+            .map(|u| u.len())
+    );
+}
+
+#[test]
+fn generation_time() {
+    let mut resources = served();
+    resources.push(crontab());
+    // The first call also generates the built-in schemas.
+    let start = std::time::Instant::now();
+    let _ = builtin_components();
+    let builtin = start.elapsed();
+    let start = std::time::Instant::now();
+    let docs = Documents::generate(&resources);
+    let all = start.elapsed();
+    let v3_bytes: usize = docs
+        .v3_paths()
+        .filter_map(|p| docs.v3_group_version(p))
+        .map(|d| d.json.len())
+        .sum();
+    eprintln!(
+        "built-in schemas: {builtin:?}; all documents: {all:?} ({} bytes of v3 documents, {} bytes of v2)",
+        v3_bytes,
+        docs.v2().len()
+    );
+}
