@@ -22,6 +22,11 @@ fn main() {
     let d = Documents::generate(&rs);
     eprintln!("builtin {b:?}, Documents::generate avg {per:?} over {n}");
     std::fs::write("/tmp/oa_index.json", d.v3_index()).unwrap();
+    for path in d.v3_paths() {
+        let f = format!("/tmp/oa/{}", path.replace('/', "_"));
+        std::fs::create_dir_all("/tmp/oa").unwrap();
+        std::fs::write(f, &d.v3_group_version(path).unwrap().json).unwrap();
+    }
     std::fs::write("/tmp/oa_core.json", &d.v3_group_version("api/v1").unwrap().json).unwrap();
     std::fs::write("/tmp/oa_coord.json", &d.v3_group_version("apis/coordination.k8s.io/v1").unwrap().json).unwrap();
     std::fs::write("/tmp/oa_v2.json", d.v2()).unwrap();

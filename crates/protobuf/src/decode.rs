@@ -160,7 +160,11 @@ pub(crate) fn decode_message(
 }
 
 fn name_of(json: &'static str, card: Card) -> &'static str {
-    if card == Card::Inline { "(inline)" } else { json }
+    if card == Card::Inline {
+        "(inline)"
+    } else {
+        json
+    }
 }
 
 /// A map entry message: key = 1 (string), value = 2. Missing parts take the

@@ -7,7 +7,9 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum DecodeError {
     /// The body does not start with the 4-byte `k8s\0` prefix.
-    #[error("not a Kubernetes protobuf message: the body does not start with the \"k8s\\x00\" prefix")]
+    #[error(
+        "not a Kubernetes protobuf message: the body does not start with the \"k8s\\x00\" prefix"
+    )]
     BadMagic,
     /// The `runtime.Unknown` envelope lacks `typeMeta.apiVersion` or `typeMeta.kind`.
     #[error("protobuf envelope has no apiVersion and kind")]

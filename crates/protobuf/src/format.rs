@@ -112,13 +112,19 @@ mod tests {
     #[test]
     fn times() {
         assert_eq!(time(0).unwrap().unwrap(), "1970-01-01T00:00:00Z");
-        assert_eq!(time(1_795_289_400).unwrap().unwrap(), "2026-11-21T19:30:00Z");
+        assert_eq!(
+            time(1_795_289_400).unwrap().unwrap(),
+            "2026-11-21T19:30:00Z"
+        );
         assert_eq!(time(951_782_400).unwrap().unwrap(), "2000-02-29T00:00:00Z");
         assert_eq!(time(-1).unwrap().unwrap(), "1969-12-31T23:59:59Z");
         assert_eq!(time(MAX_UNIX).unwrap().unwrap(), "9999-12-31T23:59:59Z");
         assert_eq!(time(MIN_UNIX).unwrap().unwrap(), "0000-01-01T00:00:00Z");
         assert_eq!(time(GO_ZERO_TIME_UNIX).unwrap(), None);
-        assert_eq!(time(GO_ZERO_TIME_UNIX + 1).unwrap().unwrap(), "0001-01-01T00:00:01Z");
+        assert_eq!(
+            time(GO_ZERO_TIME_UNIX + 1).unwrap().unwrap(),
+            "0001-01-01T00:00:01Z"
+        );
         assert!(time(MAX_UNIX + 1).is_err());
         assert!(time(i64::MIN).is_err());
     }
@@ -129,10 +135,19 @@ mod tests {
             micro_time(1_795_289_400, 123_456_789).unwrap().unwrap(),
             "2026-11-21T19:30:00.123456Z"
         );
-        assert_eq!(micro_time(0, 0).unwrap().unwrap(), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(
+            micro_time(0, 0).unwrap().unwrap(),
+            "1970-01-01T00:00:00.000000Z"
+        );
         // Out-of-range nanos are normalised like Go's time.Unix.
-        assert_eq!(micro_time(0, -1_500).unwrap().unwrap(), "1969-12-31T23:59:59.999999Z");
-        assert_eq!(micro_time(0, 1_000_001_000).unwrap().unwrap(), "1970-01-01T00:00:01.000001Z");
+        assert_eq!(
+            micro_time(0, -1_500).unwrap().unwrap(),
+            "1969-12-31T23:59:59.999999Z"
+        );
+        assert_eq!(
+            micro_time(0, 1_000_001_000).unwrap().unwrap(),
+            "1970-01-01T00:00:01.000001Z"
+        );
         assert_eq!(micro_time(GO_ZERO_TIME_UNIX, 999).unwrap(), None);
         assert!(micro_time(i64::MAX, i32::MAX).is_err());
         assert!(micro_time(i64::MIN, i32::MIN).is_err());
@@ -148,7 +163,10 @@ mod tests {
             (3_300_000_000, "3.3s"),
             (4 * 60_000_000_000 + 5_000_000_000, "4m5s"),
             (4 * 60_000_000_000 + 5_001_000_000, "4m5.001s"),
-            (5 * 3_600_000_000_000 + 6 * 60_000_000_000 + 7_001_000_000, "5h6m7.001s"),
+            (
+                5 * 3_600_000_000_000 + 6 * 60_000_000_000 + 7_001_000_000,
+                "5h6m7.001s",
+            ),
             (8 * 3_600_000_000_000 + 1, "8h0m0.000000001s"),
             (-1_500_000_000, "-1.5s"),
             (i64::MAX, "2562047h47m16.854775807s"),

@@ -127,7 +127,12 @@ fn gen_message(msg: &'static Message, rng: &mut Rng, depth: usize) -> Vec<u8> {
                 for _ in 0..1 + rng.below(2) {
                     let mut entry = Vec::new();
                     put_len(&mut entry, 1, rng.string().as_bytes());
-                    gen_value(&mut entry, &f(2, "", field.kind, Card::One, Emit::Always), rng, depth);
+                    gen_value(
+                        &mut entry,
+                        &f(2, "", field.kind, Card::One, Emit::Always),
+                        rng,
+                        depth,
+                    );
                     put_len(&mut out, field.number, &entry);
                 }
             }
@@ -178,7 +183,11 @@ fn gen_value(out: &mut Vec<u8>, field: &Field, rng: &mut Rng, depth: usize) {
         }
         Kind::FieldsV1 | Kind::RawExtension => {
             let mut b = Vec::new();
-            put_len(&mut b, 1, br#"{"f:spec":{".":{},"f:x":{}},"n":[1,2.5,"s",null,true]}"#);
+            put_len(
+                &mut b,
+                1,
+                br#"{"f:spec":{".":{},"f:x":{}},"n":[1,2.5,"s",null,true]}"#,
+            );
             put_len(out, n, &b);
         }
         Kind::Msg(inner) | Kind::List(inner) => {
@@ -343,7 +352,12 @@ fn tables_are_sorted_and_well_formed() {
             msg.name
         );
         for field in msg.fields {
-            assert_eq!(field.card == Card::Inline, field.json.is_empty(), "{}", msg.name);
+            assert_eq!(
+                field.card == Card::Inline,
+                field.json.is_empty(),
+                "{}",
+                msg.name
+            );
             if let Kind::Msg(inner) | Kind::List(inner) = field.kind {
                 check(inner, seen);
             }
@@ -402,30 +416,50 @@ fn well_known_values() {
         put_len(o, 1, &sub(|d| put_varint(d, 1, 90_500_000_000)));
         put_len(o, 2, &[]);
         put_len(o, 3, &[]);
-        put_len(o, 4, &sub(|t| {
-            put_varint(t, 1, 1_795_289_400);
-            put_varint(t, 2, 123_456_999);
-        }));
-        put_len(o, 5, &sub(|i| {
-            put_varint(i, 1, 0);
-            put_varint(i, 2, -5i64 as u64); // ten-byte negative int32
-        }));
+        put_len(
+            o,
+            4,
+            &sub(|t| {
+                put_varint(t, 1, 1_795_289_400);
+                put_varint(t, 2, 123_456_999);
+            }),
+        );
+        put_len(
+            o,
+            5,
+            &sub(|i| {
+                put_varint(i, 1, 0);
+                put_varint(i, 2, -5i64 as u64); // ten-byte negative int32
+            }),
+        );
         put_len(o, 6, &[]);
         put_len(o, 7, &[]);
         put_len(o, 8, &sub(|r| put_len(r, 1, b" [1, {\"a\": null}]")));
-        put_len(o, 9, &sub(|e| {
-            put_len(e, 1, b"groups");
-            put_len(e, 2, &sub(|l| {
-                put_len(l, 1, b"a");
-                put_len(l, 1, b"b");
-            }));
-        }));
+        put_len(
+            o,
+            9,
+            &sub(|e| {
+                put_len(e, 1, b"groups");
+                put_len(
+                    e,
+                    2,
+                    &sub(|l| {
+                        put_len(l, 1, b"a");
+                        put_len(l, 1, b"b");
+                    }),
+                );
+            }),
+        );
         put_len(o, 9, &sub(|e| put_len(e, 1, b"nil")));
-        put_len(o, 10, &sub(|p| {
-            varint(p, 1);
-            varint(p, 300);
-            varint(p, -1i64 as u64);
-        }));
+        put_len(
+            o,
+            10,
+            &sub(|p| {
+                varint(p, 1);
+                varint(p, 300);
+                varint(p, -1i64 as u64);
+            }),
+        );
         put_varint(o, 10, 7);
         put_len(o, 11, b"");
         put_varint(o, 12, 0);
@@ -459,16 +493,23 @@ fn go_zero_time_on_the_wire_is_null() {
         put_len(o, 2, &zero);
         put_len(o, 4, &zero);
     });
-    assert_eq!(decode_test(&raw).unwrap(), json!({"time": null, "micro": null}));
+    assert_eq!(
+        decode_test(&raw).unwrap(),
+        json!({"time": null, "micro": null})
+    );
 }
 
 #[test]
 fn raw_extension_may_hold_a_protobuf_object() {
     let mut cm = Vec::new();
-    put_len(&mut cm, 2, &sub(|e| {
-        put_len(e, 1, b"k");
-        put_len(e, 2, b"v");
-    }));
+    put_len(
+        &mut cm,
+        2,
+        &sub(|e| {
+            put_len(e, 1, b"k");
+            put_len(e, 2, b"v");
+        }),
+    );
     let nested = envelope("v1", "ConfigMap", &cm);
     let raw = sub(|o| put_len(o, 8, &sub(|r| put_len(r, 1, &nested))));
     assert_eq!(
@@ -494,7 +535,12 @@ fn invalid_values_are_errors_with_a_path() {
     assert!(decode_test(&cbor).unwrap_err().to_string().contains("CBOR"));
 
     let far_future = sub(|o| put_len(o, 2, &sub(|t| put_varint(t, 1, 1 << 40))));
-    assert!(decode_test(&far_future).unwrap_err().to_string().contains("years"));
+    assert!(
+        decode_test(&far_future)
+            .unwrap_err()
+            .to_string()
+            .contains("years")
+    );
 
     let wrong_wire = sub(|o| put_varint(o, 11, 1));
     assert_eq!(
@@ -509,7 +555,11 @@ fn invalid_values_are_errors_with_a_path() {
     );
 
     let nested = sub(|o| {
-        put_len(o, 15, &sub(|c| put_len(c, 15, &sub(|g| put_len(g, 10, &[0x80])))));
+        put_len(
+            o,
+            15,
+            &sub(|c| put_len(c, 15, &sub(|g| put_len(g, 10, &[0x80])))),
+        );
     });
     let err = decode_test(&nested).unwrap_err();
     assert_eq!(err.path(), Some("child.child.ints[0]"));
@@ -540,7 +590,10 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         put_len(&mut outer, 15, &raw);
         raw = outer;
     }
-    assert_eq!(decode_test(&raw).unwrap_err().root_cause(), &DecodeError::TooDeep);
+    assert_eq!(
+        decode_test(&raw).unwrap_err().root_cause(),
+        &DecodeError::TooDeep
+    );
 
     // Nested RawExtension envelopes are bounded too.
     let mut body = envelope("v1", "ConfigMap", &[]);
@@ -549,5 +602,8 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         put_len(&mut rev, 2, &sub(|r| put_len(r, 1, &body)));
         body = envelope("apps/v1", "ControllerRevision", &rev);
     }
-    assert_eq!(crate::decode(&body).unwrap_err().root_cause(), &DecodeError::TooDeep);
+    assert_eq!(
+        crate::decode(&body).unwrap_err().root_cause(),
+        &DecodeError::TooDeep
+    );
 }

@@ -15,7 +15,10 @@ pub(crate) struct Message {
 
 impl Message {
     pub(crate) fn field(&self, number: u32) -> Option<(usize, &'static Field)> {
-        let idx = self.fields.binary_search_by_key(&number, |f| f.number).ok()?;
+        let idx = self
+            .fields
+            .binary_search_by_key(&number, |f| f.number)
+            .ok()?;
         self.fields.get(idx).map(|f| (idx, f))
     }
 }
@@ -32,7 +35,13 @@ pub(crate) struct Field {
 }
 
 /// Compact constructor used by the generated tables.
-pub(crate) const fn f(number: u32, json: &'static str, kind: Kind, card: Card, emit: Emit) -> Field {
+pub(crate) const fn f(
+    number: u32,
+    json: &'static str,
+    kind: Kind,
+    card: Card,
+    emit: Emit,
+) -> Field {
     Field {
         number,
         json,

@@ -125,9 +125,15 @@ mod tests {
         let mut b: &[u8] = &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
         assert_eq!(read_varint(&mut b).unwrap() as i64, -1);
         let mut b: &[u8] = &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
-        assert!(matches!(read_varint(&mut b), Err(DecodeError::VarintOverflow)));
+        assert!(matches!(
+            read_varint(&mut b),
+            Err(DecodeError::VarintOverflow)
+        ));
         let mut b: &[u8] = &[0xff; 11];
-        assert!(matches!(read_varint(&mut b), Err(DecodeError::VarintOverflow)));
+        assert!(matches!(
+            read_varint(&mut b),
+            Err(DecodeError::VarintOverflow)
+        ));
         let mut b: &[u8] = &[0x80];
         assert!(matches!(read_varint(&mut b), Err(DecodeError::Truncated)));
         let mut b: &[u8] = &[];
@@ -137,7 +143,9 @@ mod tests {
     #[test]
     fn fields_iterate_and_stop_on_error() {
         // field 1 varint 5, field 2 len "hi", field 3 fixed32, then a truncated len.
-        let buf = [0x08, 0x05, 0x12, 0x02, b'h', b'i', 0x1d, 1, 0, 0, 0, 0x22, 0x05, b'x'];
+        let buf = [
+            0x08, 0x05, 0x12, 0x02, b'h', b'i', 0x1d, 1, 0, 0, 0, 0x22, 0x05, b'x',
+        ];
         let items: Vec<_> = Fields::new(&buf).collect();
         assert_eq!(items.len(), 4);
         assert!(matches!(items[0], Ok((1, WireValue::Varint(5)))));

@@ -23,7 +23,10 @@ fn kinds_decode_to_upstream_json() {
             c.kind
         );
         let tm = kubext_protobuf::type_meta(&c.body).unwrap();
-        assert_eq!((tm.api_version.as_str(), tm.kind.as_str()), (c.api_version, c.kind));
+        assert_eq!(
+            (tm.api_version.as_str(), tm.kind.as_str()),
+            (c.api_version, c.kind)
+        );
         assert_decodes(c.name, &c.body, c.expected.clone());
     }
 }
@@ -71,7 +74,10 @@ fn unsupported_kind_is_reported() {
     );
     assert!(!kubext_protobuf::supports("example.com/v1", "Widget"));
     assert!(!kubext_protobuf::supports("apps/v1", "ConfigMap"));
-    assert!(kubext_protobuf::supports("storage.k8s.io/v1", "DeleteOptions"));
+    assert!(kubext_protobuf::supports(
+        "storage.k8s.io/v1",
+        "DeleteOptions"
+    ));
 }
 
 #[test]

@@ -48,7 +48,9 @@ fn envelope_errors() {
     with_type.extend_from_slice(b"application/json");
     assert_eq!(
         decode(&with_type),
-        Err(DecodeError::UnsupportedContentType("application/json".into()))
+        Err(DecodeError::UnsupportedContentType(
+            "application/json".into()
+        ))
     );
 
     let mut protobuf_type = envelope_raw("v1", "ConfigMap", vec![]);
@@ -70,8 +72,7 @@ fn truncated_input_is_an_error() {
         let raw_end = body.len() - 4;
         let raw_len = {
             use prost::Message as _;
-            let unknown =
-                k8s_pb::apimachinery::pkg::runtime::Unknown::decode(&body[4..]).unwrap();
+            let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown::decode(&body[4..]).unwrap();
             unknown.raw.unwrap().len()
         };
         let raw_start = raw_end - raw_len;
@@ -81,7 +82,12 @@ fn truncated_input_is_an_error() {
                 assert_eq!(result, Err(DecodeError::BadMagic));
             } else if n > raw_start && n < raw_end {
                 let err = result.unwrap_err();
-                assert_eq!(err.root_cause(), &DecodeError::Truncated, "{}: {n}: {err}", c.name);
+                assert_eq!(
+                    err.root_cause(),
+                    &DecodeError::Truncated,
+                    "{}: {n}: {err}",
+                    c.name
+                );
             }
         }
         // Truncating the raw object itself (a valid envelope around a cut

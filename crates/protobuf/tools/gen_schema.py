@@ -10,7 +10,9 @@ Usage (needs git checkouts of kubernetes/api and kubernetes/apimachinery):
 
     python3 tools/gen_schema.py --api /path/to/kubernetes/api \
         --apimachinery /path/to/kubernetes/apimachinery --tag v0.36.3 \
-        > src/schema.rs && cargo fmt -p kubext-protobuf
+        > src/schema.rs
+
+(`src/schema.rs` is `#[rustfmt::skip]`, so the output is committed as is.)
 
 `--check-k8s-pb DIR` additionally cross-checks every field number against the
 prost structs of the k8s-pb crate (DIR = its `src`), and `--fields-only` prints

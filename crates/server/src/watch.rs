@@ -44,6 +44,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
         table: call.table.clone(),
     };
     let (tx, rx) = mpsc::channel::<Bytes>(FRAME_BUFFER);
+    tracing::debug!(resource = %call.served.rtype.plural, namespace = %call.ctx.namespace, rv = ?opts.resource_version, ?timeout, "watch");
     match call.served.store.watch(&call.ctx, opts).await {
         Ok(watcher) => {
             let shutdown = call.api.shutdown.clone();

@@ -18,7 +18,7 @@ pub struct Case {
 }
 
 fn case(
-    pub name: &'static str,
+    name: &'static str,
     api_version: &'static str,
     kind: &'static str,
     object: &impl prost::Message,
@@ -1061,4 +1061,3 @@ pub fn cases() -> Vec<Case> {
 
     cases
 }
-
