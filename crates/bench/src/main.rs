@@ -1,1 +1,224 @@
-fn main() {}
+//! `kubext-bench`: how fast is a real kubext on each storage backend, and how close
+//! does it get to the raw storage underneath?
+//!
+//! For each backend it starts fresh `kubext` processes (via `testkit`) and measures
+//! start-to-ready time, RSS, ConfigMap creates/s and latency with C concurrent
+//! kube-rs requests, GET/LIST latency, watch delivery latency with W open watches,
+//! and then the raw storage ceiling (the same creates straight into a
+//! `MemoryBackend`, a `SqliteBackend` or the same etcd) in the same run.
+//!
+//! ```text
+//! cargo build --release -p kubext -p kubext-bench
+//! target/release/kubext-bench [--backends memory,embedded,etcd] [--objects N]
+//!     [--concurrency C] [--watchers W] [--quick] [--json]
+//! ```
+//!
+//! Everything runs on 127.0.0.1; every loop is bounded in count and time.
+
+mod kubext;
+mod raw;
+mod report;
+mod stats;
+
+use anyhow::{Context, Result};
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use testkit::{Etcd, Storage};
+
+#[derive(Parser, Debug)]
+#[command(name = "kubext-bench", about = "Benchmark a real kubext per storage backend against the raw storage ceiling")]
+struct Args {
+    /// Backends to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "memory,embedded,etcd")]
+    backends: Vec<BackendKind>,
+    /// ConfigMaps (≈1 KiB each) to create [default: 5000, --quick: 500].
+    #[arg(long)]
+    objects: Option<usize>,
+    /// Concurrent create requests.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Watches open during the watch phase [default: 1000, --quick: 100].
+    #[arg(long)]
+    watchers: Option<usize>,
+    /// Creates made while the watchers are open [default: 200, --quick: 50].
+    #[arg(long)]
+    watch_objects: Option<usize>,
+    /// Fresh starts for the start-to-ready median.
+    #[arg(long, default_value_t = 5)]
+    starts: usize,
+    /// Small sizes and short budgets (a smoke run of well under a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Print the results as JSON on stdout (the table then goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackendKind {
+    Memory,
+    Embedded,
+    Etcd,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Memory => "memory",
+            BackendKind::Embedded => "embedded",
+            BackendKind::Etcd => "etcd",
+        }
+    }
+}
+
+/// One backend's results.
+pub struct BackendReport {
+    pub kind: BackendKind,
+    pub kubext: Option<kubext::KubextResult>,
+    pub raw: Option<raw::RawResult>,
+    pub problems: Vec<String>,
+    pub elapsed: Duration,
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let binary = match testkit::kubext_binary() {
+        Ok(b) => b,
+        Err(_) => anyhow::bail!(
+            "no kubext binary next to {} (or in $KUBEXT_BIN).\n\
+             Build both first:  cargo build --release -p kubext -p kubext-bench\n\
+             then run:          target/release/kubext-bench",
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()
+        ),
+    };
+    if cfg!(debug_assertions) {
+        eprintln!("warning: kubext-bench is a debug build; numbers are only meaningful with --release");
+    }
+    let plan = plan(&args, binary.clone());
+    let machine = report::Machine::detect();
+    eprintln!("{}", machine.line());
+    eprintln!("kubext binary: {}", binary.display());
+
+    let etcd = if args.backends.contains(&BackendKind::Etcd) {
+        match start_etcd().await {
+            Ok(e) => Some(e),
+            Err(e) => {
+                eprintln!("etcd: skipped ({e:#})");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let value = raw::stored_value(&kubext::payload(1024))?;
+    let run_id = format!("{}-{}", std::process::id(), jitter());
+    let started = Instant::now();
+    let mut reports = Vec::new();
+    for &kind in &args.backends {
+        let t = Instant::now();
+        eprintln!("== {} ==", kind.name());
+        let (storage, target) = match kind {
+            BackendKind::Memory => (Storage::Memory, raw::Target::Memory),
+            BackendKind::Embedded => (Storage::Embedded, raw::Target::Sqlite),
+            BackendKind::Etcd => match &etcd {
+                Some(e) => (Storage::Etcd(e.endpoint()), raw::Target::Etcd(e.endpoint())),
+                None => {
+                    reports.push(BackendReport {
+                        kind,
+                        kubext: None,
+                        raw: None,
+                        problems: vec!["etcd not available".into()],
+                        elapsed: Duration::ZERO,
+                    });
+                    continue;
+                }
+            },
+        };
+        let measured = kubext::measure(&plan, storage, &run_id).await;
+        eprintln!("  raw storage ceiling: {} creates, concurrency {}", plan.objects, plan.concurrency);
+        let mut problems = measured.problems.clone();
+        let raw = match raw::measure(target, plan.objects, plan.concurrency, plan.write_budget, value.clone()).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                problems.push(format!("raw: {e:#}"));
+                None
+            }
+        };
+        reports.push(BackendReport {
+            kind,
+            kubext: Some(measured),
+            raw,
+            problems,
+            elapsed: t.elapsed(),
+        });
+    }
+    drop(etcd);
+
+    let table = report::table(&plan, &machine, &reports, started.elapsed());
+    if args.json {
+        eprintln!("{table}");
+        println!("{}", serde_json::to_string_pretty(&report::json(&plan, &machine, &reports))?);
+    } else {
+        println!("{table}");
+    }
+    Ok(())
+}
+
+fn plan(args: &Args, binary: PathBuf) -> kubext::Plan {
+    let quick = args.quick;
+    let pick = |given: Option<usize>, full: usize, small: usize| given.unwrap_or(if quick { small } else { full });
+    kubext::Plan {
+        binary,
+        starts: args.starts.max(1),
+        objects: pick(args.objects, 5000, 500).max(1),
+        concurrency: args.concurrency.max(1),
+        gets: if quick { 200 } else { 1000 },
+        lists_small: if quick { 30 } else { 200 },
+        lists_all: if quick { 5 } else { 20 },
+        watchers: pick(args.watchers, 1000, 100),
+        watch_objects: pick(args.watch_objects, 200, 50),
+        write_budget: Duration::from_secs(if quick { 8 } else { 30 }),
+        read_budget: Duration::from_secs(if quick { 2 } else { 5 }),
+    }
+}
+
+async fn start_etcd() -> Result<Etcd> {
+    let path = std::env::var_os("ETCD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/etcd"));
+    anyhow::ensure!(
+        path.is_file(),
+        "no etcd binary at {} (install etcd-server or set ETCD_BIN)",
+        path.display()
+    );
+    tokio::task::spawn_blocking(Etcd::start)
+        .await?
+        .context("start etcd")
+}
+
+/// A few bits that differ between runs, for unique etcd prefixes.
+fn jitter() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() % 1_000_000)
+        .unwrap_or(0)
+}

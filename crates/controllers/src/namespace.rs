@@ -65,7 +65,7 @@ impl<R: Resources> NamespaceController<R> {
     }
 
     /// Create what every namespace must contain (idempotent).
-    async fn populate(&self, namespace: &str) {
+    pub async fn populate(&self, namespace: &str) {
         let ctx = system_context(namespace, MANAGER);
         let wanted = [
             (

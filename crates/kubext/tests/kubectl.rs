@@ -118,22 +118,24 @@ fn errors_read_like_kube_apiserver() {
 fn get_watch_streams_changes() {
     let s = server();
     let mut watch = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into()))
-        .args(["get", "configmaps", "--watch", "--output-watch-events", "-o", "name", "--request-timeout=20s"])
+        .args(["get", "configmaps", "--watch", "--output-watch-events", "--request-timeout=20s"])
         .env("KUBECONFIG", &s.kubeconfig)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
-    // The initial state arrives first.
+    // A table header, then the initial state.
+    let header = lines.next().unwrap().unwrap();
+    assert!(header.starts_with("EVENT") && header.contains("NAME") && header.contains("DATA"), "{header}");
     let first = lines.next().unwrap().unwrap();
-    assert!(first.contains("kube-root-ca.crt"), "{first}");
+    assert!(first.starts_with("ADDED") && first.contains("kube-root-ca.crt"), "{first}");
     s.kubectl_ok(&["create", "configmap", "watched"]);
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     let mut seen = false;
     for line in lines.by_ref() {
         let line = line.unwrap();
-        if line.contains("ADDED") && line.contains("configmap/watched") {
+        if line.starts_with("ADDED") && line.contains("watched") {
             seen = true;
             break;
         }
@@ -143,7 +145,7 @@ fn get_watch_streams_changes() {
     s.kubectl_ok(&["delete", "configmap", "watched"]);
     for line in lines {
         let line = line.unwrap();
-        if line.contains("DELETED") && line.contains("configmap/watched") {
+        if line.starts_with("DELETED") && line.contains("watched") {
             let _ = watch.kill();
             return;
         }

@@ -11,6 +11,10 @@ fn main() {
         ServedResource::new("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true),
         ServedResource::new("coordination.k8s.io", "v1", "Lease", "leases", true),
         ServedResource::new("events.k8s.io", "v1", "Event", "events", true),
+        ServedResource::new("stable.example.com", "v1", "CronTab", "crontabs", true).with_schema(serde_json::json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {"cronSpec": {"type": "string", "description": "the schedule"}, "tags": {"type": "array", "items": {"type": "string"}}}}}
+        })),
     ];
     let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20);
     let t = std::time::Instant::now();
@@ -30,4 +34,5 @@ fn main() {
     std::fs::write("/tmp/oa_core.json", &d.v3_group_version("api/v1").unwrap().json).unwrap();
     std::fs::write("/tmp/oa_coord.json", &d.v3_group_version("apis/coordination.k8s.io/v1").unwrap().json).unwrap();
     std::fs::write("/tmp/oa_v2.json", d.v2()).unwrap();
+    std::fs::write("/tmp/oa_v2.pb", d.v2_protobuf()).unwrap();
 }

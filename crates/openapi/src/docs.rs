@@ -230,6 +230,7 @@ pub struct Documents {
     index: Vec<u8>,
     group_versions: BTreeMap<String, GroupVersionDocument>,
     v2: Vec<u8>,
+    v2_protobuf: Vec<u8>,
 }
 
 impl Documents {
@@ -247,11 +248,14 @@ impl Documents {
             }
         }
         let index = serde_json::to_vec(&json!({ "paths": index })).unwrap_or_default();
-        let v2 = serde_json::to_vec(&v2_document(&model)).unwrap_or_default();
+        let v2_doc = v2_document(&model);
+        let v2 = serde_json::to_vec(&v2_doc).unwrap_or_default();
+        let v2_protobuf = crate::proto::v2_protobuf(&v2_doc);
         Documents {
             index,
             group_versions,
             v2,
+            v2_protobuf,
         }
     }
 
@@ -271,8 +275,14 @@ impl Documents {
         self.group_versions.keys().map(String::as_str)
     }
 
-    /// `/openapi/v2`.
+    /// `/openapi/v2` as JSON (`Accept: application/json`).
     pub fn v2(&self) -> &[u8] {
         &self.v2
+    }
+
+    /// `/openapi/v2` as gnostic protobuf, what kubectl asks for
+    /// ([`crate::V2_PROTOBUF_CONTENT_TYPE`]).
+    pub fn v2_protobuf(&self) -> &[u8] {
+        &self.v2_protobuf
     }
 }

@@ -16,6 +16,8 @@
 //! - `kubectl explain` (component schemas found by their GVK extension);
 //! - client-side `kubectl apply` (strategic-merge metadata, and the patch operation's
 //!   `application/strategic-merge-patch+json` request body);
+//! - `/openapi/v2` only as gnostic protobuf ([`v2_protobuf`]): kubectl 1.27/1.28
+//!   `explain` always loads it, and kubectl falls back to it when v3 is unavailable;
 //!
 //! and the server can use [`unknown_fields`] / [`builtin_unknown_fields`] for
 //! `fieldValidation=Strict|Warn` on built-in kinds.
@@ -27,6 +29,7 @@ mod builtin;
 mod convert;
 mod docs;
 mod paths;
+mod proto;
 mod validate;
 
 use serde_json::Value;
@@ -35,6 +38,7 @@ pub use builtin::{builtin_components, builtin_kinds};
 pub use docs::{
     Documents, GroupVersionDocument, gv_path, sha512_hex, v2, v3_group_version, v3_index,
 };
+pub use proto::{V2_PROTOBUF_ACCEPT, V2_PROTOBUF_CONTENT_TYPE, v2_protobuf};
 pub use validate::{
     builtin_unknown_fields, find_schema, strict_decoding_error, unknown_field_warnings,
     unknown_fields,

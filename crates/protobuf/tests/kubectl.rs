@@ -19,7 +19,7 @@ use serde_json::Value;
 fn drop_nulls_absent_from(want: &mut Value, got: &Value) {
     match (want, got) {
         (Value::Object(w), Value::Object(g)) => {
-            w.retain(|k, v| !(v.is_null() && !g.contains_key(k)));
+            w.retain(|k, v| !v.is_null() || g.contains_key(k));
             for (k, v) in w.iter_mut() {
                 if let Some(gv) = g.get(k) {
                     drop_nulls_absent_from(v, gv);

@@ -111,6 +111,8 @@ pub enum BodyKind {
     MergePatch,
     StrategicMergePatch,
     ApplyPatch,
+    /// `application/vnd.kubernetes.protobuf` (kubectl's typed clients send it).
+    Protobuf,
 }
 
 pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
@@ -125,12 +127,18 @@ pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
         "application/merge-patch+json" => BodyKind::MergePatch,
         "application/strategic-merge-patch+json" => BodyKind::StrategicMergePatch,
         "application/apply-patch+yaml" | "application/apply-patch+json" => BodyKind::ApplyPatch,
+        "application/vnd.kubernetes.protobuf" => BodyKind::Protobuf,
         other => return Err(StatusError::unsupported_media_type(other)),
     })
 }
 
 /// Decode a JSON or YAML document into a value.
 pub fn decode(kind: BodyKind, body: &[u8]) -> Result<Value, StatusError> {
+    if kind == BodyKind::Protobuf {
+        return protobuf::decode(body).map_err(|e| {
+            StatusError::bad_request(format!("the object provided is unrecognized: {e}"))
+        });
+    }
     let is_yaml = matches!(kind, BodyKind::Yaml | BodyKind::ApplyPatch);
     let parsed = if is_yaml {
         let text = std::str::from_utf8(body)

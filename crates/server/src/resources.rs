@@ -134,8 +134,10 @@ async fn serve_inner(
             )
             .await
         }
-        "delete" => delete(&call, req.into_body()).await,
-        "deletecollection" => delete_collection(&call, req.into_body()).await,
+        "delete" => delete(&call, content_type.as_deref(), req.into_body()).await,
+        "deletecollection" => {
+            delete_collection(&call, content_type.as_deref(), req.into_body()).await
+        }
         _ => Err(StatusError::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
@@ -234,7 +236,7 @@ async fn decode_object(
     body: Incoming,
 ) -> Result<Value> {
     let kind = negotiate::body_kind(content_type)?;
-    if !matches!(kind, BodyKind::Json | BodyKind::Yaml) {
+    if !matches!(kind, BodyKind::Json | BodyKind::Yaml | BodyKind::Protobuf) {
         return Err(StatusError::unsupported_media_type(
             content_type.unwrap_or(""),
         ));
@@ -325,14 +327,17 @@ async fn update(
 }
 
 /// DELETE options come from the query and, optionally, a `DeleteOptions` body.
-async fn delete_options(call: &Call<'_>, body: Incoming) -> Result<DeleteOptions> {
+async fn delete_options(call: &Call<'_>, content_type: Option<&str>, body: Incoming) -> Result<DeleteOptions> {
     let mut opts = call.query.delete_options()?;
     let bytes = read_body(body).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(opts);
     }
-    let v: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| StatusError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+    let v = match negotiate::body_kind(content_type)? {
+        BodyKind::Protobuf => negotiate::decode(BodyKind::Protobuf, &bytes)?,
+        _ => serde_json::from_slice(&bytes)
+            .map_err(|e| StatusError::bad_request(format!("invalid DeleteOptions: {e}")))?,
+    };
     if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
         opts.grace_period_seconds = Some(g);
     }
@@ -358,8 +363,8 @@ async fn delete_options(call: &Call<'_>, body: Incoming) -> Result<DeleteOptions
     Ok(opts)
 }
 
-async fn delete(call: &Call<'_>, body: Incoming) -> Result<Response<Body>> {
-    let opts = delete_options(call, body).await?;
+async fn delete(call: &Call<'_>, content_type: Option<&str>, body: Incoming) -> Result<Response<Body>> {
+    let opts = delete_options(call, content_type, body).await?;
     let mut ctx = call.ctx.clone();
     if call.query.dry_run()? {
         ctx.dry_run = true;
@@ -391,8 +396,8 @@ async fn delete(call: &Call<'_>, body: Incoming) -> Result<Response<Body>> {
     Ok(response::json(200, encode::to_bytes(&status)))
 }
 
-async fn delete_collection(call: &Call<'_>, body: Incoming) -> Result<Response<Body>> {
-    let opts = delete_options(call, body).await?;
+async fn delete_collection(call: &Call<'_>, content_type: Option<&str>, body: Incoming) -> Result<Response<Body>> {
+    let opts = delete_options(call, content_type, body).await?;
     let list_opts = call.query.list_options()?;
     let deleted = call
         .served

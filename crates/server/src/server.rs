@@ -79,6 +79,10 @@ pub async fn start(config: Config) -> Result<Running> {
         resources,
         root_ca: pki.ca.cert_pem.clone(),
     });
+    // The bootstrap namespaces are complete before the server reports ready.
+    for ns in BOOTSTRAP_NAMESPACES {
+        namespace_controller.populate(ns).await;
+    }
     let controllers = tokio::spawn(namespace_controller.run());
 
     let kubeconfig = pki::kubeconfig_path(&config.data_dir);

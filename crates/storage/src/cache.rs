@@ -52,6 +52,14 @@ struct CacheEvent<O> {
     prev_at_event: std::sync::OnceLock<Option<Arc<O>>>,
 }
 
+/// A backend event decoded, before it is linked to the state it replaces.
+struct Decoded<O> {
+    revision: i64,
+    key: Arc<str>,
+    current: Option<Arc<Entry<O>>>,
+    raw_prev: Option<KeyValue>,
+}
+
 /// What a watcher receives.
 #[derive(Debug)]
 pub enum WatchItem<O> {
@@ -443,25 +451,38 @@ impl<C: Codec> Store<C> {
 
     /// Apply one batch from the backend and fan it out.
     fn apply(&self, batch: Vec<Event>) {
-        let events: Vec<Arc<CacheEvent<C::Object>>> = batch
-            .into_iter()
-            .filter_map(|e| self.to_cache_event(e))
-            .collect();
-        let Some(last) = events.last().map(|e| e.revision) else {
+        // Decode outside the lock (the expensive part); link each event to the state
+        // it replaces inside it, so events of one batch see each other.
+        let decoded: Vec<Decoded<C::Object>> =
+            batch.into_iter().filter_map(|e| self.decode_event(e)).collect();
+        let Some(last) = decoded.last().map(|d| d.revision) else {
             return;
         };
+        let mut events = Vec::with_capacity(decoded.len());
         {
             let mut state = self.state.write();
-            for event in &events {
-                match &event.current {
+            for d in decoded {
+                let prev = state.objects.get(&d.key).cloned().or_else(|| {
+                    d.raw_prev
+                        .and_then(|p| decode_entry(&*self.codec, &p).ok().map(Arc::new))
+                });
+                match &d.current {
                     Some(entry) => {
-                        state.objects.insert(event.key.clone(), entry.clone());
+                        state.objects.insert(d.key.clone(), entry.clone());
                     }
                     None => {
-                        state.objects.remove(&event.key);
+                        state.objects.remove(&d.key);
                     }
                 }
+                let event = Arc::new(CacheEvent {
+                    revision: d.revision,
+                    key: d.key,
+                    current: d.current,
+                    prev,
+                    prev_at_event: std::sync::OnceLock::new(),
+                });
                 state.history.push_back(event.clone());
+                events.push(event);
             }
             state.revision = state.revision.max(last);
             while state.history.len() > self.options.history_limit {
@@ -474,40 +495,28 @@ impl<C: Codec> Store<C> {
         self.dispatch(&events, last);
     }
 
-    fn to_cache_event(&self, event: Event) -> Option<Arc<CacheEvent<C::Object>>> {
+    fn decode_event(&self, event: Event) -> Option<Decoded<C::Object>> {
         let revision = event.revision();
         let key = event.key().clone();
         if !key.starts_with(self.options.prefix.as_str()) {
             return None;
         }
-        let prev_entry = self.state.read().objects.get(&key).cloned();
-        let (current, prev) = match event {
-            Event::Put { kv, prev } => {
-                let current = match decode_entry(&*self.codec, &kv) {
-                    Ok(e) => Some(Arc::new(e)),
-                    Err(e) => {
-                        tracing::error!(key = %kv.key, error = %e, "undecodable value in storage; skipping");
-                        return None;
-                    }
-                };
-                let prev = prev_entry.or_else(|| {
-                    prev.and_then(|p| decode_entry(&*self.codec, &p).ok().map(Arc::new))
-                });
-                (current, prev)
-            }
-            Event::Delete { prev, .. } => {
-                let prev =
-                    prev_entry.or_else(|| decode_entry(&*self.codec, &prev).ok().map(Arc::new));
-                (None, prev)
-            }
+        let (current, raw_prev) = match event {
+            Event::Put { kv, prev } => match decode_entry(&*self.codec, &kv) {
+                Ok(e) => (Some(Arc::new(e)), prev),
+                Err(e) => {
+                    tracing::error!(key = %kv.key, error = %e, "undecodable value in storage; skipping");
+                    return None;
+                }
+            },
+            Event::Delete { prev, .. } => (None, Some(prev)),
         };
-        Some(Arc::new(CacheEvent {
+        Some(Decoded {
             revision,
             key,
             current,
-            prev,
-            prev_at_event: std::sync::OnceLock::new(),
-        }))
+            raw_prev,
+        })
     }
 
     fn dispatch(&self, events: &[Arc<CacheEvent<C::Object>>], last: i64) {

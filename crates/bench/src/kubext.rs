@@ -1,0 +1,506 @@
+//! Measurements against real `kubext` processes through kube-rs: start-up time,
+//! RSS, create/get/list latency and throughput, and watch fan-out.
+
+use anyhow::{Context, Result, anyhow, bail};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use testkit::{Server, Storage};
+
+use crate::stats::{self, Latencies, RunResult};
+
+/// Namespace of the create/get/list phases.
+const NS: &str = "bench";
+/// Namespace the watchers watch.
+const WATCH_NS: &str = "bench-watch";
+/// Deadline of any single request.
+const PER_REQUEST: Duration = Duration::from_secs(15);
+
+/// Sizes and time budgets of one backend's run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub binary: PathBuf,
+    pub starts: usize,
+    pub objects: usize,
+    pub concurrency: usize,
+    pub gets: usize,
+    pub lists_small: usize,
+    pub lists_all: usize,
+    pub watchers: usize,
+    pub watch_objects: usize,
+    /// Budget of each throughput phase (creates, watch writes).
+    pub write_budget: Duration,
+    /// Budget of each latency phase (gets, lists).
+    pub read_budget: Duration,
+}
+
+/// A phase reduced to what the report prints.
+#[derive(Debug, Clone, Default)]
+pub struct Phase {
+    pub ok: usize,
+    pub errors: usize,
+    pub first_error: Option<String>,
+    pub cut_short: bool,
+    pub ops_per_sec: Option<f64>,
+    pub latencies: Latencies,
+}
+
+impl From<&RunResult> for Phase {
+    fn from(r: &RunResult) -> Self {
+        Phase {
+            ok: r.samples.len(),
+            errors: r.errors,
+            first_error: r.first_error.clone(),
+            cut_short: r.cut_short,
+            ops_per_sec: r.ops_per_sec(),
+            latencies: r.latencies(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WatchResult {
+    /// Watches open before the writers started.
+    pub established: usize,
+    pub failed: usize,
+    /// Time to open all of them.
+    pub setup: Option<Duration>,
+    /// Writes while they were open.
+    pub writes: Phase,
+    /// Create-ack → watcher-received, per (watcher, event).
+    pub delivery: Latencies,
+    pub expected: usize,
+    /// Watches the server ended (or that broke) before receiving everything.
+    pub ended_early: usize,
+    pub first_error: Option<String>,
+    pub server_watchers: Option<u64>,
+}
+
+/// Everything measured on one backend through kubext.
+#[derive(Debug, Clone, Default)]
+pub struct KubextResult {
+    pub start_to_ready: Latencies,
+    pub rss_idle: Option<u64>,
+    pub rss_loaded: Option<u64>,
+    pub rss_watchers: Option<u64>,
+    pub creates: Option<Phase>,
+    pub gets: Option<Phase>,
+    pub lists_small: Option<Phase>,
+    pub lists_all: Option<Phase>,
+    pub watch: Option<WatchResult>,
+    /// Errors that stopped a phase, in order.
+    pub problems: Vec<String>,
+}
+
+/// Start a fresh server; returns it and the spawn → ready-line time.
+async fn start(binary: PathBuf, storage: Storage, extra: Vec<String>) -> Result<(Server, Duration)> {
+    tokio::task::spawn_blocking(move || {
+        let mut builder = Server::builder().binary(binary).storage(storage);
+        for arg in extra {
+            builder = builder.arg(arg);
+        }
+        let started = Instant::now();
+        let server = builder.start()?;
+        Ok((server, started.elapsed()))
+    })
+    .await?
+}
+
+/// Per-start extra args: a private etcd prefix so every server starts empty.
+fn fresh_args(storage: &Storage, tag: &str) -> Vec<String> {
+    match storage {
+        Storage::Etcd(_) => vec![format!("--etcd-prefix=/kubext-bench-{tag}")],
+        _ => Vec::new(),
+    }
+}
+
+/// Run every kubext phase on `storage`. Failures are recorded, not returned,
+/// so that one broken phase still leaves a report.
+pub async fn measure(plan: &Plan, storage: Storage, run_id: &str) -> KubextResult {
+    let mut result = KubextResult::default();
+
+    let mut times = Vec::new();
+    for i in 0..plan.starts {
+        let args = fresh_args(&storage, &format!("{run_id}-start{i}"));
+        match start(plan.binary.clone(), storage.clone(), args).await {
+            Ok((server, took)) => {
+                times.push(took);
+                drop(server);
+            }
+            Err(e) => {
+                result.problems.push(format!("start: {e:#}"));
+                break;
+            }
+        }
+    }
+    result.start_to_ready = Latencies::new(times);
+
+    let args = fresh_args(&storage, &format!("{run_id}-main"));
+    let server = match start(plan.binary.clone(), storage, args).await {
+        Ok((server, _)) => server,
+        Err(e) => {
+            result.problems.push(format!("start: {e:#}"));
+            return result;
+        }
+    };
+    if let Err(e) = phases(plan, &server, &mut result).await {
+        result.problems.push(format!("{e:#}"));
+        let log = server.log();
+        let tail: Vec<&str> = log.lines().rev().take(5).collect();
+        if !tail.is_empty() {
+            result
+                .problems
+                .push(format!("server log tail: {}", tail.into_iter().rev().collect::<Vec<_>>().join(" | ")));
+        }
+    }
+    result
+}
+
+async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Result<()> {
+    let client = server.client().await.context("kube client")?;
+    create_namespace(&client, NS).await?;
+    create_namespace(&client, WATCH_NS).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    result.rss_idle = rss(server, &client).await;
+
+    let payload = Arc::new(payload(1024));
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    eprintln!("  creates: {} ConfigMaps, concurrency {}", plan.objects, plan.concurrency);
+    let creates = {
+        let api = api.clone();
+        let payload = payload.clone();
+        stats::run(plan.objects, plan.concurrency, plan.write_budget, PER_REQUEST, move |i| {
+            let api = api.clone();
+            let cm = config_map(&format!("cm-{i:06}"), &payload);
+            async move {
+                api.create(&PostParams::default(), &cm).await?;
+                Ok(())
+            }
+        })
+        .await
+    };
+    let mut created: Vec<usize> = creates.samples.iter().map(|s| s.index).collect();
+    created.sort_unstable();
+    result.creates = Some(Phase::from(&creates));
+    result.rss_loaded = rss(server, &client).await;
+    if created.is_empty() {
+        bail!(
+            "no create succeeded: {}",
+            creates.first_error.unwrap_or_default()
+        );
+    }
+
+    eprintln!("  reads: {} GETs, {} LIST limit=100, {} LIST all", plan.gets, plan.lists_small, plan.lists_all);
+    let created = Arc::new(created);
+    let gets = {
+        let api = api.clone();
+        let created = created.clone();
+        stats::run(plan.gets, 1, plan.read_budget, PER_REQUEST, move |i| {
+            let api = api.clone();
+            // A stride through the created objects, so reads are spread out.
+            let pick = created[(i * 7919) % created.len()];
+            async move {
+                api.get(&format!("cm-{pick:06}")).await?;
+                Ok(())
+            }
+        })
+        .await
+    };
+    result.gets = Some(Phase::from(&gets));
+    let lists_small = {
+        let api = api.clone();
+        stats::run(plan.lists_small, 1, plan.read_budget, PER_REQUEST, move |_| {
+            let api = api.clone();
+            async move {
+                let list = api.list(&ListParams::default().limit(100)).await?;
+                anyhow::ensure!(!list.items.is_empty(), "empty list");
+                Ok(())
+            }
+        })
+        .await
+    };
+    result.lists_small = Some(Phase::from(&lists_small));
+    let lists_all = {
+        let api = api.clone();
+        let want = created.len();
+        stats::run(plan.lists_all, 1, plan.read_budget, PER_REQUEST, move |_| {
+            let api = api.clone();
+            async move {
+                let list = api.list(&ListParams::default()).await?;
+                anyhow::ensure!(list.items.len() >= want, "listed {} of {want}", list.items.len());
+                Ok(())
+            }
+        })
+        .await
+    };
+    result.lists_all = Some(Phase::from(&lists_all));
+
+    if plan.watchers > 0 && plan.watch_objects > 0 {
+        eprintln!(
+            "  watch: {} watchers, {} creates at concurrency {}",
+            plan.watchers, plan.watch_objects, plan.concurrency
+        );
+        let watch = watch_phase(plan, server, &client, &payload, result).await?;
+        result.watch = Some(watch);
+    }
+    Ok(())
+}
+
+/// What one watcher saw.
+#[derive(Default)]
+struct Seen {
+    received: Vec<(usize, Instant)>,
+    ended_early: bool,
+    error: Option<String>,
+}
+
+async fn watch_phase(
+    plan: &Plan,
+    server: &Server,
+    client: &kube::Client,
+    payload: &Arc<String>,
+    result: &mut KubextResult,
+) -> Result<WatchResult> {
+    let mut out = WatchResult::default();
+    let writer: Api<ConfigMap> = Api::namespaced(client.clone(), WATCH_NS);
+    let rv = writer
+        .list(&ListParams::default().limit(1))
+        .await?
+        .metadata
+        .resource_version
+        .ok_or_else(|| anyhow!("list without resourceVersion"))?;
+
+    // kube-rs speaks HTTP/1.1 only, so every watch holds its own connection;
+    // spread them over a few clients (connection pools).
+    let clients = plan.watchers.div_ceil(250).max(1);
+    let mut watch_clients = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        watch_clients.push(server.client().await?);
+    }
+
+    let base = Instant::now();
+    let ready = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(AtomicUsize::new(0));
+    // Millis after `base` when watchers give up; u64::MAX while writers run.
+    let drain_deadline = Arc::new(AtomicU64::new(u64::MAX));
+    // How many events each watcher should expect; usize::MAX while writers run.
+    let expected = Arc::new(AtomicUsize::new(usize::MAX));
+    let hard_deadline = base + plan.write_budget * 2 + Duration::from_secs(60);
+    let want = plan.watch_objects;
+    let mut tasks = Vec::with_capacity(plan.watchers);
+    for w in 0..plan.watchers {
+        let api: Api<ConfigMap> = Api::namespaced(watch_clients[w % clients].clone(), WATCH_NS);
+        let rv = rv.clone();
+        let (ready, failed, drain_deadline, expected) =
+            (ready.clone(), failed.clone(), drain_deadline.clone(), expected.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Seen::default();
+            let params = WatchParams::default().timeout(600);
+            let mut stream = match tokio::time::timeout(PER_REQUEST * 2, api.watch(&params, &rv)).await {
+                Ok(Ok(s)) => s.boxed(),
+                Ok(Err(e)) => {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    seen.error = Some(format!("open: {e}"));
+                    return seen;
+                }
+                Err(_) => {
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    seen.error = Some("open: timed out".into());
+                    return seen;
+                }
+            };
+            ready.fetch_add(1, Ordering::Relaxed);
+            seen.received.reserve(want);
+            loop {
+                if seen.received.len() >= want.min(expected.load(Ordering::Acquire)) {
+                    break;
+                }
+                let drain = drain_deadline.load(Ordering::Acquire);
+                if Instant::now() >= hard_deadline
+                    || (drain != u64::MAX && base.elapsed() >= Duration::from_millis(drain))
+                {
+                    seen.ended_early = true;
+                    break;
+                }
+                let event = match tokio::time::timeout(Duration::from_millis(250), stream.next()).await {
+                    Err(_) => continue,
+                    Ok(None) => {
+                        seen.ended_early = true;
+                        seen.error.get_or_insert_with(|| "watch ended by the server".into());
+                        break;
+                    }
+                    Ok(Some(Err(e))) => {
+                        seen.ended_early = true;
+                        seen.error = Some(format!("stream: {e}"));
+                        break;
+                    }
+                    Ok(Some(Ok(event))) => event,
+                };
+                let now = Instant::now();
+                match event {
+                    WatchEvent::Added(cm) => {
+                        if let Some(i) = cm
+                            .metadata
+                            .name
+                            .as_deref()
+                            .and_then(|n| n.strip_prefix("w-"))
+                            .and_then(|n| n.parse::<usize>().ok())
+                        {
+                            seen.received.push((i, now));
+                        }
+                    }
+                    WatchEvent::Error(e) => {
+                        seen.ended_early = true;
+                        seen.error = Some(format!("watch error event: {} {}", e.code, e.message));
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            seen
+        }));
+    }
+
+    // Wait (bounded) until every watch is open or failed.
+    let setup_deadline = base + Duration::from_secs(60);
+    while ready.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < plan.watchers
+        && Instant::now() < setup_deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    out.setup = Some(base.elapsed());
+    out.established = ready.load(Ordering::Relaxed);
+    out.failed = plan.watchers - out.established;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    result.rss_watchers = rss(server, client).await;
+    out.server_watchers = metric(client, "apiserver_registered_watchers").await.map(|v| v as u64);
+
+    let writes = {
+        let writer = writer.clone();
+        let payload = payload.clone();
+        stats::run(want, plan.concurrency, plan.write_budget, PER_REQUEST, move |i| {
+            let writer = writer.clone();
+            let cm = config_map(&format!("w-{i:06}"), &payload);
+            async move {
+                writer.create(&PostParams::default(), &cm).await?;
+                Ok(())
+            }
+        })
+        .await
+    };
+    let mut acked: Vec<Option<Instant>> = vec![None; want];
+    for s in &writes.samples {
+        acked[s.index] = Some(s.end);
+    }
+    let acked_count = writes.samples.len();
+    expected.store(acked_count, Ordering::Release);
+    let drain_ms = (base.elapsed() + Duration::from_secs(10)).as_millis();
+    drain_deadline.store(u64::try_from(drain_ms).unwrap_or(u64::MAX - 1), Ordering::Release);
+    out.writes = Phase::from(&writes);
+
+    let mut delivery = Vec::with_capacity(acked_count * out.established);
+    for task in tasks {
+        let seen = match tokio::time::timeout(Duration::from_secs(30), task).await {
+            Ok(Ok(seen)) => seen,
+            Ok(Err(e)) => {
+                out.first_error.get_or_insert(format!("watcher task: {e}"));
+                continue;
+            }
+            Err(_) => {
+                out.first_error.get_or_insert("watcher task did not finish".into());
+                continue;
+            }
+        };
+        if seen.ended_early {
+            out.ended_early += 1;
+        }
+        if out.first_error.is_none() {
+            out.first_error = seen.error;
+        }
+        for (i, at) in seen.received {
+            if let Some(Some(ack)) = acked.get(i) {
+                // An event may beat the writer's own response: that counts as 0.
+                delivery.push(at.saturating_duration_since(*ack));
+            }
+        }
+    }
+    out.expected = acked_count * out.established;
+    out.delivery = Latencies::new(delivery);
+    Ok(out)
+}
+
+async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("create namespace {name}")),
+    }
+}
+
+/// A ConfigMap with `payload` as its data (≈1 KiB with the default payload).
+pub fn config_map(name: &str, payload: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(BTreeMap::from([("app".into(), "kubext-bench".into())])),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([("payload".into(), payload.into())])),
+        ..Default::default()
+    }
+}
+
+/// `len` deterministic, incompressible-looking printable characters.
+pub fn payload(len: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut state: u32 = 0x9e37_79b9;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            char::from(ALPHABET[state as usize % ALPHABET.len()])
+        })
+        .collect()
+}
+
+/// The server's resident memory: `/proc/<pid>/status`, else its `/metrics`.
+async fn rss(server: &Server, client: &kube::Client) -> Option<u64> {
+    if let Some(bytes) = server.pid().and_then(proc_rss) {
+        return Some(bytes);
+    }
+    metric(client, "process_resident_memory_bytes").await.map(|v| v as u64)
+}
+
+fn proc_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// One unlabelled sample from the server's `/metrics`.
+async fn metric(client: &kube::Client, name: &str) -> Option<f64> {
+    let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
+    let text = tokio::time::timeout(PER_REQUEST, client.request_text(request))
+        .await
+        .ok()?
+        .ok()?;
+    text.lines()
+        .filter_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .find_map(|v| v.trim().parse().ok())
+}

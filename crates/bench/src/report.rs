@@ -1,0 +1,356 @@
+//! The aligned text table and the JSON document.
+
+use serde_json::{Value, json};
+use std::fmt::Write;
+use std::time::Duration;
+
+use crate::BackendReport;
+use crate::kubext::{Phase, Plan};
+use crate::stats::Latencies;
+
+/// Goal for start-to-ready.
+const START_GOAL: Duration = Duration::from_millis(200);
+/// Goal for kubext creates/s ÷ raw creates/s.
+const RATIO_GOAL: f64 = 0.80;
+
+pub struct Machine {
+    pub cpus: usize,
+    pub model: String,
+    pub kernel: String,
+}
+
+impl Machine {
+    pub fn detect() -> Self {
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+        let model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| "unknown CPU".into());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "unknown".into());
+        Machine { cpus, model, kernel }
+    }
+
+    pub fn line(&self) -> String {
+        format!("machine: {} CPUs, {}, Linux {}", self.cpus, self.model, self.kernel)
+    }
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 1000.0 {
+        format!("{:.2} s", ms / 1e3)
+    } else if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+fn mib(bytes: Option<u64>) -> String {
+    bytes.map_or_else(na, |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64))
+}
+
+fn na() -> String {
+    "-".into()
+}
+
+fn rate(r: Option<f64>) -> String {
+    r.map_or_else(na, |r| format!("{r:.0}/s"))
+}
+
+fn p50_p99(l: &Latencies) -> String {
+    match (l.p50(), l.p99()) {
+        (Some(a), Some(b)) => format!("{} / {}", ms(a), ms(b)),
+        _ => na(),
+    }
+}
+
+fn phase_rate(p: Option<&Phase>) -> String {
+    match p {
+        Some(p) => {
+            let mut s = rate(p.ops_per_sec);
+            if p.cut_short {
+                s.push_str(" (cut)");
+            }
+            s
+        }
+        None => na(),
+    }
+}
+
+fn phase_lat(p: Option<&Phase>) -> String {
+    p.map_or_else(na, |p| p_lat_with_count(p))
+}
+
+fn p_lat_with_count(p: &Phase) -> String {
+    p50_p99(&p.latencies)
+}
+
+fn ratio(r: &BackendReport) -> Option<f64> {
+    let kubext = r.kubext.as_ref()?.creates.as_ref()?.ops_per_sec?;
+    let raw = r.raw.as_ref()?.creates.ops_per_sec?;
+    Some(kubext / raw)
+}
+
+/// The report as an aligned table: one column per backend.
+pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: Duration) -> String {
+    let k = |r: &BackendReport| r.kubext.clone().unwrap_or_default();
+    let mut rows: Vec<(String, Vec<String>, &str)> = Vec::new();
+    let mut row = |label: String, f: &dyn Fn(&BackendReport) -> String, goal: &'static str| {
+        rows.push((label, reports.iter().map(f).collect(), goal));
+    };
+    row(
+        format!("start-to-ready (median of {})", plan.starts),
+        &|r| k(r).start_to_ready.p50().map_or_else(na, ms),
+        "< 200 ms",
+    );
+    row("start-to-ready (max)".into(), &|r| k(r).start_to_ready.quantile(1.0).map_or_else(na, ms), "");
+    row("RSS idle".into(), &|r| mib(k(r).rss_idle), "");
+    row(format!("RSS after {} objects", plan.objects), &|r| mib(k(r).rss_loaded), "");
+    row(format!("RSS with {} watchers", plan.watchers), &|r| mib(k(r).rss_watchers), "");
+    row(
+        format!("creates/s (C={})", plan.concurrency),
+        &|r| phase_rate(k(r).creates.as_ref()),
+        "",
+    );
+    row("create p50 / p99".into(), &|r| phase_lat(k(r).creates.as_ref()), "");
+    row("GET p50 / p99 (serial)".into(), &|r| phase_lat(k(r).gets.as_ref()), "");
+    row("LIST limit=100 p50 / p99".into(), &|r| phase_lat(k(r).lists_small.as_ref()), "");
+    row(
+        format!("LIST all {} p50 / p99", plan.objects),
+        &|r| phase_lat(k(r).lists_all.as_ref()),
+        "",
+    );
+    row(
+        "watches open / setup time".into(),
+        &|r| {
+            k(r).watch.map_or_else(na, |w| {
+                format!("{}/{} in {}", w.established, w.established + w.failed, w.setup.map_or_else(na, ms))
+            })
+        },
+        "",
+    );
+    row(
+        format!("creates/s with watchers (C={})", plan.concurrency),
+        &|r| k(r).watch.map_or_else(na, |w| phase_rate(Some(&w.writes))),
+        "no collapse",
+    );
+    row(
+        "create p50 / p99 with watchers".into(),
+        &|r| k(r).watch.map_or_else(na, |w| p50_p99(&w.writes.latencies)),
+        "",
+    );
+    row(
+        "watch delivery p50 / p99".into(),
+        &|r| k(r).watch.map_or_else(na, |w| p50_p99(&w.delivery)),
+        "",
+    );
+    row(
+        "watch events received".into(),
+        &|r| k(r).watch.map_or_else(na, |w| format!("{}/{}", w.delivery.len(), w.expected)),
+        "all",
+    );
+    row(
+        "watches ended early".into(),
+        &|r| k(r).watch.map_or_else(na, |w| w.ended_early.to_string()),
+        "0",
+    );
+    row(
+        format!("raw storage creates/s (C={})", plan.concurrency),
+        &|r| r.raw.as_ref().map_or_else(na, |raw| phase_rate(Some(&raw.creates))),
+        "",
+    );
+    row(
+        "kubext ÷ raw creates/s".into(),
+        &|r| ratio(r).map_or_else(na, |x| format!("{:.1} %", x * 100.0)),
+        ">= 80 %",
+    );
+    row(
+        "request errors".into(),
+        &|r| {
+            let kr = k(r);
+            let mut n = 0;
+            for p in [&kr.creates, &kr.gets, &kr.lists_small, &kr.lists_all].into_iter().flatten() {
+                n += p.errors;
+            }
+            if let Some(w) = &kr.watch {
+                n += w.writes.errors + w.failed;
+            }
+            if let Some(raw) = &r.raw {
+                n += raw.creates.errors;
+            }
+            n.to_string()
+        },
+        "0",
+    );
+    row("phase wall time".into(), &|r| ms(r.elapsed), "");
+
+    let header: Vec<String> = reports.iter().map(|r| r.kind.name().to_owned()).collect();
+    let label_w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let col_w: Vec<usize> = (0..reports.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.1[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "kubext-bench: objects={} (≈1 KiB ConfigMaps) concurrency={} watchers={} watch-objects={}",
+        plan.objects, plan.concurrency, plan.watchers, plan.watch_objects
+    );
+    let _ = writeln!(out, "{}", machine.line());
+    let _ = writeln!(out);
+    let pad = |s: &str, w: usize| format!("{s}{}", " ".repeat(w.saturating_sub(s.chars().count())));
+    let mut line = pad("", label_w);
+    for (h, w) in header.iter().zip(&col_w) {
+        line.push_str("  ");
+        line.push_str(&pad(h, *w));
+    }
+    line.push_str("  goal");
+    let _ = writeln!(out, "{}", line.trim_end());
+    let _ = writeln!(out, "{}", "-".repeat(line.trim_end().chars().count()));
+    for (label, cells, goal) in &rows {
+        let mut line = pad(label, label_w);
+        for (c, w) in cells.iter().zip(&col_w) {
+            line.push_str("  ");
+            line.push_str(&pad(c, *w));
+        }
+        line.push_str("  ");
+        line.push_str(goal);
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    let _ = writeln!(out);
+    for r in reports {
+        if let Some(raw) = &r.raw {
+            let mut s = format!("{}: raw value {} bytes", r.kind.name(), raw.value_bytes);
+            if let Some(note) = &raw.note {
+                let _ = write!(s, "; {note}");
+            }
+            let _ = writeln!(out, "{s}");
+        }
+        let kr = k(r);
+        if let Some(s) = kr.start_to_ready.p50()
+            && s > START_GOAL
+        {
+            let _ = writeln!(out, "{}: start-to-ready above the {} goal", r.kind.name(), ms(START_GOAL));
+        }
+        if let Some(x) = ratio(r)
+            && x < RATIO_GOAL
+        {
+            let _ = writeln!(
+                out,
+                "{}: kubext reaches {:.1} % of the raw storage ceiling (goal {:.0} %)",
+                r.kind.name(),
+                x * 100.0,
+                RATIO_GOAL * 100.0
+            );
+        }
+        let firsts = [
+            ("creates", kr.creates.as_ref().and_then(|p| p.first_error.clone())),
+            ("gets", kr.gets.as_ref().and_then(|p| p.first_error.clone())),
+            ("lists", kr.lists_small.as_ref().and_then(|p| p.first_error.clone())),
+            ("list all", kr.lists_all.as_ref().and_then(|p| p.first_error.clone())),
+            ("watch writes", kr.watch.as_ref().and_then(|w| w.writes.first_error.clone())),
+            ("watchers", kr.watch.as_ref().and_then(|w| w.first_error.clone())),
+            ("raw", r.raw.as_ref().and_then(|raw| raw.creates.first_error.clone())),
+        ];
+        for (what, e) in firsts {
+            if let Some(e) = e {
+                let _ = writeln!(out, "{}: first {what} error: {e}", r.kind.name());
+            }
+        }
+        for p in &r.problems {
+            let _ = writeln!(out, "{}: {p}", r.kind.name());
+        }
+    }
+    let _ = write!(out, "total wall time: {}", ms(total));
+    out
+}
+
+fn lat_json(l: &Latencies) -> Value {
+    let m = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+    json!({"samples": l.len(), "p50_ms": m(l.p50()), "p99_ms": m(l.p99()), "max_ms": m(l.quantile(1.0))})
+}
+
+fn phase_json(p: &Phase) -> Value {
+    json!({
+        "ok": p.ok,
+        "errors": p.errors,
+        "first_error": p.first_error,
+        "cut_short": p.cut_short,
+        "ops_per_sec": p.ops_per_sec,
+        "latency": lat_json(&p.latencies),
+    })
+}
+
+/// The report as JSON (milliseconds, bytes, operations per second).
+pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value {
+    let backends: Vec<Value> = reports
+        .iter()
+        .map(|r| {
+            let kubext = r.kubext.as_ref().map(|k| {
+                json!({
+                    "start_to_ready": lat_json(&k.start_to_ready),
+                    "rss_idle_bytes": k.rss_idle,
+                    "rss_loaded_bytes": k.rss_loaded,
+                    "rss_watchers_bytes": k.rss_watchers,
+                    "creates": k.creates.as_ref().map(phase_json),
+                    "gets": k.gets.as_ref().map(phase_json),
+                    "lists_limit_100": k.lists_small.as_ref().map(phase_json),
+                    "lists_all": k.lists_all.as_ref().map(phase_json),
+                    "watch": k.watch.as_ref().map(|w| json!({
+                        "established": w.established,
+                        "failed": w.failed,
+                        "setup_ms": w.setup.map(|d| d.as_secs_f64() * 1e3),
+                        "server_registered_watchers": w.server_watchers,
+                        "writes": phase_json(&w.writes),
+                        "delivery": lat_json(&w.delivery),
+                        "expected_deliveries": w.expected,
+                        "ended_early": w.ended_early,
+                        "first_error": w.first_error,
+                    })),
+                })
+            });
+            json!({
+                "backend": r.kind.name(),
+                "kubext": kubext,
+                "raw": r.raw.as_ref().map(|raw| json!({
+                    "creates": phase_json(&raw.creates),
+                    "value_bytes": raw.value_bytes,
+                    "note": raw.note,
+                })),
+                "kubext_over_raw_creates": ratio(r),
+                "problems": r.problems,
+                "elapsed_ms": r.elapsed.as_secs_f64() * 1e3,
+            })
+        })
+        .collect();
+    json!({
+        "machine": {"cpus": machine.cpus, "model": machine.model, "kernel": machine.kernel},
+        "plan": {
+            "objects": plan.objects,
+            "concurrency": plan.concurrency,
+            "watchers": plan.watchers,
+            "watch_objects": plan.watch_objects,
+            "starts": plan.starts,
+            "gets": plan.gets,
+            "lists_limit_100": plan.lists_small,
+            "lists_all": plan.lists_all,
+        },
+        "backends": backends,
+    })
+}
