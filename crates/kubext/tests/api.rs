@@ -4,10 +4,12 @@
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::core::ErrorResponse;
-use testkit::Server;
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::core::Status as ErrorResponse;
 use serde_json::{Value, json};
+use testkit::Server;
 
 async fn setup() -> (Server, kube::Client) {
     let server = Server::builder().start().unwrap();
@@ -16,7 +18,14 @@ async fn setup() -> (Server, kube::Client) {
 }
 
 /// Send a raw request; return (status, headers, body).
-async fn raw(client: &kube::Client, method: &str, path: &str, content_type: &str, body: Vec<u8>, accept: &str) -> (u16, http::HeaderMap, Vec<u8>) {
+async fn raw(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+    accept: &str,
+) -> (u16, http::HeaderMap, Vec<u8>) {
     let mut req = http::Request::builder().method(method).uri(path);
     if !content_type.is_empty() {
         req = req.header("content-type", content_type);
@@ -24,15 +33,22 @@ async fn raw(client: &kube::Client, method: &str, path: &str, content_type: &str
     if !accept.is_empty() {
         req = req.header("accept", accept);
     }
-    let resp = client.send(req.body(kube::client::Body::from(body)).unwrap()).await.unwrap();
+    let resp = client
+        .send(req.body(kube::client::Body::from(body)).unwrap())
+        .await
+        .unwrap();
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
     (status, headers, bytes.to_vec())
 }
 
 fn status_of(body: &[u8]) -> Value {
-    let v: Value = serde_json::from_slice(body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)));
+    let v: Value = serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)));
     assert_eq!(v["kind"], "Status", "{v}");
     v
 }
@@ -59,11 +75,21 @@ async fn crud_and_optimistic_concurrency() {
     let mut stale = created.clone();
     let mut fresh = created.clone();
     fresh.data = Some([("k".to_string(), "w".to_string())].into());
-    let updated = api.replace("a", &PostParams::default(), &fresh).await.unwrap();
-    assert_ne!(updated.metadata.resource_version.as_deref(), Some(rv.as_str()));
+    let updated = api
+        .replace("a", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    assert_ne!(
+        updated.metadata.resource_version.as_deref(),
+        Some(rv.as_str())
+    );
 
     stale.data = Some([("k".to_string(), "stale".to_string())].into());
-    let err = api_error(api.replace("a", &PostParams::default(), &stale).await.unwrap_err());
+    let err = api_error(
+        api.replace("a", &PostParams::default(), &stale)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 409);
     assert_eq!(err.reason, "Conflict");
     assert_eq!(
@@ -72,15 +98,31 @@ async fn crud_and_optimistic_concurrency() {
     );
 
     // A no-op update does not write.
-    let again = api.replace("a", &PostParams::default(), &updated).await.unwrap();
-    assert_eq!(again.metadata.resource_version, updated.metadata.resource_version);
+    let again = api
+        .replace("a", &PostParams::default(), &updated)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version,
+        updated.metadata.resource_version
+    );
 
-    let err = api_error(api.create(&PostParams::default(), &cm("a")).await.unwrap_err());
-    assert_eq!((err.code, err.reason.as_str(), err.message.as_str()), (409, "AlreadyExists", r#"configmaps "a" already exists"#));
+    let err = api_error(
+        api.create(&PostParams::default(), &cm("a"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (err.code, err.reason.as_str(), err.message.as_str()),
+        (409, "AlreadyExists", r#"configmaps "a" already exists"#)
+    );
 
     api.delete("a", &DeleteParams::default()).await.unwrap();
     let err = api_error(api.get("a").await.unwrap_err());
-    assert_eq!((err.code, err.reason.as_str(), err.message.as_str()), (404, "NotFound", r#"configmaps "a" not found"#));
+    assert_eq!(
+        (err.code, err.reason.as_str(), err.message.as_str()),
+        (404, "NotFound", r#"configmaps "a" not found"#)
+    );
 }
 
 #[tokio::test]
@@ -89,20 +131,47 @@ async fn patches_of_every_kind() {
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     api.create(&PostParams::default(), &cm("p")).await.unwrap();
     let pp = PatchParams::default();
-    api.patch("p", &pp, &Patch::Merge(json!({"data": {"m": "1"}}))).await.unwrap();
-    api.patch("p", &pp, &Patch::Strategic(json!({"metadata": {"labels": {"s": "1"}}}))).await.unwrap();
-    let jp: json_patch_ops::Ops = serde_json::from_value(json!([{"op": "add", "path": "/data/j", "value": "1"}])).unwrap();
+    api.patch("p", &pp, &Patch::Merge(json!({"data": {"m": "1"}})))
+        .await
+        .unwrap();
+    api.patch(
+        "p",
+        &pp,
+        &Patch::Strategic(json!({"metadata": {"labels": {"s": "1"}}})),
+    )
+    .await
+    .unwrap();
+    let jp: json_patch_ops::Ops =
+        serde_json::from_value(json!([{"op": "add", "path": "/data/j", "value": "1"}])).unwrap();
     api.patch("p", &pp, &Patch::Json::<()>(jp)).await.unwrap();
     let applied = api
-        .patch("p", &PatchParams::apply("tester"), &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}})))
+        .patch(
+            "p",
+            &PatchParams::apply("tester"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}})),
+        )
         .await
         .unwrap();
     let data = applied.data.unwrap();
     assert_eq!(data.get("m").map(String::as_str), Some("1"));
     assert_eq!(data.get("j").map(String::as_str), Some("1"));
     assert_eq!(data.get("a").map(String::as_str), Some("1"));
-    assert_eq!(applied.metadata.labels.unwrap().get("s").map(String::as_str), Some("1"));
-    let managers: Vec<String> = applied.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
+    assert_eq!(
+        applied
+            .metadata
+            .labels
+            .unwrap()
+            .get("s")
+            .map(String::as_str),
+        Some("1")
+    );
+    let managers: Vec<String> = applied
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
     assert!(managers.iter().any(|m| m == "tester"), "{managers:?}");
 
     // kube-runtime's finalizer helper: `test` of a missing path against null passes.
@@ -112,11 +181,19 @@ async fn patches_of_every_kind() {
     ]))
     .unwrap();
     let with_finalizer = api.patch("p", &pp, &Patch::Json::<()>(ops)).await.unwrap();
-    assert_eq!(with_finalizer.metadata.finalizers.unwrap(), vec!["example.com/f".to_string()]);
+    assert_eq!(
+        with_finalizer.metadata.finalizers.unwrap(),
+        vec!["example.com/f".to_string()]
+    );
 
     // A failing JSON patch is a 422.
-    let ops: json_patch_ops::Ops = serde_json::from_value(json!([{"op": "test", "path": "/data/m", "value": "2"}])).unwrap();
-    let err = api_error(api.patch("p", &pp, &Patch::Json::<()>(ops)).await.unwrap_err());
+    let ops: json_patch_ops::Ops =
+        serde_json::from_value(json!([{"op": "test", "path": "/data/m", "value": "2"}])).unwrap();
+    let err = api_error(
+        api.patch("p", &pp, &Patch::Json::<()>(ops))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 422, "{err:?}");
 }
 
@@ -129,21 +206,55 @@ mod json_patch_ops {
 async fn bad_input_gets_kubernetes_errors() {
     let (_s, client) = setup().await;
     let path = "/api/v1/namespaces/default/configmaps";
-    let (code, _, body) = raw(&client, "POST", path, "application/json", b"{not json".to_vec(), "").await;
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        path,
+        "application/json",
+        b"{not json".to_vec(),
+        "",
+    )
+    .await;
     assert_eq!(code, 400);
     assert_eq!(status_of(&body)["reason"], "BadRequest");
 
     let wrong = json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "x"}});
-    let (code, _, body) = raw(&client, "POST", path, "application/json", serde_json::to_vec(&wrong).unwrap(), "").await;
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        path,
+        "application/json",
+        serde_json::to_vec(&wrong).unwrap(),
+        "",
+    )
+    .await;
     assert_eq!(code, 400, "{}", String::from_utf8_lossy(&body));
-    assert!(status_of(&body)["message"].as_str().unwrap().contains("does not match the expected API version"));
+    assert!(
+        status_of(&body)["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not match the expected API version")
+    );
 
     let invalid = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "UPPER", "labels": {"bad key!": "v"}}});
-    let (code, _, body) = raw(&client, "POST", path, "application/json", serde_json::to_vec(&invalid).unwrap(), "").await;
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        path,
+        "application/json",
+        serde_json::to_vec(&invalid).unwrap(),
+        "",
+    )
+    .await;
     assert_eq!(code, 422);
     let status = status_of(&body);
     assert_eq!(status["reason"], "Invalid");
-    let fields: Vec<&str> = status["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> = status["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
     assert!(fields.contains(&"metadata.name"), "{fields:?}");
     assert!(fields.contains(&"metadata.labels"), "{fields:?}");
 
@@ -156,17 +267,45 @@ async fn bad_input_gets_kubernetes_errors() {
     assert_eq!(code, 413);
     assert_eq!(status_of(&body)["reason"], "RequestEntityTooLarge");
 
-    for missing in ["/api/v1/widgets", "/apis/nope.example.com/v1/things", "/apis/coordination.k8s.io/v9/leases"] {
+    for missing in [
+        "/api/v1/widgets",
+        "/apis/nope.example.com/v1/things",
+        "/apis/coordination.k8s.io/v9/leases",
+    ] {
         let (code, _, body) = raw(&client, "GET", missing, "", vec![], "").await;
         assert_eq!(code, 404, "{missing}");
         assert_eq!(status_of(&body)["reason"], "NotFound");
     }
     // A cluster-scoped resource under a namespace path is a 404 too.
-    let (code, _, _) = raw(&client, "GET", "/api/v1/namespaces/default/namespaces", "", vec![], "").await;
+    let (code, _, _) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/namespaces",
+        "",
+        vec![],
+        "",
+    )
+    .await;
     assert_eq!(code, 404);
-    let (code, _, _) = raw(&client, "PATCH", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", "application/xml", b"<x/>".to_vec(), "").await;
+    let (code, _, _) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/kube-root-ca.crt",
+        "application/xml",
+        b"<x/>".to_vec(),
+        "",
+    )
+    .await;
     assert_eq!(code, 415);
-    let (code, _, body) = raw(&client, "GET", path, "", vec![], "application/vnd.kubernetes.protobuf").await;
+    let (code, _, body) = raw(
+        &client,
+        "GET",
+        path,
+        "",
+        vec![],
+        "application/vnd.kubernetes.protobuf",
+    )
+    .await;
     assert_eq!(code, 406, "{}", String::from_utf8_lossy(&body));
 }
 
@@ -174,10 +313,17 @@ async fn bad_input_gets_kubernetes_errors() {
 async fn list_pagination_keeps_one_snapshot() {
     let (_s, client) = setup().await;
     let ns: Api<Namespace> = Api::all(client.clone());
-    ns.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "pages"}})).unwrap()).await.unwrap();
+    ns.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "pages"}})).unwrap(),
+    )
+    .await
+    .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "pages");
     for i in 0..7 {
-        api.create(&PostParams::default(), &cm(&format!("c{i}"))).await.unwrap();
+        api.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
     }
     let first = api.list(&ListParams::default().limit(3)).await.unwrap();
     assert_eq!(first.items.len(), 3);
@@ -185,13 +331,34 @@ async fn list_pagination_keeps_one_snapshot() {
     assert_eq!(first.metadata.remaining_item_count, Some(5));
     let rv = first.metadata.resource_version.clone().unwrap();
     // Writes after the first page do not show up in later pages.
-    api.create(&PostParams::default(), &cm("zz-late")).await.unwrap();
+    api.create(&PostParams::default(), &cm("zz-late"))
+        .await
+        .unwrap();
     let token = first.metadata.continue_.clone().unwrap();
-    let second = api.list(&ListParams::default().limit(3).continue_token(&token)).await.unwrap();
-    assert_eq!(second.metadata.resource_version.as_deref(), Some(rv.as_str()));
-    let third = api.list(&ListParams::default().limit(3).continue_token(second.metadata.continue_.as_ref().unwrap())).await.unwrap();
+    let second = api
+        .list(&ListParams::default().limit(3).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(
+        second.metadata.resource_version.as_deref(),
+        Some(rv.as_str())
+    );
+    let third = api
+        .list(
+            &ListParams::default()
+                .limit(3)
+                .continue_token(second.metadata.continue_.as_ref().unwrap()),
+        )
+        .await
+        .unwrap();
     assert!(third.metadata.continue_.is_none());
-    let names: Vec<String> = first.items.iter().chain(&second.items).chain(&third.items).map(|c| c.metadata.name.clone().unwrap()).collect();
+    let names: Vec<String> = first
+        .items
+        .iter()
+        .chain(&second.items)
+        .chain(&third.items)
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
     assert_eq!(names.len(), 8, "{names:?}");
     assert!(!names.contains(&"zz-late".to_string()));
 }
@@ -201,18 +368,53 @@ async fn selectors_and_field_selectors() {
     let (_s, client) = setup().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     for (name, env) in [("a", "prod"), ("b", "dev"), ("c", "prod")] {
-        let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name, "labels": {"env": env}}})).unwrap();
+        let obj: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {"env": env}}}))
+                .unwrap();
         api.create(&PostParams::default(), &obj).await.unwrap();
     }
-    let names = |l: kube::core::ObjectList<ConfigMap>| l.items.into_iter().map(|c| c.metadata.name.unwrap()).collect::<Vec<_>>();
-    assert_eq!(names(api.list(&ListParams::default().labels("env=prod")).await.unwrap()), vec!["a", "c"]);
-    assert_eq!(names(api.list(&ListParams::default().labels("env in (dev),!missing")).await.unwrap()), vec!["b"]);
-    assert_eq!(names(api.list(&ListParams::default().fields("metadata.name=c")).await.unwrap()), vec!["c"]);
-    let err = api_error(api.list(&ListParams::default().fields("spec.bogus=1")).await.unwrap_err());
+    let names = |l: kube::core::ObjectList<ConfigMap>| {
+        l.items
+            .into_iter()
+            .map(|c| c.metadata.name.unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("env=prod"))
+                .await
+                .unwrap()
+        ),
+        vec!["a", "c"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("env in (dev),!missing"))
+                .await
+                .unwrap()
+        ),
+        vec!["b"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("metadata.name=c"))
+                .await
+                .unwrap()
+        ),
+        vec!["c"]
+    );
+    let err = api_error(
+        api.list(&ListParams::default().fields("spec.bogus=1"))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 400);
     assert_eq!(err.message, "field label not supported: spec.bogus");
     let all: Api<ConfigMap> = Api::all(client);
-    let in_default = all.list(&ListParams::default().fields("metadata.namespace=default")).await.unwrap();
+    let in_default = all
+        .list(&ListParams::default().fields("metadata.namespace=default"))
+        .await
+        .unwrap();
     assert_eq!(in_default.items.len(), 4);
 }
 
@@ -220,18 +422,60 @@ async fn selectors_and_field_selectors() {
 async fn watch_reports_selector_transitions_and_resumes() {
     let (_s, client) = setup().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let start = api.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-    let mut events = api.watch(&WatchParams::default().labels("watched=yes").timeout(30), &start).await.unwrap().boxed();
-    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "w", "labels": {"watched": "yes"}}})).unwrap();
+    let start = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut events = api
+        .watch(
+            &WatchParams::default().labels("watched=yes").timeout(30),
+            &start,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let obj: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "w", "labels": {"watched": "yes"}}}))
+            .unwrap();
     api.create(&PostParams::default(), &obj).await.unwrap();
-    assert!(matches!(events.try_next().await.unwrap(), Some(WatchEvent::Added(c)) if c.metadata.name.as_deref() == Some("w")));
-    api.patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"watched": "no"}}}))).await.unwrap();
-    assert!(matches!(events.try_next().await.unwrap(), Some(WatchEvent::Deleted(_))), "leaving the selector is a DELETED");
-    api.patch("w", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"watched": "yes"}}}))).await.unwrap();
-    assert!(matches!(events.try_next().await.unwrap(), Some(WatchEvent::Added(_))), "entering the selector is an ADDED");
+    assert!(
+        matches!(events.try_next().await.unwrap(), Some(WatchEvent::Added(c)) if c.metadata.name.as_deref() == Some("w"))
+    );
+    api.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"watched": "no"}}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(
+            events.try_next().await.unwrap(),
+            Some(WatchEvent::Deleted(_))
+        ),
+        "leaving the selector is a DELETED"
+    );
+    api.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"watched": "yes"}}})),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(events.try_next().await.unwrap(), Some(WatchEvent::Added(_))),
+        "entering the selector is an ADDED"
+    );
 
     // Resuming from the start revision replays everything since.
-    let mut replay = api.watch(&WatchParams::default().timeout(30), &start).await.unwrap().boxed();
+    let mut replay = api
+        .watch(&WatchParams::default().timeout(30), &start)
+        .await
+        .unwrap()
+        .boxed();
     let mut kinds = Vec::new();
     for _ in 0..3 {
         match replay.try_next().await.unwrap().unwrap() {
@@ -249,24 +493,42 @@ async fn watch_list_ends_initial_events_with_annotated_bookmark() {
     let path = "/api/v1/namespaces/kube-system/configmaps?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=5";
     let (code, _, body) = raw(&client, "GET", path, "", vec![], "application/json").await;
     assert_eq!(code, 200);
-    let lines: Vec<Value> = body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+    let lines: Vec<Value> = body
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["type"], "ADDED");
     assert_eq!(lines[0]["object"]["metadata"]["name"], "kube-root-ca.crt");
     assert_eq!(lines[1]["type"], "BOOKMARK");
-    assert_eq!(lines[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(
+        lines[1]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
 }
 
 #[tokio::test]
 async fn finalizers_hold_deletion_until_removed() {
     let (_s, client) = setup().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}})).unwrap();
+    let obj: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}}),
+    )
+    .unwrap();
     api.create(&PostParams::default(), &obj).await.unwrap();
     let pending = api.delete("f", &DeleteParams::default()).await.unwrap();
-    let pending = pending.left().expect("object returned while finalizers remain");
+    let pending = pending
+        .left()
+        .expect("object returned while finalizers remain");
     assert!(pending.metadata.deletion_timestamp.is_some());
     assert!(api.get("f").await.is_ok());
-    api.patch("f", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    api.patch(
+        "f",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     let err = api_error(api.get("f").await.unwrap_err());
     assert_eq!(err.code, 404);
 }
@@ -275,11 +537,18 @@ async fn finalizers_hold_deletion_until_removed() {
 async fn dry_run_and_generate_name() {
     let (_s, client) = setup().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let pp = PostParams { dry_run: true, ..Default::default() };
+    let pp = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
     api.create(&pp, &cm("dry")).await.unwrap();
     assert_eq!(api_error(api.get("dry").await.unwrap_err()).code, 404);
-    let generated: ConfigMap = serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).unwrap();
-    let made = api.create(&PostParams::default(), &generated).await.unwrap();
+    let generated: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).unwrap();
+    let made = api
+        .create(&PostParams::default(), &generated)
+        .await
+        .unwrap();
     let name = made.metadata.name.unwrap();
     assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
 }
@@ -293,58 +562,144 @@ async fn content_negotiation() {
     assert_eq!(headers["content-type"], "application/yaml");
     assert!(String::from_utf8_lossy(&body).contains("kind: ConfigMap"));
     let table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-    let (_, _, body) = raw(&client, "GET", "/api/v1/namespaces", "", vec![], table_accept).await;
+    let (_, _, body) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces",
+        "",
+        vec![],
+        table_accept,
+    )
+    .await;
     let table: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(table["kind"], "Table");
-    let columns: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(columns, vec!["Name", "Status", "Age"]);
     let pom = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json";
     let (_, _, body) = raw(&client, "GET", "/api/v1/namespaces", "", vec![], pom).await;
     let list: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(list["kind"], "PartialObjectMetadataList");
     assert!(list["items"][0].get("spec").is_none());
-    let (_, _, body) = raw(&client, "GET", path, "", vec![], "application/vnd.kubernetes.protobuf,application/json").await;
-    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["kind"], "ConfigMap");
+    let (_, _, body) = raw(
+        &client,
+        "GET",
+        path,
+        "",
+        vec![],
+        "application/vnd.kubernetes.protobuf,application/json",
+    )
+    .await;
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap()["kind"],
+        "ConfigMap"
+    );
 }
 
 #[tokio::test]
 async fn discovery_documents() {
     let (_s, client) = setup().await;
-    let (code, headers, body) = raw(&client, "GET", "/apis", "", vec![], "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json").await;
+    let (code, headers, body) = raw(
+        &client,
+        "GET",
+        "/apis",
+        "",
+        vec![],
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+    )
+    .await;
     assert_eq!(code, 200);
-    assert!(headers["content-type"].to_str().unwrap().contains("as=APIGroupDiscoveryList"));
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .contains("as=APIGroupDiscoveryList")
+    );
     let doc: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(doc["kind"], "APIGroupDiscoveryList");
-    let groups: Vec<&str> = doc["items"].as_array().unwrap().iter().map(|g| g["metadata"]["name"].as_str().unwrap()).collect();
-    assert!(groups.contains(&"coordination.k8s.io") && groups.contains(&"discovery.k8s.io"), "{groups:?}");
+    let groups: Vec<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        groups.contains(&"coordination.k8s.io") && groups.contains(&"discovery.k8s.io"),
+        "{groups:?}"
+    );
     let (_, _, body) = raw(&client, "GET", "/api/v1", "", vec![], "").await;
     let v1: Value = serde_json::from_slice(&body).unwrap();
-    let cm = v1["resources"].as_array().unwrap().iter().find(|r| r["name"] == "configmaps").unwrap();
+    let cm = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "configmaps")
+        .unwrap();
     assert_eq!(cm["shortNames"], json!(["cm"]));
     assert_eq!(cm["namespaced"], true);
     let (code, _, _) = raw(&client, "GET", "/version", "", vec![], "").await;
     assert_eq!(code, 200);
     let discovered = kube::discovery::Discovery::new(client).run().await.unwrap();
-    assert!(discovered.groups().any(|g| g.name() == "coordination.k8s.io"));
+    assert!(
+        discovered
+            .groups()
+            .any(|g| g.name() == "coordination.k8s.io")
+    );
 }
 
 #[tokio::test]
 async fn namespace_lifecycle() {
     let (_s, client) = setup().await;
     let ns: Api<Namespace> = Api::all(client.clone());
-    ns.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "life"}})).unwrap()).await.unwrap();
+    ns.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "life"}})).unwrap(),
+    )
+    .await
+    .unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "life");
-    let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "held", "finalizers": ["example.com/x"]}})).unwrap();
+    let obj: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["example.com/x"]}}),
+    )
+    .unwrap();
     cms.create(&PostParams::default(), &obj).await.unwrap();
     ns.delete("life", &DeleteParams::default()).await.unwrap();
     let terminating = ns.get("life").await.unwrap();
     let uid = terminating.metadata.uid.clone().unwrap();
-    assert_eq!(terminating.status.unwrap().phase.as_deref(), Some("Terminating"));
-    let err = api_error(cms.create(&PostParams::default(), &cm("late")).await.unwrap_err());
+    assert_eq!(
+        terminating.status.unwrap().phase.as_deref(),
+        Some("Terminating")
+    );
+    let err = api_error(
+        cms.create(&PostParams::default(), &cm("late"))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 403);
-    assert!(err.message.contains("because it is being terminated"), "{}", err.message);
+    assert!(
+        err.message.contains("because it is being terminated"),
+        "{}",
+        err.message
+    );
     // The finalizer holds the namespace until it is released.
-    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
-    let gone = kube::runtime::wait::await_condition(ns.clone(), "life", kube::runtime::wait::conditions::is_deleted(&uid));
-    tokio::time::timeout(std::time::Duration::from_secs(20), gone).await.unwrap().unwrap();
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    let gone = kube::runtime::wait::await_condition(
+        ns.clone(),
+        "life",
+        kube::runtime::wait::conditions::is_deleted(&uid),
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(20), gone)
+        .await
+        .unwrap()
+        .unwrap();
 }

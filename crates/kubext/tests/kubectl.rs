@@ -1,10 +1,10 @@
 //! Black-box tests: a real kubext process driven by the real kubectl.
 #![allow(clippy::unwrap_used)]
 
-use testkit::Server;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use testkit::Server;
 
 fn server() -> Server {
     Server::builder().start().expect("kubext starts")
@@ -19,7 +19,10 @@ fn get_namespaces_lists_bootstrap_namespaces() {
     let s = server();
     let out = s.kubectl_ok(&["get", "namespaces", "-o", "name"]);
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        assert!(out.contains(&format!("namespace/{ns}")), "{ns} missing from:\n{out}");
+        assert!(
+            out.contains(&format!("namespace/{ns}")),
+            "{ns} missing from:\n{out}"
+        );
     }
     let table = s.kubectl_ok(&["get", "ns", "default"]);
     assert!(table.starts_with("NAME"), "table header: {table}");
@@ -35,16 +38,40 @@ fn configmap_lifecycle_with_kubectl() {
     s.kubectl_ok(&["label", "configmap", "demo", "tier=frontend"]);
     s.kubectl_ok(&["annotate", "configmap", "demo", "note=hello"]);
     s.kubectl_ok(&["patch", "configmap", "demo", "-p", r#"{"data":{"x":"y"}}"#]);
-    s.kubectl_ok(&["patch", "configmap", "demo", "--type=json", "-p", r#"[{"op":"add","path":"/data/z","value":"1"}]"#]);
-    s.kubectl_ok(&["patch", "configmap", "demo", "--type=merge", "-p", r#"{"data":{"k":null}}"#]);
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "demo",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/data/z","value":"1"}]"#,
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "demo",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"k":null}}"#,
+    ]);
     let data = s.kubectl_ok(&["get", "cm", "demo", "-o", "jsonpath={.data}"]);
     assert_eq!(data, r#"{"x":"y","z":"1"}"#);
-    let labels = s.kubectl_ok(&["get", "cm", "-l", "app=web,tier in (frontend)", "-o", "name"]);
+    let labels = s.kubectl_ok(&[
+        "get",
+        "cm",
+        "-l",
+        "app=web,tier in (frontend)",
+        "-o",
+        "name",
+    ]);
     assert_eq!(labels.trim(), "configmap/demo");
     let none = s.kubectl_ok(&["get", "cm", "-l", "app!=web", "-o", "name"]);
     assert!(!none.contains("demo"), "{none}");
     let described = s.kubectl_ok(&["describe", "configmap", "demo"]);
-    assert!(described.contains("tier=frontend") && described.contains("note: hello"), "{described}");
+    assert!(
+        described.contains("tier=frontend") && described.contains("note: hello"),
+        "{described}"
+    );
     s.kubectl_ok(&["delete", "configmap", "demo"]);
     let out = s.kubectl(&["get", "configmap", "demo"]);
     assert!(!out.status.success());
@@ -59,12 +86,21 @@ fn configmap_lifecycle_with_kubectl() {
 fn imperative_create_commands_send_protobuf() {
     let s = server();
     s.kubectl_ok(&["create", "configmap", "lit", "--from-literal=a=b"]);
-    s.kubectl_ok(&["create", "secret", "generic", "sec", "--from-literal=password=hunter2"]);
+    s.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "sec",
+        "--from-literal=password=hunter2",
+    ]);
     s.kubectl_ok(&["create", "namespace", "team-a"]);
     s.kubectl_ok(&["create", "serviceaccount", "robot", "-n", "team-a"]);
     let pw = s.kubectl_ok(&["get", "secret", "sec", "-o", "jsonpath={.data.password}"]);
     assert_eq!(pw, "aHVudGVyMg==");
-    assert_eq!(s.kubectl_ok(&["get", "cm", "lit", "-o", "jsonpath={.data.a}"]), "b");
+    assert_eq!(
+        s.kubectl_ok(&["get", "cm", "lit", "-o", "jsonpath={.data.a}"]),
+        "b"
+    );
     let sa = s.kubectl_ok(&["get", "sa", "-n", "team-a", "-o", "name"]);
     assert!(sa.contains("serviceaccount/robot"), "{sa}");
 }
@@ -72,20 +108,31 @@ fn imperative_create_commands_send_protobuf() {
 #[test]
 fn apply_client_side_and_server_side() {
     let s = server();
-    let v1 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: '1'\n  b: '2'\n";
+    let v1 =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: '1'\n  b: '2'\n";
     let v2 = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: '1'\n";
     let out = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(v1));
     assert!(out.status.success(), "{}", stderr(&out));
     let out = s.kubectl_with_stdin(&["apply", "-f", "-"], Some(v2));
     assert!(out.status.success(), "{}", stderr(&out));
     // Client-side apply removes what the last-applied configuration no longer has.
-    assert_eq!(s.kubectl_ok(&["get", "cm", "applied", "-o", "jsonpath={.data}"]), r#"{"a":"1"}"#);
+    assert_eq!(
+        s.kubectl_ok(&["get", "cm", "applied", "-o", "jsonpath={.data}"]),
+        r#"{"a":"1"}"#
+    );
 
     let ssa = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: '1'\n";
     let out = s.kubectl_with_stdin(&["apply", "--server-side", "-f", "-"], Some(ssa));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("serverside-applied"));
-    let managers = s.kubectl_ok(&["get", "cm", "ssa", "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager}"]);
+    let managers = s.kubectl_ok(&[
+        "get",
+        "cm",
+        "ssa",
+        "--show-managed-fields",
+        "-o",
+        "jsonpath={.metadata.managedFields[*].manager}",
+    ]);
     assert!(managers.contains("kubectl"), "{managers}");
 }
 
@@ -93,7 +140,17 @@ fn apply_client_side_and_server_side() {
 fn api_resources_lists_builtins() {
     let s = server();
     let out = s.kubectl_ok(&["api-resources"]);
-    for line in ["configmaps", "namespaces", "secrets", "serviceaccounts", "services", "endpoints", "events", "leases", "endpointslices"] {
+    for line in [
+        "configmaps",
+        "namespaces",
+        "secrets",
+        "serviceaccounts",
+        "services",
+        "endpoints",
+        "events",
+        "leases",
+        "endpointslices",
+    ] {
         assert!(out.contains(line), "{line} missing:\n{out}");
     }
     let short = s.kubectl_ok(&["get", "cm", "-n", "kube-system", "-o", "name"]);
@@ -104,21 +161,40 @@ fn api_resources_lists_builtins() {
 fn errors_read_like_kube_apiserver() {
     let s = server();
     let out = s.kubectl(&["create", "configmap", "x", "-n", "nowhere"]);
-    assert!(stderr(&out).contains(r#"namespaces "nowhere" not found"#), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(r#"namespaces "nowhere" not found"#),
+        "{}",
+        stderr(&out)
+    );
     let bad = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Bad_Name\n";
     let out = s.kubectl_with_stdin(&["create", "-f", "-"], Some(bad));
     let err = stderr(&out);
-    assert!(err.contains(r#"ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name""#), "{err}");
+    assert!(
+        err.contains(
+            r#"ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name""#
+        ),
+        "{err}"
+    );
     s.kubectl_ok(&["create", "configmap", "dup"]);
     let out = s.kubectl(&["create", "configmap", "dup"]);
-    assert!(stderr(&out).contains(r#"configmaps "dup" already exists"#), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(r#"configmaps "dup" already exists"#),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn get_watch_streams_changes() {
     let s = server();
     let mut watch = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into()))
-        .args(["get", "configmaps", "--watch", "--output-watch-events", "--request-timeout=20s"])
+        .args([
+            "get",
+            "configmaps",
+            "--watch",
+            "--output-watch-events",
+            "--request-timeout=20s",
+        ])
         .env("KUBECONFIG", &s.kubeconfig)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -127,9 +203,15 @@ fn get_watch_streams_changes() {
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
     // A table header, then the initial state.
     let header = lines.next().unwrap().unwrap();
-    assert!(header.starts_with("EVENT") && header.contains("NAME") && header.contains("DATA"), "{header}");
+    assert!(
+        header.starts_with("EVENT") && header.contains("NAME") && header.contains("DATA"),
+        "{header}"
+    );
     let first = lines.next().unwrap().unwrap();
-    assert!(first.starts_with("ADDED") && first.contains("kube-root-ca.crt"), "{first}");
+    assert!(
+        first.starts_with("ADDED") && first.contains("kube-root-ca.crt"),
+        "{first}"
+    );
     s.kubectl_ok(&["create", "configmap", "watched"]);
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     let mut seen = false;
@@ -143,14 +225,12 @@ fn get_watch_streams_changes() {
     }
     assert!(seen);
     s.kubectl_ok(&["delete", "configmap", "watched"]);
-    for line in lines {
-        let line = line.unwrap();
-        if line.starts_with("DELETED") && line.contains("watched") {
-            let _ = watch.kill();
-            return;
-        }
-    }
-    panic!("no DELETED event");
+    let deleted = lines
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("DELETED") && l.contains("watched"));
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(deleted, "no DELETED event");
 }
 
 #[test]
@@ -160,7 +240,11 @@ fn namespace_deletion_removes_its_contents() {
     s.kubectl_ok(&["create", "configmap", "c1", "-n", "doomed"]);
     s.kubectl_ok(&["delete", "namespace", "doomed", "--timeout=30s"]);
     let out = s.kubectl(&["get", "namespace", "doomed"]);
-    assert!(stderr(&out).contains(r#"namespaces "doomed" not found"#), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(r#"namespaces "doomed" not found"#),
+        "{}",
+        stderr(&out)
+    );
     let left = s.kubectl_ok(&["get", "configmaps", "-n", "doomed", "-o", "name"]);
     assert!(left.trim().is_empty(), "{left}");
 }

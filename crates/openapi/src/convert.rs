@@ -215,7 +215,9 @@ pub(crate) fn to_swagger2(schema: &Value) -> Value {
                 out.insert(k.clone(), Value::String(format!("{V2_PREFIX}{name}")));
             }
             "allOf" => match v.as_array().map(Vec::as_slice) {
-                Some([only]) if only.get("$ref").is_some() && only.as_object().map(Map::len) == Some(1) => {
+                Some([only])
+                    if only.get("$ref").is_some() && only.as_object().map(Map::len) == Some(1) =>
+                {
                     let name = only
                         .get("$ref")
                         .and_then(Value::as_str)
@@ -327,7 +329,8 @@ mod tests {
 
     #[test]
     fn int_or_string_in_v2() {
-        let v3 = json!({"format": "int-or-string", "oneOf": [{"type": "integer"}, {"type": "string"}]});
+        let v3 =
+            json!({"format": "int-or-string", "oneOf": [{"type": "integer"}, {"type": "string"}]});
         assert_eq!(
             to_swagger2(&v3),
             json!({"format": "int-or-string", "type": "string"})

@@ -10,7 +10,9 @@ use crate::builtin::{
     DELETE_OPTIONS, builtin, custom_schema, custom_schema_name, find_builtin, list_schema,
 };
 use crate::convert::{collect_refs, to_swagger2};
-use crate::paths::{KindSchemas, PathItem, group_version_root, render_v2, render_v3, resource_paths, tag};
+use crate::paths::{
+    KindSchemas, PathItem, group_version_root, render_v2, render_v3, resource_paths, tag,
+};
 use crate::{Gvk, INFO_TITLE, INFO_VERSION, ServedResource};
 
 /// `api/v1` for the core group, `apis/<group>/<version>` otherwise: the key of the
@@ -136,7 +138,9 @@ fn security_v3() -> Value {
 }
 
 fn v3_document(model: &Model, group: &str, version: &str) -> Option<Value> {
-    let items = model.groups.get(&(group.to_string(), version.to_string()))?;
+    let items = model
+        .groups
+        .get(&(group.to_string(), version.to_string()))?;
     let paths = Value::Object(render_v3(items, &tag(group, version)));
     let mut refs = Vec::new();
     collect_refs(&paths, &mut refs);

@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 /// The `Content-Type` of the protobuf document (what upstream answers; Go's mime
 /// parser rejects the `@` form clients put in `Accept`).
-pub const V2_PROTOBUF_CONTENT_TYPE: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+pub const V2_PROTOBUF_CONTENT_TYPE: &str =
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
 /// The `Accept` media types that ask for the protobuf document (client-go sends
 /// the first).
@@ -109,9 +110,17 @@ fn schema(pb: &mut Pb, s: &Value) {
     pb.opt_string(2, m.get("format"));
     pb.opt_string(3, m.get("title"));
     pb.opt_string(4, m.get("description"));
-    pb.boolean(16, m.get("uniqueItems").and_then(Value::as_bool) == Some(true));
+    pb.boolean(
+        16,
+        m.get("uniqueItems").and_then(Value::as_bool) == Some(true),
+    );
     pb.strings(19, m.get("required"));
-    for e in m.get("enum").and_then(Value::as_array).into_iter().flatten() {
+    for e in m
+        .get("enum")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         pb.message(20, |a| any(a, e));
     }
     match m.get("additionalProperties") {
@@ -140,7 +149,12 @@ fn schema(pb: &mut Pb, s: &Value) {
             };
         });
     }
-    for branch in m.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+    for branch in m
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         pb.message(24, |s| schema(s, branch));
     }
     if let Some(Value::Object(props)) = m.get("properties") {
@@ -211,7 +225,12 @@ fn operation(pb: &mut Pb, op: &Map<String, Value>) {
     pb.opt_string(5, op.get("operationId"));
     pb.strings(6, op.get("produces"));
     pb.strings(7, op.get("consumes"));
-    for p in op.get("parameters").and_then(Value::as_array).into_iter().flatten() {
+    for p in op
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         pb.message(8, |pi| parameter(pi, p));
     }
     if let Some(Value::Object(responses)) = op.get("responses") {
@@ -236,7 +255,10 @@ fn operation(pb: &mut Pb, op: &Map<String, Value>) {
         });
     }
     pb.strings(10, op.get("schemes"));
-    pb.boolean(11, op.get("deprecated").and_then(Value::as_bool) == Some(true));
+    pb.boolean(
+        11,
+        op.get("deprecated").and_then(Value::as_bool) == Some(true),
+    );
     vendor_extensions(pb, 13, op);
 }
 
@@ -254,7 +276,12 @@ fn path_item(pb: &mut Pb, item: &Map<String, Value>) {
             pb.message(field, |o| operation(o, op));
         }
     }
-    for p in item.get("parameters").and_then(Value::as_array).into_iter().flatten() {
+    for p in item
+        .get("parameters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         pb.message(9, |pi| parameter(pi, p));
     }
     vendor_extensions(pb, 10, item);
@@ -298,7 +325,12 @@ pub fn v2_protobuf(doc: &Value) -> Vec<u8> {
             }
         });
     }
-    for req in doc.get("security").and_then(Value::as_array).into_iter().flatten() {
+    for req in doc
+        .get("security")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if let Value::Object(req) = req {
             pb.message(12, |sr| {
                 for (name, scopes) in req {

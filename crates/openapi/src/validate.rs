@@ -105,7 +105,12 @@ struct Shape<'a> {
     embedded: bool,
 }
 
-fn shape<'a>(schemas: &'a Map<String, Value>, schema: &'a Value, depth: usize, out: &mut Shape<'a>) {
+fn shape<'a>(
+    schemas: &'a Map<String, Value>,
+    schema: &'a Value,
+    depth: usize,
+    out: &mut Shape<'a>,
+) {
     let Some(m) = schema.as_object() else {
         // `true` (or anything unexpected): no constraints.
         out.open = true;
@@ -160,7 +165,13 @@ fn child_path(path: &str, key: &str) -> String {
     }
 }
 
-fn walk(schemas: &Map<String, Value>, schema: &Value, value: &Value, path: &str, out: &mut Vec<String>) {
+fn walk(
+    schemas: &Map<String, Value>,
+    schema: &Value,
+    value: &Value,
+    path: &str,
+    out: &mut Vec<String>,
+) {
     match value {
         Value::Object(obj) => {
             let mut sh = Shape::default();

@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 
 use kubext_openapi::{
     Documents, Gvk, ServedResource, builtin_components, builtin_kinds, builtin_unknown_fields,
-    find_schema, gv_path, strict_decoding_error, unknown_fields, v2, v3_group_version, v3_index,
+    find_schema, gv_path, strict_decoding_error, unknown_fields, v2, v2_protobuf, v3_group_version,
+    v3_index,
 };
 use serde_json::{Value, json};
 
@@ -18,7 +19,13 @@ fn served() -> Vec<ServedResource> {
         ServedResource::new("", "v1", "Event", "events", true),
         ServedResource::new("", "v1", "Service", "services", true).with_status(),
         ServedResource::new("", "v1", "Endpoints", "endpoints", true),
-        ServedResource::new("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", true),
+        ServedResource::new(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            true,
+        ),
         ServedResource::new("coordination.k8s.io", "v1", "Lease", "leases", true),
         ServedResource::new("events.k8s.io", "v1", "Event", "events", true),
     ]
@@ -78,7 +85,11 @@ fn kubectl_supports_query_param_v3(doc: &Value, gvk: &Gvk, param: &str) -> bool 
 /// kubectl apply's `gvkSupportsPatchOpenAPIV3`: whether the GVK's PATCH takes a
 /// strategic merge patch.
 fn kubectl_supports_smp_v3(doc: &Value, gvk: &Gvk) -> bool {
-    for item in doc["paths"].as_object().into_iter().flat_map(|p| p.values()) {
+    for item in doc["paths"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values())
+    {
         let Some(op) = item.get("patch") else {
             continue;
         };
@@ -157,7 +168,12 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
         ("", "v1", "ConfigMap", "io.k8s.api.core.v1.ConfigMap"),
         ("", "v1", "Secret", "io.k8s.api.core.v1.Secret"),
         ("", "v1", "Namespace", "io.k8s.api.core.v1.Namespace"),
-        ("", "v1", "ServiceAccount", "io.k8s.api.core.v1.ServiceAccount"),
+        (
+            "",
+            "v1",
+            "ServiceAccount",
+            "io.k8s.api.core.v1.ServiceAccount",
+        ),
         ("", "v1", "Event", "io.k8s.api.core.v1.Event"),
         ("", "v1", "Service", "io.k8s.api.core.v1.Service"),
         ("", "v1", "Endpoints", "io.k8s.api.core.v1.Endpoints"),
@@ -221,7 +237,11 @@ fn kubectl_sees_server_side_field_validation_for_every_kind() {
             if let Some(op) = item.get("patch") {
                 let params = op["parameters"].as_array().expect("params");
                 for name in ["dryRun", "fieldManager", "fieldValidation", "force"] {
-                    assert!(params.iter().any(|p| p["name"] == name && p["in"] == "query"));
+                    assert!(
+                        params
+                            .iter()
+                            .any(|p| p["name"] == name && p["in"] == "query")
+                    );
                 }
                 assert_eq!(op["x-kubernetes-action"], "patch");
             }
@@ -246,15 +266,15 @@ fn kubectl_sees_server_side_field_validation_for_every_kind() {
 fn operations_look_like_upstream() {
     let doc = v3_group_version(&served(), "coordination.k8s.io", "v1").expect("doc");
     let paths = doc["paths"].as_object().expect("paths");
-    let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
+    let keys: BTreeSet<&str> = paths.keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        [
+        BTreeSet::from([
             "/apis/coordination.k8s.io/v1/",
             "/apis/coordination.k8s.io/v1/leases",
             "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
             "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
-        ]
+        ])
     );
     let item = &paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"];
     let ids: Vec<(&str, &str)> = ["get", "put", "patch", "delete"]
@@ -336,8 +356,10 @@ fn operations_look_like_upstream() {
     assert!(core["paths"]["/api/v1/configmaps/{name}/status"].is_null());
 
     // Verbs limit the operations.
-    let ro = [ServedResource::new("", "v1", "ConfigMap", "configmaps", true)
-        .with_verbs(&["get", "list", "watch"])];
+    let ro = [
+        ServedResource::new("", "v1", "ConfigMap", "configmaps", true)
+            .with_verbs(&["get", "list", "watch"]),
+    ];
     let doc = v3_group_version(&ro, "", "v1").expect("doc");
     let item = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"];
     assert!(item["get"].is_object() && item["patch"].is_null() && item["delete"].is_null());
@@ -560,7 +582,13 @@ fn unknown_fields_against_the_schemas() {
     );
     assert!(builtin_unknown_fields(&ct, &obj).is_none());
     // Without a schema, a custom kind accepts anything but still checks metadata.
-    let loose = [ServedResource::new("example.com", "v1", "Thing", "things", true)];
+    let loose = [ServedResource::new(
+        "example.com",
+        "v1",
+        "Thing",
+        "things",
+        true,
+    )];
     let loose_doc = v3_group_version(&loose, "example.com", "v1").expect("loose");
     assert_eq!(
         unknown_fields(
@@ -578,16 +606,16 @@ fn index_and_cached_documents_agree() {
     resources.push(crontab());
     let index = v3_index(&resources);
     let paths = index["paths"].as_object().expect("paths");
-    let keys: Vec<&str> = paths.keys().map(String::as_str).collect();
+    let keys: BTreeSet<&str> = paths.keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        [
+        BTreeSet::from([
             "api/v1",
             "apis/coordination.k8s.io/v1",
             "apis/discovery.k8s.io/v1",
             "apis/events.k8s.io/v1",
             "apis/stable.example.com/v1",
-        ]
+        ])
     );
     let docs = Documents::generate(&resources);
     let cached: Value = serde_json::from_slice(docs.v3_index()).expect("index json");
@@ -612,10 +640,7 @@ fn index_and_cached_documents_agree() {
     // A different set of resources changes the affected document's hash only.
     let fewer = &resources[1..];
     let fewer_index = v3_index(fewer);
-    assert_ne!(
-        fewer_index["paths"]["api/v1"],
-        index["paths"]["api/v1"]
-    );
+    assert_ne!(fewer_index["paths"]["api/v1"], index["paths"]["api/v1"]);
     assert_eq!(
         fewer_index["paths"]["apis/coordination.k8s.io/v1"]["serverRelativeURL"]
             .as_str()
@@ -624,6 +649,156 @@ fn index_and_cached_documents_agree() {
             .as_str()
             .map(|u| u.len())
     );
+}
+
+/// Fields of a protobuf message: (field number, payload) for length-delimited
+/// fields, (field number, varint as bytes) otherwise.
+fn pb_fields(mut b: &[u8]) -> Vec<(u64, Vec<u8>)> {
+    fn varint(b: &mut &[u8]) -> u64 {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let byte = b[0];
+            *b = &b[1..];
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return v;
+            }
+            shift += 7;
+        }
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let key = varint(&mut b);
+        match key & 7 {
+            0 => {
+                let v = varint(&mut b);
+                out.push((key >> 3, v.to_le_bytes().to_vec()));
+            }
+            2 => {
+                let len = varint(&mut b) as usize;
+                out.push((key >> 3, b[..len].to_vec()));
+                b = &b[len..];
+            }
+            wire => panic!("unexpected wire type {wire}"),
+        }
+    }
+    out
+}
+
+fn pb_get(msg: &[u8], field: u64) -> Vec<Vec<u8>> {
+    pb_fields(msg)
+        .into_iter()
+        .filter(|(f, _)| *f == field)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+fn pb_str(msg: &[u8], field: u64) -> String {
+    pb_get(msg, field)
+        .first()
+        .map(|b| String::from_utf8(b.clone()).expect("utf8"))
+        .unwrap_or_default()
+}
+
+/// `repeated NamedX` → (name, value message).
+fn pb_named(msg: &[u8], field: u64) -> Vec<(String, Vec<u8>)> {
+    pb_get(msg, field)
+        .iter()
+        .map(|named| {
+            (
+                pb_str(named, 1),
+                pb_get(named, 2).first().cloned().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Vendor extensions (`NamedAny{name, Any{yaml}}`) as JSON (the yaml is JSON here).
+fn pb_extensions(msg: &[u8], field: u64) -> Vec<(String, Value)> {
+    pb_named(msg, field)
+        .into_iter()
+        .map(|(name, any)| {
+            let yaml = pb_str(&any, 2);
+            (name, serde_json::from_str(&yaml).expect("json yaml"))
+        })
+        .collect()
+}
+
+#[test]
+fn v2_protobuf_as_kubectl_reads_it() {
+    let resources = served();
+    let doc = v2(&resources);
+    let pb = v2_protobuf(&doc);
+    assert_eq!(Documents::generate(&resources).v2_protobuf(), pb.as_slice());
+    assert_eq!(pb_str(&pb, 1), "2.0");
+    let info = &pb_get(&pb, 2)[0];
+    assert_eq!(pb_str(info, 1), "Kubernetes");
+
+    // Definitions: Document.definitions(9).additional_properties(1).
+    let defs = pb_named(&pb_get(&pb, 9)[0], 1);
+    assert_eq!(
+        defs.len(),
+        doc["definitions"].as_object().expect("defs").len()
+    );
+    let (_, cm) = defs
+        .iter()
+        .find(|(n, _)| n == "io.k8s.api.core.v1.ConfigMap")
+        .expect("ConfigMap");
+    assert_eq!(
+        pb_str(cm, 4),
+        "ConfigMap holds configuration data for pods to consume."
+    );
+    assert_eq!(
+        pb_extensions(cm, 31),
+        [(
+            "x-kubernetes-group-version-kind".to_string(),
+            json!([{"group": "", "kind": "ConfigMap", "version": "v1"}])
+        )]
+    );
+    // properties(25) → data: type(22) object, additionalProperties(21).schema(1).type string.
+    let props = pb_named(&pb_get(cm, 25)[0], 1);
+    let (_, data) = props.iter().find(|(n, _)| n == "data").expect("data");
+    assert_eq!(pb_str(&pb_get(data, 22)[0], 1), "object");
+    let additional = &pb_get(&pb_get(data, 21)[0], 1)[0];
+    assert_eq!(pb_str(&pb_get(additional, 22)[0], 1), "string");
+    let (_, metadata) = props
+        .iter()
+        .find(|(n, _)| n == "metadata")
+        .expect("metadata");
+    assert_eq!(
+        pb_str(metadata, 1),
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+
+    // The v2 field-validation check: paths(8).path(2) → PathItem.patch(8) with the
+    // GVK extension(13) and a query parameter named fieldValidation.
+    let paths = pb_named(&pb_get(&pb, 8)[0], 2);
+    let (_, item) = paths
+        .iter()
+        .find(|(p, _)| p == "/api/v1/namespaces/{namespace}/services/{name}")
+        .expect("service item path");
+    let patch = &pb_get(item, 8)[0];
+    assert!(pb_extensions(patch, 13).contains(&(
+        "x-kubernetes-group-version-kind".to_string(),
+        json!({"group": "", "kind": "Service", "version": "v1"})
+    )));
+    let query_names: Vec<String> = pb_get(patch, 8)
+        .iter()
+        .filter_map(|item| pb_get(item, 1).first().cloned())
+        .filter_map(|param| pb_get(&param, 2).first().cloned())
+        .filter_map(|non_body| pb_get(&non_body, 3).first().cloned())
+        .map(|query| {
+            assert_eq!(pb_str(&query, 2), "query");
+            pb_str(&query, 4)
+        })
+        .collect();
+    assert_eq!(
+        query_names,
+        ["dryRun", "fieldManager", "fieldValidation", "force"]
+    );
+    let consumes: Vec<Vec<u8>> = pb_get(patch, 7);
+    assert!(consumes.contains(&b"application/strategic-merge-patch+json".to_vec()));
 }
 
 #[test]

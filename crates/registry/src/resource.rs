@@ -40,7 +40,7 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// Convert a stored object into the version this resource serves;
     /// `None` when the stored form is the served form (most types).
-    fn from_storage(&self, _obj: &Value) -> Option<Value> {
+    fn convert_from_storage(&self, _obj: &Value) -> Option<Value> {
         None
     }
 

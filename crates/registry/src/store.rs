@@ -120,7 +120,7 @@ impl GenericStore {
     /// A stored object as this resource serves it (converted if the served
     /// version is not the storage version; otherwise shared as is).
     pub fn present(&self, obj: &Arc<Object>) -> Arc<Object> {
-        match self.rtype.strategy.from_storage(&obj.value) {
+        match self.rtype.strategy.convert_from_storage(&obj.value) {
             Some(converted) => Arc::new(Object::new(converted)),
             None => obj.clone(),
         }
@@ -132,7 +132,7 @@ impl GenericStore {
     }
 
     fn served_value(&self, v: Value) -> Value {
-        self.rtype.strategy.from_storage(&v).unwrap_or(v)
+        self.rtype.strategy.convert_from_storage(&v).unwrap_or(v)
     }
 
     /// A predicate for label and field selectors (the fields were checked at parse time).

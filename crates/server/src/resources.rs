@@ -181,8 +181,12 @@ pub async fn read_body(mut body: Incoming) -> Result<Bytes> {
     let mut buf = bytes::BytesMut::new();
     let mut total = 0usize;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| StatusError::bad_request(format!("failed to read the request body: {e}")))?;
-        let Ok(data) = frame.into_data() else { continue };
+        let frame = frame.map_err(|e| {
+            StatusError::bad_request(format!("failed to read the request body: {e}"))
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
         total += data.len();
         if total <= MAX_BODY_BYTES {
             buf.extend_from_slice(&data);
@@ -192,7 +196,9 @@ pub async fn read_body(mut body: Incoming) -> Result<Bytes> {
     }
     if total > MAX_BODY_BYTES {
         // The rest was read and dropped so the client sees the 413 instead of a reset.
-        return Err(StatusError::too_large(format!("Request entity too large: limit is {MAX_BODY_BYTES}")));
+        return Err(StatusError::too_large(format!(
+            "Request entity too large: limit is {MAX_BODY_BYTES}"
+        )));
     }
     Ok(buf.freeze())
 }
@@ -327,7 +333,11 @@ async fn update(
 }
 
 /// DELETE options come from the query and, optionally, a `DeleteOptions` body.
-async fn delete_options(call: &Call<'_>, content_type: Option<&str>, body: Incoming) -> Result<DeleteOptions> {
+async fn delete_options(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<DeleteOptions> {
     let mut opts = call.query.delete_options()?;
     let bytes = read_body(body).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -363,7 +373,11 @@ async fn delete_options(call: &Call<'_>, content_type: Option<&str>, body: Incom
     Ok(opts)
 }
 
-async fn delete(call: &Call<'_>, content_type: Option<&str>, body: Incoming) -> Result<Response<Body>> {
+async fn delete(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Response<Body>> {
     let opts = delete_options(call, content_type, body).await?;
     let mut ctx = call.ctx.clone();
     if call.query.dry_run()? {
@@ -396,7 +410,11 @@ async fn delete(call: &Call<'_>, content_type: Option<&str>, body: Incoming) -> 
     Ok(response::json(200, encode::to_bytes(&status)))
 }
 
-async fn delete_collection(call: &Call<'_>, content_type: Option<&str>, body: Incoming) -> Result<Response<Body>> {
+async fn delete_collection(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Response<Body>> {
     let opts = delete_options(call, content_type, body).await?;
     let list_opts = call.query.list_options()?;
     let deleted = call

@@ -152,7 +152,10 @@ impl EventEncoder {
                 "PartialObjectMetadata".to_string(),
                 format!("meta.k8s.io/{v}"),
             ),
-            _ => (self.served.rtype.kind.clone(), self.served.rtype.api_version()),
+            _ => (
+                self.served.rtype.kind.clone(),
+                self.served.rtype.api_version(),
+            ),
         };
         let obj: Value = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
         frame("BOOKMARK", &encode::to_bytes(&obj))

@@ -453,8 +453,10 @@ impl<C: Codec> Store<C> {
     fn apply(&self, batch: Vec<Event>) {
         // Decode outside the lock (the expensive part); link each event to the state
         // it replaces inside it, so events of one batch see each other.
-        let decoded: Vec<Decoded<C::Object>> =
-            batch.into_iter().filter_map(|e| self.decode_event(e)).collect();
+        let decoded: Vec<Decoded<C::Object>> = batch
+            .into_iter()
+            .filter_map(|e| self.decode_event(e))
+            .collect();
         let Some(last) = decoded.last().map(|d| d.revision) else {
             return;
         };

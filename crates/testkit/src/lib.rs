@@ -72,9 +72,11 @@ impl Server {
     /// A kube-rs client authenticated as the admin.
     pub async fn client(&self) -> Result<kube::Client> {
         let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-                .await?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
         Ok(kube::Client::try_from(config)?)
     }
 
@@ -89,7 +91,11 @@ impl Server {
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("HOME", &self.data_dir)
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -128,7 +134,10 @@ impl Server {
     /// SIGTERM and wait for a graceful exit; returns the exit status.
     pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus> {
         let mut child = self.child.take().ok_or_else(|| anyhow!("not running"))?;
-        Command::new("kill").arg("-TERM").arg(child.id().to_string()).status()?;
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()?;
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = child.try_wait()? {
@@ -191,7 +200,10 @@ impl Builder {
         };
         std::fs::create_dir_all(&data_dir)?;
         let stderr_log = data_dir.join("kubext.log");
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(&stderr_log)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&stderr_log)?;
         let mut cmd = Command::new(&binary);
         cmd.arg("serve")
             .arg("--data-dir")
@@ -211,7 +223,10 @@ impl Builder {
         }
         let mut child = cmd
             .args(&self.extra_args)
-            .env("KUBEXT_LOG", std::env::var("KUBEXT_LOG").unwrap_or_else(|_| "info".into()))
+            .env(
+                "KUBEXT_LOG",
+                std::env::var("KUBEXT_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
@@ -314,7 +329,10 @@ impl Etcd {
         let log = std::fs::File::create(self.dir.path().join("etcd.log"))?;
         let child = Command::new(binary)
             .arg("--name=test")
-            .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
+            .arg(format!(
+                "--data-dir={}",
+                self.dir.path().join("data").display()
+            ))
             .arg(format!("--listen-client-urls={client}"))
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
@@ -333,7 +351,11 @@ impl Etcd {
     fn wait_ready(&mut self) -> Result<()> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 bail!("etcd exited with {status}");
             }
             if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.client_port)) {

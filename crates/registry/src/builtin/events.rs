@@ -37,7 +37,7 @@ fn rename(obj: &Value, from_new: bool, api_version: &str) -> Value {
 pub struct EventsV1;
 
 impl Strategy for EventsV1 {
-    fn from_storage(&self, obj: &Value) -> Option<Value> {
+    fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
         Some(rename(obj, false, "events.k8s.io/v1"))
     }
 
@@ -47,15 +47,28 @@ impl Strategy for EventsV1 {
 
     fn validate(&self, obj: &Value) -> ErrorList {
         let mut errs = Vec::new();
-        for field in ["eventTime", "reportingController", "reportingInstance", "action", "reason"] {
-            if obj.get(field).is_none_or(|v| v.is_null() || v.as_str() == Some("")) {
+        for field in [
+            "eventTime",
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+        ] {
+            if obj
+                .get(field)
+                .is_none_or(|v| v.is_null() || v.as_str() == Some(""))
+            {
                 errs.push(FieldError::required(&FieldPath::new(field), ""));
             }
         }
         if let Some(t) = obj.get("type").and_then(Value::as_str)
             && !matches!(t, "Normal" | "Warning")
         {
-            errs.push(FieldError::invalid(&FieldPath::new("type"), json!(t), "has invalid value: must be one of [Normal Warning]"));
+            errs.push(FieldError::invalid(
+                &FieldPath::new("type"),
+                json!(t),
+                "has invalid value: must be one of [Normal Warning]",
+            ));
         }
         errs
     }
@@ -77,6 +90,6 @@ mod tests {
         assert_eq!(core["message"], "hi");
         assert_eq!(core["involvedObject"]["kind"], "Pod");
         assert_eq!(core["apiVersion"], "v1");
-        assert_eq!(EventsV1.from_storage(&core).unwrap(), v1);
+        assert_eq!(EventsV1.convert_from_storage(&core).unwrap(), v1);
     }
 }

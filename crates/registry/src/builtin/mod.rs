@@ -159,7 +159,14 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
             TableColumn::new("Endpoints", "string", "The endpoints"),
         ],
     );
-    let mut events_v1 = resource("events.k8s.io", "v1", "Event", "events", true, events::EventsV1);
+    let mut events_v1 = resource(
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        true,
+        events::EventsV1,
+    );
     events_v1.short_names = vec!["ev".into()];
     events_v1.columns = core::EVENT_COLUMNS.to_vec();
     let leases = columns(
