@@ -703,3 +703,64 @@ async fn namespace_lifecycle() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn large_responses_are_gzipped_on_request() {
+    let (_s, client) = setup().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let big: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "big"}, "data": {"blob": "x".repeat(300 * 1024)}})).unwrap();
+    api.create(&PostParams::default(), &big).await.unwrap();
+    let path = "/api/v1/namespaces/default/configmaps/big";
+    let mut req = http::Request::get(path).header("accept-encoding", "gzip");
+    req = req.header("accept", "application/json");
+    let resp = client.send(req.body(kube::client::Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(resp.headers().get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    let compressed = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+    assert!(compressed.len() < 100 * 1024, "compressed to {} bytes", compressed.len());
+    let mut plain = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&compressed[..]), &mut plain).unwrap();
+    assert!(plain.contains("\"name\":\"big\""));
+    // Small responses are not compressed.
+    let (_, headers, _) = raw(&client, "GET", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", "", vec![], "").await;
+    assert!(headers.get("content-encoding").is_none());
+}
+
+#[tokio::test]
+async fn compacted_continue_token_is_410_expired() {
+    let server = Server::builder().arg("--compaction-interval=300ms").start().unwrap();
+    let client = server.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "kube-system");
+    for i in 0..3 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}"))).await.unwrap();
+    }
+    let first = api.list(&ListParams::default().limit(1)).await.unwrap();
+    let token = first.metadata.continue_.unwrap();
+    api.create(&PostParams::default(), &cm("later")).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let err = api_error(api.list(&ListParams::default().limit(1).continue_token(&token)).await.unwrap_err());
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"), "{err:?}");
+    assert!(err.message.contains("The provided continue parameter is too old"), "{}", err.message);
+}
+
+#[tokio::test]
+async fn secrets_fold_string_data_and_namespaces_get_defaults() {
+    let (_s, client) = setup().await;
+    let ns: Api<Namespace> = Api::all(client.clone());
+    ns.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "fresh"}})).unwrap()).await.unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "fresh");
+    let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}})).unwrap();
+    let created = secrets.create(&PostParams::default(), &s).await.unwrap();
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+    assert_eq!(created.data.unwrap()["user"].0, b"admin".to_vec());
+    assert!(created.string_data.is_none(), "stringData is write-only");
+    // The namespace controller adds the default ServiceAccount and root CA ConfigMap.
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), "fresh");
+    let cms: Api<ConfigMap> = Api::namespaced(client, "fresh");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sas.get_opt("default").await.unwrap().is_none() || cms.get_opt("kube-root-ca.crt").await.unwrap().is_none() {
+        assert!(tokio::time::Instant::now() < deadline, "namespace defaults never appeared");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let ca = cms.get("kube-root-ca.crt").await.unwrap().data.unwrap();
+    assert!(ca["ca.crt"].contains("BEGIN CERTIFICATE"));
+}
