@@ -136,3 +136,44 @@ async fn sigterm_ends_watches_and_exits_cleanly() {
 }
 
 use futures::StreamExt;
+
+#[tokio::test]
+async fn static_tokens_authenticate_and_unknown_ones_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "s3cret,alice,1001,\"devs,ops\"\n").unwrap();
+    let server = Server::builder().arg(format!("--token-auth-file={}", tokens.display())).start().unwrap();
+    let ca = std::fs::read_to_string(server.data_dir.join("pki/ca.crt")).unwrap();
+    let client_with = |token: &str| {
+        let mut config = kube::Config::new(format!("https://{}", server.addr).parse().unwrap());
+        config.root_cert = Some(vec![rustls_pemfile::certs(&mut ca.as_bytes()).next().unwrap().unwrap().to_vec()]);
+        config.auth_info.token = Some(token.to_string().into());
+        kube::Client::try_from(config).unwrap()
+    };
+    let alice: Api<ConfigMap> = Api::namespaced(client_with("s3cret"), "default");
+    assert!(alice.get("kube-root-ca.crt").await.is_ok());
+    let stranger: Api<ConfigMap> = Api::namespaced(client_with("wrong"), "default");
+    match stranger.get("kube-root-ca.crt").await.unwrap_err() {
+        kube::Error::Api(s) => assert_eq!(s.code, 401),
+        other => panic!("expected 401, got {other:?}"),
+    }
+}
+
+#[test]
+fn given_serving_certificate_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let (crt_path, key_path) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&crt_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let server = Server::builder()
+        .arg(format!("--tls-cert-file={}", crt_path.display()))
+        .arg(format!("--tls-private-key-file={}", key_path.display()))
+        .start()
+        .unwrap();
+    // kubectl verifies the server against the given certificate (written into the kubeconfig).
+    let out = server.kubectl_ok(&["get", "ns", "default", "-o", "name"]);
+    assert_eq!(out.trim(), "namespace/default");
+}

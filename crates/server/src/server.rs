@@ -60,7 +60,7 @@ pub async fn start(config: Config) -> Result<Running> {
         .await
         .context("loading storage")?;
     let pki = Pki::load_or_create(&config.data_dir.join("pki"), &serving_hosts(&config))?;
-    let tls = tls_config(&config, &pki)?;
+    let (tls, trust_pem) = tls_config(&config, &pki)?;
     let authn = Authenticator::new(config.token_auth_file.as_deref())?;
 
     let listener = bind(&config).await?;
@@ -94,7 +94,7 @@ pub async fn start(config: Config) -> Result<Running> {
     let server_url = format!("https://{host}:{}", addr.port());
     pki::write_private(
         &kubeconfig,
-        &pki::kubeconfig(&server_url, &pki.ca.cert_pem, &pki.admin),
+        &pki::kubeconfig(&server_url, &trust_pem, &pki.admin),
     )?;
 
     api.ready.store(true, Ordering::Release);
@@ -166,7 +166,9 @@ fn serving_hosts(config: &Config) -> Vec<String> {
     hosts
 }
 
-fn tls_config(config: &Config, pki: &Pki) -> Result<rustls::ServerConfig> {
+/// The server's TLS config, and the PEM clients should trust (the generated CA, or
+/// the given serving certificate chain).
+fn tls_config(config: &Config, pki: &Pki) -> Result<(rustls::ServerConfig, String)> {
     let (cert, key) = match (&config.tls_cert_file, &config.tls_private_key_file) {
         (Some(c), Some(k)) => (
             std::fs::read_to_string(c)
@@ -188,7 +190,12 @@ fn tls_config(config: &Config, pki: &Pki) -> Result<rustls::ServerConfig> {
                 .with_context(|| format!("reading --client-ca-file {}", path.display()))?,
         );
     }
-    crate::tls::server_config(&cert, &key, &client_cas)
+    let trust = if config.tls_cert_file.is_some() {
+        cert.clone()
+    } else {
+        pki.ca.cert_pem.clone()
+    };
+    Ok((crate::tls::server_config(&cert, &key, &client_cas)?, trust))
 }
 
 async fn bind(config: &Config) -> Result<TcpListener> {
