@@ -1,162 +1,1183 @@
-//! `metadata.managedFields` bookkeeping for Update operations.
+//! `metadata.managedFields` bookkeeping, with structured-merge-diff semantics
+//! (sigs.k8s.io/structured-merge-diff v4.4, as vendored by kube-apiserver 1.32).
 //!
-//! Field sets use the `FieldsV1` encoding (`{"f:data":{".":{},"f:k":{}}}`). Lists are
-//! treated as atomic leaves here; server-side apply refines ownership where merge
-//! keys are known.
+//! A field set is upstream's `fieldpath.Set`: a tree of path elements where each
+//! node may itself be a *member* (owned) or only lead to owned descendants. It is
+//! encoded as `FieldsV1`:
+//!
+//! * `f:<name>` a field of a map or struct;
+//! * `k:{"port":80}` an item of an associative list, by its merge key(s) (sorted);
+//! * `v:"value"` an item of a set list (merge strategy without key, e.g. finalizers);
+//! * `i:0` a list index (only parsed: never produced here);
+//! * `"."` inside a node: the node is a member *and* has owned descendants;
+//!   a member without descendants is just `{}`.
+//!
+//! List handling comes from the type's [`PatchMeta`]: `patchStrategy: merge`
+//! with a merge key is an associative list, without a key a set, anything else
+//! is atomic (a leaf). Maps are granular, like structs.
+//!
+//! This module records `Update` operations ([`record_update`]); server-side
+//! apply lives in [`crate::apply`] and shares the representation.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use apimachinery::time;
+use patch::{PatchMeta, Strategy};
 use serde_json::{Map, Value, json};
 
-/// Fields set in `new` that are absent or different in `old`, as a FieldsV1 tree.
-pub fn changed_fields(old: Option<&Value>, new: &Value) -> Map<String, Value> {
-    let mut out = Map::new();
-    if let (Some(Value::Object(o)), Value::Object(n)) = (old.or(Some(&Value::Null)), new) {
-        diff_into(Some(o), n, &mut out);
-    } else if let Value::Object(n) = new {
-        diff_into(None, n, &mut out);
-    }
-    out.remove("f:apiVersion");
-    out.remove("f:kind");
-    if let Some(Value::Object(md)) = out.get_mut("f:metadata") {
-        for system in [
-            "f:resourceVersion",
-            "f:uid",
-            "f:creationTimestamp",
-            "f:generation",
-            "f:managedFields",
-            "f:deletionTimestamp",
-            "f:deletionGracePeriodSeconds",
-            "f:selfLink",
-            "f:name",
-            "f:namespace",
-        ] {
-            md.remove(system);
+/// The manager upstream credits with everything an object had before its
+/// first apply, when it carried no managedFields.
+pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
+// ---------------------------------------------------------------------------
+// Path elements
+// ---------------------------------------------------------------------------
+
+/// One step of a field path (upstream's `fieldpath.PathElement`).
+#[derive(Debug, Clone)]
+pub enum PathElement {
+    /// A field of a map or struct: `f:name`, shown as `.name`.
+    Field(String),
+    /// An associative-list item by its key fields, sorted by name:
+    /// `k:{"port":80}`, shown as `[port=80]`.
+    Key(Vec<(String, Value)>),
+    /// A set-list item by value: `v:"a"`, shown as `[="a"]`.
+    Value(Value),
+    /// A list item by index: `i:0`, shown as `[0]`.
+    Index(usize),
+}
+
+impl PathElement {
+    fn rank(&self) -> u8 {
+        match self {
+            PathElement::Field(_) => 0,
+            PathElement::Key(_) => 1,
+            PathElement::Value(_) => 2,
+            PathElement::Index(_) => 3,
         }
-        if md.is_empty() {
-            out.remove("f:metadata");
+    }
+
+    /// The `FieldsV1` key for this element (upstream's `SerializePathElement`).
+    pub fn serialize(&self) -> String {
+        match self {
+            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Key(fields) => {
+                let body: Vec<String> = fields
+                    .iter()
+                    .map(|(k, v)| format!("{}:{}", go_json(&json!(k)), go_json(v)))
+                    .collect();
+                format!("k:{{{}}}", body.join(","))
+            }
+            PathElement::Value(v) => format!("v:{}", go_json(v)),
+            PathElement::Index(i) => format!("i:{i}"),
         }
     }
+
+    /// Parse a `FieldsV1` key (upstream's `DeserializePathElement`).
+    pub fn parse(s: &str) -> Result<PathElement, String> {
+        let (kind, rest) = s
+            .split_once(':')
+            .filter(|(k, _)| k.len() == 1)
+            .ok_or_else(|| format!("invalid path element {s:?}"))?;
+        match kind {
+            "f" => Ok(PathElement::Field(rest.to_string())),
+            "v" => serde_json::from_str(rest)
+                .map(PathElement::Value)
+                .map_err(|e| e.to_string()),
+            "k" => match serde_json::from_str::<Value>(rest).map_err(|e| e.to_string())? {
+                Value::Object(m) => {
+                    let mut fields: Vec<(String, Value)> = m.into_iter().collect();
+                    fields.sort_by(|a, b| a.0.cmp(&b.0));
+                    Ok(PathElement::Key(fields))
+                }
+                _ => Err(format!("invalid key path element {s:?}")),
+            },
+            "i" => rest
+                .parse()
+                .map(PathElement::Index)
+                .map_err(|e| format!("{e}")),
+            _ => Err("unknown path element type".into()),
+        }
+    }
+}
+
+impl Ord for PathElement {
+    /// Upstream's `PathElement.Compare`: fields < keys < values < indexes.
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (PathElement::Field(a), PathElement::Field(b)) => a.cmp(b),
+            (PathElement::Key(a), PathElement::Key(b)) => {
+                for ((an, av), (bn, bv)) in a.iter().zip(b) {
+                    let c = an.cmp(bn).then_with(|| compare_values(av, bv));
+                    if c != Ordering::Equal {
+                        return c;
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
+            (PathElement::Value(a), PathElement::Value(b)) => compare_values(a, b),
+            (PathElement::Index(a), PathElement::Index(b)) => a.cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl PartialOrd for PathElement {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for PathElement {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for PathElement {}
+
+impl fmt::Display for PathElement {
+    /// Upstream's `PathElement.String()`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PathElement::Field(name) => write!(f, ".{name}"),
+            PathElement::Key(fields) => {
+                let parts: Vec<String> = fields
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", go_value_string(v)))
+                    .collect();
+                write!(f, "[{}]", parts.join(","))
+            }
+            PathElement::Value(v) => write!(f, "[={}]", go_value_string(v)),
+            PathElement::Index(i) => write!(f, "[{i}]"),
+        }
+    }
+}
+
+/// A path as upstream prints it: `.spec.ports[port=80].name`.
+pub fn path_string(path: &[PathElement]) -> String {
+    path.iter().map(ToString::to_string).collect()
+}
+
+/// Upstream's `value.Compare`: numbers < strings < booleans < lists < maps < null.
+fn compare_values(a: &Value, b: &Value) -> Ordering {
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Number(_) => 0,
+            Value::String(_) => 1,
+            Value::Bool(_) => 2,
+            Value::Array(_) => 3,
+            Value::Object(_) => 4,
+            Value::Null => 5,
+        }
+    }
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let int = |n: &serde_json::Number| {
+                n.as_i64()
+                    .map(i128::from)
+                    .or_else(|| n.as_u64().map(i128::from))
+            };
+            match (int(x), int(y)) {
+                (Some(i), Some(j)) => i.cmp(&j),
+                _ => {
+                    let (f, g) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+                    f.partial_cmp(&g).unwrap_or(Ordering::Equal)
+                }
+            }
+        }
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, j) in x.iter().zip(y) {
+                let c = compare_values(i, j);
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            for ((ik, iv), (jk, jv)) in x.iter().zip(y) {
+                let c = ik.cmp(jk).then_with(|| compare_values(iv, jv));
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+/// JSON as Go's `encoding/json` writes it (HTML characters escaped).
+fn go_json(v: &Value) -> String {
+    let s = serde_json::to_string(v).unwrap_or_default();
+    if !s.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        return s;
+    }
+    s.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// Go's `%q` of a string.
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
     out
 }
 
-fn diff_into(
-    old: Option<&Map<String, Value>>,
-    new: &Map<String, Value>,
-    out: &mut Map<String, Value>,
-) {
-    for (k, v) in new {
-        let before = old.and_then(|o| o.get(k));
-        if before == Some(v) {
-            continue;
-        }
-        let key = format!("f:{k}");
-        match v {
-            Value::Object(child) if !child.is_empty() => {
-                let mut sub = Map::new();
-                let old_child = before.and_then(Value::as_object);
-                if old_child.is_none() {
-                    sub.insert(".".into(), json!({}));
-                }
-                diff_into(old_child, child, &mut sub);
-                out.insert(key, Value::Object(sub));
-            }
-            _ => {
-                out.insert(key, json!({}));
-            }
-        }
+/// Go's `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`).
+fn go_float(f: f64) -> String {
+    let sci = format!("{f:e}");
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return sci;
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
     }
 }
 
-/// Merge `b` into `a` (union of field sets).
-fn union(a: &mut Map<String, Value>, b: &Map<String, Value>) {
-    for (k, v) in b {
-        match (a.get_mut(k), v) {
-            (Some(Value::Object(x)), Value::Object(y)) => union(x, y),
-            _ => {
-                a.insert(k.clone(), v.clone());
-            }
-        }
+/// Upstream's `value.ToString`.
+fn go_value_string(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Number(n) if n.is_f64() => go_float(n.as_f64().unwrap_or(0.0)),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => go_quote(s),
+        Value::Bool(b) => b.to_string(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(go_value_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", go_value_string(v)))
+            .collect(),
     }
 }
 
-/// Remove every leaf of `b` from `a`, dropping emptied branches.
-fn subtract(a: &mut Map<String, Value>, b: &Map<String, Value>) {
-    for (k, v) in b {
-        let remove = match (a.get_mut(k), v) {
-            (Some(Value::Object(x)), Value::Object(y)) if !y.is_empty() => {
-                subtract(x, y);
-                x.is_empty() || (x.len() == 1 && x.contains_key("."))
+// ---------------------------------------------------------------------------
+// Field sets
+// ---------------------------------------------------------------------------
+
+/// A set of field paths (upstream's `fieldpath.Set`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldSet {
+    /// Elements under this node that are themselves in the set.
+    members: BTreeSet<PathElement>,
+    /// Non-empty sub-sets under elements of this node.
+    children: BTreeMap<PathElement, FieldSet>,
+}
+
+impl FieldSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A set of the given paths.
+    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a [PathElement]>) -> Self {
+        let mut set = FieldSet::new();
+        for p in paths {
+            set.insert(p);
+        }
+        set
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.children.is_empty()
+    }
+
+    /// Add `path` (the empty path is not representable and is ignored).
+    pub fn insert(&mut self, path: &[PathElement]) {
+        match path {
+            [] => {}
+            [last] => {
+                self.members.insert(last.clone());
             }
-            (Some(_), _) => true,
-            (None, _) => false,
+            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+        }
+    }
+
+    pub fn has(&self, path: &[PathElement]) -> bool {
+        match path {
+            [] => false,
+            [last] => self.members.contains(last),
+            [first, rest @ ..] => self.children.get(first).is_some_and(|c| c.has(rest)),
+        }
+    }
+
+    /// Whether `pe` (one level down) is a member.
+    pub fn has_member(&self, pe: &PathElement) -> bool {
+        self.members.contains(pe)
+    }
+
+    /// The sub-set under `pe`, if any path continues there.
+    pub fn child(&self, pe: &PathElement) -> Option<&FieldSet> {
+        self.children.get(pe)
+    }
+
+    pub fn union(&self, other: &FieldSet) -> FieldSet {
+        let mut out = self.clone();
+        out.members.extend(other.members.iter().cloned());
+        for (pe, sub) in &other.children {
+            let merged = match out.children.get(pe) {
+                Some(mine) => mine.union(sub),
+                None => sub.clone(),
+            };
+            out.children.insert(pe.clone(), merged);
+        }
+        out
+    }
+
+    /// The paths of `self` that are not in `other` (exact paths: descendants
+    /// of a path in `other` stay).
+    pub fn difference(&self, other: &FieldSet) -> FieldSet {
+        let mut out = FieldSet {
+            members: self.members.difference(&other.members).cloned().collect(),
+            children: BTreeMap::new(),
         };
-        if remove {
-            a.remove(k);
+        for (pe, sub) in &self.children {
+            let rest = match other.children.get(pe) {
+                Some(theirs) => sub.difference(theirs),
+                None => sub.clone(),
+            };
+            if !rest.is_empty() {
+                out.children.insert(pe.clone(), rest);
+            }
+        }
+        out
+    }
+
+    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
+        let mut out = FieldSet {
+            members: self.members.intersection(&other.members).cloned().collect(),
+            children: BTreeMap::new(),
+        };
+        for (pe, sub) in &self.children {
+            if let Some(theirs) = other.children.get(pe) {
+                let both = sub.intersection(theirs);
+                if !both.is_empty() {
+                    out.children.insert(pe.clone(), both);
+                }
+            }
+        }
+        out
+    }
+
+    /// Upstream's `EnsureNamedFieldsAreMembers`: fields with owned descendants
+    /// count as owned themselves (struct fields upstream; every field here).
+    pub fn ensure_named_fields_are_members(&self) -> FieldSet {
+        let mut out = FieldSet {
+            members: self.members.clone(),
+            children: BTreeMap::new(),
+        };
+        for (pe, sub) in &self.children {
+            if matches!(pe, PathElement::Field(_)) {
+                out.members.insert(pe.clone());
+            }
+            out.children
+                .insert(pe.clone(), sub.ensure_named_fields_are_members());
+        }
+        out
+    }
+
+    /// Every path, in upstream's iteration order (a node's members, then its
+    /// children's paths).
+    pub fn paths(&self) -> Vec<Vec<PathElement>> {
+        let mut out = Vec::new();
+        self.collect_paths(&mut Vec::new(), &mut out);
+        out
+    }
+
+    fn collect_paths(&self, prefix: &mut Vec<PathElement>, out: &mut Vec<Vec<PathElement>>) {
+        for pe in &self.members {
+            let mut p = prefix.clone();
+            p.push(pe.clone());
+            out.push(p);
+        }
+        for (pe, sub) in &self.children {
+            prefix.push(pe.clone());
+            sub.collect_paths(prefix, out);
+            prefix.pop();
+        }
+    }
+
+    /// Decode `FieldsV1` (upstream's `Set.FromJSON`).
+    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
+        match v {
+            Value::Object(m) => Ok(Self::read_v1(m)?.0),
+            Value::Null => Ok(FieldSet::new()),
+            _ => Err("FieldsV1 must be an object".into()),
+        }
+    }
+
+    /// The set under one node, and whether the node itself is a member.
+    fn read_v1(m: &Map<String, Value>) -> Result<(FieldSet, bool), String> {
+        let mut set = FieldSet::new();
+        let mut is_member = false;
+        for (key, value) in m {
+            if key == "." {
+                is_member = true;
+                continue;
+            }
+            let pe = PathElement::parse(key)?;
+            let (sub, member) = match value {
+                Value::Object(child) => Self::read_v1(child)?,
+                _ => return Err(format!("expected an object for {key:?}")),
+            };
+            if member {
+                set.members.insert(pe.clone());
+            }
+            if !sub.is_empty() {
+                set.children.insert(pe, sub);
+            }
+        }
+        // A node with nothing under it is a member (`{}`).
+        if set.is_empty() {
+            is_member = true;
+        }
+        Ok((set, is_member))
+    }
+
+    /// Encode as `FieldsV1` (upstream's `Set.ToJSON`).
+    pub fn to_fields_v1(&self) -> Value {
+        Value::Object(self.write_v1(false))
+    }
+
+    fn write_v1(&self, include_self: bool) -> Map<String, Value> {
+        let mut out = Map::new();
+        if include_self && !self.is_empty() {
+            out.insert(".".into(), json!({}));
+        }
+        for pe in &self.members {
+            if !self.children.contains_key(pe) {
+                out.insert(pe.serialize(), json!({}));
+            }
+        }
+        for (pe, sub) in &self.children {
+            let member = self.members.contains(pe);
+            out.insert(pe.serialize(), Value::Object(sub.write_v1(member)));
+        }
+        out
+    }
+}
+
+/// The paths upstream never records for anyone (`stripMetaManager`).
+pub fn system_fields() -> FieldSet {
+    let field = |s: &str| PathElement::Field(s.to_string());
+    let mut set = FieldSet::new();
+    for top in ["apiVersion", "kind", "metadata"] {
+        set.insert(&[field(top)]);
+    }
+    for md in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
+        set.insert(&[field("metadata"), field(md)]);
+    }
+    set
+}
+
+// ---------------------------------------------------------------------------
+// Schema-driven walks
+// ---------------------------------------------------------------------------
+
+/// How a list's items are identified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    /// Replaced whole; owned as one leaf.
+    Atomic,
+    /// Associative list: items by the value of this key field.
+    Keyed(String),
+    /// Set of scalars: items by value.
+    Set,
+}
+
+impl ListKind {
+    /// The path element of one item (`None` for atomic lists).
+    pub(crate) fn element(&self, item: &Value) -> Option<PathElement> {
+        match self {
+            ListKind::Atomic => None,
+            ListKind::Keyed(key) => Some(PathElement::Key(vec![(
+                key.clone(),
+                item.get(key).cloned().unwrap_or(Value::Null),
+            )])),
+            ListKind::Set => Some(PathElement::Value(item.clone())),
         }
     }
 }
 
-/// Record an Update (or Create, which upstream also records as "Update") by `manager`.
+/// Walks values alongside their schema path (field names from the root; list
+/// items transparent, as [`PatchMeta`] expects) and their field path.
+pub(crate) struct Walker<'a> {
+    schema: &'a dyn PatchMeta,
+    names: Vec<String>,
+    pub(crate) path: Vec<PathElement>,
+}
+
+impl<'a> Walker<'a> {
+    pub(crate) fn new(schema: &'a dyn PatchMeta) -> Self {
+        Walker {
+            schema,
+            names: Vec::new(),
+            path: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push_field(&mut self, name: &str) {
+        self.names.push(name.to_string());
+        self.path.push(PathElement::Field(name.to_string()));
+    }
+
+    pub(crate) fn pop_field(&mut self) {
+        self.names.pop();
+        self.path.pop();
+    }
+
+    /// The kind of the list at the current field, given its values on each side.
+    /// Items that cannot be keyed as the schema says make the list atomic.
+    pub(crate) fn list_kind(&self, lists: &[&[Value]]) -> ListKind {
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        let meta = self.schema.lookup(&names);
+        let mut items = lists.iter().flat_map(|l| l.iter());
+        match (meta.strategy, meta.merge_key) {
+            (Some(Strategy::Merge), Some(key)) => {
+                if items.all(|i| i.as_object().is_some_and(|o| o.contains_key(&key))) {
+                    ListKind::Keyed(key)
+                } else {
+                    ListKind::Atomic
+                }
+            }
+            (Some(Strategy::Merge), None) => {
+                if items.all(|i| !i.is_object() && !i.is_array()) {
+                    ListKind::Set
+                } else {
+                    ListKind::Atomic
+                }
+            }
+            _ => ListKind::Atomic,
+        }
+    }
+
+    // --- ToFieldSet ---------------------------------------------------------
+
+    fn fields_of_map(&mut self, m: &Map<String, Value>, set: &mut FieldSet) {
+        for (k, v) in m {
+            self.push_field(k);
+            match v {
+                // Struct-like: owned through its fields.
+                Value::Object(child) if !child.is_empty() => self.fields_of_map(child, set),
+                Value::Array(items) => match self.list_kind(&[items]) {
+                    ListKind::Atomic => set.insert(&self.path),
+                    kind => self.fields_of_list(items, &kind, set),
+                },
+                // Scalars, null and empty maps are leaves.
+                _ => set.insert(&self.path),
+            }
+            self.pop_field();
+        }
+    }
+
+    fn fields_of_list(&mut self, items: &[Value], kind: &ListKind, set: &mut FieldSet) {
+        let mut seen = BTreeSet::new();
+        let mut duplicates = BTreeSet::new();
+        for item in items {
+            if let Some(pe) = kind.element(item)
+                && !seen.insert(pe.clone())
+            {
+                duplicates.insert(pe);
+            }
+        }
+        // Duplicated items are owned whole (upstream: no descent).
+        for pe in &duplicates {
+            self.path.push(pe.clone());
+            set.insert(&self.path);
+            self.path.pop();
+        }
+        for item in items {
+            let Some(pe) = kind.element(item) else {
+                continue;
+            };
+            if duplicates.contains(&pe) {
+                continue;
+            }
+            self.path.push(pe);
+            if let Value::Object(m) = item {
+                self.fields_of_map(m, set);
+            }
+            set.insert(&self.path);
+            self.path.pop();
+        }
+    }
+
+    // --- Compare ------------------------------------------------------------
+
+    fn compare_leaf(&self, l: Option<&Value>, r: Option<&Value>, cmp: &mut Comparison) {
+        match (l, r) {
+            (None, Some(_)) => cmp.added.insert(&self.path),
+            (Some(_), None) => cmp.removed.insert(&self.path),
+            (Some(a), Some(b)) if a != b => cmp.modified.insert(&self.path),
+            _ => {}
+        }
+    }
+
+    /// Added/removed for a granular node (upstream's tail of `compare`).
+    fn compare_tail(&self, l: Option<&Value>, r: Option<&Value>, cmp: &mut Comparison) {
+        if l.is_none() {
+            cmp.added.insert(&self.path);
+        } else if r.is_none() {
+            cmp.removed.insert(&self.path);
+        }
+    }
+
+    pub(crate) fn compare(&mut self, l: Option<&Value>, r: Option<&Value>, cmp: &mut Comparison) {
+        let container = |v: Option<&Value>| v.is_some_and(|v| v.is_object() || v.is_array());
+        match (l, r) {
+            (None, None) => {}
+            (Some(Value::Object(a)), Some(Value::Object(b))) => self.compare_maps(Some(a), Some(b), l, r, cmp),
+            (Some(Value::Object(a)), None) => self.compare_maps(Some(a), None, l, r, cmp),
+            (None, Some(Value::Object(b))) => self.compare_maps(None, Some(b), l, r, cmp),
+            (Some(Value::Array(a)), Some(Value::Array(b))) => self.compare_lists(Some(a), Some(b), l, r, cmp),
+            (Some(Value::Array(a)), None) => self.compare_lists(Some(a), None, l, r, cmp),
+            (None, Some(Value::Array(b))) => self.compare_lists(None, Some(b), l, r, cmp),
+            (Some(a), Some(b)) if container(l) || container(r) => {
+                // Different kinds of value: the node changed; the sides'
+                // contents are removed and added.
+                cmp.modified.insert(&self.path);
+                self.compare_contents(a, true, cmp);
+                self.compare_contents(b, false, cmp);
+            }
+            _ => self.compare_leaf(l, r, cmp),
+        }
+    }
+
+    /// The contents of one side of a node whose kind changed: all removed
+    /// (old side) or all added (new side).
+    fn compare_contents(&mut self, v: &Value, old_side: bool, cmp: &mut Comparison) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                let (a, b) = if old_side { (Some(m), None) } else { (None, Some(m)) };
+                self.compare_map_items(a, b, cmp);
+            }
+            Value::Array(items) if !items.is_empty() => {
+                let kind = self.list_kind(&[items]);
+                if kind != ListKind::Atomic {
+                    let (a, b): (&[Value], &[Value]) = if old_side { (items, &[]) } else { (&[], items) };
+                    self.compare_list_items(a, b, &kind, cmp);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn compare_maps(
+        &mut self,
+        a: Option<&Map<String, Value>>,
+        b: Option<&Map<String, Value>>,
+        l: Option<&Value>,
+        r: Option<&Value>,
+        cmp: &mut Comparison,
+    ) {
+        if a.is_none_or(Map::is_empty) && b.is_none_or(Map::is_empty) {
+            return self.compare_leaf(l, r, cmp);
+        }
+        self.compare_map_items(a, b, cmp);
+        self.compare_tail(l, r, cmp);
+    }
+
+    fn compare_map_items(
+        &mut self,
+        a: Option<&Map<String, Value>>,
+        b: Option<&Map<String, Value>>,
+        cmp: &mut Comparison,
+    ) {
+        let empty = Map::new();
+        let (a, b) = (a.unwrap_or(&empty), b.unwrap_or(&empty));
+        for (k, av) in a {
+            self.push_field(k);
+            self.compare(Some(av), b.get(k), cmp);
+            self.pop_field();
+        }
+        for (k, bv) in b {
+            if !a.contains_key(k) {
+                self.push_field(k);
+                self.compare(None, Some(bv), cmp);
+                self.pop_field();
+            }
+        }
+    }
+
+    fn compare_lists(
+        &mut self,
+        a: Option<&Vec<Value>>,
+        b: Option<&Vec<Value>>,
+        l: Option<&Value>,
+        r: Option<&Value>,
+        cmp: &mut Comparison,
+    ) {
+        let (a, b): (&[Value], &[Value]) = (a.map_or(&[], |v| v), b.map_or(&[], |v| v));
+        let kind = self.list_kind(&[a, b]);
+        if kind == ListKind::Atomic || (a.is_empty() && b.is_empty()) {
+            return self.compare_leaf(l, r, cmp);
+        }
+        self.compare_list_items(a, b, &kind, cmp);
+        self.compare_tail(l, r, cmp);
+    }
+
+    fn compare_list_items(&mut self, a: &[Value], b: &[Value], kind: &ListKind, cmp: &mut Comparison) {
+        let mut order: Vec<PathElement> = Vec::new();
+        let mut left: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+        let mut right: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
+        for item in a {
+            if let Some(pe) = kind.element(item) {
+                let slot = left.entry(pe.clone()).or_default();
+                if slot.is_empty() {
+                    order.push(pe);
+                }
+                slot.push(item);
+            }
+        }
+        for item in b {
+            if let Some(pe) = kind.element(item) {
+                let slot = right.entry(pe.clone()).or_default();
+                if slot.is_empty() && !left.contains_key(&pe) {
+                    order.push(pe);
+                }
+                slot.push(item);
+            }
+        }
+        for pe in order {
+            let ls = left.get(&pe).map(Vec::as_slice).unwrap_or(&[]);
+            let rs = right.get(&pe).map(Vec::as_slice).unwrap_or(&[]);
+            self.path.push(pe);
+            match (ls.len(), rs.len()) {
+                (0..=1, 0..=1) => self.compare(ls.first().copied(), rs.first().copied(), cmp),
+                (2.., 2..) => {
+                    if ls != rs {
+                        cmp.modified.insert(&self.path);
+                    }
+                }
+                (2.., _) => {
+                    if let Some(r) = rs.first() {
+                        self.compare(None, Some(r), cmp);
+                    }
+                    cmp.removed.insert(&self.path);
+                }
+                (_, _) => {
+                    if let Some(l) = ls.first() {
+                        self.compare(Some(l), None, cmp);
+                    }
+                    cmp.added.insert(&self.path);
+                }
+            }
+            self.path.pop();
+        }
+    }
+}
+
+/// The fields an object (an applied configuration) sets, as upstream's
+/// `TypedValue.ToFieldSet`. Includes system fields; see [`system_fields`].
+pub fn field_set_of(obj: &Value, schema: &dyn PatchMeta) -> FieldSet {
+    let mut set = FieldSet::new();
+    if let Value::Object(m) = obj {
+        Walker::new(schema).fields_of_map(m, &mut set);
+    }
+    set
+}
+
+/// What changed between two versions of an object (upstream's `Comparison`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// Paths only in the new object; granular nodes (maps, keyed items) that
+    /// appeared are members too, which is where `"."` comes from.
+    pub added: FieldSet,
+    /// Leaves (scalars, atomic lists) whose value changed.
+    pub modified: FieldSet,
+    /// Paths only in the old object.
+    pub removed: FieldSet,
+}
+
+/// Compare two objects field by field, lists as `schema` says.
+pub fn compare(old: &Value, new: &Value, schema: &dyn PatchMeta) -> Comparison {
+    let mut cmp = Comparison::default();
+    Walker::new(schema).compare(Some(old), Some(new), &mut cmp);
+    cmp
+}
+
+// ---------------------------------------------------------------------------
+// Managed fields entries
+// ---------------------------------------------------------------------------
+
+/// One decoded `metadata.managedFields` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ManagedEntry {
+    pub manager: String,
+    /// `Apply` or `Update`.
+    pub operation: String,
+    pub api_version: String,
+    pub subresource: String,
+    pub time: Option<String>,
+    pub fields: FieldSet,
+}
+
+impl ManagedEntry {
+    pub fn is_apply(&self) -> bool {
+        self.operation == "Apply"
+    }
+
+    /// Upstream's `BuildManagerIdentifier`: who owns a field set. Appliers are
+    /// identified regardless of apiVersion; updaters per apiVersion.
+    pub fn identifier(&self) -> String {
+        manager_identifier(
+            &self.manager,
+            &self.operation,
+            &self.api_version,
+            &self.subresource,
+        )
+    }
+
+    /// How conflicts name this manager (upstream's `printManager`):
+    /// `"m"`, `"m" using v1`, `"m" with subresource "status" using v1`.
+    pub fn describe(&self) -> String {
+        describe_manager(
+            &self.manager,
+            &self.operation,
+            &self.api_version,
+            &self.subresource,
+        )
+    }
+
+    pub fn from_json(v: &Value) -> Result<ManagedEntry, String> {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let operation = s("operation");
+        if operation != "Apply" && operation != "Update" {
+            return Err("operation must be `Apply` or `Update`".into());
+        }
+        let api_version = s("apiVersion");
+        if api_version.is_empty() {
+            return Err("apiVersion must not be empty".into());
+        }
+        match s("fieldsType").as_str() {
+            "FieldsV1" => {}
+            "" => return Err("missing fieldsType in managed fields entry".into()),
+            other => return Err(format!("invalid fieldsType {other:?} in managed fields entry")),
+        }
+        Ok(ManagedEntry {
+            manager: s("manager"),
+            operation,
+            api_version,
+            subresource: s("subresource"),
+            time: v.get("time").and_then(Value::as_str).map(String::from),
+            fields: FieldSet::from_fields_v1(v.get("fieldsV1").unwrap_or(&Value::Null))?,
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if !self.manager.is_empty() {
+            m.insert("manager".into(), json!(self.manager));
+        }
+        m.insert("operation".into(), json!(self.operation));
+        m.insert("apiVersion".into(), json!(self.api_version));
+        if let Some(t) = &self.time {
+            m.insert("time".into(), json!(t));
+        }
+        m.insert("fieldsType".into(), json!("FieldsV1"));
+        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
+        if !self.subresource.is_empty() {
+            m.insert("subresource".into(), json!(self.subresource));
+        }
+        Value::Object(m)
+    }
+}
+
+pub(crate) fn manager_identifier(
+    manager: &str,
+    operation: &str,
+    api_version: &str,
+    subresource: &str,
+) -> String {
+    let mut out = String::from("{");
+    let mut field = |k: &str, v: &str| {
+        if !v.is_empty() {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&format!("\"{k}\":{}", go_json(&json!(v))));
+        }
+    };
+    field("manager", manager);
+    field("operation", operation);
+    field("apiVersion", if operation == "Apply" { "" } else { api_version });
+    field("subresource", subresource);
+    out.push('}');
+    out
+}
+
+pub(crate) fn describe_manager(
+    manager: &str,
+    operation: &str,
+    api_version: &str,
+    subresource: &str,
+) -> String {
+    let mut s = go_quote(manager);
+    if !subresource.is_empty() {
+        s = format!("{s} with subresource {}", go_quote(subresource));
+    }
+    if operation == "Update" {
+        s = format!("{s} using {api_version}");
+    }
+    s
+}
+
+/// Decode `metadata.managedFields` (upstream's `DecodeManagedFields`); a later
+/// entry with the same identifier replaces an earlier one.
+pub fn decode_managed_fields(entries: &[Value]) -> Result<Vec<ManagedEntry>, String> {
+    let mut out: Vec<ManagedEntry> = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let entry = ManagedEntry::from_json(e).map_err(|err| format!("entry {i}: {err}"))?;
+        let id = entry.identifier();
+        match out.iter_mut().find(|x| x.identifier() == id) {
+            Some(existing) => *existing = entry,
+            None => out.push(entry),
+        }
+    }
+    Ok(out)
+}
+
+/// Encode entries in upstream's order (operation, time, manager, apiVersion,
+/// subresource), dropping empty field sets.
+pub fn encode_managed_fields(mut entries: Vec<ManagedEntry>) -> Vec<Value> {
+    entries.retain(|e| !e.fields.is_empty());
+    let seconds = |e: &ManagedEntry| {
+        e.time
+            .as_deref()
+            .and_then(time::parse)
+            .map_or(0, |t| t.as_second())
+    };
+    entries.sort_by(|p, q| {
+        p.operation
+            .cmp(&q.operation)
+            .then_with(|| seconds(p).cmp(&seconds(q)))
+            .then_with(|| p.manager.cmp(&q.manager))
+            .then_with(|| p.api_version.cmp(&q.api_version))
+            .then_with(|| p.subresource.cmp(&q.subresource))
+    });
+    entries.iter().map(ManagedEntry::to_json).collect()
+}
+
+/// Replace `metadata.managedFields` with `entries` (removed when none are left).
+pub fn set_managed_fields(obj: &mut Value, entries: Vec<ManagedEntry>) {
+    let encoded = encode_managed_fields(entries);
+    let md = apimachinery::meta::metadata_mut(obj);
+    if encoded.is_empty() {
+        md.remove("managedFields");
+    } else {
+        md.insert("managedFields".into(), Value::Array(encoded));
+    }
+}
+
+/// The managedFields of `obj` decoded; errors and absence are `None`.
+pub(crate) fn managed_of(obj: &Value) -> Option<Result<Vec<ManagedEntry>, String>> {
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .map(|a| decode_managed_fields(a))
+}
+
+/// Upstream's `isResetManagedFields`: `[]` or `[{}]` clears managedFields.
+fn is_reset(v: Option<&Value>) -> bool {
+    match v.and_then(Value::as_array).map(Vec::as_slice) {
+        Some([]) => true,
+        Some([Value::Object(only)]) => only
+            .values()
+            .all(|v| v.is_null() || v.as_str() == Some("")),
+        _ => false,
+    }
+}
+
+/// What an empty object of the type looks like, to compare a create against
+/// (upstream compares with `New()`, whose non-pointer structs serialize as `{}`;
+/// this assumes built-in-style `metadata`, `spec` and `status` structs).
+pub fn empty_object(obj: &Value) -> Value {
+    let mut m = Map::new();
+    m.insert("metadata".into(), json!({}));
+    for k in ["spec", "status"] {
+        if obj.get(k).is_some_and(Value::is_object) {
+            m.insert(k.into(), json!({}));
+        }
+    }
+    Value::Object(m)
+}
+
+fn without_managed_fields(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    apimachinery::meta::remove(&mut v, "managedFields");
+    v
+}
+
+/// Credit `manager`'s Update (upstream's `Updater.Update` through the
+/// `managedFieldsUpdater`): the changed fields leave every other set, removed
+/// fields leave all sets, and the manager's entry gains the change.
+pub(crate) fn update_entries(
+    entries: &mut Vec<ManagedEntry>,
+    cmp: &Comparison,
+    manager: &str,
+    api_version: &str,
+    now: &str,
+) {
+    let touched = cmp.modified.union(&cmp.added);
+    for e in entries.iter_mut() {
+        e.fields = e.fields.difference(&touched).difference(&cmp.removed);
+    }
+    entries.retain(|e| !e.fields.is_empty());
+    let current = touched.difference(&system_fields());
+    if current.is_empty() {
+        return;
+    }
+    let id = manager_identifier(manager, "Update", api_version, "");
+    match entries.iter_mut().find(|e| e.identifier() == id) {
+        Some(e) => {
+            e.fields = e.fields.union(&current);
+            e.time = Some(now.to_string());
+        }
+        None => entries.push(ManagedEntry {
+            manager: manager.to_string(),
+            operation: "Update".into(),
+            api_version: api_version.to_string(),
+            subresource: String::new(),
+            time: Some(now.to_string()),
+            fields: current,
+        }),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Update operations
+// ---------------------------------------------------------------------------
+
+/// Record an Update (or a Create, which upstream also records as "Update") by
+/// `manager`, with list ownership from the object's built-in patch schema
+/// (`patch::builtin_schema` of its group and kind; unknown kinds get the
+/// `ObjectMeta` lists only).
 pub fn record_update(obj: &mut Value, old: Option<&Value>, manager: &str, api_version: &str) {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let kind = apimachinery::meta::kind(obj).to_string();
+    let schema = patch::builtin_schema(group, &kind);
+    record_update_with_schema(obj, old, manager, api_version, &schema);
+}
+
+/// [`record_update`] with an explicit schema. A create (`old` = `None`) is
+/// compared against [`empty_object`].
+pub fn record_update_with_schema(
+    obj: &mut Value,
+    old: Option<&Value>,
+    manager: &str,
+    api_version: &str,
+    schema: &dyn PatchMeta,
+) {
+    let base = match old {
+        Some(o) => without_managed_fields(o),
+        None => empty_object(obj),
+    };
+    record(obj, old, &base, manager, api_version, schema, &time::now_rfc3339());
+}
+
+/// Record a create compared against `empty` (what an empty object of the type
+/// serializes to: `{}` for custom resources, whose `spec` then gets `"."`).
+pub fn record_create_with_schema(
+    obj: &mut Value,
+    empty: &Value,
+    manager: &str,
+    api_version: &str,
+    schema: &dyn PatchMeta,
+) {
+    record(obj, None, empty, manager, api_version, schema, &time::now_rfc3339());
+}
+
+fn record(
+    obj: &mut Value,
+    live: Option<&Value>,
+    base: &Value,
+    manager: &str,
+    api_version: &str,
+    schema: &dyn PatchMeta,
+    now: &str,
+) {
     if manager.is_empty() {
         return;
     }
-    let changed = changed_fields(old, obj);
-    let mut entries: Vec<Value> = old
-        .and_then(|o| o.pointer("/metadata/managedFields"))
-        .or_else(|| obj.pointer("/metadata/managedFields"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if changed.is_empty() {
-        set_managed(obj, entries);
+    // Upstream's decodeLiveOrNew: the request's managedFields win when they are
+    // valid and non-empty (`[]`/`[{}]` reset them); otherwise the live ones.
+    let mut entries = if is_reset(obj.pointer("/metadata/managedFields")) {
+        Vec::new()
+    } else {
+        match managed_of(obj) {
+            Some(Ok(e)) if !e.is_empty() => e,
+            _ => live
+                .and_then(managed_of)
+                .and_then(Result::ok)
+                .unwrap_or_default(),
+        }
+    };
+    apimachinery::meta::remove(obj, "managedFields");
+    // Upstream's skipNonAppliedManager: an existing object without
+    // managedFields is not tracked until it is applied.
+    if entries.is_empty() && live.is_some() {
         return;
     }
-    for entry in entries.iter_mut() {
-        let is_ours = entry["manager"] == manager && entry["operation"] == "Update";
-        if !is_ours && let Some(Value::Object(fields)) = entry.get_mut("fieldsV1") {
-            subtract(fields, &changed);
-        }
-    }
-    entries.retain(|e| {
-        e.get("fieldsV1")
-            .and_then(Value::as_object)
-            .is_none_or(|f| !f.is_empty())
-    });
-    let existing = entries.iter_mut().find(|e| {
-        e["manager"] == manager && e["operation"] == "Update" && e["apiVersion"] == api_version
-    });
-    match existing {
-        Some(entry) => {
-            if let Some(Value::Object(fields)) = entry.get_mut("fieldsV1") {
-                union(fields, &changed);
-            }
-            entry["time"] = json!(time::now_rfc3339());
-        }
-        None => entries.push(json!({
-            "manager": manager,
-            "operation": "Update",
-            "apiVersion": api_version,
-            "time": time::now_rfc3339(),
-            "fieldsType": "FieldsV1",
-            "fieldsV1": changed,
-        })),
-    }
-    set_managed(obj, entries);
-}
-
-fn set_managed(obj: &mut Value, entries: Vec<Value>) {
-    let md = apimachinery::meta::metadata_mut(obj);
-    if entries.is_empty() {
-        md.remove("managedFields");
-    } else {
-        md.insert("managedFields".into(), Value::Array(entries));
-    }
+    let cmp = compare(&without_managed_fields(base), obj, schema);
+    update_entries(&mut entries, &cmp, manager, api_version, now);
+    set_managed_fields(obj, entries);
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use patch::PatchSchema;
+
+    fn service_schema() -> PatchSchema {
+        patch::builtin_schema("", "Service")
+    }
 
     #[test]
     fn create_owns_every_set_field() {
@@ -164,6 +1185,8 @@ mod tests {
         record_update(&mut obj, None, "kubectl-create", "v1");
         let mf = &obj["metadata"]["managedFields"][0];
         assert_eq!(mf["manager"], "kubectl-create");
+        assert_eq!(mf["operation"], "Update");
+        assert_eq!(mf["fieldsType"], "FieldsV1");
         assert_eq!(
             mf["fieldsV1"],
             json!({"f:data":{".":{},"f:k":{}},"f:metadata":{"f:labels":{".":{},"f:a":{}}}})
@@ -181,5 +1204,134 @@ mod tests {
         assert_eq!(mf.len(), 2);
         assert_eq!(mf[0]["fieldsV1"], json!({"f:data":{".":{}}}));
         assert_eq!(mf[1]["fieldsV1"], json!({"f:data":{"f:k":{}}}));
+    }
+
+    #[test]
+    fn spec_root_has_no_dot_but_pointer_like_maps_do() {
+        let mut obj = json!({"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},
+            "spec":{"selector":{"app":"x"},"ports":[{"port":80,"name":"http"}]}});
+        record_update_with_schema(&mut obj, None, "kubectl-create", "v1", &service_schema());
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:spec":{
+                "f:ports":{".":{},"k:{\"port\":80}":{".":{},"f:name":{},"f:port":{}}},
+                "f:selector":{".":{},"f:app":{}}
+            }})
+        );
+    }
+
+    #[test]
+    fn custom_resource_create_marks_spec() {
+        let mut obj = json!({"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"w"},"spec":{"n":1}});
+        record_create_with_schema(&mut obj, &json!({}), "m", "x.io/v1", &PatchSchema::new());
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:spec":{".":{},"f:n":{}}})
+        );
+    }
+
+    #[test]
+    fn keyed_list_items_move_individually() {
+        let schema = service_schema();
+        let mut old = json!({"metadata":{"name":"s"},"spec":{"ports":[{"port":80,"name":"a"},{"port":443,"name":"b"}]}});
+        record_update_with_schema(&mut old, None, "a", "v1", &schema);
+        let mut new = old.clone();
+        new["spec"]["ports"][1]["name"] = json!("c");
+        record_update_with_schema(&mut new, Some(&old), "b", "v1", &schema);
+        let mf = new["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(
+            mf[0]["fieldsV1"],
+            json!({"f:spec":{"f:ports":{".":{},
+                "k:{\"port\":443}":{".":{},"f:port":{}},
+                "k:{\"port\":80}":{".":{},"f:name":{},"f:port":{}}}}})
+        );
+        assert_eq!(
+            mf[1]["fieldsV1"],
+            json!({"f:spec":{"f:ports":{"k:{\"port\":443}":{"f:name":{}}}}})
+        );
+    }
+
+    #[test]
+    fn finalizers_are_a_set() {
+        let schema = patch::common_schema();
+        let mut obj = json!({"metadata":{"name":"x","finalizers":["a/b","c"]}});
+        record_update_with_schema(&mut obj, None, "m", "v1", &schema);
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:metadata":{"f:finalizers":{".":{},"v:\"a/b\"":{},"v:\"c\"":{}}}})
+        );
+    }
+
+    #[test]
+    fn removed_fields_leave_every_set() {
+        let mut old = json!({"metadata":{"name":"x"},"data":{"k":"v","j":"w"}});
+        record_update(&mut old, None, "a", "v1");
+        let mut new = old.clone();
+        new["data"].as_object_mut().unwrap().remove("k");
+        record_update(&mut new, Some(&old), "b", "v1");
+        let mf = new["metadata"]["managedFields"].as_array().unwrap();
+        // b changed nothing but a removal: no entry of its own.
+        assert_eq!(mf.len(), 1);
+        assert_eq!(mf[0]["fieldsV1"], json!({"f:data":{".":{},"f:j":{}}}));
+    }
+
+    #[test]
+    fn reset_and_untracked_objects() {
+        let mut old = json!({"metadata":{"name":"x"},"data":{"k":"v"}});
+        record_update(&mut old, None, "a", "v1");
+        // `[{}]` clears managedFields, and they stay cleared.
+        let mut new = old.clone();
+        new["metadata"]["managedFields"] = json!([{}]);
+        new["data"]["k"] = json!("w");
+        record_update(&mut new, Some(&old), "b", "v1");
+        assert!(new["metadata"].get("managedFields").is_none());
+        let mut newer = new.clone();
+        newer["data"]["k"] = json!("z");
+        record_update(&mut newer, Some(&new), "c", "v1");
+        assert!(newer["metadata"].get("managedFields").is_none());
+    }
+
+    #[test]
+    fn fields_v1_round_trip_and_paths() {
+        let v = json!({"f:metadata":{"f:labels":{".":{},"f:a":{}}},
+            "f:spec":{"f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{}}}},
+            "f:x":{"v:\"a<b\"":{},"i:3":{}}});
+        let set = FieldSet::from_fields_v1(&v).unwrap();
+        assert_eq!(set.to_fields_v1(), v);
+        let paths: Vec<String> = set.paths().iter().map(|p| path_string(p)).collect();
+        assert_eq!(
+            paths,
+            vec![
+                ".metadata.labels",
+                ".metadata.labels.a",
+                ".spec.ports[port=80,protocol=\"TCP\"]",
+                ".spec.ports[port=80,protocol=\"TCP\"].name",
+                ".x[=\"a<b\"]",
+                ".x[3]",
+            ]
+        );
+        assert_eq!(
+            PathElement::Value(json!("a<b")).serialize(),
+            "v:\"a\\u003cb\""
+        );
+    }
+
+    #[test]
+    fn entries_sort_like_upstream() {
+        let entry = |m: &str, op: &str, t: &str| ManagedEntry {
+            manager: m.into(),
+            operation: op.into(),
+            api_version: "v1".into(),
+            subresource: String::new(),
+            time: Some(t.into()),
+            fields: FieldSet::from_paths([&[PathElement::Field("x".into())][..]]),
+        };
+        let out = encode_managed_fields(vec![
+            entry("b", "Update", "2024-01-01T00:00:00Z"),
+            entry("a", "Update", "2024-01-01T00:00:01Z"),
+            entry("z", "Apply", "2024-01-01T00:00:05Z"),
+        ]);
+        let order: Vec<&str> = out.iter().map(|e| e["manager"].as_str().unwrap()).collect();
+        assert_eq!(order, vec!["z", "b", "a"]);
     }
 }
