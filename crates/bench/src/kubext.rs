@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use testkit::{Server, Storage};
 
+use crate::cpu;
 use crate::stats::{self, Latencies, RunResult};
 
 /// Namespace of the create/get/list phases.
@@ -34,6 +35,11 @@ pub struct Plan {
     pub lists_all: usize,
     pub watchers: usize,
     pub watch_objects: usize,
+    /// Creates made one at a time, `paced_interval` apart, while the watchers are open.
+    pub paced_objects: usize,
+    pub paced_interval: Duration,
+    /// The etcd process, for CPU accounting.
+    pub etcd_pid: Option<u32>,
     /// Budget of each throughput phase (creates, watch writes).
     pub write_budget: Duration,
     /// Budget of each latency phase (gets, lists).
@@ -71,11 +77,16 @@ pub struct WatchResult {
     pub failed: usize,
     /// Time to open all of them.
     pub setup: Option<Duration>,
-    /// Writes while they were open.
+    /// Writes while they were open, as fast as `concurrency` allows.
     pub writes: Phase,
-    /// Create-ack → watcher-received, per (watcher, event).
+    /// Create-ack → watcher-received, per (watcher, event), for those writes.
     pub delivery: Latencies,
+    /// The same for the paced writes (one at a time): fan-out latency without a backlog.
+    pub paced_delivery: Latencies,
+    /// Deliveries due (acked creates × open watches), both kinds.
     pub expected: usize,
+    /// Cores used during the flat-out writes and their delivery.
+    pub cpu: cpu::Split,
     /// Watches the server ended (or that broke) before receiving everything.
     pub ended_early: usize,
     pub first_error: Option<String>,
@@ -90,6 +101,8 @@ pub struct KubextResult {
     pub rss_loaded: Option<u64>,
     pub rss_watchers: Option<u64>,
     pub creates: Option<Phase>,
+    /// Cores used during the creates.
+    pub creates_cpu: Option<cpu::Split>,
     pub gets: Option<Phase>,
     pub lists_small: Option<Phase>,
     pub lists_all: Option<Phase>,
@@ -99,7 +112,11 @@ pub struct KubextResult {
 }
 
 /// Start a fresh server; returns it and the spawn → ready-line time.
-async fn start(binary: PathBuf, storage: Storage, extra: Vec<String>) -> Result<(Server, Duration)> {
+async fn start(
+    binary: PathBuf,
+    storage: Storage,
+    extra: Vec<String>,
+) -> Result<(Server, Duration)> {
     tokio::task::spawn_blocking(move || {
         let mut builder = Server::builder().binary(binary).storage(storage);
         for arg in extra {
@@ -154,9 +171,10 @@ pub async fn measure(plan: &Plan, storage: Storage, run_id: &str) -> KubextResul
         let log = server.log();
         let tail: Vec<&str> = log.lines().rev().take(5).collect();
         if !tail.is_empty() {
-            result
-                .problems
-                .push(format!("server log tail: {}", tail.into_iter().rev().collect::<Vec<_>>().join(" | ")));
+            result.problems.push(format!(
+                "server log tail: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ));
         }
     }
     result
@@ -171,20 +189,31 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
 
     let payload = Arc::new(payload(1024));
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    eprintln!("  creates: {} ConfigMaps, concurrency {}", plan.objects, plan.concurrency);
+    eprintln!(
+        "  creates: {} ConfigMaps, concurrency {}",
+        plan.objects, plan.concurrency
+    );
+    let meter = cpu::Meter::start(server.pid(), plan.etcd_pid);
     let creates = {
         let api = api.clone();
         let payload = payload.clone();
-        stats::run(plan.objects, plan.concurrency, plan.write_budget, PER_REQUEST, move |i| {
-            let api = api.clone();
-            let cm = config_map(&format!("cm-{i:06}"), &payload);
-            async move {
-                api.create(&PostParams::default(), &cm).await?;
-                Ok(())
-            }
-        })
+        stats::run(
+            plan.objects,
+            plan.concurrency,
+            plan.write_budget,
+            PER_REQUEST,
+            move |i| {
+                let api = api.clone();
+                let cm = config_map(&format!("cm-{i:06}"), &payload);
+                async move {
+                    api.create(&PostParams::default(), &cm).await?;
+                    Ok(())
+                }
+            },
+        )
         .await
     };
+    result.creates_cpu = Some(meter.finish());
     let mut created: Vec<usize> = creates.samples.iter().map(|s| s.index).collect();
     created.sort_unstable();
     result.creates = Some(Phase::from(&creates));
@@ -196,7 +225,10 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
         );
     }
 
-    eprintln!("  reads: {} GETs, {} LIST limit=100, {} LIST all", plan.gets, plan.lists_small, plan.lists_all);
+    eprintln!(
+        "  reads: {} GETs, {} LIST limit=100, {} LIST all",
+        plan.gets, plan.lists_small, plan.lists_all
+    );
     let created = Arc::new(created);
     let gets = {
         let api = api.clone();
@@ -215,36 +247,52 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
     result.gets = Some(Phase::from(&gets));
     let lists_small = {
         let api = api.clone();
-        stats::run(plan.lists_small, 1, plan.read_budget, PER_REQUEST, move |_| {
-            let api = api.clone();
-            async move {
-                let list = api.list(&ListParams::default().limit(100)).await?;
-                anyhow::ensure!(!list.items.is_empty(), "empty list");
-                Ok(())
-            }
-        })
+        stats::run(
+            plan.lists_small,
+            1,
+            plan.read_budget,
+            PER_REQUEST,
+            move |_| {
+                let api = api.clone();
+                async move {
+                    let list = api.list(&ListParams::default().limit(100)).await?;
+                    anyhow::ensure!(!list.items.is_empty(), "empty list");
+                    Ok(())
+                }
+            },
+        )
         .await
     };
     result.lists_small = Some(Phase::from(&lists_small));
     let lists_all = {
         let api = api.clone();
         let want = created.len();
-        stats::run(plan.lists_all, 1, plan.read_budget, PER_REQUEST, move |_| {
-            let api = api.clone();
-            async move {
-                let list = api.list(&ListParams::default()).await?;
-                anyhow::ensure!(list.items.len() >= want, "listed {} of {want}", list.items.len());
-                Ok(())
-            }
-        })
+        stats::run(
+            plan.lists_all,
+            1,
+            plan.read_budget,
+            PER_REQUEST,
+            move |_| {
+                let api = api.clone();
+                async move {
+                    let list = api.list(&ListParams::default()).await?;
+                    anyhow::ensure!(
+                        list.items.len() >= want,
+                        "listed {} of {want}",
+                        list.items.len()
+                    );
+                    Ok(())
+                }
+            },
+        )
         .await
     };
     result.lists_all = Some(Phase::from(&lists_all));
 
     if plan.watchers > 0 && plan.watch_objects > 0 {
         eprintln!(
-            "  watch: {} watchers, {} creates at concurrency {}",
-            plan.watchers, plan.watch_objects, plan.concurrency
+            "  watch: {} watchers, {} creates at concurrency {}, then {} paced creates",
+            plan.watchers, plan.watch_objects, plan.concurrency, plan.paced_objects
         );
         let watch = watch_phase(plan, server, &client, &payload, result).await?;
         result.watch = Some(watch);
@@ -291,30 +339,39 @@ async fn watch_phase(
     let drain_deadline = Arc::new(AtomicU64::new(u64::MAX));
     // How many events each watcher should expect; usize::MAX while writers run.
     let expected = Arc::new(AtomicUsize::new(usize::MAX));
+    // Events received by all watchers together.
+    let delivered = Arc::new(AtomicUsize::new(0));
     let hard_deadline = base + plan.write_budget * 2 + Duration::from_secs(60);
-    let want = plan.watch_objects;
+    let flat_out = plan.watch_objects;
+    let want = flat_out + plan.paced_objects;
     let mut tasks = Vec::with_capacity(plan.watchers);
     for w in 0..plan.watchers {
         let api: Api<ConfigMap> = Api::namespaced(watch_clients[w % clients].clone(), WATCH_NS);
         let rv = rv.clone();
-        let (ready, failed, drain_deadline, expected) =
-            (ready.clone(), failed.clone(), drain_deadline.clone(), expected.clone());
+        let (ready, failed, drain_deadline, expected, delivered) = (
+            ready.clone(),
+            failed.clone(),
+            drain_deadline.clone(),
+            expected.clone(),
+            delivered.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut seen = Seen::default();
             let params = WatchParams::default().timeout(600);
-            let mut stream = match tokio::time::timeout(PER_REQUEST * 2, api.watch(&params, &rv)).await {
-                Ok(Ok(s)) => s.boxed(),
-                Ok(Err(e)) => {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    seen.error = Some(format!("open: {e}"));
-                    return seen;
-                }
-                Err(_) => {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    seen.error = Some("open: timed out".into());
-                    return seen;
-                }
-            };
+            let mut stream =
+                match tokio::time::timeout(PER_REQUEST * 2, api.watch(&params, &rv)).await {
+                    Ok(Ok(s)) => s.boxed(),
+                    Ok(Err(e)) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        seen.error = Some(format!("open: {e}"));
+                        return seen;
+                    }
+                    Err(_) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        seen.error = Some("open: timed out".into());
+                        return seen;
+                    }
+                };
             ready.fetch_add(1, Ordering::Relaxed);
             seen.received.reserve(want);
             loop {
@@ -328,20 +385,22 @@ async fn watch_phase(
                     seen.ended_early = true;
                     break;
                 }
-                let event = match tokio::time::timeout(Duration::from_millis(250), stream.next()).await {
-                    Err(_) => continue,
-                    Ok(None) => {
-                        seen.ended_early = true;
-                        seen.error.get_or_insert_with(|| "watch ended by the server".into());
-                        break;
-                    }
-                    Ok(Some(Err(e))) => {
-                        seen.ended_early = true;
-                        seen.error = Some(format!("stream: {e}"));
-                        break;
-                    }
-                    Ok(Some(Ok(event))) => event,
-                };
+                let event =
+                    match tokio::time::timeout(Duration::from_millis(250), stream.next()).await {
+                        Err(_) => continue,
+                        Ok(None) => {
+                            seen.ended_early = true;
+                            seen.error
+                                .get_or_insert_with(|| "watch ended by the server".into());
+                            break;
+                        }
+                        Ok(Some(Err(e))) => {
+                            seen.ended_early = true;
+                            seen.error = Some(format!("stream: {e}"));
+                            break;
+                        }
+                        Ok(Some(Ok(event))) => event,
+                    };
                 let now = Instant::now();
                 match event {
                     WatchEvent::Added(cm) => {
@@ -353,6 +412,7 @@ async fn watch_phase(
                             .and_then(|n| n.parse::<usize>().ok())
                         {
                             seen.received.push((i, now));
+                            delivered.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     WatchEvent::Error(e) => {
@@ -379,32 +439,71 @@ async fn watch_phase(
     out.failed = plan.watchers - out.established;
     tokio::time::sleep(Duration::from_millis(200)).await;
     result.rss_watchers = rss(server, client).await;
-    out.server_watchers = metric(client, "apiserver_registered_watchers").await.map(|v| v as u64);
+    out.server_watchers = metric(client, "apiserver_registered_watchers")
+        .await
+        .map(|v| v as u64);
 
+    let meter = cpu::Meter::start(server.pid(), plan.etcd_pid);
     let writes = {
         let writer = writer.clone();
         let payload = payload.clone();
-        stats::run(want, plan.concurrency, plan.write_budget, PER_REQUEST, move |i| {
-            let writer = writer.clone();
-            let cm = config_map(&format!("w-{i:06}"), &payload);
-            async move {
-                writer.create(&PostParams::default(), &cm).await?;
-                Ok(())
-            }
-        })
+        stats::run(
+            flat_out,
+            plan.concurrency,
+            plan.write_budget,
+            PER_REQUEST,
+            move |i| {
+                let writer = writer.clone();
+                let cm = config_map(&format!("w-{i:06}"), &payload);
+                async move {
+                    writer.create(&PostParams::default(), &cm).await?;
+                    Ok(())
+                }
+            },
+        )
         .await
     };
     let mut acked: Vec<Option<Instant>> = vec![None; want];
     for s in &writes.samples {
         acked[s.index] = Some(s.end);
     }
-    let acked_count = writes.samples.len();
+    out.writes = Phase::from(&writes);
+    // Let the watchers catch up (bounded) before the CPU split and the paced writes.
+    let due = writes.samples.len() * out.established;
+    let catch_up = Instant::now() + Duration::from_secs(15);
+    while delivered.load(Ordering::Relaxed) < due && Instant::now() < catch_up {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    out.cpu = meter.finish();
+
+    let paced_deadline = Instant::now() + plan.write_budget;
+    for (i, slot) in acked.iter_mut().enumerate().skip(flat_out) {
+        if Instant::now() >= paced_deadline {
+            break;
+        }
+        tokio::time::sleep(plan.paced_interval).await;
+        let cm = config_map(&format!("w-{i:06}"), payload);
+        match tokio::time::timeout(PER_REQUEST, writer.create(&PostParams::default(), &cm)).await {
+            Ok(Ok(_)) => *slot = Some(Instant::now()),
+            Ok(Err(e)) => {
+                out.first_error.get_or_insert(format!("paced create: {e}"));
+            }
+            Err(_) => {
+                out.first_error
+                    .get_or_insert("paced create timed out".into());
+            }
+        }
+    }
+    let acked_count = acked.iter().flatten().count();
     expected.store(acked_count, Ordering::Release);
     let drain_ms = (base.elapsed() + Duration::from_secs(10)).as_millis();
-    drain_deadline.store(u64::try_from(drain_ms).unwrap_or(u64::MAX - 1), Ordering::Release);
-    out.writes = Phase::from(&writes);
+    drain_deadline.store(
+        u64::try_from(drain_ms).unwrap_or(u64::MAX - 1),
+        Ordering::Release,
+    );
 
     let mut delivery = Vec::with_capacity(acked_count * out.established);
+    let mut paced = Vec::with_capacity(plan.paced_objects * out.established);
     for task in tasks {
         let seen = match tokio::time::timeout(Duration::from_secs(30), task).await {
             Ok(Ok(seen)) => seen,
@@ -413,7 +512,8 @@ async fn watch_phase(
                 continue;
             }
             Err(_) => {
-                out.first_error.get_or_insert("watcher task did not finish".into());
+                out.first_error
+                    .get_or_insert("watcher task did not finish".into());
                 continue;
             }
         };
@@ -426,12 +526,18 @@ async fn watch_phase(
         for (i, at) in seen.received {
             if let Some(Some(ack)) = acked.get(i) {
                 // An event may beat the writer's own response: that counts as 0.
-                delivery.push(at.saturating_duration_since(*ack));
+                let took = at.saturating_duration_since(*ack);
+                if i < flat_out {
+                    delivery.push(took);
+                } else {
+                    paced.push(took);
+                }
             }
         }
     }
     out.expected = acked_count * out.established;
     out.delivery = Latencies::new(delivery);
+    out.paced_delivery = Latencies::new(paced);
     Ok(out)
 }
 
@@ -483,7 +589,9 @@ async fn rss(server: &Server, client: &kube::Client) -> Option<u64> {
     if let Some(bytes) = server.pid().and_then(proc_rss) {
         return Some(bytes);
     }
-    metric(client, "process_resident_memory_bytes").await.map(|v| v as u64)
+    metric(client, "process_resident_memory_bytes")
+        .await
+        .map(|v| v as u64)
 }
 
 fn proc_rss(pid: u32) -> Option<u64> {

@@ -15,6 +15,7 @@
 //!
 //! Everything runs on 127.0.0.1; every loop is bounded in count and time.
 
+mod cpu;
 mod kubext;
 mod raw;
 mod report;
@@ -27,12 +28,15 @@ use std::time::{Duration, Instant};
 use testkit::{Etcd, Storage};
 
 #[derive(Parser, Debug)]
-#[command(name = "kubext-bench", about = "Benchmark a real kubext per storage backend against the raw storage ceiling")]
+#[command(
+    name = "kubext-bench",
+    about = "Benchmark a real kubext per storage backend against the raw storage ceiling"
+)]
 struct Args {
     /// Backends to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "memory,embedded,etcd")]
     backends: Vec<BackendKind>,
-    /// ConfigMaps (≈1 KiB each) to create [default: 5000, --quick: 500].
+    /// ConfigMaps (≈1 KiB each) to create [default: 10000, --quick: 1000].
     #[arg(long)]
     objects: Option<usize>,
     /// Concurrent create requests.
@@ -41,7 +45,7 @@ struct Args {
     /// Watches open during the watch phase [default: 1000, --quick: 100].
     #[arg(long)]
     watchers: Option<usize>,
-    /// Creates made while the watchers are open [default: 200, --quick: 50].
+    /// Creates made flat out while the watchers are open [default: 500, --quick: 200].
     #[arg(long)]
     watch_objects: Option<usize>,
     /// Fresh starts for the start-to-ready median.
@@ -83,7 +87,10 @@ pub struct BackendReport {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -101,18 +108,22 @@ fn main() -> std::process::ExitCode {
 
 async fn run(args: Args) -> Result<()> {
     let binary = match testkit::kubext_binary() {
-        Ok(b) => b,
-        Err(_) => anyhow::bail!(
+        Ok(b) if b.is_file() => b,
+        _ => anyhow::bail!(
             "no kubext binary next to {} (or in $KUBEXT_BIN).\n\
              Build both first:  cargo build --release -p kubext -p kubext-bench\n\
              then run:          target/release/kubext-bench",
-            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()
+            std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
         ),
     };
     if cfg!(debug_assertions) {
-        eprintln!("warning: kubext-bench is a debug build; numbers are only meaningful with --release");
+        eprintln!(
+            "warning: kubext-bench is a debug build; numbers are only meaningful with --release"
+        );
     }
-    let plan = plan(&args, binary.clone());
+    let mut plan = plan(&args, binary.clone());
     let machine = report::Machine::detect();
     eprintln!("{}", machine.line());
     eprintln!("kubext binary: {}", binary.display());
@@ -128,6 +139,10 @@ async fn run(args: Args) -> Result<()> {
     } else {
         None
     };
+
+    plan.etcd_pid = etcd
+        .as_ref()
+        .and_then(|e| cpu::find_pid(&format!("--listen-client-urls={}", e.endpoint())));
 
     let value = raw::stored_value(&kubext::payload(1024))?;
     let run_id = format!("{}-{}", std::process::id(), jitter());
@@ -154,9 +169,20 @@ async fn run(args: Args) -> Result<()> {
             },
         };
         let measured = kubext::measure(&plan, storage, &run_id).await;
-        eprintln!("  raw storage ceiling: {} creates, concurrency {}", plan.objects, plan.concurrency);
+        eprintln!(
+            "  raw storage ceiling: {} creates, concurrency {}",
+            plan.objects, plan.concurrency
+        );
         let mut problems = measured.problems.clone();
-        let raw = match raw::measure(target, plan.objects, plan.concurrency, plan.write_budget, value.clone()).await {
+        let raw = match raw::measure(
+            target,
+            plan.objects,
+            plan.concurrency,
+            plan.write_budget,
+            value.clone(),
+        )
+        .await
+        {
             Ok(r) => Some(r),
             Err(e) => {
                 problems.push(format!("raw: {e:#}"));
@@ -176,7 +202,10 @@ async fn run(args: Args) -> Result<()> {
     let table = report::table(&plan, &machine, &reports, started.elapsed());
     if args.json {
         eprintln!("{table}");
-        println!("{}", serde_json::to_string_pretty(&report::json(&plan, &machine, &reports))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::json(&plan, &machine, &reports))?
+        );
     } else {
         println!("{table}");
     }
@@ -185,17 +214,22 @@ async fn run(args: Args) -> Result<()> {
 
 fn plan(args: &Args, binary: PathBuf) -> kubext::Plan {
     let quick = args.quick;
-    let pick = |given: Option<usize>, full: usize, small: usize| given.unwrap_or(if quick { small } else { full });
+    let pick = |given: Option<usize>, full: usize, small: usize| {
+        given.unwrap_or(if quick { small } else { full })
+    };
     kubext::Plan {
         binary,
         starts: args.starts.max(1),
-        objects: pick(args.objects, 5000, 500).max(1),
+        objects: pick(args.objects, 10_000, 1000).max(1),
         concurrency: args.concurrency.max(1),
         gets: if quick { 200 } else { 1000 },
         lists_small: if quick { 30 } else { 200 },
         lists_all: if quick { 5 } else { 20 },
         watchers: pick(args.watchers, 1000, 100),
-        watch_objects: pick(args.watch_objects, 200, 50),
+        watch_objects: pick(args.watch_objects, 500, 200),
+        paced_objects: if quick { 10 } else { 20 },
+        paced_interval: Duration::from_millis(if quick { 50 } else { 100 }),
+        etcd_pid: None,
         write_budget: Duration::from_secs(if quick { 8 } else { 30 }),
         read_budget: Duration::from_secs(if quick { 2 } else { 5 }),
     }

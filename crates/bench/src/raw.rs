@@ -68,10 +68,11 @@ pub async fn measure(
     let (backend, prefix): (Arc<dyn Backend>, &str) = match &target {
         Target::Memory => (Arc::new(MemoryBackend::new()), "/registry"),
         Target::Sqlite => {
-            let dir = tempfile::Builder::new().prefix("kubext-bench-raw").tempdir()?;
-            let db = Arc::new(
-                SqliteBackend::open(&dir.path().join("raw.db")).context("open SQLite")?,
-            );
+            let dir = tempfile::Builder::new()
+                .prefix("kubext-bench-raw")
+                .tempdir()?;
+            let db =
+                Arc::new(SqliteBackend::open(&dir.path().join("raw.db")).context("open SQLite")?);
             _tmp = Some(dir);
             sqlite = Some(db.clone());
             (db, "/registry")
@@ -91,15 +92,21 @@ pub async fn measure(
     let run = {
         let backend = backend.clone();
         let prefix = prefix.to_owned();
-        stats::run(objects, concurrency, budget, Duration::from_secs(15), move |i| {
-            let backend = backend.clone();
-            let key = format!("{prefix}/configmaps/bench/cm-{i:06}");
-            let value = value.clone();
-            async move {
-                backend.create(&key, value).await?;
-                Ok(())
-            }
-        })
+        stats::run(
+            objects,
+            concurrency,
+            budget,
+            Duration::from_secs(15),
+            move |i| {
+                let backend = backend.clone();
+                let key = format!("{prefix}/configmaps/bench/cm-{i:06}");
+                let value = value.clone();
+                async move {
+                    backend.create(&key, value).await?;
+                    Ok(())
+                }
+            },
+        )
         .await
     };
     if let Some(db) = sqlite {

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use crate::BackendReport;
+use crate::cpu;
 use crate::kubext::{Phase, Plan};
 use crate::stats::Latencies;
 
@@ -17,11 +18,22 @@ pub struct Machine {
     pub cpus: usize,
     pub model: String,
     pub kernel: String,
+    /// `/proc/loadavg` when the run began: other work on the box skews every number.
+    pub load_start: String,
+}
+
+/// The 1, 5 and 15 minute load averages.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 impl Machine {
     pub fn detect() -> Self {
-        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0);
         let model = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|s| {
@@ -34,11 +46,19 @@ impl Machine {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_owned())
             .unwrap_or_else(|_| "unknown".into());
-        Machine { cpus, model, kernel }
+        Machine {
+            cpus,
+            model,
+            kernel,
+            load_start: loadavg(),
+        }
     }
 
     pub fn line(&self) -> String {
-        format!("machine: {} CPUs, {}, Linux {}", self.cpus, self.model, self.kernel)
+        format!(
+            "machine: {} CPUs, {}, Linux {}; load average at start {}",
+            self.cpus, self.model, self.kernel, self.load_start
+        )
     }
 }
 
@@ -88,11 +108,17 @@ fn phase_rate(p: Option<&Phase>) -> String {
 }
 
 fn phase_lat(p: Option<&Phase>) -> String {
-    p.map_or_else(na, |p| p_lat_with_count(p))
+    p.map_or_else(na, |p| p50_p99(&p.latencies))
 }
 
-fn p_lat_with_count(p: &Phase) -> String {
-    p50_p99(&p.latencies)
+/// Average cores used by the server, etcd and this benchmark, e.g. `1.2/-/0.7`.
+fn cores(s: &cpu::Split) -> String {
+    let f = |c: Option<f64>| c.map_or_else(na, |c| format!("{c:.2}"));
+    format!("{}/{}/{}", f(s.server), f(s.etcd), f(s.bench))
+}
+
+fn cores_json(s: &cpu::Split) -> Value {
+    json!({"server": s.server, "etcd": s.etcd, "bench": s.bench})
 }
 
 fn ratio(r: &BackendReport) -> Option<f64> {
@@ -113,18 +139,47 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         &|r| k(r).start_to_ready.p50().map_or_else(na, ms),
         "< 200 ms",
     );
-    row("start-to-ready (max)".into(), &|r| k(r).start_to_ready.quantile(1.0).map_or_else(na, ms), "");
+    row(
+        "start-to-ready (max)".into(),
+        &|r| k(r).start_to_ready.quantile(1.0).map_or_else(na, ms),
+        "",
+    );
     row("RSS idle".into(), &|r| mib(k(r).rss_idle), "");
-    row(format!("RSS after {} objects", plan.objects), &|r| mib(k(r).rss_loaded), "");
-    row(format!("RSS with {} watchers", plan.watchers), &|r| mib(k(r).rss_watchers), "");
+    row(
+        format!("RSS after {} objects", plan.objects),
+        &|r| mib(k(r).rss_loaded),
+        "",
+    );
+    row(
+        format!("RSS with {} watchers", plan.watchers),
+        &|r| mib(k(r).rss_watchers),
+        "",
+    );
     row(
         format!("creates/s (C={})", plan.concurrency),
         &|r| phase_rate(k(r).creates.as_ref()),
         "",
     );
-    row("create p50 / p99".into(), &|r| phase_lat(k(r).creates.as_ref()), "");
-    row("GET p50 / p99 (serial)".into(), &|r| phase_lat(k(r).gets.as_ref()), "");
-    row("LIST limit=100 p50 / p99".into(), &|r| phase_lat(k(r).lists_small.as_ref()), "");
+    row(
+        "create p50 / p99".into(),
+        &|r| phase_lat(k(r).creates.as_ref()),
+        "",
+    );
+    row(
+        "  cores: server/etcd/bench".into(),
+        &|r| k(r).creates_cpu.as_ref().map_or_else(na, cores),
+        "",
+    );
+    row(
+        "GET p50 / p99 (serial)".into(),
+        &|r| phase_lat(k(r).gets.as_ref()),
+        "",
+    );
+    row(
+        "LIST limit=100 p50 / p99".into(),
+        &|r| phase_lat(k(r).lists_small.as_ref()),
+        "",
+    );
     row(
         format!("LIST all {} p50 / p99", plan.objects),
         &|r| phase_lat(k(r).lists_all.as_ref()),
@@ -134,15 +189,35 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         "watches open / setup time".into(),
         &|r| {
             k(r).watch.map_or_else(na, |w| {
-                format!("{}/{} in {}", w.established, w.established + w.failed, w.setup.map_or_else(na, ms))
+                format!(
+                    "{}/{} in {}",
+                    w.established,
+                    w.established + w.failed,
+                    w.setup.map_or_else(na, ms)
+                )
             })
         },
         "",
     );
     row(
         format!("creates/s with watchers (C={})", plan.concurrency),
-        &|r| k(r).watch.map_or_else(na, |w| phase_rate(Some(&w.writes))),
+        &|r| {
+            let kr = k(r);
+            let base = kr.creates.as_ref().and_then(|p| p.ops_per_sec);
+            kr.watch.map_or_else(na, |w| {
+                let mut s = phase_rate(Some(&w.writes));
+                if let (Some(with), Some(base)) = (w.writes.ops_per_sec, base) {
+                    let _ = write!(s, " ({:.0} %)", with / base * 100.0);
+                }
+                s
+            })
+        },
         "no collapse",
+    );
+    row(
+        "  cores: server/etcd/bench".into(),
+        &|r| k(r).watch.map_or_else(na, |w| cores(&w.cpu)),
+        "",
     );
     row(
         "create p50 / p99 with watchers".into(),
@@ -150,13 +225,26 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         "",
     );
     row(
-        "watch delivery p50 / p99".into(),
+        "watch delivery p50 / p99 (flat out)".into(),
         &|r| k(r).watch.map_or_else(na, |w| p50_p99(&w.delivery)),
         "",
     );
     row(
+        format!("watch delivery p50 / p99 (paced, {})", plan.paced_objects),
+        &|r| k(r).watch.map_or_else(na, |w| p50_p99(&w.paced_delivery)),
+        "",
+    );
+    row(
         "watch events received".into(),
-        &|r| k(r).watch.map_or_else(na, |w| format!("{}/{}", w.delivery.len(), w.expected)),
+        &|r| {
+            k(r).watch.map_or_else(na, |w| {
+                format!(
+                    "{}/{}",
+                    w.delivery.len() + w.paced_delivery.len(),
+                    w.expected
+                )
+            })
+        },
         "all",
     );
     row(
@@ -166,7 +254,11 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
     );
     row(
         format!("raw storage creates/s (C={})", plan.concurrency),
-        &|r| r.raw.as_ref().map_or_else(na, |raw| phase_rate(Some(&raw.creates))),
+        &|r| {
+            r.raw
+                .as_ref()
+                .map_or_else(na, |raw| phase_rate(Some(&raw.creates)))
+        },
         "",
     );
     row(
@@ -179,7 +271,10 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         &|r| {
             let kr = k(r);
             let mut n = 0;
-            for p in [&kr.creates, &kr.gets, &kr.lists_small, &kr.lists_all].into_iter().flatten() {
+            for p in [&kr.creates, &kr.gets, &kr.lists_small, &kr.lists_all]
+                .into_iter()
+                .flatten()
+            {
                 n += p.errors;
             }
             if let Some(w) = &kr.watch {
@@ -246,7 +341,12 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         if let Some(s) = kr.start_to_ready.p50()
             && s > START_GOAL
         {
-            let _ = writeln!(out, "{}: start-to-ready above the {} goal", r.kind.name(), ms(START_GOAL));
+            let _ = writeln!(
+                out,
+                "{}: start-to-ready above the {} goal",
+                r.kind.name(),
+                ms(START_GOAL)
+            );
         }
         if let Some(x) = ratio(r)
             && x < RATIO_GOAL
@@ -260,13 +360,33 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
             );
         }
         let firsts = [
-            ("creates", kr.creates.as_ref().and_then(|p| p.first_error.clone())),
+            (
+                "creates",
+                kr.creates.as_ref().and_then(|p| p.first_error.clone()),
+            ),
             ("gets", kr.gets.as_ref().and_then(|p| p.first_error.clone())),
-            ("lists", kr.lists_small.as_ref().and_then(|p| p.first_error.clone())),
-            ("list all", kr.lists_all.as_ref().and_then(|p| p.first_error.clone())),
-            ("watch writes", kr.watch.as_ref().and_then(|w| w.writes.first_error.clone())),
-            ("watchers", kr.watch.as_ref().and_then(|w| w.first_error.clone())),
-            ("raw", r.raw.as_ref().and_then(|raw| raw.creates.first_error.clone())),
+            (
+                "lists",
+                kr.lists_small.as_ref().and_then(|p| p.first_error.clone()),
+            ),
+            (
+                "list all",
+                kr.lists_all.as_ref().and_then(|p| p.first_error.clone()),
+            ),
+            (
+                "watch writes",
+                kr.watch.as_ref().and_then(|w| w.writes.first_error.clone()),
+            ),
+            (
+                "watchers",
+                kr.watch.as_ref().and_then(|w| w.first_error.clone()),
+            ),
+            (
+                "raw",
+                r.raw
+                    .as_ref()
+                    .and_then(|raw| raw.creates.first_error.clone()),
+            ),
         ];
         for (what, e) in firsts {
             if let Some(e) = e {
@@ -277,7 +397,12 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
             let _ = writeln!(out, "{}: {p}", r.kind.name());
         }
     }
-    let _ = write!(out, "total wall time: {}", ms(total));
+    let _ = write!(
+        out,
+        "total wall time: {}; load average at end {}",
+        ms(total),
+        loadavg()
+    );
     out
 }
 
@@ -309,6 +434,7 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                     "rss_loaded_bytes": k.rss_loaded,
                     "rss_watchers_bytes": k.rss_watchers,
                     "creates": k.creates.as_ref().map(phase_json),
+                    "creates_cores": k.creates_cpu.as_ref().map(cores_json),
                     "gets": k.gets.as_ref().map(phase_json),
                     "lists_limit_100": k.lists_small.as_ref().map(phase_json),
                     "lists_all": k.lists_all.as_ref().map(phase_json),
@@ -319,6 +445,8 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                         "server_registered_watchers": w.server_watchers,
                         "writes": phase_json(&w.writes),
                         "delivery": lat_json(&w.delivery),
+                        "paced_delivery": lat_json(&w.paced_delivery),
+                        "cores": cores_json(&w.cpu),
                         "expected_deliveries": w.expected,
                         "ended_early": w.ended_early,
                         "first_error": w.first_error,
@@ -340,12 +468,14 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
         })
         .collect();
     json!({
-        "machine": {"cpus": machine.cpus, "model": machine.model, "kernel": machine.kernel},
+        "machine": {"cpus": machine.cpus, "model": machine.model, "kernel": machine.kernel,
+            "load_start": machine.load_start, "load_end": loadavg()},
         "plan": {
             "objects": plan.objects,
             "concurrency": plan.concurrency,
             "watchers": plan.watchers,
             "watch_objects": plan.watch_objects,
+            "paced_objects": plan.paced_objects,
             "starts": plan.starts,
             "gets": plan.gets,
             "lists_limit_100": plan.lists_small,

@@ -135,7 +135,9 @@ where
             }
             Err(e) => {
                 total.errors += 1;
-                total.first_error.get_or_insert(format!("load task failed: {e}"));
+                total
+                    .first_error
+                    .get_or_insert(format!("load task failed: {e}"));
             }
         }
     }
@@ -158,10 +160,16 @@ mod tests {
 
     #[tokio::test]
     async fn run_is_bounded_by_count() {
-        let r = run(10, 3, Duration::from_secs(5), Duration::from_secs(1), |i| async move {
-            anyhow::ensure!(i != 4, "boom");
-            Ok(())
-        })
+        let r = run(
+            10,
+            3,
+            Duration::from_secs(5),
+            Duration::from_secs(1),
+            |i| async move {
+                anyhow::ensure!(i != 4, "boom");
+                Ok(())
+            },
+        )
         .await;
         assert_eq!(r.samples.len(), 9);
         assert_eq!(r.errors, 1);

@@ -34,7 +34,7 @@ mod validate;
 
 use serde_json::Value;
 
-pub use builtin::{builtin_components, builtin_kinds};
+pub use builtin::{BuiltinKind, builtin_components, builtin_kinds};
 pub use docs::{
     Documents, GroupVersionDocument, gv_path, sha512_hex, v2, v3_group_version, v3_index,
 };

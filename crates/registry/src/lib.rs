@@ -4,6 +4,7 @@
 //! answers are JSON values or `StatusError`s. Storage errors become `Status`
 //! in exactly one place (`errors`).
 
+pub mod apply;
 pub mod builtin;
 pub mod errors;
 pub mod managed_fields;

@@ -36,6 +36,9 @@ pub struct Catalog {
     pub discovery: Discovery,
     /// Groups in discovery order with their versions in preference order.
     pub groups: Vec<(String, Vec<String>)>,
+    /// OpenAPI documents, generated on first request (they cost milliseconds;
+    /// start-up and CRD changes should not wait for them).
+    openapi: std::sync::OnceLock<openapi::Documents>,
 }
 
 /// Order of built-in groups in `/apis` (upstream's group priorities).
@@ -89,7 +92,23 @@ impl Catalog {
             resources,
             discovery,
             groups,
+            openapi: std::sync::OnceLock::new(),
         }
+    }
+
+    pub fn openapi(&self) -> &openapi::Documents {
+        self.openapi.get_or_init(|| {
+            let resources: Vec<openapi::ServedResource> = self
+                .resources
+                .values()
+                .map(|s| {
+                    let t = &s.rtype;
+                    let r = openapi::ServedResource::new(&t.group, &t.version, &t.kind, &t.plural, t.namespaced);
+                    if t.has_status { r.with_status() } else { r }
+                })
+                .collect();
+            openapi::Documents::generate(&resources)
+        })
     }
 
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<Served>> {

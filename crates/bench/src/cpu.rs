@@ -1,0 +1,96 @@
+//! CPU time of processes from `/proc/<pid>/stat`, to see who burns the 2 cores
+//! during a phase: the server, etcd, or the benchmark's own clients.
+
+use std::time::{Duration, Instant};
+
+/// Clock ticks per second of `utime`/`stime` (USER_HZ, 100 on every Linux ABI).
+const USER_HZ: u64 = 100;
+
+/// User + system CPU time of every thread of `pid` ("self" for this process).
+pub fn cpu_time(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which may contain spaces: field 3 onwards.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 1000 / USER_HZ))
+}
+
+/// The pid of the process whose command line contains `needle`, if exactly one does.
+pub fn find_pid(needle: &str) -> Option<u32> {
+    let mut found = None;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline).contains(needle) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(pid);
+        }
+    }
+    found
+}
+
+/// Average cores used by each watched process over a phase.
+#[derive(Debug, Clone, Default)]
+pub struct Split {
+    pub server: Option<f64>,
+    pub etcd: Option<f64>,
+    pub bench: Option<f64>,
+}
+
+/// Started at the beginning of a phase; [`Meter::finish`] at its end.
+pub struct Meter {
+    started: Instant,
+    pids: [Option<String>; 3],
+    before: [Option<Duration>; 3],
+}
+
+impl Meter {
+    pub fn start(server: Option<u32>, etcd: Option<u32>) -> Self {
+        let pids = [
+            server.map(|p| p.to_string()),
+            etcd.map(|p| p.to_string()),
+            Some("self".to_owned()),
+        ];
+        let before = pids.clone().map(|p| p.as_deref().and_then(cpu_time));
+        Meter {
+            started: Instant::now(),
+            pids,
+            before,
+        }
+    }
+
+    pub fn finish(&self) -> Split {
+        let wall = self.started.elapsed().as_secs_f64();
+        let used = |i: usize| -> Option<f64> {
+            let pid = self.pids[i].as_deref()?;
+            let after = cpu_time(pid)?;
+            let before = self.before[i]?;
+            (wall > 0.0).then(|| after.saturating_sub(before).as_secs_f64() / wall)
+        };
+        Split {
+            server: used(0),
+            etcd: used(1),
+            bench: used(2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_own_cpu_time() {
+        assert!(super::cpu_time("self").is_some());
+    }
+}
