@@ -803,10 +803,7 @@ mod tests {
                             json!([["b", "Apply", {"f:data": {"f:a": {}}}]]),
                         ),
                     ),
-                    (
-                        Op::Apply("b", bare()),
-                        Expect::Ok(bare(), json!([])),
-                    ),
+                    (Op::Apply("b", bare()), Expect::Ok(bare(), json!([]))),
                 ],
             },
             Case {

@@ -1122,6 +1122,10 @@ pub(crate) fn update_entries(
 /// `manager`, with list ownership from the object's built-in patch schema
 /// (`patch::builtin_schema` of its group and kind; unknown kinds get the
 /// `ObjectMeta` lists only).
+///
+/// An empty `manager` leaves `obj` untouched, managedFields included: callers
+/// that computed managedFields themselves (server-side apply, through
+/// [`crate::apply::apply`]) write with an empty manager.
 pub fn record_update(obj: &mut Value, old: Option<&Value>, manager: &str, api_version: &str) {
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let kind = apimachinery::meta::kind(obj).to_string();

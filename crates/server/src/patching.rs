@@ -8,7 +8,7 @@ use apimachinery::{StatusError, meta};
 use patch::PatchError;
 
 use crate::negotiate::{self, BodyKind};
-use crate::resources::{Call, check_type, object_response};
+use crate::resources::{Call, check_type, object_response, validate_fields};
 use crate::response::Body;
 
 type Result<T> = std::result::Result<T, StatusError>;
@@ -45,14 +45,19 @@ pub async fn patch(
     }
     let schema = &call.served.patch_schema;
     let rtype = call.rtype();
+    let warnings = std::sync::Mutex::new(Vec::new());
     let mutate = |current: &Value| -> Result<Value> {
-        let patched = match kind {
+        let mut patched = match kind {
             BodyKind::JsonPatch => patch::json_patch::apply(current, &patch_doc),
             BodyKind::MergePatch => patch::merge_patch::apply(current, &patch_doc),
             _ => patch::strategic::apply(current, &patch_doc, schema),
         }
         .map_err(patch_error)?;
         check_type(rtype, &patched)?;
+        let found = validate_fields(call, &mut patched)?;
+        if let Ok(mut w) = warnings.lock() {
+            *w = found;
+        }
         Ok(patched)
     };
     let updated = call
@@ -60,7 +65,8 @@ pub async fn patch(
         .store
         .update_with(&call.ctx, &call.info.name, mutate)
         .await?;
-    Ok(object_response(call, 200, &updated, None, &[]))
+    let warnings = warnings.into_inner().unwrap_or_default();
+    Ok(object_response(call, 200, &updated, None, &warnings))
 }
 
 /// Server-side apply: the applied configuration is merged over the live object

@@ -236,6 +236,74 @@ pub fn check_type(rtype: &ResourceType, obj: &Value) -> Result<()> {
     Ok(())
 }
 
+/// `fieldValidation`: unknown fields are an error (Strict), a warning (Warn, the
+/// default) or silently dropped (Ignore). Built-in types never keep them.
+pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> {
+    let rtype = call.rtype();
+    let gvk = openapi::Gvk::new(&rtype.group, &rtype.version, &rtype.kind);
+    let Some(unknown) = openapi::builtin_unknown_fields(&gvk, obj) else {
+        return Ok(Vec::new());
+    };
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let directive = call.query.get("fieldValidation").unwrap_or("Warn");
+    match directive {
+        "Strict" => {
+            return Err(StatusError::bad_request(format!(
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: {}",
+                openapi::strict_decoding_error(&unknown),
+                kind = rtype.kind,
+                version = rtype.version,
+            )));
+        }
+        "Warn" | "Ignore" => {}
+        other => {
+            return Err(StatusError::bad_request(format!(
+                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+            )));
+        }
+    }
+    for path in &unknown {
+        remove_path(obj, path);
+    }
+    Ok(if directive == "Ignore" {
+        Vec::new()
+    } else {
+        openapi::unknown_field_warnings(&unknown)
+    })
+}
+
+/// Remove the field at a dotted path with indices (`spec.ports[0].bogus`).
+fn remove_path(obj: &mut Value, path: &str) {
+    let mut segments: Vec<(&str, Option<usize>)> = Vec::new();
+    for part in path.split('.') {
+        match part.split_once('[') {
+            Some((name, rest)) => segments.push((name, rest.trim_end_matches(']').parse().ok())),
+            None => segments.push((part, None)),
+        }
+    }
+    let Some(((last, last_idx), parents)) = segments.split_last() else {
+        return;
+    };
+    let mut node = obj;
+    for (name, idx) in parents {
+        let Some(next) = node.get_mut(*name) else { return };
+        node = match idx {
+            Some(i) => match next.get_mut(*i) {
+                Some(n) => n,
+                None => return,
+            },
+            None => next,
+        };
+    }
+    if last_idx.is_none()
+        && let Some(map) = node.as_object_mut()
+    {
+        map.remove(*last);
+    }
+}
+
 async fn decode_object(
     call: &Call<'_>,
     content_type: Option<&str>,
@@ -311,8 +379,9 @@ async fn create(
     content_type: Option<&str>,
     body: Incoming,
 ) -> Result<Response<Body>> {
-    let obj = decode_object(call, content_type, body).await?;
-    let warnings = call.rtype().strategy.warnings(&obj);
+    let mut obj = decode_object(call, content_type, body).await?;
+    let mut warnings = validate_fields(call, &mut obj)?;
+    warnings.extend(call.rtype().strategy.warnings(&obj));
     let created = call.served.store.create(&call.ctx, obj).await?;
     Ok(object_response(call, 201, &created, None, &warnings))
 }
@@ -322,8 +391,9 @@ async fn update(
     content_type: Option<&str>,
     body: Incoming,
 ) -> Result<Response<Body>> {
-    let obj = decode_object(call, content_type, body).await?;
-    let warnings = call.rtype().strategy.warnings(&obj);
+    let mut obj = decode_object(call, content_type, body).await?;
+    let mut warnings = validate_fields(call, &mut obj)?;
+    warnings.extend(call.rtype().strategy.warnings(&obj));
     let updated = call
         .served
         .store
