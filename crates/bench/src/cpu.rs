@@ -47,6 +47,8 @@ pub struct Split {
     pub server: Option<f64>,
     pub etcd: Option<f64>,
     pub bench: Option<f64>,
+    /// The phase's wall time.
+    pub wall: Duration,
 }
 
 /// Started at the beginning of a phase; [`Meter::finish`] at its end.
@@ -83,6 +85,7 @@ impl Meter {
             server: used(0),
             etcd: used(1),
             bench: used(2),
+            wall: self.started.elapsed(),
         }
     }
 }

@@ -6,6 +6,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -87,10 +88,15 @@ pub struct WatchResult {
     pub expected: usize,
     /// Cores used during the flat-out writes and their delivery.
     pub cpu: cpu::Split,
+    /// Flat-out phase: events received by all watchers together per second, from
+    /// the first write to the last receipt.
+    pub delivered_per_sec: Option<f64>,
     /// Watches the server ended (or that broke) before receiving everything.
     pub ended_early: usize,
     pub first_error: Option<String>,
     pub server_watchers: Option<u64>,
+    /// Server RSS with the watches open.
+    pub rss: Option<u64>,
 }
 
 /// Everything measured on one backend through kubext.
@@ -99,6 +105,8 @@ pub struct KubextResult {
     pub start_to_ready: Latencies,
     pub rss_idle: Option<u64>,
     pub rss_loaded: Option<u64>,
+    /// After the reads, right before the watches open.
+    pub rss_before_watchers: Option<u64>,
     pub rss_watchers: Option<u64>,
     pub creates: Option<Phase>,
     /// Cores used during the creates.
@@ -324,12 +332,88 @@ async fn watch_phase(
         .resource_version
         .ok_or_else(|| anyhow!("list without resourceVersion"))?;
 
+    result.rss_before_watchers = rss(server, client).await;
+
+    // The watchers get their own runtime, so the writers' tasks never queue behind
+    // event decoding (the OS still shares the cores between everything).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("bench-watchers")
+        .enable_all()
+        .build()
+        .context("watcher runtime")?;
+    let outcome = watch_with(plan, server, client, payload, &rv, runtime.handle(), &mut out).await;
+    runtime.shutdown_background();
+    outcome?;
+    if out.failed > 0 && out.first_error.is_none() {
+        out.first_error = Some(format!("{} watches failed to open", out.failed));
+    }
+    result.rss_watchers = out.rss;
+    Ok(out)
+}
+
+/// Only what a watcher needs of a ConfigMap: its name. Keeps the load generator
+/// light (no maps, no managedFields); serde still scans every event in full.
+#[derive(Clone, Debug, serde::Deserialize)]
+struct NamedConfigMap {
+    #[serde(deserialize_with = "name_only")]
+    metadata: ObjectMeta,
+}
+
+fn name_only<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    #[derive(serde::Deserialize)]
+    struct Name {
+        name: Option<String>,
+    }
+    let name = <Name as serde::Deserialize>::deserialize(d)?;
+    Ok(ObjectMeta {
+        name: name.name,
+        ..Default::default()
+    })
+}
+
+impl kube::Resource for NamedConfigMap {
+    type DynamicType = ();
+    type Scope = k8s_openapi::NamespaceResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        "ConfigMap".into()
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        "".into()
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        "v1".into()
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        "configmaps".into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+async fn watch_with(
+    plan: &Plan,
+    server: &Server,
+    client: &kube::Client,
+    payload: &Arc<String>,
+    rv: &str,
+    watch_runtime: &tokio::runtime::Handle,
+    out: &mut WatchResult,
+) -> Result<()> {
+    let writer: Api<ConfigMap> = Api::namespaced(client.clone(), WATCH_NS);
     // kube-rs speaks HTTP/1.1 only, so every watch holds its own connection;
-    // spread them over a few clients (connection pools).
+    // spread them over a few clients (connection pools), made on the watcher
+    // runtime so that their background tasks run there too.
     let clients = plan.watchers.div_ceil(250).max(1);
     let mut watch_clients = Vec::with_capacity(clients);
     for _ in 0..clients {
-        watch_clients.push(server.client().await?);
+        let kubeconfig = server.kubeconfig.clone();
+        watch_clients.push(watch_runtime.spawn(client_for(kubeconfig)).await??);
     }
 
     let base = Instant::now();
@@ -346,8 +430,8 @@ async fn watch_phase(
     let want = flat_out + plan.paced_objects;
     let mut tasks = Vec::with_capacity(plan.watchers);
     for w in 0..plan.watchers {
-        let api: Api<ConfigMap> = Api::namespaced(watch_clients[w % clients].clone(), WATCH_NS);
-        let rv = rv.clone();
+        let api: Api<NamedConfigMap> = Api::namespaced(watch_clients[w % clients].clone(), WATCH_NS);
+        let rv = rv.to_owned();
         let (ready, failed, drain_deadline, expected, delivered) = (
             ready.clone(),
             failed.clone(),
@@ -355,7 +439,7 @@ async fn watch_phase(
             expected.clone(),
             delivered.clone(),
         );
-        tasks.push(tokio::spawn(async move {
+        tasks.push(watch_runtime.spawn(async move {
             let mut seen = Seen::default();
             let params = WatchParams::default().timeout(600);
             let mut stream =
@@ -438,7 +522,7 @@ async fn watch_phase(
     out.established = ready.load(Ordering::Relaxed);
     out.failed = plan.watchers - out.established;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    result.rss_watchers = rss(server, client).await;
+    out.rss = rss(server, client).await;
     out.server_watchers = metric(client, "apiserver_registered_watchers")
         .await
         .map(|v| v as u64);
@@ -502,6 +586,8 @@ async fn watch_phase(
         Ordering::Release,
     );
 
+    let writes_began = writes.samples.iter().map(|s| s.start).min();
+    let mut last_flat_receipt: Option<Instant> = None;
     let mut delivery = Vec::with_capacity(acked_count * out.established);
     let mut paced = Vec::with_capacity(plan.paced_objects * out.established);
     for task in tasks {
@@ -529,6 +615,7 @@ async fn watch_phase(
                 let took = at.saturating_duration_since(*ack);
                 if i < flat_out {
                     delivery.push(took);
+                    last_flat_receipt = last_flat_receipt.max(Some(at));
                 } else {
                     paced.push(took);
                 }
@@ -538,7 +625,20 @@ async fn watch_phase(
     out.expected = acked_count * out.established;
     out.delivery = Latencies::new(delivery);
     out.paced_delivery = Latencies::new(paced);
-    Ok(out)
+    if let (Some(from), Some(to)) = (writes_began, last_flat_receipt) {
+        let secs = (to - from).as_secs_f64();
+        out.delivered_per_sec = (secs > 0.0).then(|| out.delivery.len() as f64 / secs);
+    }
+    Ok(())
+}
+
+/// A client for the admin kubeconfig (what `Server::client` does).
+async fn client_for(kubeconfig: PathBuf) -> Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await?;
+    Ok(kube::Client::try_from(config)?)
 }
 
 async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {

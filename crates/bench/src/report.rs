@@ -118,7 +118,7 @@ fn cores(s: &cpu::Split) -> String {
 }
 
 fn cores_json(s: &cpu::Split) -> Value {
-    json!({"server": s.server, "etcd": s.etcd, "bench": s.bench})
+    json!({"server": s.server, "etcd": s.etcd, "bench": s.bench, "wall_ms": s.wall.as_secs_f64() * 1e3})
 }
 
 fn ratio(r: &BackendReport) -> Option<f64> {
@@ -148,6 +148,11 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
     row(
         format!("RSS after {} objects", plan.objects),
         &|r| mib(k(r).rss_loaded),
+        "",
+    );
+    row(
+        "RSS after reads".into(),
+        &|r| mib(k(r).rss_before_watchers),
         "",
     );
     row(
@@ -232,6 +237,25 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
     row(
         format!("watch delivery p50 / p99 (paced, {})", plan.paced_objects),
         &|r| k(r).watch.map_or_else(na, |w| p50_p99(&w.paced_delivery)),
+        "",
+    );
+    row(
+        "watch events delivered/s (flat out)".into(),
+        &|r| k(r).watch.map_or_else(na, |w| rate(w.delivered_per_sec)),
+        "",
+    );
+    row(
+        "  CPU µs per event: server/bench".into(),
+        &|r| {
+            k(r).watch.map_or_else(na, |w| {
+                let n = w.delivery.len() as f64;
+                let per = |c: Option<f64>| {
+                    c.filter(|_| n > 0.0)
+                        .map_or_else(na, |c| format!("{:.1}", c * w.cpu.wall.as_secs_f64() / n * 1e6))
+                };
+                format!("{}/{}", per(w.cpu.server), per(w.cpu.bench))
+            })
+        },
         "",
     );
     row(
@@ -432,6 +456,7 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                     "start_to_ready": lat_json(&k.start_to_ready),
                     "rss_idle_bytes": k.rss_idle,
                     "rss_loaded_bytes": k.rss_loaded,
+                    "rss_after_reads_bytes": k.rss_before_watchers,
                     "rss_watchers_bytes": k.rss_watchers,
                     "creates": k.creates.as_ref().map(phase_json),
                     "creates_cores": k.creates_cpu.as_ref().map(cores_json),
@@ -447,6 +472,7 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                         "delivery": lat_json(&w.delivery),
                         "paced_delivery": lat_json(&w.paced_delivery),
                         "cores": cores_json(&w.cpu),
+                        "delivered_per_sec": w.delivered_per_sec,
                         "expected_deliveries": w.expected,
                         "ended_early": w.ended_early,
                         "first_error": w.first_error,

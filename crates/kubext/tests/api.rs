@@ -764,3 +764,76 @@ async fn secrets_fold_string_data_and_namespaces_get_defaults() {
     let ca = cms.get("kube-root-ca.crt").await.unwrap().data.unwrap();
     assert!(ca["ca.crt"].contains("BEGIN CERTIFICATE"));
 }
+
+#[tokio::test]
+async fn deletecollection_preconditions_and_yaml_bodies() {
+    let (_s, client) = setup().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    // YAML request body.
+    let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n  labels: {batch: one}\ndata:\n  k: v\n".to_vec();
+    let (code, _, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", "application/yaml", yaml, "").await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    for name in ["d1", "d2"] {
+        let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name, "labels": {"batch": "one"}}})).unwrap();
+        api.create(&PostParams::default(), &obj).await.unwrap();
+    }
+    // Preconditions: a wrong uid is a 409 and deletes nothing.
+    let dp = DeleteParams { preconditions: Some(kube::api::Preconditions { uid: Some("not-the-uid".into()), resource_version: None }), ..Default::default() };
+    let err = api_error(api.delete("d1", &dp).await.unwrap_err());
+    assert_eq!(err.code, 409);
+    assert!(err.message.contains("Precondition failed: UID in precondition: not-the-uid"), "{}", err.message);
+    let deleted = api.delete_collection(&DeleteParams::default(), &ListParams::default().labels("batch=one")).await.unwrap();
+    let names: Vec<String> = deleted.left().unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();
+    assert_eq!(names, vec!["d1", "d2", "from-yaml"]);
+    let left = api.list(&ListParams::default().labels("batch=one")).await.unwrap();
+    assert!(left.items.is_empty());
+    assert!(api.get("kube-root-ca.crt").await.is_ok(), "unselected objects stay");
+}
+
+#[tokio::test]
+async fn status_subresource_splits_spec_and_status() {
+    let (_s, client) = setup().await;
+    let api: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client, "default");
+    let svc: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}},
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &svc).await.unwrap();
+    let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}, "spec": {"ports": [{"port": 9999}]}});
+    let patched = api.patch_status("web", &PatchParams::default(), &Patch::Merge(status)).await.unwrap();
+    assert_eq!(patched.status.unwrap().load_balancer.unwrap().ingress.unwrap()[0].ip.as_deref(), Some("10.0.0.1"));
+    assert_eq!(patched.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port, 80, "spec ignored on status writes");
+    // A main-resource write cannot change status.
+    let main = json!({"status": {"loadBalancer": {}}, "spec": {"selector": {"app": "web2"}}});
+    let updated = api.patch("web", &PatchParams::default(), &Patch::Merge(main)).await.unwrap();
+    assert_eq!(updated.status.unwrap().load_balancer.unwrap().ingress.unwrap().len(), 1);
+    assert_eq!(updated.spec.unwrap().selector.unwrap()["app"], "web2");
+}
+
+#[tokio::test]
+async fn server_side_apply_tracks_owners_and_conflicts() {
+    let (_s, client) = setup().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let config = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data});
+    api.patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(config(json!({"x": "1", "y": "1"})))).await.unwrap();
+    // Bob changing alice's field conflicts.
+    let err = api_error(api.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(config(json!({"x": "2"})))).await.unwrap_err());
+    assert_eq!(err.code, 409);
+    assert_eq!(err.message, r#"Apply failed with 1 conflict: conflict with "alice": .data.x"#);
+    let causes = err.details.unwrap().causes;
+    assert_eq!(causes[0].field, ".data.x");
+    assert_eq!(causes[0].reason, "FieldManagerConflict");
+    // Setting the same value is shared ownership, not a conflict.
+    api.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(config(json!({"y": "1"})))).await.unwrap();
+    // Forcing takes ownership.
+    let forced = api.patch("ssa", &PatchParams::apply("bob").force(), &Patch::Apply(config(json!({"x": "2", "y": "1"})))).await.unwrap();
+    assert_eq!(forced.data.as_ref().unwrap()["x"], "2");
+    // Alice drops y from her configuration: bob still owns it, so it stays; x is bob's now.
+    let bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}});
+    let kept = api.patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(bare.clone())).await.unwrap();
+    assert_eq!(kept.data.as_ref().unwrap()["y"], "1");
+    // Bob drops everything: fields nobody owns any more are removed.
+    let emptied = api.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(bare)).await.unwrap();
+    assert!(emptied.data.is_none_or(|d| d.is_empty()), "fields owned by nobody are removed");
+}

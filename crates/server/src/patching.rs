@@ -69,16 +69,18 @@ pub async fn patch(
     Ok(object_response(call, 200, &updated, None, &warnings))
 }
 
-/// Server-side apply: the applied configuration is merged over the live object
-/// (or creates it). Field ownership is recorded per manager; conflict detection
-/// between managers is not implemented yet.
-async fn apply(call: &Call<'_>, config: Value) -> Result<Response<Body>> {
-    if call.query.get("fieldManager").is_none_or(str::is_empty) {
+/// Server-side apply: `registry::apply` merges the configuration into the live
+/// object (or creates it), tracks field ownership per manager and reports
+/// conflicts with other managers (409) unless `force=true`.
+async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
+    let manager = call.query.get("fieldManager").unwrap_or_default().to_string();
+    if manager.is_empty() {
         return Err(StatusError::bad_request(
             "PATCH, application/apply-patch+yaml: fieldManager: Required value: is required for apply patch",
         ));
     }
     check_type(call.rtype(), &config)?;
+    registry::apply::check_config(&config)?;
     let name = meta::name(&config);
     if !name.is_empty() && name != call.info.name {
         return Err(StatusError::bad_request(format!(
@@ -86,39 +88,42 @@ async fn apply(call: &Call<'_>, config: Value) -> Result<Response<Body>> {
             call.info.name
         )));
     }
-    let merged = call
+    let warnings = validate_fields(call, &mut config)?;
+    // Status is not applied through the main resource (nor spec through status).
+    let status_only = call.info.subresource == "status";
+    if call.rtype().has_status
+        && let Some(map) = config.as_object_mut()
+    {
+        if status_only {
+            map.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+        } else {
+            map.remove("status");
+        }
+    }
+    let force = call.query.flag("force");
+    let api_version = call.rtype().api_version();
+    let gr = call.rtype().group_resource();
+    let merge = |live: Option<&Value>| -> Result<Value> {
+        let now = apimachinery::time::now_rfc3339();
+        registry::apply::apply(live, &config, &manager, force, &call.served.patch_schema, &api_version, &now)
+            .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
+    };
+    // managedFields are computed by `apply`; the store must not record an Update too.
+    let mut ctx = call.ctx.clone();
+    ctx.field_manager.clear();
+    let updated = call
         .served
         .store
-        .update_with(&call.ctx, &call.info.name, |current| {
-            Ok(merge_applied(current, &config))
-        })
+        .update_with(&ctx, &call.info.name, |current| merge(Some(current)))
         .await;
-    match merged {
-        Ok(updated) => Ok(object_response(call, 200, &updated, None, &[])),
-        Err(e) if e.code() == 404 => {
-            let mut obj = config.clone();
+    match updated {
+        Ok(updated) => Ok(object_response(call, 200, &updated, None, &warnings)),
+        Err(e) if e.code() == 404 && !status_only => {
+            let mut obj = merge(None)?;
             meta::set_str(&mut obj, "name", &call.info.name);
-            let created = call.served.store.create(&call.ctx, obj).await?;
-            Ok(object_response(call, 201, &created, None, &[]))
+            let created = call.served.store.create(&ctx, obj).await?;
+            Ok(object_response(call, 201, &created, None, &warnings))
         }
         Err(e) => Err(e),
-    }
-}
-
-/// Overlay `config` onto `live`: maps merge recursively, everything else replaces.
-fn merge_applied(live: &Value, config: &Value) -> Value {
-    match (live, config) {
-        (Value::Object(l), Value::Object(c)) => {
-            let mut out = l.clone();
-            for (k, v) in c {
-                let merged = match l.get(k) {
-                    Some(existing) => merge_applied(existing, v),
-                    None => v.clone(),
-                };
-                out.insert(k.clone(), merged);
-            }
-            Value::Object(out)
-        }
-        _ => config.clone(),
     }
 }
