@@ -342,7 +342,16 @@ async fn watch_phase(
         .enable_all()
         .build()
         .context("watcher runtime")?;
-    let outcome = watch_with(plan, server, client, payload, &rv, runtime.handle(), &mut out).await;
+    let outcome = watch_with(
+        plan,
+        server,
+        client,
+        payload,
+        &rv,
+        runtime.handle(),
+        &mut out,
+    )
+    .await;
     runtime.shutdown_background();
     outcome?;
     if out.failed > 0 && out.first_error.is_none() {
@@ -430,7 +439,8 @@ async fn watch_with(
     let want = flat_out + plan.paced_objects;
     let mut tasks = Vec::with_capacity(plan.watchers);
     for w in 0..plan.watchers {
-        let api: Api<NamedConfigMap> = Api::namespaced(watch_clients[w % clients].clone(), WATCH_NS);
+        let api: Api<NamedConfigMap> =
+            Api::namespaced(watch_clients[w % clients].clone(), WATCH_NS);
         let rv = rv.to_owned();
         let (ready, failed, drain_deadline, expected, delivered) = (
             ready.clone(),
@@ -635,9 +645,11 @@ async fn watch_with(
 /// A client for the admin kubeconfig (what `Server::client` does).
 async fn client_for(kubeconfig: PathBuf) -> Result<kube::Client> {
     let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await?;
     Ok(kube::Client::try_from(config)?)
 }
 

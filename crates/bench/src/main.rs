@@ -168,6 +168,11 @@ async fn run(args: Args) -> Result<()> {
                 }
             },
         };
+        // CPU accounting of etcd only where etcd does the work.
+        let plan = kubext::Plan {
+            etcd_pid: plan.etcd_pid.filter(|_| kind == BackendKind::Etcd),
+            ..plan.clone()
+        };
         let measured = kubext::measure(&plan, storage, &run_id).await;
         eprintln!(
             "  raw storage ceiling: {} creates, concurrency {}",
@@ -180,6 +185,7 @@ async fn run(args: Args) -> Result<()> {
             plan.concurrency,
             plan.write_budget,
             value.clone(),
+            plan.etcd_pid,
         )
         .await
         {

@@ -11,7 +11,7 @@ use storage::memory::MemoryBackend;
 use storage::sqlite::SqliteBackend;
 
 use crate::kubext::{Phase, config_map};
-use crate::stats;
+use crate::{cpu, stats};
 
 /// Which store to write to.
 #[derive(Debug, Clone)]
@@ -30,6 +30,8 @@ pub struct RawResult {
     pub value_bytes: usize,
     /// Extra facts, e.g. SQLite's writes per transaction.
     pub note: Option<String>,
+    /// Cores used during the creates (no kubext runs then).
+    pub cpu: cpu::Split,
 }
 
 /// What kubext stores for one bench ConfigMap, approximately: the object plus
@@ -61,6 +63,7 @@ pub async fn measure(
     concurrency: usize,
     budget: Duration,
     value: Bytes,
+    etcd_pid: Option<u32>,
 ) -> Result<RawResult> {
     let mut note = None;
     let mut _tmp = None;
@@ -89,6 +92,7 @@ pub async fn measure(
         }
     };
     let value_bytes = value.len();
+    let meter = cpu::Meter::start(None, etcd_pid);
     let run = {
         let backend = backend.clone();
         let prefix = prefix.to_owned();
@@ -109,6 +113,7 @@ pub async fn measure(
         )
         .await
     };
+    let cpu = meter.finish();
     if let Some(db) = sqlite {
         let s = db.commit_stats();
         if s.transactions > 0 {
@@ -123,5 +128,6 @@ pub async fn measure(
         creates: Phase::from(&run),
         value_bytes,
         note,
+        cpu,
     })
 }

@@ -117,6 +117,16 @@ fn cores(s: &cpu::Split) -> String {
     format!("{}/{}/{}", f(s.server), f(s.etcd), f(s.bench))
 }
 
+/// CPU microseconds per operation, from average cores over the phase.
+fn per_op(s: &cpu::Split, ops: usize) -> String {
+    let per = |c: Option<f64>| {
+        c.filter(|_| ops > 0).map_or_else(na, |c| {
+            format!("{:.1}", c * s.wall.as_secs_f64() / ops as f64 * 1e6)
+        })
+    };
+    format!("{}/{}/{}", per(s.server), per(s.etcd), per(s.bench))
+}
+
 fn cores_json(s: &cpu::Split) -> Value {
     json!({"server": s.server, "etcd": s.etcd, "bench": s.bench, "wall_ms": s.wall.as_secs_f64() * 1e3})
 }
@@ -173,6 +183,17 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
     row(
         "  cores: server/etcd/bench".into(),
         &|r| k(r).creates_cpu.as_ref().map_or_else(na, cores),
+        "",
+    );
+    row(
+        "  CPU µs per create: server/etcd/bench".into(),
+        &|r| {
+            let kr = k(r);
+            match (&kr.creates_cpu, &kr.creates) {
+                (Some(c), Some(p)) => per_op(c, p.ok),
+                _ => na(),
+            }
+        },
         "",
     );
     row(
@@ -245,16 +266,10 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         "",
     );
     row(
-        "  CPU µs per event: server/bench".into(),
+        "  CPU µs per event: server/etcd/bench".into(),
         &|r| {
-            k(r).watch.map_or_else(na, |w| {
-                let n = w.delivery.len() as f64;
-                let per = |c: Option<f64>| {
-                    c.filter(|_| n > 0.0)
-                        .map_or_else(na, |c| format!("{:.1}", c * w.cpu.wall.as_secs_f64() / n * 1e6))
-                };
-                format!("{}/{}", per(w.cpu.server), per(w.cpu.bench))
-            })
+            k(r).watch
+                .map_or_else(na, |w| per_op(&w.cpu, w.delivery.len()))
         },
         "",
     );
@@ -282,6 +297,15 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
             r.raw
                 .as_ref()
                 .map_or_else(na, |raw| phase_rate(Some(&raw.creates)))
+        },
+        "",
+    );
+    row(
+        "  CPU µs per create: -/etcd/bench".into(),
+        &|r| {
+            r.raw
+                .as_ref()
+                .map_or_else(na, |raw| per_op(&raw.cpu, raw.creates.ok))
         },
         "",
     );
@@ -485,6 +509,7 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                 "raw": r.raw.as_ref().map(|raw| json!({
                     "creates": phase_json(&raw.creates),
                     "value_bytes": raw.value_bytes,
+                    "cores": cores_json(&raw.cpu),
                     "note": raw.note,
                 })),
                 "kubext_over_raw_creates": ratio(r),

@@ -7,165 +7,27 @@ use bytes::Bytes;
 use futures::StreamExt;
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kubext_storage::etcd::EtcdBackend;
 use kubext_storage::{Backend, Codec, Error, Event, Store, StoreOptions};
+use testkit::Etcd;
 
 const PREFIX: &str = "/registry";
 
-/// A private etcd server; SIGKILLed on drop.
-struct Etcd {
-    child: Option<Child>,
-    dir: tempfile::TempDir,
-    client_port: u16,
-    peer_port: u16,
+/// A private etcd (testkit's), started off the async runtime.
+async fn start_etcd() -> Etcd {
+    tokio::task::spawn_blocking(|| Etcd::start().expect("etcd starts"))
+        .await
+        .expect("etcd start task")
 }
 
-fn etcd_binary() -> PathBuf {
-    let path = std::env::var_os("ETCD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/etcd"));
-    assert!(
-        path.exists(),
-        "etcd binary not found at {} — install it (Debian: `apt-get install etcd-server`) \
-         or point ETCD_BIN at one; the etcd backend tests cannot run without it",
-        path.display()
-    );
-    path
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
+async fn backend_for(etcd: &Etcd) -> EtcdBackend {
+    EtcdBackend::connect(&[etcd.endpoint()], PREFIX, Duration::from_secs(5))
+        .await
         .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-impl Etcd {
-    /// Start a fresh etcd and wait until it serves requests.
-    async fn start() -> Etcd {
-        let binary = etcd_binary();
-        let mut last_error = String::new();
-        // Free ports are picked by binding and releasing them; another test may grab
-        // the same one in between, so retry with new ports.
-        for _ in 0..5 {
-            let mut etcd = Etcd {
-                child: None,
-                dir: tempfile::tempdir().unwrap(),
-                client_port: free_port(),
-                peer_port: free_port(),
-            };
-            etcd.spawn(&binary);
-            match etcd.wait_ready().await {
-                Ok(()) => return etcd,
-                Err(e) => last_error = e,
-            }
-        }
-        panic!("etcd did not start: {last_error}");
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
-    }
-
-    fn spawn(&mut self, binary: &PathBuf) {
-        let client = self.endpoint();
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("etcd.log"))
-            .unwrap();
-        let child = Command::new(binary)
-            .arg("--name=test")
-            .arg(format!(
-                "--data-dir={}",
-                self.dir.path().join("data").display()
-            ))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=test={peer}"))
-            .arg("--initial-cluster-state=new")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
-        self.child = Some(child);
-    }
-
-    fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    }
-
-    async fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
-                return Err(format!("etcd exited with {status}:\n{}", self.log_tail()));
-            }
-            let connected =
-                EtcdBackend::connect(&[self.endpoint()], PREFIX, Duration::from_millis(500)).await;
-            match connected {
-                Ok(_) => return Ok(()),
-                Err(e) if Instant::now() > deadline => {
-                    return Err(format!(
-                        "etcd not ready after 30s ({e}):\n{}",
-                        self.log_tail()
-                    ));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
-    }
-
-    /// SIGKILL the server (no chance to flush anything).
-    fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Start again on the same data directory and ports.
-    async fn restart(&mut self) {
-        self.kill9();
-        let binary = etcd_binary();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            self.spawn(&binary);
-            match self.wait_ready().await {
-                Ok(()) => return,
-                // The old process's ports may take a moment to be released.
-                Err(e) if Instant::now() > deadline => panic!("etcd did not restart: {e}"),
-                Err(_) => {
-                    self.kill9();
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
-    }
-
-    async fn backend(&self) -> EtcdBackend {
-        EtcdBackend::connect(&[self.endpoint()], PREFIX, Duration::from_secs(5))
-            .await
-            .unwrap()
-    }
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        self.kill9();
-    }
 }
 
 fn bytes(s: &str) -> Bytes {
@@ -195,8 +57,8 @@ async fn next_events(
 
 #[tokio::test]
 async fn create_get_update_delete() {
-    let etcd = Etcd::start().await;
-    let b = etcd.backend().await;
+    let etcd = start_etcd().await;
+    let b = backend_for(&etcd).await;
     let key = "/registry/configmaps/ns/a";
 
     let start = b.current_revision().await.unwrap();
@@ -263,8 +125,8 @@ async fn create_get_update_delete() {
 
 #[tokio::test]
 async fn range_limits_counts_and_history() {
-    let etcd = Etcd::start().await;
-    let b = etcd.backend().await;
+    let etcd = start_etcd().await;
+    let b = backend_for(&etcd).await;
     let mut revisions = Vec::new();
     for i in 0..5 {
         let key = format!("/registry/pods/ns/p{i}");
@@ -320,8 +182,8 @@ async fn range_limits_counts_and_history() {
 
 #[tokio::test]
 async fn watch_delivers_puts_and_deletes_with_previous_values() {
-    let etcd = Etcd::start().await;
-    let b = etcd.backend().await;
+    let etcd = start_etcd().await;
+    let b = backend_for(&etcd).await;
     let before = b.create("/registry/a/before", bytes("old")).await.unwrap();
     let mut from_start = b.watch(before - 1).unwrap();
     let mut live = b.watch(before).unwrap();
@@ -370,18 +232,18 @@ async fn watch_delivers_puts_and_deletes_with_previous_values() {
 
 #[tokio::test]
 async fn compaction_fails_old_reads_and_watches() {
-    let etcd = Etcd::start().await;
-    let b = etcd.backend().await;
+    let etcd = start_etcd().await;
+    let b = backend_for(&etcd).await;
     let r1 = b.create("/registry/c/1", bytes("1")).await.unwrap();
     let r2 = b.update("/registry/c/1", bytes("2"), r1).await.unwrap();
     let r3 = b.update("/registry/c/1", bytes("3"), r2).await.unwrap();
     let end = kubext_storage::prefix_end("/registry/c/");
 
     // Compacted by another client: this backend learns it from etcd.
-    let other = etcd.backend().await;
+    let other = backend_for(&etcd).await;
     other.compact(r2).await.unwrap();
     // Older than etcd's compaction (unknown to this client): a no-op.
-    etcd.backend().await.compact(r1).await.unwrap();
+    backend_for(&etcd).await.compact(r1).await.unwrap();
     assert_eq!(
         b.range("/registry/c/", &end, r1, 0).await,
         Err(Error::Compacted {
@@ -393,7 +255,7 @@ async fn compaction_fails_old_reads_and_watches() {
         b.range("/registry/c/", &end, r2, 0).await.unwrap().kvs[0].value,
         bytes("2")
     );
-    let fresh = etcd.backend().await;
+    let fresh = backend_for(&etcd).await;
     let mut stream = fresh.watch(r1 - 1).unwrap();
     assert_eq!(
         next_batch(&mut stream).await,
@@ -426,7 +288,7 @@ async fn compaction_fails_old_reads_and_watches() {
 
 #[tokio::test]
 async fn unreachable_etcd_is_unavailable_within_the_timeout() {
-    let port = free_port();
+    let port = testkit::free_port();
     let endpoint = format!("http://127.0.0.1:{port}");
     let timeout = Duration::from_secs(2);
     let started = Instant::now();
@@ -474,9 +336,8 @@ async fn silent_endpoint_is_unavailable_within_the_timeout() {
 
 #[tokio::test]
 async fn requests_after_etcd_dies_are_unavailable_and_watch_ends_with_an_error() {
-    let mut etcd = Etcd::start().await;
-    let b = etcd
-        .backend()
+    let mut etcd = start_etcd().await;
+    let b = backend_for(&etcd)
         .await
         .with_request_timeout(Duration::from_secs(3));
     let r = b.create("/registry/w/1", bytes("1")).await.unwrap();
@@ -512,8 +373,8 @@ impl Codec for Utf8 {
 
 #[tokio::test]
 async fn watch_cache_follows_etcd() {
-    let etcd = Etcd::start().await;
-    let backend: Arc<dyn Backend> = Arc::new(etcd.backend().await);
+    let etcd = start_etcd().await;
+    let backend: Arc<dyn Backend> = Arc::new(backend_for(&etcd).await);
     backend
         .create("/registry/x/pre", bytes("pre"))
         .await
@@ -537,7 +398,7 @@ mod conformance {
     use super::*;
 
     async fn fresh_etcd() -> (Arc<EtcdBackend>, Etcd) {
-        let etcd = Etcd::start().await;
+        let etcd = start_etcd().await;
         let backend = EtcdBackend::connect(&[etcd.endpoint()], "/", Duration::from_secs(5))
             .await
             .unwrap();
@@ -589,7 +450,7 @@ impl Drop for KillOnDrop {
 
 #[tokio::test]
 async fn acknowledged_writes_survive_kill9() {
-    let mut etcd = Etcd::start().await;
+    let mut etcd = start_etcd().await;
     let mut writer = KillOnDrop(
         Command::new(std::env::current_exe().unwrap())
             .args([
@@ -641,8 +502,8 @@ async fn acknowledged_writes_survive_kill9() {
     reader.join().unwrap();
     acked.extend(rx.try_iter());
 
-    etcd.restart().await;
-    let b = etcd.backend().await;
+    etcd.restart().unwrap();
+    let b = backend_for(&etcd).await;
     for (key, revision) in &acked {
         let kv = b.get(key).await.unwrap();
         let kv = kv.unwrap_or_else(|| panic!("acknowledged {key} at {revision} was lost"));

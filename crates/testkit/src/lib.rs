@@ -323,10 +323,40 @@ impl Etcd {
         format!("http://127.0.0.1:{}", self.client_port)
     }
 
+    /// SIGKILL the server (no chance to flush anything).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start again on the same data directory and ports.
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill9();
+        let binary = etcd_binary();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.spawn(&binary)?;
+            match self.wait_ready() {
+                Ok(()) => return Ok(()),
+                // The old process's ports may take a moment to be released.
+                Err(e) if Instant::now() > deadline => return Err(e),
+                Err(_) => {
+                    self.kill9();
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+
     fn spawn(&mut self, binary: &Path) -> Result<()> {
         let client = self.endpoint();
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let log = std::fs::File::create(self.dir.path().join("etcd.log"))?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("etcd.log"))?;
         let child = Command::new(binary)
             .arg("--name=test")
             .arg(format!(
@@ -375,9 +405,6 @@ impl Etcd {
 
 impl Drop for Etcd {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.kill9();
     }
 }
