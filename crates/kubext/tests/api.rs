@@ -708,57 +708,116 @@ async fn namespace_lifecycle() {
 async fn large_responses_are_gzipped_on_request() {
     let (_s, client) = setup().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let big: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "big"}, "data": {"blob": "x".repeat(300 * 1024)}})).unwrap();
+    let big: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "big"}, "data": {"blob": "x".repeat(300 * 1024)}}),
+    )
+    .unwrap();
     api.create(&PostParams::default(), &big).await.unwrap();
     let path = "/api/v1/namespaces/default/configmaps/big";
     let mut req = http::Request::get(path).header("accept-encoding", "gzip");
     req = req.header("accept", "application/json");
-    let resp = client.send(req.body(kube::client::Body::empty()).unwrap()).await.unwrap();
-    assert_eq!(resp.headers().get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
-    let compressed = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
-    assert!(compressed.len() < 100 * 1024, "compressed to {} bytes", compressed.len());
+    let resp = client
+        .send(req.body(kube::client::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap()),
+        Some("gzip")
+    );
+    let compressed = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    assert!(
+        compressed.len() < 100 * 1024,
+        "compressed to {} bytes",
+        compressed.len()
+    );
     let mut plain = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&compressed[..]), &mut plain).unwrap();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&compressed[..]),
+        &mut plain,
+    )
+    .unwrap();
     assert!(plain.contains("\"name\":\"big\""));
     // Small responses are not compressed.
-    let (_, headers, _) = raw(&client, "GET", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", "", vec![], "").await;
+    let (_, headers, _) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/kube-root-ca.crt",
+        "",
+        vec![],
+        "",
+    )
+    .await;
     assert!(headers.get("content-encoding").is_none());
 }
 
 #[tokio::test]
 async fn compacted_continue_token_is_410_expired() {
-    let server = Server::builder().arg("--compaction-interval=300ms").start().unwrap();
+    let server = Server::builder()
+        .arg("--compaction-interval=300ms")
+        .start()
+        .unwrap();
     let client = server.client().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "kube-system");
     for i in 0..3 {
-        api.create(&PostParams::default(), &cm(&format!("c{i}"))).await.unwrap();
+        api.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
     }
     let first = api.list(&ListParams::default().limit(1)).await.unwrap();
     let token = first.metadata.continue_.unwrap();
-    api.create(&PostParams::default(), &cm("later")).await.unwrap();
+    api.create(&PostParams::default(), &cm("later"))
+        .await
+        .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
-    let err = api_error(api.list(&ListParams::default().limit(1).continue_token(&token)).await.unwrap_err());
+    let err = api_error(
+        api.list(&ListParams::default().limit(1).continue_token(&token))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((err.code, err.reason.as_str()), (410, "Expired"), "{err:?}");
-    assert!(err.message.contains("The provided continue parameter is too old"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("The provided continue parameter is too old"),
+        "{}",
+        err.message
+    );
 }
 
 #[tokio::test]
 async fn secrets_fold_string_data_and_namespaces_get_defaults() {
     let (_s, client) = setup().await;
     let ns: Api<Namespace> = Api::all(client.clone());
-    ns.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "fresh"}})).unwrap()).await.unwrap();
+    ns.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "fresh"}})).unwrap(),
+    )
+    .await
+    .unwrap();
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "fresh");
-    let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}})).unwrap();
+    let s: k8s_openapi::api::core::v1::Secret =
+        serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}}))
+            .unwrap();
     let created = secrets.create(&PostParams::default(), &s).await.unwrap();
     assert_eq!(created.type_.as_deref(), Some("Opaque"));
     assert_eq!(created.data.unwrap()["user"].0, b"admin".to_vec());
     assert!(created.string_data.is_none(), "stringData is write-only");
     // The namespace controller adds the default ServiceAccount and root CA ConfigMap.
-    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), "fresh");
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), "fresh");
     let cms: Api<ConfigMap> = Api::namespaced(client, "fresh");
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while sas.get_opt("default").await.unwrap().is_none() || cms.get_opt("kube-root-ca.crt").await.unwrap().is_none() {
-        assert!(tokio::time::Instant::now() < deadline, "namespace defaults never appeared");
+    while sas.get_opt("default").await.unwrap().is_none()
+        || cms.get_opt("kube-root-ca.crt").await.unwrap().is_none()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "namespace defaults never appeared"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let ca = cms.get("kube-root-ca.crt").await.unwrap().data.unwrap();
@@ -771,23 +830,62 @@ async fn deletecollection_preconditions_and_yaml_bodies() {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     // YAML request body.
     let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n  labels: {batch: one}\ndata:\n  k: v\n".to_vec();
-    let (code, _, body) = raw(&client, "POST", "/api/v1/namespaces/default/configmaps", "application/yaml", yaml, "").await;
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/yaml",
+        yaml,
+        "",
+    )
+    .await;
     assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
     for name in ["d1", "d2"] {
-        let obj: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name, "labels": {"batch": "one"}}})).unwrap();
+        let obj: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {"batch": "one"}}}))
+                .unwrap();
         api.create(&PostParams::default(), &obj).await.unwrap();
     }
     // Preconditions: a wrong uid is a 409 and deletes nothing.
-    let dp = DeleteParams { preconditions: Some(kube::api::Preconditions { uid: Some("not-the-uid".into()), resource_version: None }), ..Default::default() };
+    let dp = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: Some("not-the-uid".into()),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
     let err = api_error(api.delete("d1", &dp).await.unwrap_err());
     assert_eq!(err.code, 409);
-    assert!(err.message.contains("Precondition failed: UID in precondition: not-the-uid"), "{}", err.message);
-    let deleted = api.delete_collection(&DeleteParams::default(), &ListParams::default().labels("batch=one")).await.unwrap();
-    let names: Vec<String> = deleted.left().unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();
+    assert!(
+        err.message
+            .contains("Precondition failed: UID in precondition: not-the-uid"),
+        "{}",
+        err.message
+    );
+    let deleted = api
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("batch=one"),
+        )
+        .await
+        .unwrap();
+    let names: Vec<String> = deleted
+        .left()
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
     assert_eq!(names, vec!["d1", "d2", "from-yaml"]);
-    let left = api.list(&ListParams::default().labels("batch=one")).await.unwrap();
+    let left = api
+        .list(&ListParams::default().labels("batch=one"))
+        .await
+        .unwrap();
     assert!(left.items.is_empty());
-    assert!(api.get("kube-root-ca.crt").await.is_ok(), "unselected objects stay");
+    assert!(
+        api.get("kube-root-ca.crt").await.is_ok(),
+        "unselected objects stay"
+    );
 }
 
 #[tokio::test]
@@ -801,13 +899,44 @@ async fn status_subresource_splits_spec_and_status() {
     .unwrap();
     api.create(&PostParams::default(), &svc).await.unwrap();
     let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}, "spec": {"ports": [{"port": 9999}]}});
-    let patched = api.patch_status("web", &PatchParams::default(), &Patch::Merge(status)).await.unwrap();
-    assert_eq!(patched.status.unwrap().load_balancer.unwrap().ingress.unwrap()[0].ip.as_deref(), Some("10.0.0.1"));
-    assert_eq!(patched.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port, 80, "spec ignored on status writes");
+    let patched = api
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    assert_eq!(
+        patched
+            .status
+            .unwrap()
+            .load_balancer
+            .unwrap()
+            .ingress
+            .unwrap()[0]
+            .ip
+            .as_deref(),
+        Some("10.0.0.1")
+    );
+    assert_eq!(
+        patched.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port,
+        80,
+        "spec ignored on status writes"
+    );
     // A main-resource write cannot change status.
     let main = json!({"status": {"loadBalancer": {}}, "spec": {"selector": {"app": "web2"}}});
-    let updated = api.patch("web", &PatchParams::default(), &Patch::Merge(main)).await.unwrap();
-    assert_eq!(updated.status.unwrap().load_balancer.unwrap().ingress.unwrap().len(), 1);
+    let updated = api
+        .patch("web", &PatchParams::default(), &Patch::Merge(main))
+        .await
+        .unwrap();
+    assert_eq!(
+        updated
+            .status
+            .unwrap()
+            .load_balancer
+            .unwrap()
+            .ingress
+            .unwrap()
+            .len(),
+        1
+    );
     assert_eq!(updated.spec.unwrap().selector.unwrap()["app"], "web2");
 }
 
@@ -816,24 +945,67 @@ async fn server_side_apply_tracks_owners_and_conflicts() {
     let (_s, client) = setup().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     let config = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data});
-    api.patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(config(json!({"x": "1", "y": "1"})))).await.unwrap();
+    api.patch(
+        "ssa",
+        &PatchParams::apply("alice"),
+        &Patch::Apply(config(json!({"x": "1", "y": "1"}))),
+    )
+    .await
+    .unwrap();
     // Bob changing alice's field conflicts.
-    let err = api_error(api.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(config(json!({"x": "2"})))).await.unwrap_err());
+    let err = api_error(
+        api.patch(
+            "ssa",
+            &PatchParams::apply("bob"),
+            &Patch::Apply(config(json!({"x": "2"}))),
+        )
+        .await
+        .unwrap_err(),
+    );
     assert_eq!(err.code, 409);
-    assert_eq!(err.message, r#"Apply failed with 1 conflict: conflict with "alice": .data.x"#);
+    assert_eq!(
+        err.message,
+        r#"Apply failed with 1 conflict: conflict with "alice": .data.x"#
+    );
     let causes = err.details.unwrap().causes;
     assert_eq!(causes[0].field, ".data.x");
     assert_eq!(causes[0].reason, "FieldManagerConflict");
     // Setting the same value is shared ownership, not a conflict.
-    api.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(config(json!({"y": "1"})))).await.unwrap();
+    api.patch(
+        "ssa",
+        &PatchParams::apply("bob"),
+        &Patch::Apply(config(json!({"y": "1"}))),
+    )
+    .await
+    .unwrap();
     // Forcing takes ownership.
-    let forced = api.patch("ssa", &PatchParams::apply("bob").force(), &Patch::Apply(config(json!({"x": "2", "y": "1"})))).await.unwrap();
+    let forced = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(config(json!({"x": "2", "y": "1"}))),
+        )
+        .await
+        .unwrap();
     assert_eq!(forced.data.as_ref().unwrap()["x"], "2");
     // Alice drops y from her configuration: bob still owns it, so it stays; x is bob's now.
     let bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}});
-    let kept = api.patch("ssa", &PatchParams::apply("alice"), &Patch::Apply(bare.clone())).await.unwrap();
+    let kept = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(bare.clone()),
+        )
+        .await
+        .unwrap();
     assert_eq!(kept.data.as_ref().unwrap()["y"], "1");
     // Bob drops everything: fields nobody owns any more are removed.
-    let emptied = api.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(bare)).await.unwrap();
-    assert!(emptied.data.is_none_or(|d| d.is_empty()), "fields owned by nobody are removed");
+    let emptied = api
+        .patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(bare))
+        .await
+        .unwrap();
+    assert!(
+        emptied.data.is_none_or(|d| d.is_empty()),
+        "fields owned by nobody are removed"
+    );
 }

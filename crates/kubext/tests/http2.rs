@@ -18,8 +18,12 @@ async fn h2_connection(server: &Server) -> hyper::client::conn::http2::SendReque
     for cert in rustls_pemfile::certs(&mut read("ca.crt").as_slice()) {
         roots.add(cert.unwrap()).unwrap();
     }
-    let certs: Vec<_> = rustls_pemfile::certs(&mut read("admin.crt").as_slice()).map(Result::unwrap).collect();
-    let key = rustls_pemfile::private_key(&mut read("admin.key").as_slice()).unwrap().unwrap();
+    let certs: Vec<_> = rustls_pemfile::certs(&mut read("admin.crt").as_slice())
+        .map(Result::unwrap)
+        .collect();
+    let key = rustls_pemfile::private_key(&mut read("admin.key").as_slice())
+        .unwrap()
+        .unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -30,9 +34,19 @@ async fn h2_connection(server: &Server) -> hyper::client::conn::http2::SendReque
     config.alpn_protocols = vec![b"h2".to_vec()];
     let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap();
-    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]), "server must negotiate h2");
-    let (send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    assert_eq!(
+        tls.get_ref().1.alpn_protocol(),
+        Some(&b"h2"[..]),
+        "server must negotiate h2"
+    );
+    let (send, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .unwrap();
     tokio::spawn(conn);
     send
 }
@@ -45,9 +59,11 @@ async fn many_watches_share_one_http2_connection() {
     let mut watches = Vec::new();
     for _ in 0..WATCHERS {
         let mut send = send.clone();
-        let req = http::Request::get(uri("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&timeoutSeconds=30"))
-            .body(Full::new(Bytes::new()))
-            .unwrap();
+        let req = http::Request::get(uri(
+            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&timeoutSeconds=30",
+        ))
+        .body(Full::new(Bytes::new()))
+        .unwrap();
         watches.push(tokio::spawn(async move {
             let mut body = send.send_request(req).await.unwrap().into_body();
             let mut seen = Vec::new();
@@ -73,6 +89,12 @@ async fn many_watches_share_one_http2_connection() {
     let resp = create.send_request(req).await.unwrap();
     assert_eq!(resp.status(), 201);
     for w in watches {
-        assert!(tokio::time::timeout(Duration::from_secs(20), w).await.unwrap().unwrap(), "a watcher missed the event");
+        assert!(
+            tokio::time::timeout(Duration::from_secs(20), w)
+                .await
+                .unwrap()
+                .unwrap(),
+            "a watcher missed the event"
+        );
     }
 }

@@ -253,7 +253,10 @@ fn namespace_deletion_removes_its_contents() {
 fn explain_and_field_validation() {
     let s = server();
     let out = s.kubectl_ok(&["explain", "configmap.data"]);
-    assert!(out.contains("KIND:") && out.contains("ConfigMap") && out.contains("FIELD: data"), "{out}");
+    assert!(
+        out.contains("KIND:") && out.contains("ConfigMap") && out.contains("FIELD: data"),
+        "{out}"
+    );
     let out = s.kubectl_ok(&["explain", "service.spec.ports"]);
     assert!(out.contains("targetPort"), "{out}");
     // kubectl asks for strict server-side validation: unknown fields are rejected.
@@ -261,11 +264,18 @@ fn explain_and_field_validation() {
     let out = s.kubectl_with_stdin(&["create", "-f", "-"], Some(bad));
     let err = stderr(&out);
     assert!(!out.status.success());
-    assert!(err.contains(r#"strict decoding error: unknown field "dataa""#), "{err}");
+    assert!(
+        err.contains(r#"strict decoding error: unknown field "dataa""#),
+        "{err}"
+    );
     // --validate=warn keeps the object and warns; the unknown field is dropped.
     let out = s.kubectl_with_stdin(&["create", "--validate=warn", "-f", "-"], Some(bad));
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains(r#"unknown field "dataa""#), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(r#"unknown field "dataa""#),
+        "{}",
+        stderr(&out)
+    );
     let stored = s.kubectl_ok(&["get", "cm", "strict", "-o", "json"]);
     assert!(!stored.contains("dataa"), "{stored}");
 }
@@ -284,7 +294,11 @@ fn kubectl_versions_1_27_to_1_33() {
                 .args(args)
                 .env("KUBECONFIG", &s.kubeconfig)
                 .env("HOME", &s.data_dir)
-                .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+                .stdin(if stdin.is_some() {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -293,14 +307,23 @@ fn kubectl_versions_1_27_to_1_33() {
                 std::io::Write::write_all(&mut pipe, input.as_bytes()).unwrap();
             }
             let out = child.wait_with_output().unwrap();
-            assert!(out.status.success(), "kubectl 1.{minor} {args:?}: {}", stderr(&out));
+            assert!(
+                out.status.success(),
+                "kubectl 1.{minor} {args:?}: {}",
+                stderr(&out)
+            );
             String::from_utf8_lossy(&out.stdout).into_owned()
         };
         let name = format!("v{minor}");
         run(&["create", "configmap", &name, "--from-literal=k=v"], None);
-        let manifest = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: applied\n");
+        let manifest = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: applied\n"
+        );
         run(&["apply", "-f", "-"], Some(&manifest));
-        assert_eq!(run(&["get", "cm", &name, "-o", "jsonpath={.data.k}"], None), "applied");
+        assert_eq!(
+            run(&["get", "cm", &name, "-o", "jsonpath={.data.k}"], None),
+            "applied"
+        );
         assert!(run(&["explain", "configmap"], None).contains("ConfigMap"));
         run(&["delete", "configmap", &name], None);
     }

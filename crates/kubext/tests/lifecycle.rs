@@ -142,11 +142,20 @@ async fn static_tokens_authenticate_and_unknown_ones_do_not() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "s3cret,alice,1001,\"devs,ops\"\n").unwrap();
-    let server = Server::builder().arg(format!("--token-auth-file={}", tokens.display())).start().unwrap();
+    let server = Server::builder()
+        .arg(format!("--token-auth-file={}", tokens.display()))
+        .start()
+        .unwrap();
     let ca = std::fs::read_to_string(server.data_dir.join("pki/ca.crt")).unwrap();
     let client_with = |token: &str| {
         let mut config = kube::Config::new(format!("https://{}", server.addr).parse().unwrap());
-        config.root_cert = Some(vec![rustls_pemfile::certs(&mut ca.as_bytes()).next().unwrap().unwrap().to_vec()]);
+        config.root_cert = Some(vec![
+            rustls_pemfile::certs(&mut ca.as_bytes())
+                .next()
+                .unwrap()
+                .unwrap()
+                .to_vec(),
+        ]);
         config.auth_info.token = Some(token.to_string().into());
         kube::Client::try_from(config).unwrap()
     };
@@ -163,7 +172,9 @@ async fn static_tokens_authenticate_and_unknown_ones_do_not() {
 fn given_serving_certificate_is_used() {
     let dir = tempfile::tempdir().unwrap();
     let key = rcgen::KeyPair::generate().unwrap();
-    let params = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    let params =
+        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .unwrap();
     let cert = params.self_signed(&key).unwrap();
     let (crt_path, key_path) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
     std::fs::write(&crt_path, cert.pem()).unwrap();

@@ -103,7 +103,13 @@ impl Catalog {
                 .values()
                 .map(|s| {
                     let t = &s.rtype;
-                    let r = openapi::ServedResource::new(&t.group, &t.version, &t.kind, &t.plural, t.namespaced);
+                    let r = openapi::ServedResource::new(
+                        &t.group,
+                        &t.version,
+                        &t.kind,
+                        &t.plural,
+                        t.namespaced,
+                    );
                     if t.has_status { r.with_status() } else { r }
                 })
                 .collect();

@@ -73,7 +73,11 @@ pub async fn patch(
 /// object (or creates it), tracks field ownership per manager and reports
 /// conflicts with other managers (409) unless `force=true`.
 async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
-    let manager = call.query.get("fieldManager").unwrap_or_default().to_string();
+    let manager = call
+        .query
+        .get("fieldManager")
+        .unwrap_or_default()
+        .to_string();
     if manager.is_empty() {
         return Err(StatusError::bad_request(
             "PATCH, application/apply-patch+yaml: fieldManager: Required value: is required for apply patch",
@@ -105,8 +109,16 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
     let gr = call.rtype().group_resource();
     let merge = |live: Option<&Value>| -> Result<Value> {
         let now = apimachinery::time::now_rfc3339();
-        registry::apply::apply(live, &config, &manager, force, &call.served.patch_schema, &api_version, &now)
-            .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
+        registry::apply::apply(
+            live,
+            &config,
+            &manager,
+            force,
+            &call.served.patch_schema,
+            &api_version,
+            &now,
+        )
+        .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
     };
     // managedFields are computed by `apply`; the store must not record an Update too.
     let mut ctx = call.ctx.clone();

@@ -288,7 +288,9 @@ fn remove_path(obj: &mut Value, path: &str) {
     };
     let mut node = obj;
     for (name, idx) in parents {
-        let Some(next) = node.get_mut(*name) else { return };
+        let Some(next) = node.get_mut(*name) else {
+            return;
+        };
         node = match idx {
             Some(i) => match next.get_mut(*i) {
                 Some(n) => n,
