@@ -39,11 +39,70 @@ impl storage::Codec for JsonCodec {
         meta::set_resource_version(&mut v, revision);
         Ok(Object::new(v))
     }
+
+    fn restamp(&self, object: &Object, revision: i64) -> Object {
+        let mut v = object.value.clone();
+        meta::set_resource_version(&mut v, revision);
+        Object::new(v)
+    }
 }
 
 /// The bytes stored for an object: everything but `resourceVersion`
 /// (the revision is the version; storing it would make every value stale).
-pub fn encode_for_storage(mut obj: Value) -> Bytes {
-    meta::remove(&mut obj, "resourceVersion");
-    Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())
+/// Serialized without copying the object.
+pub fn encode_for_storage(obj: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(&WithoutResourceVersion(obj)).unwrap_or_default())
+}
+
+struct WithoutResourceVersion<'a>(&'a Value);
+
+impl serde::Serialize for WithoutResourceVersion<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(top) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(top.len()))?;
+        for (k, v) in top {
+            match (k.as_str(), v) {
+                ("metadata", Value::Object(md)) => {
+                    map.serialize_entry(k, &MetadataEntries(md))?;
+                }
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
+    }
+}
+
+struct MetadataEntries<'a>(&'a serde_json::Map<String, Value>);
+
+impl serde::Serialize for MetadataEntries<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (k, v) in self
+            .0
+            .iter()
+            .filter(|(k, _)| k.as_str() != "resourceVersion")
+        {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_form_omits_resource_version_only() {
+        let obj = serde_json::json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "7"}, "data": {"resourceVersion": "x"}});
+        let stored: Value = serde_json::from_slice(&encode_for_storage(&obj)).unwrap();
+        assert_eq!(
+            stored,
+            serde_json::json!({"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"resourceVersion": "x"}})
+        );
+    }
 }

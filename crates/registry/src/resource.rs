@@ -44,9 +44,9 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
-    /// Convert a served object into the stored form.
-    fn to_storage(&self, obj: Value) -> Value {
-        obj
+    /// Convert a served object into the stored form; `None` when they are the same.
+    fn to_storage(&self, _obj: &Value) -> Option<Value> {
+        None
     }
 
     /// Whether something besides `metadata.finalizers` holds up deletion

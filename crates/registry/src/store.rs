@@ -128,7 +128,10 @@ impl GenericStore {
 
     /// The stored bytes for a served object.
     fn encode(&self, obj: &Value) -> bytes::Bytes {
-        encode_for_storage(self.rtype.strategy.to_storage(obj.clone()))
+        match self.rtype.strategy.to_storage(obj) {
+            Some(converted) => encode_for_storage(&converted),
+            None => encode_for_storage(obj),
+        }
     }
 
     fn served_value(&self, v: Value) -> Value {
@@ -323,7 +326,16 @@ impl GenericStore {
             return Ok(());
         }
         let key = format!("{}/namespaces/{namespace}", self.prefix);
-        let Some(ns) = self.storage.get(&key) else {
+        // The cache is almost always current; only a miss needs a consistent read
+        // (the namespace may have been created a moment ago, or by another replica).
+        let ns = match self.storage.get(&key) {
+            Some(ns) => Some(ns),
+            None => {
+                self.sync().await?;
+                self.storage.get(&key)
+            }
+        };
+        let Some(ns) = ns else {
             return Err(StatusError::not_found(
                 &apimachinery::GroupResource::new("", "namespaces"),
                 namespace,
@@ -361,7 +373,7 @@ impl GenericStore {
         StatusError::invalid(&self.rtype.group, &self.rtype.kind, name, errs)
     }
 
-    pub async fn create(&self, ctx: &RequestContext, mut obj: Value) -> Result<Value> {
+    pub async fn create(&self, ctx: &RequestContext, mut obj: Value) -> Result<Arc<Object>> {
         self.set_namespace(ctx, &mut obj)?;
         if !meta::resource_version(&obj).is_empty() {
             return Err(StatusError::internal(
@@ -378,7 +390,6 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(meta::name(&obj), &errs));
         }
-        self.sync().await?;
         self.admit_namespace(&ctx.namespace).await?;
         managed_fields::record_update(
             &mut obj,
@@ -389,21 +400,33 @@ impl GenericStore {
         let name = meta::name(&obj).to_string();
         let key = self.key(&ctx.namespace, &name);
         if ctx.dry_run {
+            self.sync().await?;
             if self.storage.get(&key).is_some() {
                 return Err(StatusError::already_exists(
                     &self.rtype.group_resource(),
                     &name,
                 ));
             }
-            return Ok(obj);
+            return Ok(Arc::new(Object::new(obj)));
         }
         let revision = self
             .storage
             .create(&key, self.encode(&obj))
             .await
             .map_err(|e| self.storage_error(e, &name))?;
+        Ok(self.written(&key, revision, obj))
+    }
+
+    /// The object as written at `revision`, shared with the watch cache so the
+    /// cache need not decode it again and its JSON is serialized once for the
+    /// response and every watcher.
+    fn written(&self, key: &str, revision: i64, mut obj: Value) -> Arc<Object> {
         meta::set_resource_version(&mut obj, revision);
-        Ok(obj)
+        let object = Arc::new(Object::new(obj));
+        if self.rtype.strategy.to_storage(&object.value).is_none() {
+            self.storage.remember(key, revision, object.clone());
+        }
+        object
     }
 
     fn set_namespace(&self, ctx: &RequestContext, obj: &mut Value) -> Result<()> {
@@ -446,7 +469,12 @@ impl GenericStore {
     }
 
     /// PUT: replace the object (or its status, for the status subresource).
-    pub async fn update(&self, ctx: &RequestContext, name: &str, obj: Value) -> Result<Value> {
+    pub async fn update(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        obj: Value,
+    ) -> Result<Arc<Object>> {
         self.set_namespace_for_update(ctx, name, &obj)?;
         let requested_rv = meta::resource_version(&obj).to_string();
         meta::parse_resource_version(&requested_rv).map_err(|e| {
@@ -497,11 +525,12 @@ impl GenericStore {
         ctx: &RequestContext,
         name: &str,
         mutate: impl Fn(&Value) -> Result<Value>,
-    ) -> Result<Value> {
+    ) -> Result<Arc<Object>> {
         let key = self.key(&ctx.namespace, name);
         let mut current = self.current(ctx, name).await?;
         for _ in 0..MAX_CONFLICT_RETRIES {
-            let old = &self.served_value(current.object.value.clone());
+            let presented = self.present(&current.object);
+            let old = &presented.value;
             let mut new = mutate(old)?;
             let wanted_rv = meta::resource_version(&new);
             if !wanted_rv.is_empty() && wanted_rv != current.mod_revision.to_string() {
@@ -513,10 +542,10 @@ impl GenericStore {
             }
             self.prepare_update(ctx, &mut new, old)?;
             if is_noop(old, &new) {
-                return Ok(old.clone());
+                return Ok(presented);
             }
             if ctx.dry_run {
-                return Ok(new);
+                return Ok(Arc::new(Object::new(new)));
             }
             let finalized =
                 meta::deletion_timestamp(&new).is_some() && !self.deletion_pending(&new);
@@ -531,10 +560,11 @@ impl GenericStore {
                     .await
             };
             match result {
-                Ok(revision) => {
+                Ok(revision) if finalized => {
                     meta::set_resource_version(&mut new, revision);
-                    return Ok(new);
+                    return Ok(Arc::new(Object::new(new)));
                 }
+                Ok(revision) => return Ok(self.written(&key, revision, new)),
                 Err(storage::Error::Conflict {
                     current: Some(kv), ..
                 }) => {

@@ -66,7 +66,7 @@ pub async fn patch(
         .update_with(&call.ctx, &call.info.name, mutate)
         .await?;
     let warnings = warnings.into_inner().unwrap_or_default();
-    Ok(object_response(call, 200, &updated, None, &warnings))
+    Ok(object_response(call, 200, &updated, &warnings))
 }
 
 /// Server-side apply: `registry::apply` merges the configuration into the live
@@ -129,12 +129,12 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
         .update_with(&ctx, &call.info.name, |current| merge(Some(current)))
         .await;
     match updated {
-        Ok(updated) => Ok(object_response(call, 200, &updated, None, &warnings)),
+        Ok(updated) => Ok(object_response(call, 200, &updated, &warnings)),
         Err(e) if e.code() == 404 && !status_only => {
             let mut obj = merge(None)?;
             meta::set_str(&mut obj, "name", &call.info.name);
             let created = call.served.store.create(&ctx, obj).await?;
-            Ok(object_response(call, 201, &created, None, &warnings))
+            Ok(object_response(call, 201, &created, &warnings))
         }
         Err(e) => Err(e),
     }

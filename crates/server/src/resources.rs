@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use apimachinery::{StatusError, meta};
 use registry::options::DeleteOptions;
-use registry::{RequestContext, ResourceType};
+use registry::{Object, RequestContext, ResourceType};
 
 use crate::api::Api;
 use crate::authn::UserInfo;
@@ -327,11 +327,11 @@ async fn decode_object(
 pub fn object_response(
     call: &Call<'_>,
     code: u16,
-    value: &Value,
-    cached: Option<&Bytes>,
+    obj: &Object,
     warnings: &[String],
 ) -> Response<Body> {
-    let body = encode::object(&call.output, call.rtype(), value, cached, &call.table);
+    let cached = matches!(call.output, Output::Json).then(|| obj.json());
+    let body = encode::object(&call.output, call.rtype(), &obj.value, cached, &call.table);
     let mut resp = response::maybe_gzip(
         call.accept_encoding.as_deref(),
         code,
@@ -344,13 +344,7 @@ pub fn object_response(
 
 async fn get(call: &Call<'_>) -> Result<Response<Body>> {
     let obj = call.served.store.get(&call.ctx, &call.info.name).await?;
-    Ok(object_response(
-        call,
-        200,
-        &obj.value,
-        Some(obj.json()),
-        &[],
-    ))
+    Ok(object_response(call, 200, &obj, &[]))
 }
 
 async fn list(call: &Call<'_>) -> Result<Response<Body>> {
@@ -385,7 +379,7 @@ async fn create(
     let mut warnings = validate_fields(call, &mut obj)?;
     warnings.extend(call.rtype().strategy.warnings(&obj));
     let created = call.served.store.create(&call.ctx, obj).await?;
-    Ok(object_response(call, 201, &created, None, &warnings))
+    Ok(object_response(call, 201, &created, &warnings))
 }
 
 async fn update(
@@ -401,7 +395,7 @@ async fn update(
         .store
         .update(&call.ctx, &call.info.name, obj)
         .await?;
-    Ok(object_response(call, 200, &updated, None, &warnings))
+    Ok(object_response(call, 200, &updated, &warnings))
 }
 
 /// DELETE options come from the query and, optionally, a `DeleteOptions` body.
@@ -461,10 +455,20 @@ async fn delete(
         .delete(&ctx, &call.info.name, &opts)
         .await?;
     if !outcome.deleted {
-        return Ok(object_response(call, 202, &outcome.object, None, &[]));
+        return Ok(object_response(
+            call,
+            202,
+            &Object::new(outcome.object),
+            &[],
+        ));
     }
     if call.rtype().return_deleted_object {
-        return Ok(object_response(call, 200, &outcome.object, None, &[]));
+        return Ok(object_response(
+            call,
+            200,
+            &Object::new(outcome.object),
+            &[],
+        ));
     }
     let rtype = call.rtype();
     let status = json!({

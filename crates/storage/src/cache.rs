@@ -27,6 +27,10 @@ pub trait Codec: Send + Sync + 'static {
     /// Decode `value` stored at `key`, as of `revision` (the caller typically
     /// stamps it into the object as its resourceVersion).
     fn decode(&self, key: &str, value: &[u8], revision: i64) -> Result<Self::Object, String>;
+
+    /// The same object as of another revision (a deletion or an object leaving a
+    /// watcher's selector is reported with the event's revision).
+    fn restamp(&self, object: &Self::Object, revision: i64) -> Self::Object;
 }
 
 /// A cached key: its decoded object and revisions.
@@ -34,7 +38,6 @@ pub trait Codec: Send + Sync + 'static {
 pub struct Entry<O> {
     pub key: Arc<str>,
     pub object: Arc<O>,
-    pub raw: Bytes,
     pub create_revision: i64,
     pub mod_revision: i64,
 }
@@ -215,6 +218,9 @@ pub struct Store<C: Codec> {
     revision_tx: watch::Sender<i64>,
     next_watcher: AtomicU64,
     failed: Mutex<Option<Error>>,
+    /// Objects their writer already decoded, by revision, taken by the follow task
+    /// instead of decoding the stored bytes again.
+    written: Mutex<BTreeMap<i64, (Arc<str>, Arc<C::Object>)>>,
 }
 
 impl<C: Codec> Store<C> {
@@ -249,6 +255,7 @@ impl<C: Codec> Store<C> {
             revision_tx,
             next_watcher: AtomicU64::new(1),
             failed: Mutex::new(None),
+            written: Mutex::new(BTreeMap::new()),
             options,
         });
         let stream = backend.watch(initial.revision)?;
@@ -383,6 +390,15 @@ impl<C: Codec> Store<C> {
         self.backend.delete(key, expected).await
     }
 
+    /// Hand the cache the decoded form of what was just written at `revision`
+    /// (it must be exactly what decoding the stored bytes would give).
+    pub fn remember(&self, key: &str, revision: i64, object: Arc<C::Object>) {
+        let mut written = self.written.lock();
+        if self.revision() < revision {
+            written.insert(revision, (key.into(), object));
+        }
+    }
+
     /// Decode a raw value (e.g. the `current` of a conflict) the way the cache does.
     pub fn decode(&self, kv: &KeyValue) -> Result<Arc<Entry<C::Object>>> {
         decode_entry(&*self.codec, kv).map(Arc::new)
@@ -494,7 +510,23 @@ impl<C: Codec> Store<C> {
             }
         }
         self.revision_tx.send_replace(last);
+        {
+            // Anything remembered for an applied revision is no longer needed.
+            let mut written = self.written.lock();
+            if written.first_key_value().is_some_and(|(r, _)| *r <= last) {
+                *written = written.split_off(&(last + 1));
+            }
+        }
         self.dispatch(&events, last);
+    }
+
+    /// The writer's decoded object for this exact write, if it left one.
+    fn take_written(&self, kv: &KeyValue) -> Option<Arc<C::Object>> {
+        let mut written = self.written.lock();
+        match written.get(&kv.mod_revision) {
+            Some((key, _)) if *key == kv.key => written.remove(&kv.mod_revision).map(|(_, o)| o),
+            _ => None,
+        }
     }
 
     fn decode_event(&self, event: Event) -> Option<Decoded<C::Object>> {
@@ -504,13 +536,24 @@ impl<C: Codec> Store<C> {
             return None;
         }
         let (current, raw_prev) = match event {
-            Event::Put { kv, prev } => match decode_entry(&*self.codec, &kv) {
-                Ok(e) => (Some(Arc::new(e)), prev),
-                Err(e) => {
-                    tracing::error!(key = %kv.key, error = %e, "undecodable value in storage; skipping");
-                    return None;
-                }
-            },
+            Event::Put { kv, prev } => {
+                let entry = match self.take_written(&kv) {
+                    Some(object) => Entry {
+                        key: kv.key.clone(),
+                        object,
+                        create_revision: kv.create_revision,
+                        mod_revision: kv.mod_revision,
+                    },
+                    None => match decode_entry(&*self.codec, &kv) {
+                        Ok(e) => e,
+                        Err(e) => {
+                            tracing::error!(key = %kv.key, error = %e, "undecodable value in storage; skipping");
+                            return None;
+                        }
+                    },
+                };
+                (Some(Arc::new(entry)), prev)
+            }
             Event::Delete { prev, .. } => (None, Some(prev)),
         };
         Some(Decoded {
@@ -583,10 +626,7 @@ impl<C: Codec> Store<C> {
             .prev_at_event
             .get_or_init(|| {
                 let prev = event.prev.as_ref()?;
-                self.codec
-                    .decode(&prev.key, &prev.raw, event.revision)
-                    .ok()
-                    .map(Arc::new)
+                Some(Arc::new(self.codec.restamp(&prev.object, event.revision)))
             })
             .clone()
     }
@@ -642,7 +682,6 @@ fn decode_entry<C: Codec>(codec: &C, kv: &KeyValue) -> Result<Entry<C::Object>> 
     Ok(Entry {
         key: kv.key.clone(),
         object: Arc::new(object),
-        raw: kv.value.clone(),
         create_revision: kv.create_revision,
         mod_revision: kv.mod_revision,
     })
@@ -687,10 +726,10 @@ fn replay<C: Codec>(
             (Some(cur), true, true) => items.push(WatchItem::Modified(cur.object.clone())),
             (Some(cur), true, false) => items.push(WatchItem::Added(cur.object.clone())),
             (_, false, true) => {
-                if let Some(prev) = &event.prev
-                    && let Ok(o) = codec.decode(&prev.key, &prev.raw, event.revision)
-                {
-                    items.push(WatchItem::Deleted(Arc::new(o)));
+                if let Some(prev) = &event.prev {
+                    items.push(WatchItem::Deleted(Arc::new(
+                        codec.restamp(&prev.object, event.revision),
+                    )));
                 }
             }
             _ => {}
@@ -768,6 +807,9 @@ mod tests {
         type Object = (String, i64);
         fn decode(&self, _key: &str, value: &[u8], revision: i64) -> Result<Self::Object, String> {
             Ok((String::from_utf8_lossy(value).into_owned(), revision))
+        }
+        fn restamp(&self, object: &Self::Object, revision: i64) -> Self::Object {
+            (object.0.clone(), revision)
         }
     }
 

@@ -369,6 +369,9 @@ impl Codec for Utf8 {
     fn decode(&self, _key: &str, value: &[u8], _revision: i64) -> Result<String, String> {
         String::from_utf8(value.to_vec()).map_err(|e| e.to_string())
     }
+    fn restamp(&self, object: &String, _revision: i64) -> String {
+        object.clone()
+    }
 }
 
 #[tokio::test]

@@ -41,8 +41,8 @@ impl Strategy for EventsV1 {
         Some(rename(obj, false, "events.k8s.io/v1"))
     }
 
-    fn to_storage(&self, obj: Value) -> Value {
-        rename(&obj, true, "v1")
+    fn to_storage(&self, obj: &Value) -> Option<Value> {
+        Some(rename(obj, true, "v1"))
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
@@ -86,7 +86,7 @@ mod tests {
     #[test]
     fn round_trips_between_versions() {
         let v1 = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "note": "hi", "regarding": {"kind": "Pod"}, "reportingController": "c"});
-        let core = EventsV1.to_storage(v1.clone());
+        let core = EventsV1.to_storage(&v1).unwrap();
         assert_eq!(core["message"], "hi");
         assert_eq!(core["involvedObject"]["kind"], "Pod");
         assert_eq!(core["apiVersion"], "v1");
