@@ -59,6 +59,17 @@ async fn exercise(server: &Server) {
         watch.try_next().await.unwrap(),
         Some(WatchEvent::Deleted(_))
     ));
+
+    // And kubectl, on the same backend.
+    server.kubectl_ok(&["create", "configmap", "kc", "--from-literal=a=b"]);
+    let manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kc\ndata:\n  a: c\n";
+    let out = server.kubectl_with_stdin(
+        &["apply", "--server-side", "--force-conflicts", "-f", "-"],
+        Some(manifest),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(server.kubectl_ok(&["get", "cm", "kc", "-o", "jsonpath={.data.a}"]), "c");
+    server.kubectl_ok(&["delete", "configmap", "kc"]);
 }
 
 use futures::StreamExt;
