@@ -1009,3 +1009,83 @@ async fn server_side_apply_tracks_owners_and_conflicts() {
         "fields owned by nobody are removed"
     );
 }
+
+#[tokio::test]
+async fn resource_version_match_semantics() {
+    let (server, client) = setup().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let before = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    api.create(&PostParams::default(), &cm("later"))
+        .await
+        .unwrap();
+    let path = |q: &str| format!("/api/v1/namespaces/default/configmaps?{q}");
+    let names = |body: &[u8]| -> Vec<String> {
+        let v: Value = serde_json::from_slice(body).unwrap();
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Exact: the list as it was at that revision.
+    let (code, _, body) = raw(
+        &client,
+        "GET",
+        &path(&format!(
+            "resourceVersion={before}&resourceVersionMatch=Exact"
+        )),
+        "",
+        vec![],
+        "",
+    )
+    .await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    assert!(!names(&body).contains(&"later".to_string()));
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["metadata"]["resourceVersion"], before.as_str());
+    // NotOlderThan and "0": at least that new (served from the cache).
+    let (_, _, body) = raw(
+        &client,
+        "GET",
+        &path(&format!(
+            "resourceVersion={before}&resourceVersionMatch=NotOlderThan"
+        )),
+        "",
+        vec![],
+        "",
+    )
+    .await;
+    assert!(names(&body).contains(&"later".to_string()));
+    let (_, _, body) = raw(&client, "GET", &path("resourceVersion=0"), "", vec![], "").await;
+    assert!(names(&body).contains(&"later".to_string()));
+    // Exact without a resourceVersion is a 400.
+    let (code, _, _) = raw(
+        &client,
+        "GET",
+        &path("resourceVersionMatch=Exact"),
+        "",
+        vec![],
+        "",
+    )
+    .await;
+    assert_eq!(code, 400);
+    // A resourceVersion from the future times out with upstream's 504 (asked with
+    // kubectl: kube-rs's client retries 504s).
+    let out = server.kubectl(&[
+        "get",
+        "--raw",
+        &path("resourceVersion=999999&resourceVersionMatch=NotOlderThan"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Timeout") && err.contains("Too large resource version"),
+        "{err}"
+    );
+}

@@ -67,8 +67,15 @@ async fn exercise(server: &Server) {
         &["apply", "--server-side", "--force-conflicts", "-f", "-"],
         Some(manifest),
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(server.kubectl_ok(&["get", "cm", "kc", "-o", "jsonpath={.data.a}"]), "c");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        server.kubectl_ok(&["get", "cm", "kc", "-o", "jsonpath={.data.a}"]),
+        "c"
+    );
     server.kubectl_ok(&["delete", "configmap", "kc"]);
 }
 
