@@ -4,6 +4,7 @@
 //! Everything here is strings/values in, values/errors out.
 
 pub mod field;
+pub mod gofmt;
 pub mod gvk;
 pub mod meta;
 pub mod selector;

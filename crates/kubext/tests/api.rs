@@ -2,12 +2,14 @@
 //! exact status code, headers and Status body matter).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::*;
+
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
-use kube::core::Status as ErrorResponse;
 use serde_json::{Value, json};
 use testkit::Server;
 
@@ -51,17 +53,6 @@ fn status_of(body: &[u8]) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)));
     assert_eq!(v["kind"], "Status", "{v}");
     v
-}
-
-fn cm(name: &str) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
-}
-
-fn api_error(e: kube::Error) -> ErrorResponse {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 #[tokio::test]

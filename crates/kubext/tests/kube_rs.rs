@@ -2,6 +2,9 @@
 //! metadata-only access, and the events Recorder.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::*;
+
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};
 use k8s_openapi::api::events::v1::Event;
@@ -10,13 +13,8 @@ use kube::core::PartialObjectMeta;
 use kube::runtime::events::{Event as RecordedEvent, EventType, Recorder, Reporter};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
-use serde_json::json;
 use std::time::Duration;
 use testkit::Server;
-
-fn cm(name: &str) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
-}
 
 async fn next_within<S: futures::Stream + Unpin>(s: &mut S, secs: u64) -> S::Item {
     tokio::time::timeout(Duration::from_secs(secs), s.next())

@@ -290,23 +290,7 @@ fn kubectl_versions_1_27_to_1_33() {
             panic!("{bin} is missing");
         }
         let run = |args: &[&str], stdin: Option<&str>| {
-            let mut child = Command::new(&bin)
-                .args(args)
-                .env("KUBECONFIG", &s.kubeconfig)
-                .env("HOME", &s.data_dir)
-                .stdin(if stdin.is_some() {
-                    Stdio::piped()
-                } else {
-                    Stdio::null()
-                })
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-                std::io::Write::write_all(&mut pipe, input.as_bytes()).unwrap();
-            }
-            let out = child.wait_with_output().unwrap();
+            let out = s.run_kubectl(&bin, args, stdin);
             assert!(
                 out.status.success(),
                 "kubectl 1.{minor} {args:?}: {}",

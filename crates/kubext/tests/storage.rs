@@ -2,6 +2,9 @@
 //! across restarts, and no acknowledged write lost to `kill -9`.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::*;
+
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
@@ -12,10 +15,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use testkit::{Etcd, Server, Storage};
-
-fn cm(name: &str) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
-}
 
 /// The same CRUD + watch scenario on any backend.
 async fn exercise(server: &Server) {

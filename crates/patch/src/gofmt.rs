@@ -97,41 +97,9 @@ fn write_list(out: &mut String, items: &[Value]) {
     out.push(']');
 }
 
-/// `strconv.FormatFloat(f, 'g', -1, 64)`: shortest digits, exponent form when
-/// the decimal exponent is below -4 or at least 6.
-pub(crate) fn format_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.abs());
-    }
-    f.to_string()
-}
+pub(crate) use apimachinery::gofmt::format_float;
 
-/// Go's `strconv.Quote` for the ASCII-printable common case (used inside
-/// `strconv.Atoi` error messages).
-pub(crate) fn quote(s: &str) -> String {
-    format!("{s:?}")
-}
+pub(crate) use apimachinery::gofmt::quote;
 
 /// Length of `json.Marshal(v)` in Go: compact, with `<`, `>`, `&`, U+2028 and
 /// U+2029 escaped as `\uXXXX`. Used for the JSON patch copy-size limit.

@@ -55,6 +55,9 @@ struct CacheEvent<O> {
     prev_at_event: std::sync::OnceLock<Option<Arc<O>>>,
 }
 
+/// A writer's decoded object for one key, kept until the cache applies its revision.
+type Written<O> = (Arc<str>, Arc<O>);
+
 /// A backend event decoded, before it is linked to the state it replaces.
 struct Decoded<O> {
     revision: i64,
@@ -220,7 +223,7 @@ pub struct Store<C: Codec> {
     failed: Mutex<Option<Error>>,
     /// Objects their writer already decoded, by revision, taken by the follow task
     /// instead of decoding the stored bytes again.
-    written: Mutex<BTreeMap<i64, (Arc<str>, Arc<C::Object>)>>,
+    written: Mutex<BTreeMap<i64, Written<C::Object>>>,
 }
 
 impl<C: Codec> Store<C> {

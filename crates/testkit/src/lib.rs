@@ -87,7 +87,12 @@ impl Server {
 
     pub fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
         let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
-        let mut child = Command::new(&kubectl)
+        self.run_kubectl(&kubectl, args, stdin)
+    }
+
+    /// Run a specific kubectl binary (e.g. another version) against this server.
+    pub fn run_kubectl(&self, kubectl: &str, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(kubectl)
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("HOME", &self.data_dir)

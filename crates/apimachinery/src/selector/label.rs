@@ -6,7 +6,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::{SelectorError, go_quote};
+use super::SelectorError;
+use crate::gofmt::quote as go_quote;
 use crate::validation::{is_qualified_name, is_valid_label_value};
 
 /// How a requirement relates a label to its values.

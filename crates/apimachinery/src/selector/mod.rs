@@ -21,7 +21,7 @@ pub enum SelectorError {
     #[error("{0}")]
     Invalid(String),
     /// A `matchExpressions[].operator` that is not In/NotIn/Exists/DoesNotExist.
-    #[error("{} is not a valid label selector operator", go_quote(.0))]
+    #[error("{} is not a valid label selector operator", crate::gofmt::quote(.0))]
     UnknownOperator(String),
     /// A field selector term without a recognized operator.
     #[error("invalid selector: '{selector}'; can't understand '{term}'")]
@@ -33,34 +33,6 @@ pub enum SelectorError {
     /// point as a number (Go's `%v` of a rune); so do we.
     #[error("invalid field selector: unescaped character in value: {}", u32::from(*.0))]
     UnescapedChar(char),
-}
-
-/// Go's `%q` (`strconv.Quote`): printable text kept, the rest escaped.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x80 && (c.is_ascii_control()) => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() || c == '\u{feff}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
@@ -79,7 +51,7 @@ mod tests {
             ("é", "\"é\""),
         ];
         for (input, want) in cases {
-            assert_eq!(go_quote(input), want, "{input:?}");
+            assert_eq!(crate::gofmt::quote(input), want, "{input:?}");
         }
     }
 
