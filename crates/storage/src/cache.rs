@@ -288,6 +288,10 @@ impl<C: Codec> Store<C> {
 
     /// Wait until the cache has applied `revision` (or `timeout` passes).
     pub async fn wait_for(&self, revision: i64, timeout: Duration) -> Result<()> {
+        // Fast path: almost always already there.
+        if *self.revision_tx.borrow() >= revision {
+            return Ok(());
+        }
         let mut rx = self.revision_tx.subscribe();
         let reached = tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await;
         match reached {
