@@ -85,7 +85,7 @@ async fn random_bodies_get_client_errors_and_the_server_survives() {
         let (method, path) = targets[(rng.next() % targets.len() as u64) as usize];
         let content_type = rng.pick(&content_types);
         let mut body = mutated_json(&mut rng);
-        if content_type.contains("protobuf") && rng.next() % 2 == 0 {
+        if content_type.contains("protobuf") && rng.next().is_multiple_of(2) {
             let mut framed = b"k8s\0".to_vec();
             framed.extend(body);
             body = framed;

@@ -134,6 +134,35 @@ pub struct ResourceType {
 }
 
 impl ResourceType {
+    /// Defaults for a resource description; callers override what differs.
+    pub fn new(
+        group: &str,
+        version: &str,
+        kind: &str,
+        plural: &str,
+        namespaced: bool,
+        strategy: Box<dyn Strategy>,
+    ) -> Self {
+        ResourceType {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            singular: kind.to_lowercase(),
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            namespaced,
+            storage_path: plural.into(),
+            has_status: false,
+            tracks_generation: false,
+            return_deleted_object: false,
+            columns: Vec::new(),
+            selectable_fields: Vec::new(),
+            name_validation: apimachinery::validation::name_is_dns_subdomain,
+            strategy,
+        }
+    }
+
     pub fn gvk(&self) -> GroupVersionKind {
         GroupVersionKind::new(&self.group, &self.version, &self.kind)
     }

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::watch;
 
 use apimachinery::StatusError;
-use registry::Storage;
+use registry::{ResourceType, Storage};
 
 use crate::authn::{Authenticator, UserInfo};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Served};
 use crate::metrics::Metrics;
 use crate::negotiate::parse_accept;
 use crate::request_info::{self, RequestInfo};
@@ -29,6 +29,9 @@ pub struct Api {
     /// Flips to true when the server is shutting down (watches end).
     pub shutdown: watch::Receiver<bool>,
     pub metrics: Metrics,
+    /// Built-in resources; custom resources are added to these on every CRD change.
+    builtins: Vec<Arc<Served>>,
+    storage_prefix: String,
 }
 
 /// Paths anyone may read (upstream's system:public-info-viewer).
@@ -36,19 +39,43 @@ const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
 
 impl Api {
     pub fn new(
-        catalog: Catalog,
         storage: Arc<Storage>,
+        storage_prefix: &str,
         authn: Authenticator,
         shutdown: watch::Receiver<bool>,
     ) -> Self {
+        let builtins: Vec<Arc<Served>> = registry::builtin::resource_types()
+            .into_iter()
+            .chain(std::iter::once(
+                Arc::new(apiextensions::crd_resource_type()),
+            ))
+            .map(|t| served(t, &storage, storage_prefix))
+            .collect();
         Api {
-            catalog: RwLock::new(Arc::new(catalog)),
+            catalog: RwLock::new(Arc::new(Catalog::build(builtins.clone()))),
             storage,
             authn,
             ready: AtomicBool::new(false),
             shutdown,
             metrics: Metrics::default(),
+            builtins,
+            storage_prefix: storage_prefix.to_string(),
         }
+    }
+
+    /// Serve these custom resource types (replacing the previous set) next to the built-ins.
+    pub fn publish_custom(&self, types: Vec<Arc<ResourceType>>) {
+        let all = self
+            .builtins
+            .iter()
+            .cloned()
+            .chain(
+                types
+                    .into_iter()
+                    .map(|t| served(t, &self.storage, &self.storage_prefix)),
+            )
+            .collect();
+        self.set_catalog(Catalog::build(all));
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -199,6 +226,15 @@ fn wants_aggregated(accept: &str) -> bool {
         }
     }
     false
+}
+
+/// A resource type bound to storage, with its strategic-merge metadata.
+fn served(rtype: Arc<ResourceType>, storage: &Arc<Storage>, prefix: &str) -> Arc<Served> {
+    Arc::new(Served {
+        patch_schema: patch::builtin_schema(&rtype.group, &rtype.kind),
+        store: registry::GenericStore::new(rtype.clone(), storage.clone(), prefix),
+        rtype,
+    })
 }
 
 fn is_public(path: &str) -> bool {

@@ -21,7 +21,6 @@ use storage::{Backend, StoreOptions};
 
 use crate::api::Api;
 use crate::authn::Authenticator;
-use crate::catalog::{Catalog, Served};
 use crate::config::{Config, StorageKind};
 use crate::pki::{self, Pki};
 use crate::response;
@@ -66,14 +65,14 @@ pub async fn start(config: Config) -> Result<Running> {
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let served = builtin_served(&storage, &config.etcd_prefix);
     let api = Arc::new(Api::new(
-        Catalog::build(served),
         storage.clone(),
+        &config.etcd_prefix,
         authn,
         shutdown_rx.clone(),
     ));
     bootstrap(&api).await?;
+    let crd_controller = start_crd_controller(&api).await?;
     let resources = Arc::new(CatalogResources(api.clone()));
     let namespace_controller = Arc::new(NamespaceController {
         resources,
@@ -83,7 +82,10 @@ pub async fn start(config: Config) -> Result<Running> {
     for ns in BOOTSTRAP_NAMESPACES {
         namespace_controller.populate(ns).await;
     }
-    let controllers = tokio::spawn(namespace_controller.run());
+    let namespaces = tokio::spawn(namespace_controller.run());
+    let controllers = tokio::spawn(async move {
+        let _ = tokio::join!(namespaces, crd_controller);
+    });
 
     let kubeconfig = pki::kubeconfig_path(&config.data_dir);
     let host = match addr.ip() {
@@ -208,17 +210,26 @@ async fn bind(config: &Config) -> Result<TcpListener> {
     })
 }
 
-fn builtin_served(storage: &Arc<Storage>, prefix: &str) -> Vec<Arc<Served>> {
-    registry::builtin::resource_types()
-        .into_iter()
-        .map(|rtype| {
-            Arc::new(Served {
-                patch_schema: patch::builtin_schema(&rtype.group, &rtype.kind),
-                store: GenericStore::new(rtype.clone(), storage.clone(), prefix),
-                rtype,
-            })
-        })
-        .collect()
+/// Start the CRD controller; returns once existing CRDs are served (so a restart
+/// serves them before reporting ready).
+async fn start_crd_controller(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<()>> {
+    let crds = api
+        .catalog()
+        .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .map(|s| Arc::new(s.store.clone_handle()))
+        .ok_or_else(|| anyhow!("customresourcedefinitions are not served"))?;
+    let (first_tx, mut first_rx) = watch::channel(false);
+    let weak = Arc::downgrade(api);
+    let publish: apiextensions::controller::Publish = Arc::new(move |types| {
+        if let Some(api) = weak.upgrade() {
+            api.publish_custom(types);
+        }
+        let _ = first_tx.send(true);
+    });
+    let controller = Arc::new(apiextensions::CrdController { crds, publish });
+    let handle = tokio::spawn(controller.run());
+    let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
+    Ok(handle)
 }
 
 /// The namespaces every cluster has.

@@ -7,11 +7,10 @@ mod secrets;
 
 use std::sync::Arc;
 
-use apimachinery::validation::{name_is_dns_label, name_is_dns_subdomain};
+use apimachinery::validation::name_is_dns_label;
 
 use crate::resource::{ResourceType, Strategy, TableColumn};
 
-/// Defaults for a resource description; each type overrides what differs.
 fn resource(
     group: &str,
     version: &str,
@@ -20,24 +19,7 @@ fn resource(
     namespaced: bool,
     strategy: impl Strategy,
 ) -> ResourceType {
-    ResourceType {
-        group: group.into(),
-        version: version.into(),
-        kind: kind.into(),
-        plural: plural.into(),
-        singular: kind.to_lowercase(),
-        short_names: Vec::new(),
-        categories: Vec::new(),
-        namespaced,
-        storage_path: plural.into(),
-        has_status: false,
-        tracks_generation: false,
-        return_deleted_object: false,
-        columns: Vec::new(),
-        selectable_fields: Vec::new(),
-        name_validation: name_is_dns_subdomain,
-        strategy: Box::new(strategy),
-    }
+    ResourceType::new(group, version, kind, plural, namespaced, Box::new(strategy))
 }
 
 fn short(mut r: ResourceType, names: &[&str]) -> ResourceType {

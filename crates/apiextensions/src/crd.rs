@@ -1,0 +1,241 @@
+//! The CustomResourceDefinition resource itself and its validation.
+
+use apimachinery::{ErrorList, FieldError, FieldPath, meta};
+use registry::{ResourceType, Strategy};
+use serde_json::{Value, json};
+
+/// `apiextensions.k8s.io/v1` CustomResourceDefinition.
+pub fn crd_resource_type() -> ResourceType {
+    let mut t = ResourceType::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        Box::new(Crds),
+    );
+    t.short_names = vec!["crd".into(), "crds".into()];
+    t.categories = vec!["api-extensions".into()];
+    t.has_status = true;
+    t.tracks_generation = true;
+    t.columns = vec![registry::TableColumn::new(
+        "Created At",
+        "date",
+        "The time the CRD was created",
+    )];
+    t
+}
+
+struct Crds;
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+impl Strategy for Crds {
+    fn prepare_create(&self, obj: &mut Value) {
+        obj["status"] = json!({"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []});
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value) {
+        new["status"] = old.get("status").cloned().unwrap_or(json!({}));
+    }
+
+    fn validate(&self, obj: &Value) -> ErrorList {
+        validate_crd(obj)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+        let mut errs = validate_crd(new);
+        let spec = FieldPath::new("spec");
+        for field in ["group", "scope"] {
+            if new.pointer(&format!("/spec/{field}")) != old.pointer(&format!("/spec/{field}")) {
+                errs.push(FieldError::invalid(
+                    &spec.child(field),
+                    new.pointer(&format!("/spec/{field}"))
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                    "field is immutable",
+                ));
+            }
+        }
+        errs
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        vec![json!(str_at(obj, "/metadata/creationTimestamp"))]
+    }
+}
+
+/// The CRD validation rules the serving path relies on, with upstream's messages.
+pub fn validate_crd(obj: &Value) -> ErrorList {
+    let mut errs = Vec::new();
+    let spec = FieldPath::new("spec");
+    let group = str_at(obj, "/spec/group");
+    let plural = str_at(obj, "/spec/names/plural");
+    let kind = str_at(obj, "/spec/names/kind");
+    if group.is_empty() {
+        errs.push(FieldError::required(&spec.child("group"), ""));
+    } else if !group.contains('.') {
+        errs.push(FieldError::invalid(
+            &spec.child("group"),
+            json!(group),
+            "should be a domain with at least one dot",
+        ));
+    }
+    let names = spec.child("names");
+    if plural.is_empty() {
+        errs.push(FieldError::required(&names.child("plural"), ""));
+    } else {
+        for msg in apimachinery::validation::is_dns1035_label(plural) {
+            errs.push(FieldError::invalid(
+                &names.child("plural"),
+                json!(plural),
+                &msg,
+            ));
+        }
+    }
+    if kind.is_empty() {
+        errs.push(FieldError::required(&names.child("kind"), ""));
+    }
+    let list_kind = str_at(obj, "/spec/names/listKind");
+    if !list_kind.is_empty() && list_kind == kind {
+        errs.push(FieldError::invalid(
+            &names.child("listKind"),
+            json!(list_kind),
+            "kind and listKind may not be the same",
+        ));
+    }
+    let expected = format!("{plural}.{group}");
+    let name = meta::name(obj);
+    if !plural.is_empty() && !group.is_empty() && name != expected {
+        errs.push(FieldError::invalid(
+            &FieldPath::new("metadata").child("name"),
+            json!(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    let scope = str_at(obj, "/spec/scope");
+    if !matches!(scope, "Namespaced" | "Cluster") {
+        errs.push(FieldError::not_supported(
+            &spec.child("scope"),
+            json!(scope),
+            &["Cluster", "Namespaced"],
+        ));
+    }
+    errs.extend(validate_versions(obj, &spec.child("versions")));
+    errs
+}
+
+fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
+    let mut errs = Vec::new();
+    let versions = obj.pointer("/spec/versions").and_then(Value::as_array);
+    let Some(versions) = versions.filter(|v| !v.is_empty()) else {
+        errs.push(FieldError::invalid(
+            path,
+            json!(null),
+            "must have exactly one version marked as storage version",
+        ));
+        return errs;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (i, v) in versions.iter().enumerate() {
+        let name = str_at(v, "/name");
+        let vpath = path.index(i);
+        if name.is_empty() {
+            errs.push(FieldError::required(&vpath.child("name"), ""));
+        } else if !seen.insert(name) {
+            errs.push(FieldError::invalid(
+                path,
+                json!(name),
+                "must contain unique version names",
+            ));
+        } else {
+            for msg in apimachinery::validation::is_dns1035_label(name) {
+                errs.push(FieldError::invalid(&vpath.child("name"), json!(name), &msg));
+            }
+        }
+        if v.pointer("/schema/openAPIV3Schema").is_none() {
+            errs.push(FieldError::required(
+                &vpath.child("schema").child("openAPIV3Schema"),
+                "schemas are required",
+            ));
+        }
+    }
+    let storage = versions
+        .iter()
+        .filter(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .count();
+    if storage != 1 {
+        errs.push(FieldError::invalid(
+            path,
+            json!(versions.len()),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if !versions
+        .iter()
+        .any(|v| v.get("served") == Some(&Value::Bool(true)))
+    {
+        errs.push(FieldError::invalid(
+            path,
+            json!(versions.len()),
+            "must have at least one version marked as served",
+        ));
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd() -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com"},
+            "spec": {
+                "group": "stable.example.com", "scope": "Namespaced",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "shortNames": ["ct"]},
+                "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}],
+            },
+        })
+    }
+
+    #[test]
+    fn a_valid_crd_passes() {
+        assert_eq!(validate_crd(&crd()), vec![]);
+    }
+
+    #[test]
+    fn every_error_is_reported() {
+        let mut bad = crd();
+        bad["metadata"]["name"] = json!("wrong");
+        bad["spec"]["group"] = json!("nodot");
+        bad["spec"]["scope"] = json!("Galaxy");
+        bad["spec"]["versions"][0]["storage"] = json!(false);
+        let errs: Vec<String> = validate_crd(&bad).iter().map(ToString::to_string).collect();
+        assert!(
+            errs.contains(
+                &"spec.group: Invalid value: \"nodot\": should be a domain with at least one dot"
+                    .to_string()
+            ),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("spec.scope: Unsupported value: \"Galaxy\"")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("must have exactly one version marked as storage version")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("metadata.name: Invalid value: \"wrong\"")),
+            "{errs:?}"
+        );
+    }
+}

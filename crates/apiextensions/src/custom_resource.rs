@@ -1,0 +1,98 @@
+//! Resource types that serve the instances of a CRD, one per served version.
+
+use registry::{ResourceType, Strategy};
+use serde_json::Value;
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Whether the CRD's `Established` condition is True.
+pub fn is_established(crd: &Value) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True")
+}
+
+/// The resource types for every served version of an established CRD.
+pub fn served_types(crd: &Value) -> Vec<ResourceType> {
+    if !is_established(crd) || apimachinery::meta::deletion_timestamp(crd).is_some() {
+        return Vec::new();
+    }
+    let group = str_at(crd, "/spec/group");
+    let plural = str_at(crd, "/spec/names/plural");
+    let kind = str_at(crd, "/spec/names/kind");
+    let namespaced = str_at(crd, "/spec/scope") == "Namespaced";
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
+    versions
+        .into_iter()
+        .flatten()
+        .filter(|v| v.get("served") == Some(&Value::Bool(true)))
+        .map(|v| {
+            let has_status = v.pointer("/subresources/status").is_some();
+            let mut t = ResourceType::new(
+                group,
+                str_at(v, "/name"),
+                kind,
+                plural,
+                namespaced,
+                Box::new(CustomResources { has_status }),
+            );
+            let singular = str_at(crd, "/spec/names/singular");
+            t.singular = if singular.is_empty() {
+                kind.to_lowercase()
+            } else {
+                singular.to_string()
+            };
+            t.short_names = string_list(crd, "/spec/names/shortNames");
+            t.categories = string_list(crd, "/spec/names/categories");
+            t.storage_path = format!("{group}/{plural}");
+            t.has_status = has_status;
+            t.tracks_generation = true;
+            t.return_deleted_object = true;
+            t
+        })
+        .collect()
+}
+
+fn string_list(v: &Value, pointer: &str) -> Vec<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect()
+}
+
+/// Custom resources: status is only written through the status subresource
+/// when that is enabled.
+struct CustomResources {
+    has_status: bool,
+}
+
+impl Strategy for CustomResources {
+    fn prepare_create(&self, obj: &mut Value) {
+        if self.has_status
+            && let Some(map) = obj.as_object_mut()
+        {
+            map.remove("status");
+        }
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value) {
+        if !self.has_status {
+            return;
+        }
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(map) = new.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! CustomResourceDefinitions: the `apiextensions.k8s.io/v1` resource, the
+//! resource types that serve custom resources, and the controller that turns an
+//! accepted CRD into served routes.
+//!
+//! Invariant: no HTTP. The server receives the custom resource types through
+//! the `Publish` callback and swaps its catalog.
+//!
+//! Status: registration, naming/establishing status, serving every served version
+//! (conversion strategy None) with the status subresource. Schema validation,
+//! pruning, defaulting, printer columns, selectable fields, scale, conversion
+//! webhooks and the cleanup finalizer are not wired yet.
+
+pub mod controller;
+pub mod crd;
+pub mod custom_resource;
+
+pub use controller::CrdController;
+pub use crd::crd_resource_type;
+pub use custom_resource::served_types;

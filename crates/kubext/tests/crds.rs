@@ -1,0 +1,201 @@
+//! CustomResourceDefinitions (first slice): registration, Established status,
+//! discovery, serving custom resources with kubectl and kube-rs, and routes that
+//! come and go with the CRD.
+#![allow(clippy::unwrap_used)]
+
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use serde_json::json;
+use testkit::Server;
+
+const CRONTAB_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, singular: crontab, kind: CronTab, shortNames: [ct], categories: [all]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {cronSpec: {type: string}, replicas: {type: integer}}}
+          status: {type: object, properties: {ready: {type: boolean}}}
+"#;
+
+fn install_crontab(server: &Server) {
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(CRONTAB_CRD));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/crontabs.stable.example.com",
+        "--timeout=10s",
+    ]);
+}
+
+#[test]
+fn crd_becomes_established_and_serves_instances_to_kubectl() {
+    let server = Server::builder().start().unwrap();
+    install_crontab(&server);
+    let status = server.kubectl_ok(&[
+        "get",
+        "crd",
+        "crontabs.stable.example.com",
+        "-o",
+        "jsonpath={.status.acceptedNames.kind} {.status.storedVersions}",
+    ]);
+    assert_eq!(status, r#"CronTab ["v1"]"#);
+    let resources = server.kubectl_ok(&["api-resources", "--api-group=stable.example.com"]);
+    assert!(
+        resources.contains("crontabs") && resources.contains("ct") && resources.contains("CronTab"),
+        "{resources}"
+    );
+    let cr = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: my-cron\nspec:\n  cronSpec: '* * * * */5'\n  replicas: 3\n";
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(cr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // shortName, singular, plural.group and category all resolve.
+    for name in [
+        "ct",
+        "crontab",
+        "crontabs.stable.example.com",
+        "crontabs.v1.stable.example.com",
+    ] {
+        let got = server.kubectl_ok(&["get", name, "-o", "name"]);
+        assert_eq!(got.trim(), "crontab.stable.example.com/my-cron", "{name}");
+    }
+    assert!(
+        server
+            .kubectl_ok(&["get", "all", "-o", "name"])
+            .contains("crontab.stable.example.com/my-cron")
+    );
+    assert_eq!(
+        server.kubectl_ok(&["get", "ct", "my-cron", "-o", "jsonpath={.spec.replicas}"]),
+        "3"
+    );
+    server.kubectl_ok(&["delete", "ct", "my-cron"]);
+}
+
+#[tokio::test]
+async fn custom_resources_with_kube_rs_status_and_generation() {
+    let server = Server::builder().start().unwrap();
+    install_crontab(&server);
+    let client = server.client().await.unwrap();
+    let gvk = GroupVersionKind::gvk("stable.example.com", "v1", "CronTab");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "crontabs");
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "c1"},
+        "spec": {"cronSpec": "*/1 * * * *"},
+        "status": {"ready": true},
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &obj).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    assert!(
+        created.data.get("status").is_none(),
+        "status is dropped on create with the status subresource"
+    );
+    let status = api
+        .patch_status(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}, "spec": {"cronSpec": "ignored"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(status.data["status"]["ready"], true);
+    assert_eq!(status.data["spec"]["cronSpec"], "*/1 * * * *");
+    assert_eq!(
+        status.metadata.generation,
+        Some(1),
+        "status writes do not bump generation"
+    );
+    let spec = api
+        .patch(
+            "c1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"cronSpec": "*/2 * * * *"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(spec.metadata.generation, Some(2));
+    assert_eq!(
+        spec.data["status"]["ready"], true,
+        "main writes keep status"
+    );
+}
+
+#[test]
+fn deleting_the_crd_removes_its_routes_and_invalid_crds_are_rejected() {
+    let server = Server::builder().start().unwrap();
+    install_crontab(&server);
+    server.kubectl_ok(&["delete", "crd", "crontabs.stable.example.com"]);
+    let out = server.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabs",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NotFound"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: wrong\nspec:\n  group: nodot\n  scope: Galaxy\n  names: {plural: things, kind: Thing}\n  versions:\n  - {name: v1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}\n";
+    let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(bad));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"The CustomResourceDefinition "wrong" is invalid"#),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "spec.group: Invalid value: \"nodot\": should be a domain with at least one dot"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("must have exactly one version marked as storage version"),
+        "{err}"
+    );
+}
+
+#[test]
+fn crds_are_served_again_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::builder()
+        .storage(testkit::Storage::Embedded)
+        .data_dir(dir.path())
+        .start()
+        .unwrap();
+    install_crontab(&server);
+    server
+        .terminate(std::time::Duration::from_secs(10))
+        .unwrap();
+    let server = Server::builder()
+        .storage(testkit::Storage::Embedded)
+        .data_dir(dir.path())
+        .start()
+        .unwrap();
+    // Served as soon as the server reports ready.
+    let out = server.kubectl_ok(&["get", "crontabs", "-o", "name"]);
+    assert!(out.trim().is_empty(), "{out}");
+}
