@@ -52,6 +52,7 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
             t.has_status = has_status;
             t.tracks_generation = true;
             t.return_deleted_object = true;
+            t.openapi_schema = v.pointer("/schema/openAPIV3Schema").cloned();
             t
         })
         .collect()

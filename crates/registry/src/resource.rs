@@ -130,6 +130,9 @@ pub struct ResourceType {
     pub selectable_fields: Vec<String>,
     /// Name validator: DNS subdomain for most types.
     pub name_validation: fn(&str, bool) -> Vec<String>,
+    /// OpenAPI v3 schema published for this type (custom resources); built-ins
+    /// have theirs in the `openapi` crate.
+    pub openapi_schema: Option<Value>,
     pub strategy: Box<dyn Strategy>,
 }
 
@@ -159,6 +162,7 @@ impl ResourceType {
             columns: Vec::new(),
             selectable_fields: Vec::new(),
             name_validation: apimachinery::validation::name_is_dns_subdomain,
+            openapi_schema: None,
             strategy,
         }
     }

@@ -110,7 +110,11 @@ impl Catalog {
                         &t.plural,
                         t.namespaced,
                     );
-                    if t.has_status { r.with_status() } else { r }
+                    let r = if t.has_status { r.with_status() } else { r };
+                    match &t.openapi_schema {
+                        Some(schema) => r.with_schema(schema.clone()),
+                        None => r,
+                    }
                 })
                 .collect();
             openapi::Documents::generate(&resources)
