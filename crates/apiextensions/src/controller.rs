@@ -11,7 +11,8 @@ use apimachinery::meta;
 use registry::{GenericStore, ResourceType, WatchOptions};
 use storage::WatchItem;
 
-use crate::custom_resource::served_types;
+use crate::crd::CLEANUP_FINALIZER;
+use crate::custom_resource::{served_types, storage_type};
 
 const MANAGER: &str = "kubext-crd-controller";
 const RETRY: Duration = Duration::from_millis(500);
@@ -22,6 +23,8 @@ pub type Publish = Arc<dyn Fn(Vec<Arc<ResourceType>>) + Send + Sync>;
 pub struct CrdController {
     pub crds: Arc<GenericStore>,
     pub publish: Publish,
+    /// CRDs whose instances are being deleted right now.
+    pub cleaning: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl CrdController {
@@ -66,6 +69,10 @@ impl CrdController {
             WatchItem::Added(o) | WatchItem::Modified(o) => {
                 let name = meta::name(&o.value).to_string();
                 known.insert(name.clone(), o.value.clone());
+                if meta::deletion_timestamp(&o.value).is_some() {
+                    self.start_cleanup(&name, &o.value);
+                    return;
+                }
                 if let Some(status) = desired_status(&o.value)
                     && status != o.value.get("status").cloned().unwrap_or(Value::Null)
                 {
@@ -95,6 +102,25 @@ impl CrdController {
         {
             tracing::warn!(crd = name, error = %e, "cannot update CRD status");
         }
+    }
+
+    /// Delete every instance (honouring their finalizers), then release the CRD.
+    fn start_cleanup(&self, name: &str, crd: &Value) {
+        if !meta::finalizers(crd).contains(&CLEANUP_FINALIZER) {
+            return;
+        }
+        let Ok(mut cleaning) = self.cleaning.lock() else {
+            return;
+        };
+        if !cleaning.insert(name.to_string()) {
+            return;
+        }
+        let crds = self.crds.clone();
+        let (name, crd) = (name.to_string(), crd.clone());
+        tokio::spawn(async move {
+            delete_instances(&crds, &crd).await;
+            release(&crds, &name).await;
+        });
     }
 
     fn republish(&self, known: &BTreeMap<String, Value>) {
@@ -170,4 +196,59 @@ fn desired_status(crd: &Value) -> Option<Value> {
         "acceptedNames": accepted,
         "storedVersions": stored,
     }))
+}
+
+/// Delete all instances of a CRD until none is left.
+async fn delete_instances(crds: &GenericStore, crd: &Value) {
+    let Some(rtype) = storage_type(crd) else {
+        return;
+    };
+    let store = GenericStore::new(Arc::new(rtype), crds.storage().clone(), crds.prefix());
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let ctx = controllers::system_context("", MANAGER);
+        match store.list(&ctx, registry::ListOptions::default()).await {
+            Ok(list) if list.items.is_empty() => return,
+            Ok(list) => {
+                for item in list
+                    .items
+                    .iter()
+                    .filter(|i| meta::deletion_timestamp(&i.value).is_none())
+                {
+                    let ctx = controllers::system_context(meta::namespace(&item.value), MANAGER);
+                    let name = meta::name(&item.value);
+                    if let Err(e) = store.delete(&ctx, name, &Default::default()).await
+                        && e.code() != 404
+                    {
+                        tracing::warn!(name, error = %e, "cannot delete custom resource");
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list custom resources for cleanup"),
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Remove the cleanup finalizer; the store then deletes the CRD.
+async fn release(crds: &GenericStore, name: &str) {
+    let ctx = controllers::system_context("", MANAGER);
+    let result = crds
+        .update_with(&ctx, name, |current| {
+            let mut next = current.clone();
+            if let Some(list) = next
+                .pointer_mut("/metadata/finalizers")
+                .and_then(Value::as_array_mut)
+            {
+                list.retain(|f| f != CLEANUP_FINALIZER);
+            }
+            Ok(next)
+        })
+        .await;
+    if let Err(e) = result
+        && e.code() != 404
+    {
+        tracing::warn!(crd = name, error = %e, "cannot remove the cleanup finalizer");
+    }
 }

@@ -65,6 +65,49 @@ impl Strategy for Crds {
     fn row(&self, obj: &Value) -> Vec<Value> {
         vec![json!(str_at(obj, "/metadata/creationTimestamp"))]
     }
+
+    /// The first DELETE only marks the CRD: its instances must go first.
+    fn deletion_blocked(&self, obj: &Value) -> bool {
+        meta::deletion_timestamp(obj).is_none()
+    }
+
+    fn prepare_delete(&self, obj: &mut Value) {
+        let md = meta::metadata_mut(obj);
+        let finalizers = md.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == CLEANUP_FINALIZER)
+        {
+            list.push(json!(CLEANUP_FINALIZER));
+        }
+        set_condition(
+            obj,
+            "Terminating",
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        );
+    }
+}
+
+/// Holds a deleted CRD until every instance is gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Set (or replace) a True condition in `status.conditions`.
+pub fn set_condition(obj: &mut Value, kind: &str, reason: &str, message: &str) {
+    if !obj.get("status").is_some_and(Value::is_object) {
+        obj["status"] = json!({});
+    }
+    let status = &mut obj["status"];
+    if !status.get("conditions").is_some_and(Value::is_array) {
+        status["conditions"] = json!([]);
+    }
+    let condition = json!({
+        "type": kind, "status": "True", "reason": reason, "message": message,
+        "lastTransitionTime": apimachinery::time::now_rfc3339(),
+    });
+    if let Some(list) = status["conditions"].as_array_mut() {
+        list.retain(|c| c["type"] != kind);
+        list.push(condition);
+    }
 }
 
 /// The CRD validation rules the serving path relies on, with upstream's messages.

@@ -16,11 +16,37 @@ pub fn is_established(crd: &Value) -> bool {
         .any(|c| c["type"] == "Established" && c["status"] == "True")
 }
 
+/// The resource type of the CRD's storage version (whether served or not), for cleanup.
+pub fn storage_type(crd: &Value) -> Option<ResourceType> {
+    let mut established = crd.clone();
+    crate::crd::set_condition(&mut established, "Established", "", "");
+    let storage = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)?
+        .iter()
+        .position(|v| v.get("storage") == Some(&Value::Bool(true)))?;
+    established["spec"]["versions"][storage]["served"] = Value::Bool(true);
+    established["spec"]["versions"]
+        .as_array()
+        .and_then(|vs| vs.get(storage))
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+        .map(String::from)
+        .and_then(|name| {
+            served_types(&established)
+                .into_iter()
+                .find(|t| t.version == name)
+        })
+}
+
 /// The resource types for every served version of an established CRD.
 pub fn served_types(crd: &Value) -> Vec<ResourceType> {
-    if !is_established(crd) || apimachinery::meta::deletion_timestamp(crd).is_some() {
+    if !is_established(crd) {
         return Vec::new();
     }
+    // A terminating CRD is still served (its instances are being deleted and their
+    // own finalizers need their controllers), but refuses new instances.
+    let terminating = apimachinery::meta::deletion_timestamp(crd).is_some();
     let group = str_at(crd, "/spec/group");
     let plural = str_at(crd, "/spec/names/plural");
     let kind = str_at(crd, "/spec/names/kind");
@@ -53,6 +79,9 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
             t.tracks_generation = true;
             t.return_deleted_object = true;
             t.openapi_schema = v.pointer("/schema/openAPIV3Schema").cloned();
+            t.refuse_create = terminating.then(|| {
+                "create not allowed while custom resource definition is terminating".to_string()
+            });
             t
         })
         .collect()

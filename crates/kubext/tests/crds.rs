@@ -199,3 +199,94 @@ fn crds_are_served_again_after_a_restart() {
     let out = server.kubectl_ok(&["get", "crontabs", "-o", "name"]);
     assert!(out.trim().is_empty(), "{out}");
 }
+
+#[tokio::test]
+async fn deleting_a_crd_deletes_its_instances_first() {
+    let server = Server::builder().start().unwrap();
+    install_crontab(&server);
+    let client = server.client().await.unwrap();
+    let gvk = GroupVersionKind::gvk("stable.example.com", "v1", "CronTab");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "crontabs");
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let held: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &held).await.unwrap();
+    let plain: DynamicObject = serde_json::from_value(json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "plain"}})).unwrap();
+    api.create(&PostParams::default(), &plain).await.unwrap();
+
+    server.kubectl_ok(&[
+        "delete",
+        "crd",
+        "crontabs.stable.example.com",
+        "--wait=false",
+    ]);
+    // Terminating: instances are deleted (the held one waits for its finalizer) and
+    // new ones are refused.
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let crd = crds.get("crontabs.stable.example.com").await.unwrap();
+        let terminating = crd.data["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Terminating" && c["status"] == "True");
+        if terminating && api.get_opt("plain").await.unwrap().is_none() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "CRD never started terminating: {:?}",
+            crd.data["status"]
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let err = api
+        .create(&PostParams::default(), &plain)
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 405);
+            assert_eq!(
+                s.message,
+                "create not allowed while custom resource definition is terminating"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Releasing the instance's finalizer lets the CRD go.
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while crds
+        .get_opt("crontabs.stable.example.com")
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "CRD was never removed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Re-creating it shows no old instances.
+    install_crontab(&server);
+    let out = server.kubectl_ok(&["get", "crontabs", "-o", "name"]);
+    assert!(out.trim().is_empty(), "{out}");
+}

@@ -133,6 +133,9 @@ pub struct ResourceType {
     /// OpenAPI v3 schema published for this type (custom resources); built-ins
     /// have theirs in the `openapi` crate.
     pub openapi_schema: Option<Value>,
+    /// When set, creates are refused with 405 and this message (e.g. while the
+    /// CRD of a custom resource is terminating).
+    pub refuse_create: Option<String>,
     pub strategy: Box<dyn Strategy>,
 }
 
@@ -163,6 +166,7 @@ impl ResourceType {
             selectable_fields: Vec::new(),
             name_validation: apimachinery::validation::name_is_dns_subdomain,
             openapi_schema: None,
+            refuse_create: None,
             strategy,
         }
     }

@@ -66,6 +66,11 @@ impl GenericStore {
         }
     }
 
+    /// The key prefix (e.g. `/registry`) this store writes under.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     pub fn storage(&self) -> &Arc<Storage> {
         &self.storage
     }
@@ -374,6 +379,9 @@ impl GenericStore {
     }
 
     pub async fn create(&self, ctx: &RequestContext, mut obj: Value) -> Result<Arc<Object>> {
+        if let Some(reason) = &self.rtype.refuse_create {
+            return Err(StatusError::method_not_allowed(reason.clone()));
+        }
         self.set_namespace(ctx, &mut obj)?;
         if !meta::resource_version(&obj).is_empty() {
             return Err(StatusError::internal(

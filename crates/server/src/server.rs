@@ -226,7 +226,11 @@ async fn start_crd_controller(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<
         }
         let _ = first_tx.send(true);
     });
-    let controller = Arc::new(apiextensions::CrdController { crds, publish });
+    let controller = Arc::new(apiextensions::CrdController {
+        crds,
+        publish,
+        cleaning: Default::default(),
+    });
     let handle = tokio::spawn(controller.run());
     let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
     Ok(handle)
