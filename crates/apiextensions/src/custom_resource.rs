@@ -1,6 +1,7 @@
 //! Resource types that serve the instances of a CRD, one per served version.
 
-use registry::{ResourceType, Strategy};
+use registry::{ResourceType, Strategy, TableColumn};
+use schema::jsonpath::JsonPath;
 use serde_json::Value;
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -58,14 +59,20 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
         .filter(|v| v.get("served") == Some(&Value::Bool(true)))
         .map(|v| {
             let has_status = v.pointer("/subresources/status").is_some();
+            let (columns, printers) = printer_columns(v);
             let mut t = ResourceType::new(
                 group,
                 str_at(v, "/name"),
                 kind,
                 plural,
                 namespaced,
-                Box::new(CustomResources { has_status }),
+                Box::new(CustomResources {
+                    has_status,
+                    printers,
+                }),
             );
+            t.columns = columns;
+            t.age_column = false;
             let singular = str_at(crd, "/spec/names/singular");
             t.singular = if singular.is_empty() {
                 kind.to_lowercase()
@@ -97,13 +104,54 @@ fn string_list(v: &Value, pointer: &str) -> Vec<String> {
         .collect()
 }
 
+/// A version's printer columns (default: Age from creationTimestamp), and the
+/// compiled JSONPath and type of each.
+fn printer_columns(version: &Value) -> (Vec<TableColumn>, Vec<(Option<JsonPath>, String)>) {
+    let declared = version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array);
+    let default = vec![serde_json::json!({
+        "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+        "description": "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    })];
+    let specs = match declared {
+        Some(cols) if !cols.is_empty() => cols.clone(),
+        _ => default,
+    };
+    specs
+        .iter()
+        .map(|c| {
+            let column = TableColumn::owned(
+                str_at(c, "/name").to_string(),
+                str_at(c, "/type").to_string(),
+                str_at(c, "/format").to_string(),
+                str_at(c, "/description").to_string(),
+                c.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32,
+            );
+            let path = JsonPath::parse_printer_column(str_at(c, "/jsonPath")).ok();
+            (column, (path, str_at(c, "/type").to_string()))
+        })
+        .unzip()
+}
+
 /// Custom resources: status is only written through the status subresource
-/// when that is enabled.
+/// when that is enabled; table cells come from the printer columns.
 struct CustomResources {
     has_status: bool,
+    printers: Vec<(Option<JsonPath>, String)>,
 }
 
 impl Strategy for CustomResources {
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        self.printers
+            .iter()
+            .map(|(path, kind)| {
+                path.as_ref()
+                    .map_or(Value::Null, |p| p.printer_column_cell(obj, kind))
+            })
+            .collect()
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         if self.has_status
             && let Some(map) = obj.as_object_mut()

@@ -290,3 +290,42 @@ async fn deleting_a_crd_deletes_its_instances_first() {
     let out = server.kubectl_ok(&["get", "crontabs", "-o", "name"]);
     assert!(out.trim().is_empty(), "{out}");
 }
+
+#[test]
+fn printer_columns_render_in_kubectl_tables() {
+    let server = Server::builder().start().unwrap();
+    let crd = CRONTAB_CRD.replace(
+        "    subresources: {status: {}}\n",
+        "    subresources: {status: {}}\n    additionalPrinterColumns:\n    - {name: Spec, type: string, jsonPath: .spec.cronSpec}\n    - {name: Replicas, type: integer, jsonPath: .spec.replicas}\n    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type==\"Ready\")].status', priority: 1}\n    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}\n",
+    );
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&crd));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/crontabs.stable.example.com",
+        "--timeout=10s",
+    ]);
+    let cr = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: c1\nspec:\n  cronSpec: '*/5 * * * *'\n  replicas: 2\n";
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(cr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = server.kubectl_ok(&["get", "crontabs"]);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, vec!["NAME", "SPEC", "REPLICAS", "AGE"], "{table}");
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(&row[..2], &["c1", "*/5"], "{table}");
+    let wide = server.kubectl_ok(&["get", "crontabs", "-o", "wide"]);
+    assert!(
+        wide.lines().next().unwrap().contains("READY"),
+        "priority > 0 columns only with -o wide:\n{wide}"
+    );
+}

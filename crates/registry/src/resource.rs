@@ -2,6 +2,7 @@
 
 use apimachinery::{ErrorList, GroupResource, GroupVersionKind};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Per-type behaviour (upstream's `RESTCreateStrategy`/`RESTUpdateStrategy`),
 /// on unstructured JSON. Defaults fit types without special rules.
@@ -78,31 +79,43 @@ pub trait Strategy: Send + Sync + 'static {
 /// A printer column of `as=Table` output (after `Name`).
 #[derive(Debug, Clone)]
 pub struct TableColumn {
-    pub name: &'static str,
-    pub type_: &'static str,
-    pub format: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub type_: Cow<'static, str>,
+    pub format: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     pub priority: i32,
 }
 
 impl TableColumn {
     pub const fn new(name: &'static str, type_: &'static str, description: &'static str) -> Self {
         TableColumn {
-            name,
-            type_,
-            format: "",
-            description,
+            name: Cow::Borrowed(name),
+            type_: Cow::Borrowed(type_),
+            format: Cow::Borrowed(""),
+            description: Cow::Borrowed(description),
             priority: 0,
+        }
+    }
+
+    /// A column defined at run time (a CRD's additionalPrinterColumns).
+    pub fn owned(
+        name: String,
+        type_: String,
+        format: String,
+        description: String,
+        priority: i32,
+    ) -> Self {
+        TableColumn {
+            name: Cow::Owned(name),
+            type_: Cow::Owned(type_),
+            format: Cow::Owned(format),
+            description: Cow::Owned(description),
+            priority,
         }
     }
 
     pub const fn wide(mut self) -> Self {
         self.priority = 1;
-        self
-    }
-
-    pub const fn format(mut self, format: &'static str) -> Self {
-        self.format = format;
         self
     }
 }
@@ -124,8 +137,10 @@ pub struct ResourceType {
     pub tracks_generation: bool,
     /// DELETE answers with the object (custom resources) instead of a Status.
     pub return_deleted_object: bool,
-    /// Columns after `Name` for `as=Table`; `Age` is appended automatically.
+    /// Columns after `Name` for `as=Table`; `Age` is added unless `age_column` is off.
     pub columns: Vec<TableColumn>,
+    /// Add the `Age` column (custom resources list their own columns instead).
+    pub age_column: bool,
     /// Selectable fields besides `metadata.name` and `metadata.namespace`.
     pub selectable_fields: Vec<String>,
     /// Name validator: DNS subdomain for most types.
@@ -163,6 +178,7 @@ impl ResourceType {
             tracks_generation: false,
             return_deleted_object: false,
             columns: Vec::new(),
+            age_column: true,
             selectable_fields: Vec::new(),
             name_validation: apimachinery::validation::name_is_dns_subdomain,
             openapi_schema: None,

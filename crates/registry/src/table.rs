@@ -46,7 +46,8 @@ pub fn column_definitions(rtype: &ResourceType) -> Vec<Value> {
         "description": "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
     })];
     let (first, rest) = split_before_wide(rtype);
-    for c in first.iter().chain(std::iter::once(&AGE)).chain(rest.iter()) {
+    let age = rtype.age_column.then_some(&AGE);
+    for c in first.iter().chain(age).chain(rest.iter()) {
         cols.push(json!({
             "name": c.name, "type": c.type_, "format": c.format,
             "description": c.description, "priority": c.priority,
@@ -55,7 +56,7 @@ pub fn column_definitions(rtype: &ResourceType) -> Vec<Value> {
     cols
 }
 
-const AGE: crate::resource::TableColumn = crate::resource::TableColumn::new(
+static AGE: crate::resource::TableColumn = crate::resource::TableColumn::new(
     "Age",
     "string",
     "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
@@ -82,16 +83,21 @@ fn split_before_wide(
 pub fn row(rtype: &ResourceType, obj: &Value, include_object: &str) -> Value {
     let mut cells = vec![json!(apimachinery::meta::name(obj))];
     let own = rtype.strategy.row(obj);
-    let (first, _) = split_before_wide(rtype);
-    let age = resource_age(apimachinery::meta::str_field(obj, "creationTimestamp").unwrap_or(""));
-    for (i, cell) in own.into_iter().enumerate() {
-        if i == first.len() {
+    if !rtype.age_column {
+        cells.extend(own);
+    } else {
+        let (first, _) = split_before_wide(rtype);
+        let age =
+            resource_age(apimachinery::meta::str_field(obj, "creationTimestamp").unwrap_or(""));
+        for (i, cell) in own.into_iter().enumerate() {
+            if i == first.len() {
+                cells.push(json!(age));
+            }
+            cells.push(cell);
+        }
+        if cells.len() <= first.len() + 1 {
             cells.push(json!(age));
         }
-        cells.push(cell);
-    }
-    if cells.len() <= first.len() + 1 {
-        cells.push(json!(age));
     }
     let object = match include_object {
         "None" => Value::Null,

@@ -1,0 +1,132 @@
+//! String formats of kube-openapi's default `strfmt` registry, as validated
+//! for custom resources. Unknown formats (and numeric ones such as `int32`)
+//! are accepted, as upstream.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::LazyLock;
+
+use base64::Engine;
+use regex::Regex;
+
+fn re(s: &str) -> Regex {
+    #[allow(clippy::expect_used)]
+    Regex::new(s).expect("constant regex compiles")
+}
+
+static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$",
+    )
+});
+static UUID: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
+static UUID3: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+});
+static UUID4: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
+});
+static UUID5: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
+});
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?:[^<>\s@]+@[^<>\s@]+|[^<>@]*<[^<>\s@]+@[^<>\s@]+>)$"));
+static MAC: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"^(?:[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){5}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){7}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){19}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){2}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){3}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){9})$",
+    )
+});
+static HEXCOLOR: LazyLock<Regex> = LazyLock::new(|| re(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
+static RGBCOLOR: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$",
+    )
+});
+static BSON: LazyLock<Regex> = LazyLock::new(|| re(r"^[0-9a-fA-F]{24}$"));
+static DATE: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{4}-\d{2}-\d{2}$"));
+static DATETIME: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?$")
+});
+static DURATION: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:ns|us|µs|ms|s|m|h|d|w|y)?\s*)+$"));
+static URI_SCHEME: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-zA-Z][a-zA-Z0-9+.-]*:"));
+static ISBN10: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:[0-9]{9}X|[0-9]{10})$"));
+static ISBN13: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:[0-9]{13})$"));
+static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$"));
+
+fn valid_date(y: &str, m: &str, d: &str) -> bool {
+    let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i16>(), m.parse::<i8>(), d.parse::<i8>()) else {
+        return false;
+    };
+    jiff::civil::Date::new(y, m, d).is_ok()
+}
+
+fn is_date(s: &str) -> bool {
+    DATE.is_match(s) && valid_date(&s[0..4], &s[5..7], &s[8..10])
+}
+
+fn is_date_time(s: &str) -> bool {
+    let Some(c) = DATETIME.captures(s) else {
+        return false;
+    };
+    let g = |i: usize| c.get(i).map_or("", |m| m.as_str());
+    let (Ok(h), Ok(mi), Ok(se)) = (g(4).parse::<u8>(), g(5).parse::<u8>(), g(6).parse::<u8>())
+    else {
+        return false;
+    };
+    valid_date(g(1), g(2), g(3)) && h < 24 && mi < 60 && se < 60
+}
+
+fn is_hostname(s: &str) -> bool {
+    s.len() <= 255 && HOSTNAME.is_match(s)
+}
+
+fn is_uri(s: &str) -> bool {
+    // Go's url.ParseRequestURI: an absolute URI or an absolute path.
+    !s.is_empty()
+        && !s.chars().any(|c| c.is_control() || c == ' ')
+        && (s.starts_with('/') || URI_SCHEME.is_match(s))
+}
+
+fn is_cidr(s: &str) -> bool {
+    let Some((ip, bits)) = s.split_once('/') else {
+        return false;
+    };
+    let Ok(bits) = bits.parse::<u8>() else {
+        return false;
+    };
+    if ip.parse::<Ipv4Addr>().is_ok() {
+        bits <= 32
+    } else {
+        ip.parse::<Ipv6Addr>().is_ok() && bits <= 128
+    }
+}
+
+/// Whether `s` is valid for `format`; unknown formats are valid.
+pub fn check_format(format: &str, s: &str) -> bool {
+    match format {
+        "date" => is_date(s),
+        "date-time" | "datetime" => is_date_time(s),
+        "uuid" => UUID.is_match(s),
+        "uuid3" => UUID3.is_match(s),
+        "uuid4" => UUID4.is_match(s),
+        "uuid5" => UUID5.is_match(s),
+        "byte" => base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
+        "email" => EMAIL.is_match(s),
+        "hostname" => is_hostname(s),
+        "ipv4" => s.parse::<Ipv4Addr>().is_ok(),
+        "ipv6" => s.contains(':') && s.parse::<IpAddr>().is_ok(),
+        "cidr" => is_cidr(s),
+        "mac" => MAC.is_match(s),
+        "uri" => is_uri(s),
+        "hexcolor" => HEXCOLOR.is_match(s),
+        "rgbcolor" => RGBCOLOR.is_match(s),
+        "bsonobjectid" => BSON.is_match(s),
+        "duration" => DURATION.is_match(s),
+        "isbn10" => ISBN10.is_match(s),
+        "isbn13" => ISBN13.is_match(s),
+        "isbn" => ISBN10.is_match(s) || ISBN13.is_match(s),
+        "ssn" => SSN.is_match(s),
+        _ => true,
+    }
+}

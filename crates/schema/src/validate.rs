@@ -1,0 +1,746 @@
+//! Value validation of custom resources against a [`Structural`] schema, with
+//! kube-openapi's message texts as converted by apiextensions-apiserver, plus
+//! list-type (set/map) and embedded-resource checks, and validation ratcheting.
+
+use apimachinery::field::ErrorType;
+use apimachinery::gofmt::{format_float, quote};
+use apimachinery::{ErrorList, FieldError, FieldPath};
+use serde_json::{Map, Value};
+
+use crate::formats::check_format;
+use crate::structural::{AdditionalProperties, Structural, ValidationRule};
+
+/// Extension point for `x-kubernetes-validations` (CEL). Called once per rule
+/// at every node that carries rules, with the node's value, the correlated old
+/// value (on update) and the node's field path; returns the rule's errors.
+pub trait RuleEvaluator {
+    fn evaluate(
+        &self,
+        rule: &ValidationRule,
+        schema: &Structural,
+        self_value: &Value,
+        old_self: Option<&Value>,
+        path: &FieldPath,
+    ) -> ErrorList;
+}
+
+/// Validates `value` (optionally against `old`, for ratcheting) and returns
+/// all errors. `path` is the prefix of every error's field (usually root).
+pub fn validate(
+    value: &Value,
+    old: Option<&Value>,
+    schema: &Structural,
+    path: &FieldPath,
+) -> ErrorList {
+    validate_with(value, old, schema, path, None)
+}
+
+/// As [`validate`], also calling `rules` for `x-kubernetes-validations`.
+pub fn validate_with(
+    value: &Value,
+    old: Option<&Value>,
+    schema: &Structural,
+    path: &FieldPath,
+    rules: Option<&dyn RuleEvaluator>,
+) -> ErrorList {
+    let mut v = Validator {
+        base: path,
+        rules,
+        errs: ErrorList::new(),
+    };
+    v.node(value, old, schema, "");
+    let mut errs = v.errs;
+    errs.extend(validate_list_types(value, old, schema, path));
+    errs.extend(validate_embedded(value, old, schema, path));
+    errs
+}
+
+/// Validates only against the OpenAPI value validations (no list-type or
+/// embedded checks), as used for defaults in CRD validation.
+pub fn validate_values_only(value: &Value, schema: &Structural, path: &FieldPath) -> ErrorList {
+    let mut v = Validator {
+        base: path,
+        rules: None,
+        errs: ErrorList::new(),
+    };
+    v.node(value, None, schema, "");
+    v.errs
+}
+
+fn join(name: &str, key: &str) -> String {
+    if name.is_empty() {
+        key.to_string()
+    } else {
+        format!("{name}.{key}")
+    }
+}
+
+/// kube-openapi's type name of a JSON value.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) => {
+            if n.is_f64() {
+                "number"
+            } else {
+                "integer"
+            }
+        }
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_matches(ty: &str, v: &Value) -> bool {
+    match (ty, v) {
+        ("object", Value::Object(_)) | ("array", Value::Array(_)) => true,
+        ("string", Value::String(_)) | ("boolean", Value::Bool(_)) => true,
+        ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => {
+            n.is_i64()
+                || n.is_u64()
+                || n.as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f.is_finite())
+        }
+        _ => false,
+    }
+}
+
+/// `%v` of a schema number: integers bare, floats as Go's `%v`.
+fn num(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{}", f as i64)
+    } else {
+        format_float(f)
+    }
+}
+
+struct Validator<'a> {
+    base: &'a FieldPath,
+    rules: Option<&'a dyn RuleEvaluator>,
+    errs: ErrorList,
+}
+
+impl Validator<'_> {
+    fn fp(&self, name: &str) -> FieldPath {
+        if name.is_empty() {
+            self.base.clone()
+        } else {
+            self.base.child(name)
+        }
+    }
+
+    fn msg(name: &str, rest: &str) -> String {
+        format!("{name} in body {rest}")
+    }
+
+    fn invalid(&mut self, name: &str, value: Value, rest: &str) {
+        let e = FieldError::invalid(&self.fp(name), value, &Self::msg(name, rest));
+        self.errs.push(e);
+    }
+
+    fn type_invalid(&mut self, name: &str, value: Value, expected: &str, data: &str) {
+        let detail = Self::msg(
+            name,
+            &format!("must be of type {expected}: {}", quote(data)),
+        );
+        let e = FieldError::type_invalid(&self.fp(name), value, &detail);
+        self.errs.push(e);
+    }
+
+    /// A junctor error: upstream reports it as a plain error at the root path.
+    fn junctor(&mut self, msg: String) {
+        let e = FieldError::invalid(self.base, Value::String(String::new()), &msg);
+        self.errs.push(e);
+    }
+
+    /// Validates one sub-schema in isolation, returning its errors.
+    fn sub(&self, v: &Value, s: &Structural, name: &str) -> ErrorList {
+        let mut sub = Validator {
+            base: self.base,
+            rules: None,
+            errs: ErrorList::new(),
+        };
+        sub.node(v, None, s, name);
+        sub.errs
+    }
+
+    fn node(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
+        // Ratcheting: an unchanged subtree reports nothing.
+        if old.is_some_and(|o| o == v) {
+            return;
+        }
+        let types: Vec<&str> = if s.extensions.int_or_string && s.type_.is_empty() {
+            vec!["integer", "string"]
+        } else if s.type_.is_empty() {
+            vec![]
+        } else {
+            vec![s.type_.as_str()]
+        };
+        if v.is_null() {
+            if !types.is_empty() && !s.nullable {
+                self.type_invalid(name, Value::from("null"), &types.join(","), "null");
+            }
+        } else if !types.is_empty() && !types.iter().any(|t| type_matches(t, v)) {
+            let actual = type_name(v);
+            self.type_invalid(name, Value::from(actual), &types.join(","), actual);
+        }
+        self.junctors(v, s, name);
+        match v {
+            Value::String(st) => self.string(st, s, name),
+            Value::Number(_) => self.number(v, s, name),
+            Value::Array(a) => self.array(a, old, s, name),
+            _ => {}
+        }
+        if let Some(values) = &s.validation.enum_values
+            && !values.iter().any(|e| e == v)
+        {
+            let supported: Vec<String> = values
+                .iter()
+                .map(|e| match e {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            let refs: Vec<&str> = supported.iter().map(String::as_str).collect();
+            self.errs
+                .push(FieldError::not_supported(&self.fp(name), v.clone(), &refs));
+        }
+        if let Value::Object(m) = v {
+            self.object(m, old.and_then(Value::as_object), s, name);
+        }
+        if let Some(ev) = self.rules {
+            let fp = self.fp(name);
+            for rule in &s.extensions.validations {
+                self.errs.extend(ev.evaluate(rule, s, v, old, &fp));
+            }
+        }
+    }
+
+    fn junctors(&mut self, v: &Value, s: &Structural, name: &str) {
+        let vv = &s.validation;
+        let quoted = quote(name);
+        if !vv.all_of.is_empty() {
+            let mut validated = 0;
+            for sch in &vv.all_of {
+                let errs = self.sub(v, sch, name);
+                if errs.is_empty() {
+                    validated += 1;
+                }
+                self.errs.extend(errs);
+            }
+            if validated != vv.all_of.len() {
+                let extra = if validated == 0 {
+                    ". None validated"
+                } else {
+                    ""
+                };
+                self.junctor(format!(
+                    "{quoted} must validate all the schemas (allOf){extra}"
+                ));
+            }
+        }
+        if !vv.any_of.is_empty() {
+            let mut best: Option<ErrorList> = None;
+            let mut ok = false;
+            for sch in &vv.any_of {
+                let errs = self.sub(v, sch, name);
+                if errs.is_empty() {
+                    ok = true;
+                    break;
+                }
+                if best.as_ref().is_none_or(|b| errs.len() < b.len()) {
+                    best = Some(errs);
+                }
+            }
+            if !ok {
+                self.junctor(format!(
+                    "{quoted} must validate at least one schema (anyOf)"
+                ));
+                self.errs.extend(best.unwrap_or_default());
+            }
+        }
+        if !vv.one_of.is_empty() {
+            let mut best: Option<ErrorList> = None;
+            let mut valid = 0;
+            for sch in &vv.one_of {
+                let errs = self.sub(v, sch, name);
+                if errs.is_empty() {
+                    valid += 1;
+                } else if best.as_ref().is_none_or(|b| errs.len() < b.len()) {
+                    best = Some(errs);
+                }
+            }
+            if valid != 1 {
+                let extra = if valid == 0 {
+                    "Found none valid".to_string()
+                } else {
+                    format!("Found {valid} valid alternatives")
+                };
+                self.junctor(format!(
+                    "{quoted} must validate one and only one schema (oneOf). {extra}"
+                ));
+                if valid == 0 {
+                    self.errs.extend(best.unwrap_or_default());
+                }
+            }
+        }
+        if let Some(not) = &vv.not
+            && self.sub(v, not, name).is_empty()
+        {
+            self.junctor(format!("{quoted} must not validate the schema (not)"));
+        }
+    }
+
+    fn string(&mut self, st: &str, s: &Structural, name: &str) {
+        let vv = &s.validation;
+        let len = st.chars().count() as i64;
+        if let Some(max) = vv.max_length
+            && len > max
+        {
+            let bytes = if max == 1 { "byte" } else { "bytes" };
+            self.errs.push(FieldError {
+                kind: ErrorType::TooLong,
+                field: self.fp(name).to_string(),
+                bad_value: None,
+                detail: format!("may not be more than {max} {bytes}"),
+            });
+        }
+        if let Some(min) = vv.min_length
+            && len < min
+        {
+            self.invalid(
+                name,
+                Value::from(st),
+                &format!("should be at least {min} chars long"),
+            );
+        }
+        if let Some(p) = &vv.pattern
+            && !p.regex.is_match(st)
+        {
+            let src = p.source.clone();
+            self.invalid(name, Value::from(st), &format!("should match '{src}'"));
+        }
+        if let Some(f) = &vv.format
+            && !check_format(f, st)
+        {
+            let f = f.clone();
+            self.type_invalid(name, Value::from(st), &f, st);
+        }
+    }
+
+    fn number(&mut self, v: &Value, s: &Structural, name: &str) {
+        let vv = &s.validation;
+        let Some(x) = v.as_f64() else { return };
+        if let Some(m) = vv.multiple_of
+            && m != 0.0
+        {
+            let q = x / m;
+            if q.fract() != 0.0 || !q.is_finite() {
+                self.invalid(
+                    name,
+                    v.clone(),
+                    &format!("should be a multiple of {}", num(m)),
+                );
+            }
+        }
+        if let Some(max) = vv.maximum {
+            if vv.exclusive_maximum && x >= max {
+                self.invalid(
+                    name,
+                    v.clone(),
+                    &format!("should be less than {}", num(max)),
+                );
+            } else if !vv.exclusive_maximum && x > max {
+                self.invalid(
+                    name,
+                    v.clone(),
+                    &format!("should be less than or equal to {}", num(max)),
+                );
+            }
+        }
+        if let Some(min) = vv.minimum {
+            if vv.exclusive_minimum && x <= min {
+                self.invalid(
+                    name,
+                    v.clone(),
+                    &format!("should be greater than {}", num(min)),
+                );
+            } else if !vv.exclusive_minimum && x < min {
+                self.invalid(
+                    name,
+                    v.clone(),
+                    &format!("should be greater than or equal to {}", num(min)),
+                );
+            }
+        }
+    }
+
+    fn array(&mut self, a: &[Value], old: Option<&Value>, s: &Structural, name: &str) {
+        let vv = &s.validation;
+        if let Some(items) = &s.items {
+            let old_items = old.and_then(Value::as_array);
+            for (i, item) in a.iter().enumerate() {
+                let old_item = old_items.and_then(|o| correlate_item(item, o, s));
+                self.node(item, old_item, items, &format!("{name}[{i}]"));
+            }
+        }
+        let size = a.len() as i64;
+        if let Some(min) = vv.min_items
+            && size < min
+        {
+            self.invalid(
+                name,
+                Value::from(size),
+                &format!("should have at least {min} items"),
+            );
+        }
+        if let Some(max) = vv.max_items
+            && size > max
+        {
+            self.errs.push(FieldError::too_many(
+                &self.fp(name),
+                size as usize,
+                max as usize,
+            ));
+        }
+        if vv.unique_items {
+            let dup = a.iter().enumerate().any(|(i, x)| a[..i].contains(x));
+            if dup {
+                self.invalid(name, Value::from(""), "shouldn't contain duplicates");
+            }
+        }
+    }
+
+    fn object(
+        &mut self,
+        m: &Map<String, Value>,
+        old: Option<&Map<String, Value>>,
+        s: &Structural,
+        name: &str,
+    ) {
+        let vv = &s.validation;
+        let n = m.len() as i64;
+        if let Some(min) = vv.min_properties
+            && n < min
+        {
+            self.invalid(
+                name,
+                Value::from(n),
+                &format!("should have at least {min} properties"),
+            );
+            return;
+        }
+        if let Some(max) = vv.max_properties
+            && n > max
+        {
+            self.errs.push(FieldError::too_many(
+                &self.fp(name),
+                n as usize,
+                max as usize,
+            ));
+            return;
+        }
+        match &s.additional_properties {
+            Some(AdditionalProperties::Bool(false)) => {
+                for k in m.keys().filter(|k| !s.properties.contains_key(*k)) {
+                    let msg = format!("{name}.{k} in body is a forbidden property");
+                    let e = FieldError::invalid(&self.fp(name), Value::from(k.as_str()), &msg);
+                    self.errs.push(e);
+                }
+            }
+            Some(AdditionalProperties::Schema(ap)) => {
+                for (k, val) in m.iter().filter(|(k, _)| !s.properties.contains_key(*k)) {
+                    let o = old.and_then(|o| o.get(k));
+                    self.node(val, o, ap, &join(name, k));
+                }
+            }
+            _ => {}
+        }
+        for (k, ps) in &s.properties {
+            if let Some(val) = m.get(k) {
+                let o = old.and_then(|o| o.get(k));
+                self.node(val, o, ps, &join(name, k));
+            }
+        }
+        for r in &vv.required {
+            if !m.contains_key(r) {
+                let e = FieldError::required(&self.fp(&join(name, r)), "");
+                self.errs.push(e);
+            }
+        }
+    }
+}
+
+/// Ratcheting correlation of list items: by key for `list-type=map`, by
+/// equality for sets; atomic lists do not correlate.
+fn correlate_item<'o>(item: &Value, old: &'o [Value], s: &Structural) -> Option<&'o Value> {
+    if s.is_list_map() {
+        let keys = &s.extensions.list_map_keys;
+        let item_obj = item.as_object()?;
+        old.iter().find(|o| {
+            o.as_object()
+                .is_some_and(|oo| keys.iter().all(|k| oo.get(k) == item_obj.get(k)))
+        })
+    } else if s.is_list_set() {
+        old.iter().find(|o| *o == item)
+    } else {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------
+// list-type set/map uniqueness (upstream `structurallisttype`).
+
+/// Duplicate checks for `x-kubernetes-list-type: set|map` lists.
+pub fn validate_list_types(
+    value: &Value,
+    old: Option<&Value>,
+    s: &Structural,
+    path: &FieldPath,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    list_types(value, old, s, path, &mut errs);
+    errs
+}
+
+fn list_types(
+    value: &Value,
+    old: Option<&Value>,
+    s: &Structural,
+    path: &FieldPath,
+    errs: &mut ErrorList,
+) {
+    if old.is_some_and(|o| o == value) {
+        return;
+    }
+    match value {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if let Some(ps) = s.property(k) {
+                    let o = old.and_then(|o| o.get(k));
+                    list_types(v, o, ps, &path.child(k), errs);
+                }
+            }
+        }
+        Value::Array(a) => {
+            if s.is_list_set() {
+                for (i, x) in a.iter().enumerate() {
+                    if a[..i].contains(x) {
+                        errs.push(FieldError::duplicate(&path.index(i), x.clone()));
+                    }
+                }
+            } else if s.is_list_map() {
+                errs.extend(validate_list_map(a, s, path));
+            }
+            if let Some(items) = &s.items {
+                let old_items = old.and_then(Value::as_array);
+                for (i, x) in a.iter().enumerate() {
+                    let o = old_items.and_then(|o| correlate_item(x, o, s));
+                    list_types(x, o, items, &path.index(i), errs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn validate_list_map(a: &[Value], s: &Structural, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    for (i, x) in a.iter().enumerate() {
+        if !x.is_object() && !x.is_null() {
+            errs.push(FieldError::invalid(
+                &path.index(i),
+                x.clone(),
+                "must be an object for an array of list-type map",
+            ));
+        }
+    }
+    if !errs.is_empty() {
+        return errs;
+    }
+    let keys = &s.extensions.list_map_keys;
+    let key_of = |x: &Value| -> Map<String, Value> {
+        let mut out = Map::new();
+        for k in keys {
+            let v = x.get(k).cloned().or_else(|| {
+                s.items
+                    .as_ref()
+                    .and_then(|it| it.properties.get(k))
+                    .and_then(|p| p.default.clone())
+            });
+            if let Some(v) = v {
+                out.insert(k.clone(), v);
+            }
+        }
+        out
+    };
+    let mut seen: Vec<Map<String, Value>> = Vec::new();
+    for (i, x) in a.iter().enumerate() {
+        let k = key_of(x);
+        if seen.contains(&k) {
+            errs.push(FieldError::duplicate(&path.index(i), Value::Object(k)));
+        } else {
+            seen.push(k);
+        }
+    }
+    errs
+}
+
+// ---------------------------------------------------------------------------
+// embedded resources (upstream `schema/objectmeta` validation).
+
+/// apiVersion/kind/metadata checks of `x-kubernetes-embedded-resource` values.
+pub fn validate_embedded(
+    value: &Value,
+    old: Option<&Value>,
+    s: &Structural,
+    path: &FieldPath,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    embedded(value, old, s, path, &mut errs);
+    errs
+}
+
+fn embedded(
+    value: &Value,
+    old: Option<&Value>,
+    s: &Structural,
+    path: &FieldPath,
+    errs: &mut ErrorList,
+) {
+    if old.is_some_and(|o| o == value) {
+        return;
+    }
+    match value {
+        Value::Object(m) => {
+            if s.extensions.embedded_resource {
+                errs.extend(validate_embedded_resource(m, path));
+            }
+            for (k, v) in m {
+                if s.extensions.embedded_resource && k == "metadata" {
+                    continue;
+                }
+                if let Some(ps) = s.property(k) {
+                    embedded(v, old.and_then(|o| o.get(k)), ps, &path.child(k), errs);
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(items) = &s.items {
+                let old_items = old.and_then(Value::as_array);
+                for (i, x) in a.iter().enumerate() {
+                    let o = old_items.and_then(|o| correlate_item(x, o, s));
+                    embedded(x, o, items, &path.index(i), errs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn validate_embedded_resource(m: &Map<String, Value>, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if !m.contains_key("apiVersion") {
+        errs.push(FieldError::required(
+            &path.child("apiVersion"),
+            "must not be empty",
+        ));
+    }
+    if !m.contains_key("kind") {
+        errs.push(FieldError::required(
+            &path.child("kind"),
+            "must not be empty",
+        ));
+    }
+    match m.get("apiVersion") {
+        Some(Value::String(av)) if av.is_empty() => errs.push(FieldError::invalid(
+            &path.child("apiVersion"),
+            Value::from(""),
+            "must not be empty",
+        )),
+        Some(Value::String(av)) if av.matches('/').count() > 1 => errs.push(FieldError::invalid(
+            &path.child("apiVersion"),
+            Value::from(av.as_str()),
+            &format!("unexpected GroupVersion string: {av}"),
+        )),
+        Some(Value::String(_)) | None => {}
+        Some(other) => errs.push(FieldError::invalid(
+            &path.child("apiVersion"),
+            other.clone(),
+            "must be a string",
+        )),
+    }
+    match m.get("kind") {
+        Some(Value::String(k)) if k.is_empty() => errs.push(FieldError::invalid(
+            &path.child("kind"),
+            Value::from(""),
+            "must not be empty",
+        )),
+        Some(Value::String(k)) => {
+            let msgs = apimachinery::validation::is_dns1035_label(&k.to_lowercase());
+            if !msgs.is_empty() {
+                errs.push(FieldError::invalid(
+                    &path.child("kind"),
+                    Value::from(k.as_str()),
+                    &format!(
+                        "may have mixed case, but should otherwise match: {}",
+                        msgs.join(",")
+                    ),
+                ));
+            }
+        }
+        None => {}
+        Some(other) => errs.push(FieldError::invalid(
+            &path.child("kind"),
+            other.clone(),
+            "must be a string",
+        )),
+    }
+    if let Some(meta) = m.get("metadata") {
+        let mp = path.child("metadata");
+        if let Some(mo) = meta.as_object() {
+            let mut mo = mo.clone();
+            let name_empty = mo
+                .get("name")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            if name_empty {
+                mo.insert("name".into(), Value::from("fakename"));
+            }
+            let namespaced = mo
+                .get("namespace")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            errs.extend(apimachinery::validation::validate_object_meta(
+                &Value::Object(mo),
+                namespaced,
+                validate_path_segment_name,
+                &mp,
+            ));
+        } else if !meta.is_null() {
+            errs.push(FieldError::invalid(
+                &mp,
+                meta.clone(),
+                "must be of type object",
+            ));
+        }
+    }
+    errs
+}
+
+/// Upstream `path.ValidatePathSegmentName`.
+fn validate_path_segment_name(name: &str, prefix: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if !prefix && (name == "." || name == "..") {
+        out.push(format!("may not be '{name}'"));
+    }
+    for bad in ["/", "%"] {
+        if name.contains(bad) {
+            out.push(format!("may not contain '{bad}'"));
+        }
+    }
+    out
+}

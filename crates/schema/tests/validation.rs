@@ -1,0 +1,572 @@
+//! Table-driven validation tests: (schema, object, old, expected errors).
+
+use apimachinery::{ErrorList, FieldPath};
+use kubext_schema::{RuleEvaluator, Structural, ValidationRule, validate, validate_with};
+use serde_json::{Value, json};
+
+struct Case {
+    name: &'static str,
+    spec: Value,
+    obj: Value,
+    old: Option<Value>,
+    want: &'static [&'static str],
+}
+
+/// Root schema `{type: object, properties: {spec: <spec>}}`.
+fn root(spec: Value) -> Value {
+    json!({"type": "object", "properties": {"spec": spec}})
+}
+
+fn obj_with(props: Value) -> Value {
+    json!({"type": "object", "properties": props})
+}
+
+fn c(name: &'static str, spec: Value, obj: Value, want: &'static [&'static str]) -> Case {
+    Case {
+        name,
+        spec,
+        obj,
+        old: None,
+        want,
+    }
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        c(
+            "valid object",
+            obj_with(json!({"replicas": {"type": "integer"}})),
+            json!({"spec": {"replicas": 3}}),
+            &[],
+        ),
+        c(
+            "integer given a string",
+            obj_with(json!({"replicas": {"type": "integer"}})),
+            json!({"spec": {"replicas": "three"}}),
+            &[
+                r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#,
+            ],
+        ),
+        c(
+            "string given an integer",
+            obj_with(json!({"name": {"type": "string"}})),
+            json!({"spec": {"name": 5}}),
+            &[
+                r#"spec.name: Invalid value: "integer": spec.name in body must be of type string: "integer""#,
+            ],
+        ),
+        c(
+            "object given an array",
+            obj_with(json!({"o": {"type": "object"}})),
+            json!({"spec": {"o": []}}),
+            &[r#"spec.o: Invalid value: "array": spec.o in body must be of type object: "array""#],
+        ),
+        c(
+            "boolean given a number",
+            obj_with(json!({"b": {"type": "boolean"}})),
+            json!({"spec": {"b": 1.5}}),
+            &[
+                r#"spec.b: Invalid value: "number": spec.b in body must be of type boolean: "number""#,
+            ],
+        ),
+        c(
+            "integer given a float",
+            obj_with(json!({"i": {"type": "integer"}})),
+            json!({"spec": {"i": 1.5}}),
+            &[
+                r#"spec.i: Invalid value: "number": spec.i in body must be of type integer: "number""#,
+            ],
+        ),
+        c(
+            "integer accepts 3.0",
+            obj_with(json!({"i": {"type": "integer"}})),
+            json!({"spec": {"i": 3.0}}),
+            &[],
+        ),
+        c(
+            "number accepts integers",
+            obj_with(json!({"n": {"type": "number"}})),
+            json!({"spec": {"n": 3}}),
+            &[],
+        ),
+        c(
+            "pattern",
+            obj_with(json!({"alpha": {"type": "string", "pattern": "^[0-9]+$"}})),
+            json!({"spec": {"alpha": "abc"}}),
+            &[r#"spec.alpha: Invalid value: "abc": spec.alpha in body should match '^[0-9]+$'"#],
+        ),
+        c(
+            "pattern ok",
+            obj_with(json!({"alpha": {"type": "string", "pattern": "^[0-9]+$"}})),
+            json!({"spec": {"alpha": "123"}}),
+            &[],
+        ),
+        c(
+            "enum",
+            obj_with(json!({"color": {"type": "string", "enum": ["red", "blue"]}})),
+            json!({"spec": {"color": "qux"}}),
+            &[r#"spec.color: Unsupported value: "qux": supported values: "red", "blue""#],
+        ),
+        c(
+            "enum of integers",
+            obj_with(json!({"n": {"type": "integer", "enum": [1, 2]}})),
+            json!({"spec": {"n": 3}}),
+            &[r#"spec.n: Unsupported value: 3: supported values: "1", "2""#],
+        ),
+        c(
+            "required in array items",
+            obj_with(
+                json!({"bars": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}),
+            ),
+            json!({"spec": {"bars": [{}]}}),
+            &["spec.bars[0].name: Required value"],
+        ),
+        c(
+            "maximum",
+            obj_with(json!({"size": {"type": "integer", "maximum": 10}})),
+            json!({"spec": {"size": 11}}),
+            &["spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10"],
+        ),
+        c(
+            "exclusive maximum",
+            obj_with(json!({"size": {"type": "integer", "maximum": 10, "exclusiveMaximum": true}})),
+            json!({"spec": {"size": 10}}),
+            &["spec.size: Invalid value: 10: spec.size in body should be less than 10"],
+        ),
+        c(
+            "minimum",
+            obj_with(json!({"size": {"type": "integer", "minimum": 0}})),
+            json!({"spec": {"size": -1}}),
+            &[
+                "spec.size: Invalid value: -1: spec.size in body should be greater than or equal to 0",
+            ],
+        ),
+        c(
+            "exclusive minimum float",
+            obj_with(json!({"r": {"type": "number", "minimum": 0.5, "exclusiveMinimum": true}})),
+            json!({"spec": {"r": 0.5}}),
+            &["spec.r: Invalid value: 0.5: spec.r in body should be greater than 0.5"],
+        ),
+        c(
+            "multipleOf",
+            obj_with(json!({"n": {"type": "integer", "multipleOf": 5}})),
+            json!({"spec": {"n": 7}}),
+            &["spec.n: Invalid value: 7: spec.n in body should be a multiple of 5"],
+        ),
+        c(
+            "maxLength",
+            obj_with(json!({"name": {"type": "string", "maxLength": 5}})),
+            json!({"spec": {"name": "abcdef"}}),
+            &["spec.name: Too long: may not be more than 5 bytes"],
+        ),
+        c(
+            "maxLength counts characters",
+            obj_with(json!({"name": {"type": "string", "maxLength": 2}})),
+            json!({"spec": {"name": "éé"}}),
+            &[],
+        ),
+        c(
+            "minLength",
+            obj_with(json!({"name": {"type": "string", "minLength": 2}})),
+            json!({"spec": {"name": "a"}}),
+            &[
+                r#"spec.name: Invalid value: "a": spec.name in body should be at least 2 chars long"#,
+            ],
+        ),
+        c(
+            "maxItems",
+            obj_with(json!({"l": {"type": "array", "maxItems": 2, "items": {"type": "integer"}}})),
+            json!({"spec": {"l": [1, 2, 3]}}),
+            // upstream renders the count too: "Too many: 3: must have at most 2 items";
+            // the shared FieldError omits it.
+            &["spec.l: Too many: must have at most 2 items"],
+        ),
+        c(
+            "minItems",
+            obj_with(json!({"l": {"type": "array", "minItems": 1, "items": {"type": "integer"}}})),
+            json!({"spec": {"l": []}}),
+            &["spec.l: Invalid value: 0: spec.l in body should have at least 1 items"],
+        ),
+        c(
+            "maxProperties",
+            obj_with(
+                json!({"m": {"type": "object", "maxProperties": 1, "additionalProperties": {"type": "string"}}}),
+            ),
+            json!({"spec": {"m": {"a": "x", "b": "y"}}}),
+            &["spec.m: Too many: must have at most 1 items"],
+        ),
+        c(
+            "minProperties",
+            obj_with(
+                json!({"m": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "string"}}}),
+            ),
+            json!({"spec": {"m": {}}}),
+            &["spec.m: Invalid value: 0: spec.m in body should have at least 1 properties"],
+        ),
+        c(
+            "additionalProperties values",
+            obj_with(
+                json!({"labels": {"type": "object", "additionalProperties": {"type": "string"}}}),
+            ),
+            json!({"spec": {"labels": {"foo": 1, "bar": "ok"}}}),
+            &[
+                r#"spec.labels.foo: Invalid value: "integer": spec.labels.foo in body must be of type string: "integer""#,
+            ],
+        ),
+        c(
+            "nullable null ok",
+            obj_with(json!({"x": {"type": "string", "nullable": true}})),
+            json!({"spec": {"x": null}}),
+            &[],
+        ),
+        c(
+            "non-nullable null",
+            obj_with(json!({"x": {"type": "string"}})),
+            json!({"spec": {"x": null}}),
+            &[r#"spec.x: Invalid value: "null": spec.x in body must be of type string: "null""#],
+        ),
+        c(
+            "int-or-string accepts both",
+            obj_with(
+                json!({"p": {"x-kubernetes-int-or-string": true}, "q": {"x-kubernetes-int-or-string": true}}),
+            ),
+            json!({"spec": {"p": 80, "q": "http"}}),
+            &[],
+        ),
+        c(
+            "int-or-string rejects boolean",
+            obj_with(
+                json!({"p": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}}),
+            ),
+            json!({"spec": {"p": true}}),
+            &[
+                r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer,string: "boolean""#,
+                r#"Invalid value: "": "spec.p" must validate at least one schema (anyOf)"#,
+                r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer: "boolean""#,
+            ],
+        ),
+        c(
+            "format date-time",
+            obj_with(json!({"t": {"type": "string", "format": "date-time"}})),
+            json!({"spec": {"t": "yesterday"}}),
+            &[
+                r#"spec.t: Invalid value: "yesterday": spec.t in body must be of type date-time: "yesterday""#,
+            ],
+        ),
+        c(
+            "formats valid",
+            obj_with(json!({
+                "a": {"type": "string", "format": "date-time"},
+                "b": {"type": "string", "format": "date"},
+                "c": {"type": "string", "format": "uuid"},
+                "d": {"type": "string", "format": "ipv4"},
+                "e": {"type": "string", "format": "ipv6"},
+                "f": {"type": "string", "format": "cidr"},
+                "g": {"type": "string", "format": "byte"},
+                "h": {"type": "string", "format": "email"},
+                "i": {"type": "string", "format": "hostname"},
+                "j": {"type": "string", "format": "uri"},
+                "k": {"type": "integer", "format": "int32"},
+                "l": {"type": "integer", "format": "int64"},
+                "m": {"type": "string", "format": "something-unknown"}
+            })),
+            json!({"spec": {
+                "a": "2024-01-02T03:04:05Z", "b": "2024-02-29", "c": "123e4567-e89b-12d3-a456-426614174000",
+                "d": "10.0.0.1", "e": "::1", "f": "10.0.0.0/8", "g": "aGVsbG8=", "h": "a@b.com",
+                "i": "example.com", "j": "https://example.com/x", "k": 5, "l": 5, "m": "anything"
+            }}),
+            &[],
+        ),
+        c(
+            "formats invalid",
+            obj_with(json!({
+                "b": {"type": "string", "format": "date"},
+                "c": {"type": "string", "format": "uuid"},
+                "d": {"type": "string", "format": "ipv4"},
+                "e": {"type": "string", "format": "ipv6"},
+                "f": {"type": "string", "format": "cidr"},
+                "g": {"type": "string", "format": "byte"},
+                "h": {"type": "string", "format": "email"},
+                "i": {"type": "string", "format": "hostname"}
+            })),
+            json!({"spec": {
+                "b": "2023-02-29", "c": "nope", "d": "::1", "e": "1.2.3.4", "f": "10.0.0.0/40",
+                "g": "!!", "h": "no-at", "i": "-bad-"
+            }}),
+            &[
+                r#"spec.b: Invalid value: "2023-02-29": spec.b in body must be of type date: "2023-02-29""#,
+                r#"spec.c: Invalid value: "nope": spec.c in body must be of type uuid: "nope""#,
+                r#"spec.d: Invalid value: "::1": spec.d in body must be of type ipv4: "::1""#,
+                r#"spec.e: Invalid value: "1.2.3.4": spec.e in body must be of type ipv6: "1.2.3.4""#,
+                r#"spec.f: Invalid value: "10.0.0.0/40": spec.f in body must be of type cidr: "10.0.0.0/40""#,
+                r#"spec.g: Invalid value: "!!": spec.g in body must be of type byte: "!!""#,
+                r#"spec.h: Invalid value: "no-at": spec.h in body must be of type email: "no-at""#,
+                r#"spec.i: Invalid value: "-bad-": spec.i in body must be of type hostname: "-bad-""#,
+            ],
+        ),
+        c(
+            "list-type set duplicates",
+            obj_with(
+                json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}),
+            ),
+            json!({"spec": {"tags": ["a", "b", "a", "b"]}}),
+            &[
+                r#"spec.tags[2]: Duplicate value: "a""#,
+                r#"spec.tags[3]: Duplicate value: "b""#,
+            ],
+        ),
+        c(
+            "list-type map duplicate keys",
+            obj_with(
+                json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}}),
+            ),
+            json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}]}}),
+            &[r#"spec.ports[1]: Duplicate value: {"name":"http"}"#],
+        ),
+        c(
+            "list-type map multiple keys with default",
+            obj_with(
+                json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
+                "items": {"type": "object", "required": ["port"], "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}}}),
+            ),
+            json!({"spec": {"ports": [{"port": 80}, {"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}]}}),
+            &[r#"spec.ports[1]: Duplicate value: {"port":80,"protocol":"TCP"}"#],
+        ),
+        c(
+            "list-type map non-object item",
+            obj_with(
+                json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
+            ),
+            json!({"spec": {"ports": [{"name": "a"}]}}),
+            &[],
+        ),
+        c(
+            "embedded resource checks",
+            obj_with(
+                json!({"template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}),
+            ),
+            json!({"spec": {"template": {"metadata": {"name": "Bad_Name"}}}}),
+            &[
+                "spec.template.apiVersion: Required value: must not be empty",
+                "spec.template.kind: Required value: must not be empty",
+            ],
+        ),
+        c(
+            "embedded resource bad kind and labels",
+            obj_with(
+                json!({"template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}),
+            ),
+            json!({"spec": {"template": {"apiVersion": "a/b/c", "kind": "", "metadata": {"labels": {"a b": "c"}}}}}),
+            &[
+                r#"spec.template.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c"#,
+                r#"spec.template.kind: Invalid value: "": must not be empty"#,
+                r#"spec.template.metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#,
+            ],
+        ),
+        c(
+            "embedded resource ok",
+            obj_with(
+                json!({"template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}),
+            ),
+            json!({"spec": {"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}}}),
+            &[],
+        ),
+        c(
+            "collects all errors",
+            json!({"type": "object", "required": ["a", "b"], "properties": {
+                "a": {"type": "integer", "minimum": 1}, "b": {"type": "string"}, "c": {"type": "string", "maxLength": 1}}}),
+            json!({"spec": {"a": 0, "c": "xx"}}),
+            &[
+                "spec.a: Invalid value: 0: spec.a in body should be greater than or equal to 1",
+                "spec.b: Required value",
+                "spec.c: Too long: may not be more than 1 byte",
+            ],
+        ),
+        c(
+            "oneOf none valid",
+            obj_with(json!({"x": {"type": "integer", "oneOf": [{"minimum": 10}, {"maximum": 1}]}})),
+            json!({"spec": {"x": 5}}),
+            &[
+                r#"Invalid value: "": "spec.x" must validate one and only one schema (oneOf). Found none valid"#,
+                "spec.x: Invalid value: 5: spec.x in body should be greater than or equal to 10",
+            ],
+        ),
+        c(
+            "not",
+            obj_with(json!({"x": {"type": "string", "not": {"enum": ["forbidden"]}}})),
+            json!({"spec": {"x": "forbidden"}}),
+            &[r#"Invalid value: "": "spec.x" must not validate the schema (not)"#],
+        ),
+        c(
+            "allOf",
+            obj_with(
+                json!({"x": {"type": "string", "allOf": [{"minLength": 2}, {"maxLength": 3}]}}),
+            ),
+            json!({"spec": {"x": "a"}}),
+            &[
+                r#"Invalid value: "": "spec.x" must validate all the schemas (allOf)"#,
+                r#"spec.x: Invalid value: "a": spec.x in body should be at least 2 chars long"#,
+            ],
+        ),
+        c(
+            "nested arrays of objects",
+            obj_with(
+                json!({"m": {"type": "array", "items": {"type": "array", "items": {"type": "object", "properties": {"v": {"type": "integer", "maximum": 1}}}}}}),
+            ),
+            json!({"spec": {"m": [[{"v": 1}], [{"v": 2}]]}}),
+            &[
+                "spec.m[1][0].v: Invalid value: 2: spec.m[1][0].v in body should be less than or equal to 1",
+            ],
+        ),
+        Case {
+            name: "ratcheting: unchanged invalid value is not reported",
+            spec: obj_with(
+                json!({"size": {"type": "integer", "maximum": 10}, "other": {"type": "string"}}),
+            ),
+            obj: json!({"spec": {"size": 11, "other": "new"}}),
+            old: Some(json!({"spec": {"size": 11, "other": "old"}})),
+            want: &[],
+        },
+        Case {
+            name: "ratcheting: changed invalid value is reported",
+            spec: obj_with(json!({"size": {"type": "integer", "maximum": 10}})),
+            obj: json!({"spec": {"size": 12}}),
+            old: Some(json!({"spec": {"size": 11}})),
+            want: &[
+                "spec.size: Invalid value: 12: spec.size in body should be less than or equal to 10",
+            ],
+        },
+        Case {
+            name: "ratcheting: list-map items correlate by key",
+            spec: obj_with(
+                json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer", "maximum": 100}}}}}),
+            ),
+            obj: json!({"spec": {"ports": [{"name": "b", "port": 200}, {"name": "a", "port": 300}]}}),
+            old: Some(json!({"spec": {"ports": [{"name": "a", "port": 300}]}})),
+            want: &[
+                "spec.ports[0].port: Invalid value: 200: spec.ports[0].port in body should be less than or equal to 100",
+            ],
+        },
+        Case {
+            name: "ratcheting: set duplicates already present",
+            spec: obj_with(
+                json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}, "x": {"type": "string"}}),
+            ),
+            obj: json!({"spec": {"tags": ["a", "a"], "x": "1"}}),
+            old: Some(json!({"spec": {"tags": ["a", "a"], "x": "2"}})),
+            want: &[],
+        },
+    ]
+}
+
+fn sorted(errs: &ErrorList) -> Vec<String> {
+    let mut v: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn validation_table() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let schema = Structural::compile(&root(case.spec.clone())).expect(case.name);
+        let errs = validate(&case.obj, case.old.as_ref(), &schema, &FieldPath::root());
+        let got = sorted(&errs);
+        let mut want: Vec<String> = case.want.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        if got != want {
+            failures.push(format!(
+                "{}:\n  got:  {got:#?}\n  want: {want:#?}",
+                case.name
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn path_prefix_is_applied() {
+    let schema =
+        Structural::compile(&json!({"type": "object", "properties": {"a": {"type": "integer"}}}))
+            .unwrap();
+    let errs = validate(&json!({"a": "x"}), None, &schema, &FieldPath::new("spec"));
+    assert_eq!(
+        sorted(&errs),
+        vec![
+            r#"spec.a: Invalid value: "string": a in body must be of type integer: "string""#
+                .to_string()
+        ]
+    );
+}
+
+struct Recorder(std::cell::RefCell<Vec<(String, String, Option<Value>)>>);
+
+impl RuleEvaluator for Recorder {
+    fn evaluate(
+        &self,
+        rule: &ValidationRule,
+        _schema: &Structural,
+        self_value: &Value,
+        old_self: Option<&Value>,
+        path: &FieldPath,
+    ) -> ErrorList {
+        self.0
+            .borrow_mut()
+            .push((rule.rule.clone(), path.to_string(), old_self.cloned()));
+        if self_value.as_i64().is_some_and(|v| v > 5) {
+            vec![apimachinery::FieldError::invalid(
+                path,
+                self_value.clone(),
+                &rule.message,
+            )]
+        } else {
+            vec![]
+        }
+    }
+}
+
+#[test]
+fn rule_evaluator_is_called_per_node() {
+    let schema = Structural::compile(&root(obj_with(json!({
+        "n": {"type": "integer", "x-kubernetes-validations": [
+            {"rule": "self <= 5", "message": "must be at most 5", "reason": "FieldValueInvalid", "optionalOldSelf": true}
+        ]}
+    }))))
+    .unwrap();
+    let rule = &schema.properties["spec"].properties["n"]
+        .extensions
+        .validations[0];
+    assert_eq!(rule.reason, "FieldValueInvalid");
+    assert_eq!(rule.optional_old_self, Some(true));
+    let rec = Recorder(Default::default());
+    let errs = validate_with(
+        &json!({"spec": {"n": 7}}),
+        Some(&json!({"spec": {"n": 4}})),
+        &schema,
+        &FieldPath::root(),
+        Some(&rec),
+    );
+    assert_eq!(
+        sorted(&errs),
+        vec!["spec.n: Invalid value: 7: must be at most 5".to_string()]
+    );
+    assert_eq!(
+        rec.0.borrow().as_slice(),
+        &[(
+            "self <= 5".to_string(),
+            "spec.n".to_string(),
+            Some(json!(4))
+        )]
+    );
+}
+
+#[test]
+fn compile_rejects_bad_pattern() {
+    let err = Structural::compile(
+        &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}}),
+    );
+    assert!(err.is_err());
+}
