@@ -69,8 +69,13 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                 Box::new(CustomResources {
                     has_status,
                     printers,
+                    selectable: selectable_fields(v),
                 }),
             );
+            t.selectable_fields = selectable_fields(v)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect();
             t.columns = columns;
             t.age_column = false;
             let singular = str_at(crd, "/spec/names/singular");
@@ -139,9 +144,38 @@ fn printer_columns(version: &Value) -> (Vec<TableColumn>, Vec<(Option<JsonPath>,
 struct CustomResources {
     has_status: bool,
     printers: Vec<(Option<JsonPath>, String)>,
+    /// `selectableFields`: the field-selector name (`spec.color`) and its path.
+    selectable: Vec<(String, Vec<String>)>,
+}
+
+fn selectable_fields(version: &Value) -> Vec<(String, Vec<String>)> {
+    version
+        .get("selectableFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            let path = str_at(f, "/jsonPath");
+            let segments = schema::jsonpath::validate_selectable_field_path(path).ok()?;
+            Some((path.trim_start_matches('.').to_string(), segments))
+        })
+        .collect()
 }
 
 impl Strategy for CustomResources {
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        let (_, segments) = self.selectable.iter().find(|(name, _)| name == field)?;
+        let value = segments
+            .iter()
+            .try_fold(obj, |node, s| node.get(s.as_str()));
+        Some(match value {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Bool(b)) => b.to_string(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => String::new(),
+        })
+    }
+
     fn row(&self, obj: &Value) -> Vec<Value> {
         self.printers
             .iter()

@@ -329,3 +329,74 @@ fn printer_columns_render_in_kubectl_tables() {
         "priority > 0 columns only with -o wide:\n{wide}"
     );
 }
+
+#[test]
+fn selectable_fields_filter_lists() {
+    let server = Server::builder().start().unwrap();
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: shirts.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: shirts, singular: shirt, kind: Shirt}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields:
+    - jsonPath: .spec.color
+    - jsonPath: .spec.size
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {color: {type: string}, size: {type: string}}}
+"#;
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(crd));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/shirts.stable.example.com",
+        "--timeout=10s",
+    ]);
+    for (name, color, size) in [("a", "blue", "S"), ("b", "blue", "M"), ("c", "red", "M")] {
+        let cr = format!(
+            "apiVersion: stable.example.com/v1\nkind: Shirt\nmetadata:\n  name: {name}\nspec:\n  color: {color}\n  size: {size}\n"
+        );
+        let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&cr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let blue = server.kubectl_ok(&[
+        "get",
+        "shirts",
+        "--field-selector=spec.color=blue",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(blue.lines().count(), 2, "{blue}");
+    let blue_m = server.kubectl_ok(&[
+        "get",
+        "shirts",
+        "--field-selector=spec.color=blue,spec.size=M",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(blue_m.trim(), "shirt.stable.example.com/b");
+    let out = server.kubectl(&["get", "shirts", "--field-selector=spec.fabric=silk"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("field label not supported: spec.fabric"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
