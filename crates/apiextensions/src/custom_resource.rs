@@ -53,6 +53,13 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
     let kind = str_at(crd, "/spec/names/kind");
     let namespaced = str_at(crd, "/spec/scope") == "Namespaced";
     let versions = crd.pointer("/spec/versions").and_then(Value::as_array);
+    let storage_version = versions
+        .into_iter()
+        .flatten()
+        .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .map(|v| str_at(v, "/name"))
+        .unwrap_or("");
+    let storage_api_version = format!("{group}/{storage_version}");
     versions
         .into_iter()
         .flatten()
@@ -70,6 +77,8 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                     has_status,
                     printers,
                     selectable: selectable_fields(v),
+                    api_version: format!("{group}/{}", str_at(v, "/name")),
+                    storage_api_version: storage_api_version.clone(),
                 }),
             );
             t.selectable_fields = selectable_fields(v)
@@ -78,6 +87,14 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                 .collect();
             t.columns = columns;
             t.age_column = false;
+            t.strategic_merge = false;
+            if v.get("deprecated") == Some(&Value::Bool(true)) {
+                let warning = match v.get("deprecationWarning").and_then(Value::as_str) {
+                    Some(w) => w.to_string(),
+                    None => format!("{group}/{} {kind} is deprecated", str_at(v, "/name")),
+                };
+                t.deprecation_warning = Some(warning);
+            }
             let singular = str_at(crd, "/spec/names/singular");
             t.singular = if singular.is_empty() {
                 kind.to_lowercase()
@@ -146,6 +163,19 @@ struct CustomResources {
     printers: Vec<(Option<JsonPath>, String)>,
     /// `selectableFields`: the field-selector name (`spec.color`) and its path.
     selectable: Vec<(String, Vec<String>)>,
+    /// This version's apiVersion and the storage version's (conversion `None`
+    /// rewrites only `apiVersion`).
+    api_version: String,
+    storage_api_version: String,
+}
+
+fn with_api_version(obj: &Value, api_version: &str) -> Option<Value> {
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+        return None;
+    }
+    let mut converted = obj.clone();
+    converted["apiVersion"] = Value::String(api_version.to_string());
+    Some(converted)
 }
 
 fn selectable_fields(version: &Value) -> Vec<(String, Vec<String>)> {
@@ -163,6 +193,14 @@ fn selectable_fields(version: &Value) -> Vec<(String, Vec<String>)> {
 }
 
 impl Strategy for CustomResources {
+    fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
+        with_api_version(obj, &self.api_version)
+    }
+
+    fn to_storage(&self, obj: &Value) -> Option<Value> {
+        with_api_version(obj, &self.storage_api_version)
+    }
+
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
         let (_, segments) = self.selectable.iter().find(|(name, _)| name == field)?;
         let value = segments

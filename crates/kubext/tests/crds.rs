@@ -400,3 +400,105 @@ spec:
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn multiple_versions_without_conversion_webhook() {
+    let server = Server::builder().start().unwrap();
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - {name: v1alpha1, served: false, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v1beta1, served: true, storage: false, deprecated: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"#;
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(crd));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ]);
+    let client = server.client().await.unwrap();
+    let send = |method: &str, path: &str, ct: &str, body: &str| {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", ct)
+            .body(kube::client::Body::from(body.as_bytes().to_vec()))
+            .unwrap();
+        let client = client.clone();
+        async move {
+            let resp = client.send(req).await.unwrap();
+            let code = resp.status().as_u16();
+            let warning = resp
+                .headers()
+                .get("warning")
+                .map(|w| w.to_str().unwrap().to_string());
+            let bytes = http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            (
+                code,
+                warning,
+                serde_json::from_slice::<serde_json::Value>(&bytes).unwrap_or_default(),
+            )
+        }
+    };
+    let beta = "/apis/example.com/v1beta1/namespaces/default/widgets";
+    let v1 = "/apis/example.com/v1/namespaces/default/widgets";
+    let (code, warning, created) = send("POST", beta, "application/json", r#"{"apiVersion":"example.com/v1beta1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1}}"#).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["apiVersion"], "example.com/v1beta1");
+    assert_eq!(
+        warning.as_deref(),
+        Some(r#"299 - "example.com/v1beta1 Widget is deprecated""#)
+    );
+    let (_, warning, got) = send("GET", &format!("{v1}/w"), "", "").await;
+    assert_eq!(
+        got["apiVersion"], "example.com/v1",
+        "read through v1: converted"
+    );
+    assert!(warning.is_none());
+    let (_, _, got) = send("GET", &format!("{beta}/w"), "", "").await;
+    assert_eq!(got["apiVersion"], "example.com/v1beta1");
+    let (code, _, _) = send(
+        "GET",
+        "/apis/example.com/v1alpha1/namespaces/default/widgets",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(code, 404, "unserved versions are not routed");
+    let (code, _, status) = send(
+        "PATCH",
+        &format!("{v1}/w"),
+        "application/strategic-merge-patch+json",
+        r#"{"spec":{"size":2}}"#,
+    )
+    .await;
+    assert_eq!(code, 415, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("application/merge-patch+json")
+    );
+    let preferred = server.kubectl_ok(&["get", "--raw", "/apis/example.com"]);
+    assert!(
+        preferred
+            .contains(r#""preferredVersion":{"groupVersion":"example.com/v1","version":"v1"}"#),
+        "{preferred}"
+    );
+}

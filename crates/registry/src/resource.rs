@@ -151,6 +151,10 @@ pub struct ResourceType {
     /// When set, creates are refused with 405 and this message (e.g. while the
     /// CRD of a custom resource is terminating).
     pub refuse_create: Option<String>,
+    /// Strategic merge patch needs Go struct tags; custom resources refuse it (415).
+    pub strategic_merge: bool,
+    /// A `Warning` header on every request to this version (deprecated versions).
+    pub deprecation_warning: Option<String>,
     pub strategy: Box<dyn Strategy>,
 }
 
@@ -183,6 +187,8 @@ impl ResourceType {
             name_validation: apimachinery::validation::name_is_dns_subdomain,
             openapi_schema: None,
             refuse_create: None,
+            strategic_merge: true,
+            deprecation_warning: None,
             strategy,
         }
     }

@@ -43,6 +43,13 @@ pub async fn patch(
     if kind == BodyKind::ApplyPatch {
         return apply(call, patch_doc).await;
     }
+    if kind == BodyKind::StrategicMergePatch && !call.rtype().strategic_merge {
+        return Err(StatusError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
     let schema = &call.served.patch_schema;
     let rtype = call.rtype();
     let warnings = std::sync::Mutex::new(Vec::new());

@@ -52,10 +52,19 @@ pub async fn serve(
     info: &RequestInfo,
     user: UserInfo,
 ) -> Response<Body> {
-    match serve_inner(api, req, info, user).await {
+    let mut resp = match serve_inner(api, req, info, user).await {
         Ok(resp) => resp,
         Err(e) => response::error(&e),
+    };
+    // Deprecated versions warn on every request, as upstream does.
+    if let Some(served) = api
+        .catalog()
+        .lookup(&info.group, &info.version, &info.resource)
+        && let Some(warning) = &served.rtype.deprecation_warning
+    {
+        response::add_warnings(&mut resp, std::slice::from_ref(warning));
     }
+    resp
 }
 
 async fn serve_inner(
