@@ -88,6 +88,16 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
             t.columns = columns;
             t.age_column = false;
             t.strategic_merge = false;
+            t.scale = v
+                .pointer("/subresources/scale")
+                .map(|s| registry::ScalePaths {
+                    spec_replicas: str_at(s, "/specReplicasPath").to_string(),
+                    status_replicas: str_at(s, "/statusReplicasPath").to_string(),
+                    label_selector: s
+                        .get("labelSelectorPath")
+                        .and_then(Value::as_str)
+                        .map(String::from),
+                });
             if v.get("deprecated") == Some(&Value::Bool(true)) {
                 let warning = match v.get("deprecationWarning").and_then(Value::as_str) {
                     Some(w) => w.to_string(),

@@ -502,3 +502,53 @@ spec:
         "{preferred}"
     );
 }
+
+#[test]
+fn scale_subresource_works_with_kubectl_scale() {
+    let server = Server::builder().start().unwrap();
+    let crd = CRONTAB_CRD.replace(
+        "    subresources: {status: {}}\n",
+        "    subresources:\n      status: {}\n      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.labelSelector}\n",
+    );
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&crd));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/crontabs.stable.example.com",
+        "--timeout=10s",
+    ]);
+    let cr = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: c1\nspec:\n  cronSpec: x\n  replicas: 1\n";
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(cr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.kubectl_ok(&["scale", "crontab", "c1", "--replicas=5"]);
+    assert_eq!(
+        server.kubectl_ok(&["get", "ct", "c1", "-o", "jsonpath={.spec.replicas}"]),
+        "5"
+    );
+    let scale = server.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabs/c1/scale",
+    ]);
+    let scale: serde_json::Value = serde_json::from_str(&scale).unwrap();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 5);
+    assert_eq!(
+        server.kubectl_ok(&["get", "ct", "c1", "-o", "jsonpath={.metadata.generation}"]),
+        "2"
+    );
+    let out = server.kubectl(&["scale", "crontab", "c1", "--replicas=-1"]);
+    assert!(!out.status.success());
+    let resources = server.kubectl_ok(&["get", "--raw", "/apis/stable.example.com/v1"]);
+    assert!(resources.contains("crontabs/scale"), "{resources}");
+}

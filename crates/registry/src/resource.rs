@@ -155,7 +155,17 @@ pub struct ResourceType {
     pub strategic_merge: bool,
     /// A `Warning` header on every request to this version (deprecated versions).
     pub deprecation_warning: Option<String>,
+    /// The `scale` subresource (custom resources that declare one).
+    pub scale: Option<ScalePaths>,
     pub strategy: Box<dyn Strategy>,
+}
+
+/// Where a resource keeps what `autoscaling/v1` Scale shows (simple `.a.b` paths).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
 }
 
 impl ResourceType {
@@ -189,6 +199,7 @@ impl ResourceType {
             refuse_create: None,
             strategic_merge: true,
             deprecation_warning: None,
+            scale: None,
             strategy,
         }
     }

@@ -180,6 +180,17 @@ fn legacy_resources(served: &[Arc<Served>]) -> Vec<Value> {
                 "verbs": status_verbs(),
             }));
         }
+        if t.scale.is_some() {
+            out.push(json!({
+                "name": format!("{}/scale", t.plural),
+                "singularName": "",
+                "namespaced": t.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": status_verbs(),
+            }));
+        }
     }
     out
 }
@@ -205,8 +216,21 @@ fn aggregated_resources(served: &[Arc<Served>]) -> Vec<Value> {
             if !t.categories.is_empty() {
                 r["categories"] = json!(t.categories);
             }
+            let mut subresources = Vec::new();
             if t.has_status {
-                r["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": status_verbs()}]);
+                subresources.push(
+                    json!({"subresource": "status", "responseKind": kind, "verbs": status_verbs()}),
+                );
+            }
+            if t.scale.is_some() {
+                subresources.push(json!({
+                    "subresource": "scale",
+                    "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                    "verbs": status_verbs(),
+                }));
+            }
+            if !subresources.is_empty() {
+                r["subresources"] = json!(subresources);
             }
             r
         })

@@ -129,6 +129,10 @@ async fn serve_inner(
         ctx,
         accept_encoding: header_str(header::ACCEPT_ENCODING),
     };
+    if info.subresource == "scale" {
+        let body = read_body(req.into_body()).await?;
+        return crate::scale::serve(&call, content_type.as_deref(), body).await;
+    }
     match info.verb.as_str() {
         "get" => get(&call).await,
         "list" => list(&call).await,
@@ -179,6 +183,12 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
         "" => Ok(()),
         "status"
             if rtype.has_status && matches!(info.verb.as_str(), "get" | "update" | "patch") =>
+        {
+            Ok(())
+        }
+        "scale"
+            if rtype.scale.is_some()
+                && matches!(info.verb.as_str(), "get" | "update" | "patch") =>
         {
             Ok(())
         }
