@@ -48,13 +48,15 @@ impl CrdController {
         for item in std::mem::take(&mut watcher.initial) {
             self.observe(&mut known, item).await;
         }
+        self.reconcile(&known).await;
         self.republish(&known);
         while let Some(item) = watcher.events.recv().await {
             self.observe(&mut known, item).await;
-            // Drain what else is queued before rebuilding routes once.
+            // Drain what else is queued before reconciling and rebuilding routes once.
             while let Ok(more) = watcher.events.try_recv() {
                 self.observe(&mut known, more).await;
             }
+            self.reconcile(&known).await;
             self.republish(&known);
         }
         Ok(())
@@ -68,21 +70,45 @@ impl CrdController {
         match item {
             WatchItem::Added(o) | WatchItem::Modified(o) => {
                 let name = meta::name(&o.value).to_string();
-                known.insert(name.clone(), o.value.clone());
                 if meta::deletion_timestamp(&o.value).is_some() {
                     self.start_cleanup(&name, &o.value);
-                    return;
                 }
-                if let Some(status) = desired_status(&o.value)
-                    && status != o.value.get("status").cloned().unwrap_or(Value::Null)
-                {
-                    self.write_status(&name, status).await;
-                }
+                known.insert(name, o.value.clone());
             }
             WatchItem::Deleted(o) => {
                 known.remove(meta::name(&o.value));
             }
             WatchItem::Bookmark(_) => {}
+        }
+    }
+
+    /// Bring every CRD's status in line: names accepted unless another CRD of the
+    /// group holds them (older claims win), Established, stored versions.
+    async fn reconcile(&self, known: &BTreeMap<String, Value>) {
+        let mut order: Vec<&Value> = known
+            .values()
+            .filter(|c| meta::deletion_timestamp(c).is_none())
+            .collect();
+        order.sort_by_key(|c| {
+            (
+                !names_accepted(c),
+                meta::str_field(c, "creationTimestamp")
+                    .unwrap_or("")
+                    .to_string(),
+                meta::name(c).to_string(),
+            )
+        });
+        let mut claimed: Vec<&Value> = Vec::new();
+        for crd in order {
+            let conflict = naming_conflict(crd, &claimed);
+            if conflict.is_none() {
+                claimed.push(crd);
+            }
+            if let Some(status) = desired_status(crd, conflict)
+                && status != crd.get("status").cloned().unwrap_or(Value::Null)
+            {
+                self.write_status(meta::name(crd), status).await;
+            }
         }
     }
 
@@ -134,7 +160,52 @@ impl CrdController {
 }
 
 /// The status a CRD should have: names accepted, Established, stored versions.
-fn desired_status(crd: &Value) -> Option<Value> {
+fn names_accepted(crd: &Value) -> bool {
+    condition_is_true(crd, "NamesAccepted")
+}
+
+fn condition_is_true(crd: &Value, kind: &str) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == kind && c["status"] == "True")
+}
+
+/// (reason, message) when a name of `crd` is taken by a CRD of the same group
+/// that claimed it first.
+fn naming_conflict(crd: &Value, claimed: &[&Value]) -> Option<(&'static str, String)> {
+    let group = crd.pointer("/spec/group");
+    let names = |c: &Value, field: &str| -> Vec<String> {
+        match c.pointer(&format!("/spec/names/{field}")) {
+            Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let checks = [
+        ("plural", "PluralConflict"),
+        ("singular", "SingularConflict"),
+        ("shortNames", "ShortNamesConflict"),
+        ("kind", "KindConflict"),
+        ("listKind", "ListKindConflict"),
+    ];
+    for other in claimed.iter().filter(|o| o.pointer("/spec/group") == group) {
+        for (field, reason) in checks {
+            let theirs = names(other, field);
+            if let Some(taken) = names(crd, field).into_iter().find(|n| theirs.contains(n)) {
+                return Some((reason, format!("\"{taken}\" is already in use")));
+            }
+        }
+    }
+    None
+}
+
+fn desired_status(crd: &Value, conflict: Option<(&'static str, String)>) -> Option<Value> {
     let names = crd.pointer("/spec/names")?.clone();
     let mut accepted = names.clone();
     if accepted
@@ -179,21 +250,49 @@ fn desired_status(crd: &Value) -> Option<Value> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let condition = |kind: &str, reason: &str, message: &str| {
+    let condition = |kind: &str, status: &str, reason: &str, message: &str| {
         // Keep the transition time of a condition that already has this status.
         let since = existing
             .iter()
-            .find(|c| c["type"] == kind && c["status"] == "True")
+            .find(|c| c["type"] == kind && c["status"] == status)
             .and_then(|c| c.get("lastTransitionTime").cloned())
             .unwrap_or_else(|| json!(apimachinery::time::now_rfc3339()));
-        json!({"type": kind, "status": "True", "lastTransitionTime": since, "reason": reason, "message": message})
+        json!({"type": kind, "status": status, "lastTransitionTime": since, "reason": reason, "message": message})
+    };
+    let Some((reason, message)) = conflict else {
+        return Some(json!({
+            "conditions": [
+                condition("NamesAccepted", "True", "NoConflicts", "no conflicts found"),
+                condition("Established", "True", "InitialNamesAccepted", "the initial names have been accepted"),
+            ],
+            "acceptedNames": accepted,
+            "storedVersions": stored,
+        }));
+    };
+    // Names in use elsewhere: keep what was accepted before (if anything) and stay
+    // established only if it already was.
+    let previous = crd
+        .pointer("/status/acceptedNames")
+        .cloned()
+        .unwrap_or_else(|| json!({"plural": "", "kind": ""}));
+    let established = if condition_is_true(crd, "Established") {
+        condition(
+            "Established",
+            "True",
+            "InitialNamesAccepted",
+            "the initial names have been accepted",
+        )
+    } else {
+        condition(
+            "Established",
+            "False",
+            "NotAccepted",
+            "not all names are accepted",
+        )
     };
     Some(json!({
-        "conditions": [
-            condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-            condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-        ],
-        "acceptedNames": accepted,
+        "conditions": [condition("NamesAccepted", "False", reason, &message), established],
+        "acceptedNames": previous,
         "storedVersions": stored,
     }))
 }

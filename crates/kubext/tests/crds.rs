@@ -552,3 +552,61 @@ fn scale_subresource_works_with_kubectl_scale() {
     let resources = server.kubectl_ok(&["get", "--raw", "/apis/stable.example.com/v1"]);
     assert!(resources.contains("crontabs/scale"), "{resources}");
 }
+
+#[test]
+fn conflicting_names_are_not_accepted_until_freed() {
+    let server = Server::builder().start().unwrap();
+    install_crontab(&server);
+    let rival = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: crontabz.stable.example.com}
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabz, kind: CronTab}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+"#;
+    let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(rival));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let jsonpath = r#"jsonpath={.status.conditions[?(@.type=="NamesAccepted")].status} {.status.conditions[?(@.type=="NamesAccepted")].reason} {.status.conditions[?(@.type=="NamesAccepted")].message}"#;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let got = server.kubectl_ok(&["get", "crd", "crontabz.stable.example.com", "-o", jsonpath]);
+        if got == r#"False KindConflict "CronTab" is already in use"# {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never reported the conflict: {got}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = server.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabz",
+    ]);
+    assert!(
+        !out.status.success(),
+        "a CRD whose names are not accepted is not served"
+    );
+    // Freeing the name lets the second CRD in.
+    server.kubectl_ok(&["delete", "crd", "crontabs.stable.example.com"]);
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/crontabz.stable.example.com",
+        "--timeout=10s",
+    ]);
+    server.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabz",
+    ]);
+}
