@@ -107,33 +107,31 @@ fn is_zero(v: &Value) -> bool {
 }
 
 fn status_root_checks(root: &Map<String, Value>, path: &FieldPath, errs: &mut ErrorList) {
-    for (k, v) in root {
-        if is_zero(v) {
-            continue;
-        }
-        if k == "type" {
-            if ty(root) != "object" {
-                errs.push(FieldError::invalid(
-                    &path.child("type"),
-                    v.clone(),
-                    "only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled",
-                ));
-                return;
-            }
-            continue;
-        }
-        if !ROOT_FIELDS.iter().any(|(j, _)| j == k) {
-            let names: Vec<&str> = ROOT_FIELDS.iter().map(|(_, g)| *g).collect();
-            errs.push(FieldError::invalid(
-                path,
-                Value::Object(root.clone()),
-                &format!(
-                    "only [{}] fields are allowed at the root of the schema if the status subresource is enabled",
-                    names.join(" ")
-                ),
-            ));
-            return;
-        }
+    // upstream walks JSONSchemaProps' fields in declaration order, where `type`
+    // precedes every field it rejects, and stops at the first failure
+    if let Some(t) = root.get("type").filter(|t| !is_zero(t))
+        && ty(root) != "object"
+    {
+        errs.push(FieldError::invalid(
+            &path.child("type"),
+            t.clone(),
+            "only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled",
+        ));
+        return;
+    }
+    let disallowed = root
+        .iter()
+        .any(|(k, v)| !is_zero(v) && !ROOT_FIELDS.iter().any(|(j, _)| j == k));
+    if disallowed {
+        let names: Vec<&str> = ROOT_FIELDS.iter().map(|(_, g)| *g).collect();
+        errs.push(FieldError::invalid(
+            path,
+            Value::Object(root.clone()),
+            &format!(
+                "only [{}] fields are allowed at the root of the schema if the status subresource is enabled",
+                names.join(" ")
+            ),
+        ));
     }
 }
 

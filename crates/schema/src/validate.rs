@@ -67,6 +67,46 @@ pub fn validate_values_only(value: &Value, schema: &Structural, path: &FieldPath
     v.errs
 }
 
+/// Whether a JSON number decodes to an integer upstream (apimachinery's JSON
+/// decoding turns integral floats such as `3.0` into int64).
+fn integral(n: &serde_json::Number) -> bool {
+    !n.is_f64()
+        || n.as_f64()
+            .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+}
+
+/// JSON deep equality with upstream's number semantics (`1 == 1.0`).
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if x.is_f64() || y.is_f64() {
+                x.as_f64() == y.as_f64()
+            } else {
+                x == y
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => json_eq_map(x, y),
+        _ => a == b,
+    }
+}
+
+fn json_eq_map(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
+    x.len() == y.len()
+        && x.iter()
+            .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+}
+
+fn opt_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => json_eq(x, y),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
 fn join(name: &str, key: &str) -> String {
     if name.is_empty() {
         key.to_string()
@@ -81,39 +121,15 @@ fn type_name(v: &Value) -> &'static str {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
         Value::Number(n) => {
-            if n.is_f64() {
-                "number"
-            } else {
+            if integral(n) {
                 "integer"
+            } else {
+                "number"
             }
         }
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    }
-}
-
-fn type_matches(ty: &str, v: &Value) -> bool {
-    match (ty, v) {
-        ("object", Value::Object(_)) | ("array", Value::Array(_)) => true,
-        ("string", Value::String(_)) | ("boolean", Value::Bool(_)) => true,
-        ("number", Value::Number(_)) => true,
-        ("integer", Value::Number(n)) => {
-            n.is_i64()
-                || n.is_u64()
-                || n.as_f64()
-                    .is_some_and(|f| f.fract() == 0.0 && f.is_finite())
-        }
-        _ => false,
-    }
-}
-
-/// `%v` of a schema number: integers bare, floats as Go's `%v`.
-fn num(f: f64) -> String {
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        format!("{}", f as i64)
-    } else {
-        format_float(f)
     }
 }
 
@@ -169,24 +185,12 @@ impl Validator<'_> {
 
     fn node(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
         // Ratcheting: an unchanged subtree reports nothing.
-        if old.is_some_and(|o| o == v) {
+        if old.is_some_and(|o| json_eq(o, v)) {
             return;
         }
-        let types: Vec<&str> = if s.extensions.int_or_string && s.type_.is_empty() {
-            vec!["integer", "string"]
-        } else if s.type_.is_empty() {
-            vec![]
-        } else {
-            vec![s.type_.as_str()]
-        };
-        if v.is_null() {
-            if !types.is_empty() && !s.nullable {
-                self.type_invalid(name, Value::from("null"), &types.join(","), "null");
-            }
-        } else if !types.is_empty() && !types.iter().any(|t| type_matches(t, v)) {
-            let actual = type_name(v);
-            self.type_invalid(name, Value::from(actual), &types.join(","), actual);
-        }
+        // As upstream, `x-kubernetes-int-or-string` adds no type check of its
+        // own: the `anyOf: [{type: integer}, {type: string}]` pattern does it.
+        self.check_type(v, s, name);
         self.junctors(v, s, name);
         match v {
             Value::String(st) => self.string(st, s, name),
@@ -195,7 +199,7 @@ impl Validator<'_> {
             _ => {}
         }
         if let Some(values) = &s.validation.enum_values
-            && !values.iter().any(|e| e == v)
+            && !values.iter().any(|e| json_eq(e, v))
         {
             let supported: Vec<String> = values
                 .iter()
@@ -216,6 +220,44 @@ impl Validator<'_> {
             for rule in &s.extensions.validations {
                 self.errs.extend(ev.evaluate(rule, s, v, old, &fp));
             }
+        }
+    }
+
+    /// kube-openapi's type validator, quirks included.
+    fn check_type(&mut self, v: &Value, s: &Structural, name: &str) {
+        let ty = s.type_.as_str();
+        let format = s.validation.format.as_deref().unwrap_or("");
+        if ty.is_empty() && format.is_empty() {
+            return;
+        }
+        if v.is_null() {
+            if !ty.is_empty() && !s.nullable {
+                self.type_invalid(name, Value::from("null"), ty, "null");
+            }
+            return;
+        }
+        let sch_type = type_name(v);
+        let data_format = match v {
+            Value::Number(n) if !integral(n) => "float64",
+            Value::Number(_) => "int64",
+            _ => "",
+        };
+        let float_int = sch_type == "number"
+            && ty == "integer"
+            && v.as_f64()
+                .is_some_and(|f| f.fract() == 0.0 && f.is_finite());
+        let int_float = sch_type == "integer" && ty == "number";
+        let str_or_arr = v.is_string() || v.is_array();
+        let type_ok = ty == sch_type || float_int || int_float;
+        if !(str_or_arr || format.is_empty() || type_ok || data_format == format) {
+            self.type_invalid(name, Value::from(data_format), format, data_format);
+            return;
+        }
+        if ty != "number" && ty != "integer" && !format.is_empty() && str_or_arr {
+            return;
+        }
+        if !type_ok {
+            self.type_invalid(name, Value::from(sch_type), ty, sch_type);
         }
     }
 
@@ -331,48 +373,65 @@ impl Validator<'_> {
         }
     }
 
+    /// kube-openapi's number validator: integer data is compared against the
+    /// bounds truncated to integers (and printed with `%d`), float data
+    /// against the float bounds (printed with `%v`).
     fn number(&mut self, v: &Value, s: &Structural, name: &str) {
         let vv = &s.validation;
+        let int_data = match v {
+            Value::Number(n) if integral(n) => n
+                .as_i64()
+                .or_else(|| n.as_u64().map(|u| u as i64))
+                .or_else(|| n.as_f64().map(|f| f as i64)),
+            _ => None,
+        };
         let Some(x) = v.as_f64() else { return };
-        if let Some(m) = vv.multiple_of
-            && m != 0.0
-        {
-            let q = x / m;
-            if q.fract() != 0.0 || !q.is_finite() {
-                self.invalid(
-                    name,
-                    v.clone(),
-                    &format!("should be a multiple of {}", num(m)),
-                );
+        // (comparison, bound as printed) for a bound
+        let bound = |b: f64| -> (f64, f64, String) {
+            match int_data {
+                Some(i) => (i as f64, (b as i64) as f64, format!("{}", b as i64)),
+                None => (x, b, format_float(b)),
+            }
+        };
+        if let Some(m) = vv.multiple_of {
+            let bad = match int_data {
+                Some(i) => {
+                    let f = m as i64;
+                    f != 0 && i % f != 0
+                }
+                None => {
+                    m != 0.0 && {
+                        let q = x / m;
+                        !(q.is_finite() && q.fract() == 0.0)
+                    }
+                }
+            };
+            if bad {
+                let (_, _, shown) = bound(m);
+                self.invalid(name, v.clone(), &format!("should be a multiple of {shown}"));
             }
         }
         if let Some(max) = vv.maximum {
-            if vv.exclusive_maximum && x >= max {
+            let (val, b, shown) = bound(max);
+            if vv.exclusive_maximum && val >= b {
+                self.invalid(name, v.clone(), &format!("should be less than {shown}"));
+            } else if !vv.exclusive_maximum && val > b {
                 self.invalid(
                     name,
                     v.clone(),
-                    &format!("should be less than {}", num(max)),
-                );
-            } else if !vv.exclusive_maximum && x > max {
-                self.invalid(
-                    name,
-                    v.clone(),
-                    &format!("should be less than or equal to {}", num(max)),
+                    &format!("should be less than or equal to {shown}"),
                 );
             }
         }
         if let Some(min) = vv.minimum {
-            if vv.exclusive_minimum && x <= min {
+            let (val, b, shown) = bound(min);
+            if vv.exclusive_minimum && val <= b {
+                self.invalid(name, v.clone(), &format!("should be greater than {shown}"));
+            } else if !vv.exclusive_minimum && val < b {
                 self.invalid(
                     name,
                     v.clone(),
-                    &format!("should be greater than {}", num(min)),
-                );
-            } else if !vv.exclusive_minimum && x < min {
-                self.invalid(
-                    name,
-                    v.clone(),
-                    &format!("should be greater than or equal to {}", num(min)),
+                    &format!("should be greater than or equal to {shown}"),
                 );
             }
         }
@@ -407,7 +466,10 @@ impl Validator<'_> {
             ));
         }
         if vv.unique_items {
-            let dup = a.iter().enumerate().any(|(i, x)| a[..i].contains(x));
+            let dup = a
+                .iter()
+                .enumerate()
+                .any(|(i, x)| a[..i].iter().any(|y| json_eq(x, y)));
             if dup {
                 self.invalid(name, Value::from(""), "shouldn't contain duplicates");
             }
@@ -461,7 +523,9 @@ impl Validator<'_> {
         }
         for (k, ps) in &s.properties {
             if let Some(val) = m.get(k) {
-                let o = old.and_then(|o| o.get(k));
+                // the root's kind/apiVersion are never ratcheted
+                let type_meta = name.is_empty() && (k == "kind" || k == "apiVersion");
+                let o = old.and_then(|o| o.get(k)).filter(|_| !type_meta);
                 self.node(val, o, ps, &join(name, k));
             }
         }
@@ -474,21 +538,19 @@ impl Validator<'_> {
     }
 }
 
-/// Ratcheting correlation of list items: by key for `list-type=map`, by
-/// equality for sets; atomic lists do not correlate.
+/// Ratcheting correlation of list items, as upstream's `CorrelatedObject`:
+/// only `list-type=map` items correlate (by their keys); sets and atomic lists
+/// do not.
 fn correlate_item<'o>(item: &Value, old: &'o [Value], s: &Structural) -> Option<&'o Value> {
-    if s.is_list_map() {
-        let keys = &s.extensions.list_map_keys;
-        let item_obj = item.as_object()?;
-        old.iter().find(|o| {
-            o.as_object()
-                .is_some_and(|oo| keys.iter().all(|k| oo.get(k) == item_obj.get(k)))
-        })
-    } else if s.is_list_set() {
-        old.iter().find(|o| *o == item)
-    } else {
-        None
+    if !s.is_list_map() {
+        return None;
     }
+    let keys = &s.extensions.list_map_keys;
+    let item_obj = item.as_object()?;
+    old.iter().find(|o| {
+        o.as_object()
+            .is_some_and(|oo| keys.iter().all(|k| opt_eq(oo.get(k), item_obj.get(k))))
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -513,7 +575,7 @@ fn list_types(
     path: &FieldPath,
     errs: &mut ErrorList,
 ) {
-    if old.is_some_and(|o| o == value) {
+    if old.is_some_and(|o| json_eq(o, value)) {
         return;
     }
     match value {
@@ -528,7 +590,7 @@ fn list_types(
         Value::Array(a) => {
             if s.is_list_set() {
                 for (i, x) in a.iter().enumerate() {
-                    if a[..i].contains(x) {
+                    if a[..i].iter().any(|y| json_eq(x, y)) {
                         errs.push(FieldError::duplicate(&path.index(i), x.clone()));
                     }
                 }
@@ -580,7 +642,7 @@ fn validate_list_map(a: &[Value], s: &Structural, path: &FieldPath) -> ErrorList
     let mut seen: Vec<Map<String, Value>> = Vec::new();
     for (i, x) in a.iter().enumerate() {
         let k = key_of(x);
-        if seen.contains(&k) {
+        if seen.iter().any(|m| json_eq_map(m, &k)) {
             errs.push(FieldError::duplicate(&path.index(i), Value::Object(k)));
         } else {
             seen.push(k);
@@ -611,7 +673,7 @@ fn embedded(
     path: &FieldPath,
     errs: &mut ErrorList,
 ) {
-    if old.is_some_and(|o| o == value) {
+    if old.is_some_and(|o| json_eq(o, value)) {
         return;
     }
     match value {
@@ -623,8 +685,14 @@ fn embedded(
                 if s.extensions.embedded_resource && k == "metadata" {
                     continue;
                 }
+                // upstream walks additionalProperties with `Key(k)`
+                let child = if s.properties.contains_key(k) {
+                    path.child(k)
+                } else {
+                    path.key(k)
+                };
                 if let Some(ps) = s.property(k) {
-                    embedded(v, old.and_then(|o| o.get(k)), ps, &path.child(k), errs);
+                    embedded(v, old.and_then(|o| o.get(k)), ps, &child, errs);
                 }
             }
         }
@@ -644,23 +712,15 @@ fn embedded(
 fn validate_embedded_resource(m: &Map<String, Value>, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
     if !m.contains_key("apiVersion") {
-        errs.push(FieldError::required(
-            &path.child("apiVersion"),
-            "must not be empty",
-        ));
+        errs.push(FieldError::required(&path.child("apiVersion"), ""));
     }
     if !m.contains_key("kind") {
-        errs.push(FieldError::required(
-            &path.child("kind"),
-            "must not be empty",
-        ));
+        errs.push(FieldError::required(&path.child("kind"), ""));
     }
     match m.get("apiVersion") {
-        Some(Value::String(av)) if av.is_empty() => errs.push(FieldError::invalid(
-            &path.child("apiVersion"),
-            Value::from(""),
-            "must not be empty",
-        )),
+        Some(Value::String(av)) if av.is_empty() => {
+            errs.push(FieldError::required(&path.child("apiVersion"), ""))
+        }
         Some(Value::String(av)) if av.matches('/').count() > 1 => errs.push(FieldError::invalid(
             &path.child("apiVersion"),
             Value::from(av.as_str()),
@@ -674,11 +734,9 @@ fn validate_embedded_resource(m: &Map<String, Value>, path: &FieldPath) -> Error
         )),
     }
     match m.get("kind") {
-        Some(Value::String(k)) if k.is_empty() => errs.push(FieldError::invalid(
-            &path.child("kind"),
-            Value::from(""),
-            "must not be empty",
-        )),
+        Some(Value::String(k)) if k.is_empty() => {
+            errs.push(FieldError::required(&path.child("kind"), ""))
+        }
         Some(Value::String(k)) => {
             let msgs = apimachinery::validation::is_dns1035_label(&k.to_lowercase());
             if !msgs.is_empty() {

@@ -148,6 +148,39 @@ fn cases() -> Vec<Case> {
             &["spec.r: Invalid value: 0.5: spec.r in body should be greater than 0.5"],
         ),
         c(
+            "integer data is compared with truncated bounds",
+            obj_with(
+                json!({"n": {"type": "integer", "maximum": 10.5}, "f": {"type": "number", "maximum": 10.5}}),
+            ),
+            json!({"spec": {"n": 11, "f": 10.75}}),
+            &[
+                "spec.n: Invalid value: 11: spec.n in body should be less than or equal to 10",
+                "spec.f: Invalid value: 10.75: spec.f in body should be less than or equal to 10.5",
+            ],
+        ),
+        c(
+            "float bounds print like Go's %v",
+            obj_with(json!({"f": {"type": "number", "minimum": 1000000}})),
+            json!({"spec": {"f": 0.5}}),
+            &[
+                "spec.f: Invalid value: 0.5: spec.f in body should be greater than or equal to 1e+06",
+            ],
+        ),
+        c(
+            "multipleOf float",
+            obj_with(json!({"f": {"type": "number", "multipleOf": 0.5}})),
+            json!({"spec": {"f": 1.25}}),
+            &["spec.f: Invalid value: 1.25: spec.f in body should be a multiple of 0.5"],
+        ),
+        c(
+            "integral floats are integers",
+            obj_with(json!({"s": {"type": "string"}, "e": {"type": "integer", "enum": [1, 2]}})),
+            json!({"spec": {"s": 3.0, "e": 2.0}}),
+            &[
+                r#"spec.s: Invalid value: "integer": spec.s in body must be of type string: "integer""#,
+            ],
+        ),
+        c(
             "multipleOf",
             obj_with(json!({"n": {"type": "integer", "multipleOf": 5}})),
             json!({"spec": {"n": 7}}),
@@ -234,16 +267,21 @@ fn cases() -> Vec<Case> {
             &[],
         ),
         c(
-            "int-or-string rejects boolean",
+            "int-or-string rejects boolean via its anyOf",
             obj_with(
                 json!({"p": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}}),
             ),
             json!({"spec": {"p": true}}),
             &[
-                r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer,string: "boolean""#,
                 r#"Invalid value: "": "spec.p" must validate at least one schema (anyOf)"#,
                 r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer: "boolean""#,
             ],
+        ),
+        c(
+            "bare int-or-string has no type check of its own",
+            obj_with(json!({"p": {"x-kubernetes-int-or-string": true}})),
+            json!({"spec": {"p": true}}),
+            &[],
         ),
         c(
             "format date-time",
@@ -305,6 +343,51 @@ fn cases() -> Vec<Case> {
             ],
         ),
         c(
+            "date-time needs a T and a zone",
+            obj_with(
+                json!({"a": {"type": "string", "format": "date-time"}, "b": {"type": "string", "format": "date-time"}, "c": {"type": "string", "format": "date-time"}}),
+            ),
+            json!({"spec": {"a": "2024-01-02 03:04:05Z", "b": "2024-01-02T03:04:05", "c": "2024-01-02t03:04:05.123+01:00"}}),
+            &[
+                r#"spec.a: Invalid value: "2024-01-02 03:04:05Z": spec.a in body must be of type date-time: "2024-01-02 03:04:05Z""#,
+                r#"spec.b: Invalid value: "2024-01-02T03:04:05": spec.b in body must be of type date-time: "2024-01-02T03:04:05""#,
+            ],
+        ),
+        c(
+            "format mismatch on a non-string value names the format",
+            obj_with(
+                json!({"t": {"type": "string", "format": "date-time"}, "u": {"type": "string", "format": "uuid"}}),
+            ),
+            json!({"spec": {"t": 5, "u": 1.5}}),
+            &[
+                r#"spec.t: Invalid value: "int64": spec.t in body must be of type date-time: "int64""#,
+                r#"spec.u: Invalid value: "float64": spec.u in body must be of type uuid: "float64""#,
+            ],
+        ),
+        c(
+            "format on non-numeric type skips the type check for strings",
+            obj_with(json!({"b": {"type": "boolean", "format": "byte"}})),
+            json!({"spec": {"b": "aGk="}}),
+            &[],
+        ),
+        c(
+            "byte rejects the empty string, hostname rejects long labels",
+            obj_with(
+                json!({"g": {"type": "string", "format": "byte"}, "h": {"type": "string", "format": "hostname"}}),
+            ),
+            json!({"spec": {"g": "", "h": format!("{}.com", "a".repeat(64))}}),
+            &[
+                r#"spec.g: Invalid value: "": spec.g in body must be of type byte: """#,
+                "HOSTNAME",
+            ],
+        ),
+        c(
+            "root-level required and types",
+            json!({"type": "object", "required": ["x"], "properties": {"x": {"type": "string"}}}),
+            json!({"spec": {}}),
+            &["spec.x: Required value"],
+        ),
+        c(
             "list-type set duplicates",
             obj_with(
                 json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}),
@@ -349,8 +432,8 @@ fn cases() -> Vec<Case> {
             ),
             json!({"spec": {"template": {"metadata": {"name": "Bad_Name"}}}}),
             &[
-                "spec.template.apiVersion: Required value: must not be empty",
-                "spec.template.kind: Required value: must not be empty",
+                "spec.template.apiVersion: Required value",
+                "spec.template.kind: Required value",
             ],
         ),
         c(
@@ -361,7 +444,7 @@ fn cases() -> Vec<Case> {
             json!({"spec": {"template": {"apiVersion": "a/b/c", "kind": "", "metadata": {"labels": {"a b": "c"}}}}}),
             &[
                 r#"spec.template.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c"#,
-                r#"spec.template.kind: Invalid value: "": must not be empty"#,
+                "spec.template.kind: Required value",
                 r#"spec.template.metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#,
             ],
         ),
@@ -474,7 +557,18 @@ fn validation_table() {
     for case in cases() {
         let schema = Structural::compile(&root(case.spec.clone())).expect(case.name);
         let errs = validate(&case.obj, case.old.as_ref(), &schema, &FieldPath::root());
-        let got = sorted(&errs);
+        let mut got: Vec<String> = sorted(&errs)
+            .into_iter()
+            .map(|e| {
+                // long generated values are matched by a placeholder
+                if e.contains("must be of type hostname") && e.len() > 150 {
+                    "HOSTNAME".to_string()
+                } else {
+                    e
+                }
+            })
+            .collect();
+        got.sort();
         let mut want: Vec<String> = case.want.iter().map(|s| s.to_string()).collect();
         want.sort();
         if got != want {
