@@ -198,11 +198,15 @@ fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
                 errs.push(FieldError::invalid(&vpath.child("name"), json!(name), &msg));
             }
         }
-        if v.pointer("/schema/openAPIV3Schema").is_none() {
-            errs.push(FieldError::required(
-                &vpath.child("schema").child("openAPIV3Schema"),
-                "schemas are required",
-            ));
+        let schema_path = vpath.child("schema").child("openAPIV3Schema");
+        match v.pointer("/schema/openAPIV3Schema") {
+            None => errs.push(FieldError::required(&schema_path, "schemas are required")),
+            Some(raw) => {
+                let opts = schema::StructuralOptions {
+                    status_subresource: v.pointer("/subresources/status").is_some(),
+                };
+                errs.extend(schema::structural_errors_with(raw, &schema_path, opts));
+            }
         }
     }
     let storage = versions

@@ -1,8 +1,10 @@
 //! Resource types that serve the instances of a CRD, one per served version.
 
 use registry::{ResourceType, Strategy, TableColumn};
+use schema::Structural;
 use schema::jsonpath::JsonPath;
 use serde_json::Value;
+use std::sync::Arc;
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
@@ -75,6 +77,7 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                 namespaced,
                 Box::new(CustomResources {
                     has_status,
+                    schema: compiled_schema(v),
                     printers,
                     selectable: selectable_fields(v),
                     api_version: format!("{group}/{}", str_at(v, "/name")),
@@ -170,6 +173,8 @@ fn printer_columns(version: &Value) -> (Vec<TableColumn>, Vec<(Option<JsonPath>,
 /// when that is enabled; table cells come from the printer columns.
 struct CustomResources {
     has_status: bool,
+    /// The version's structural schema (validation, pruning, defaulting).
+    schema: Option<Arc<Structural>>,
     printers: Vec<(Option<JsonPath>, String)>,
     /// `selectableFields`: the field-selector name (`spec.color`) and its path.
     selectable: Vec<(String, Vec<String>)>,
@@ -188,6 +193,19 @@ fn with_api_version(obj: &Value, api_version: &str) -> Option<Value> {
     Some(converted)
 }
 
+/// Compile a version's schema once per CRD change; a schema that does not compile
+/// was already rejected by CRD validation, so `None` only means "no schema".
+fn compiled_schema(version: &Value) -> Option<Arc<Structural>> {
+    let raw = version.pointer("/schema/openAPIV3Schema")?;
+    match schema::compile(raw) {
+        Ok(s) => Some(Arc::new(s)),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot compile a custom resource schema");
+            None
+        }
+    }
+}
+
 fn selectable_fields(version: &Value) -> Vec<(String, Vec<String>)> {
     version
         .get("selectableFields")
@@ -203,6 +221,28 @@ fn selectable_fields(version: &Value) -> Vec<(String, Vec<String>)> {
 }
 
 impl Strategy for CustomResources {
+    fn prune(&self, obj: &mut Value) -> Option<Vec<String>> {
+        let schema = self.schema.as_ref()?;
+        Some(schema::prune(obj, schema, true))
+    }
+
+    fn validate(&self, obj: &Value) -> apimachinery::ErrorList {
+        match &self.schema {
+            Some(schema) => schema::validate(obj, None, schema, &apimachinery::FieldPath::root()),
+            None => Vec::new(),
+        }
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> apimachinery::ErrorList {
+        // Ratcheting: unchanged invalid values may stay.
+        match &self.schema {
+            Some(schema) => {
+                schema::validate(new, Some(old), schema, &apimachinery::FieldPath::root())
+            }
+            None => Vec::new(),
+        }
+    }
+
     fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
         with_api_version(obj, &self.api_version)
     }
@@ -235,6 +275,9 @@ impl Strategy for CustomResources {
     }
 
     fn prepare_create(&self, obj: &mut Value) {
+        if let Some(schema) = &self.schema {
+            schema::default(obj, schema);
+        }
         if self.has_status
             && let Some(map) = obj.as_object_mut()
         {
@@ -243,6 +286,9 @@ impl Strategy for CustomResources {
     }
 
     fn prepare_update(&self, new: &mut Value, old: &Value) {
+        if let Some(schema) = &self.schema {
+            schema::default(new, schema);
+        }
         if !self.has_status {
             return;
         }

@@ -50,6 +50,13 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Remove fields the type's schema does not know, returning their paths
+    /// (for `fieldValidation`); `None` when the type has no such schema here
+    /// (built-ins are checked against their OpenAPI documents instead).
+    fn prune(&self, _obj: &mut Value) -> Option<Vec<String>> {
+        None
+    }
+
     /// Whether something besides `metadata.finalizers` holds up deletion
     /// (namespaces: `spec.finalizers`).
     fn deletion_blocked(&self, _obj: &Value) -> bool {

@@ -946,7 +946,7 @@ fn defaults(m: &Map<String, Value>, p: &FieldPath, root: bool, errs: &mut ErrorL
         ));
         return;
     }
-    errs.extend(crate::validate::validate_embedded(d, None, &s, &dp));
+    errs.extend(crate::validate::validate_embedded(d, &s, &dp));
     errs.extend(crate::validate::validate_values_only(d, &s, &dp));
     errs.extend(crate::validate::validate_list_types(d, None, &s, &dp));
 }

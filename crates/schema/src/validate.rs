@@ -51,7 +51,7 @@ pub fn validate_with(
     v.node(value, old, schema, "");
     let mut errs = v.errs;
     errs.extend(validate_list_types(value, old, schema, path));
-    errs.extend(validate_embedded(value, old, schema, path));
+    errs.extend(validate_embedded(value, schema, path));
     errs
 }
 
@@ -397,7 +397,7 @@ impl Validator<'_> {
             let bad = match int_data {
                 Some(i) => {
                     let f = m as i64;
-                    f != 0 && i % f != 0
+                    f != 0 && i.checked_rem(f).is_some_and(|r| r != 0)
                 }
                 None => {
                     m != 0.0 && {
@@ -556,52 +556,52 @@ fn correlate_item<'o>(item: &Value, old: &'o [Value], s: &Structural) -> Option<
 // ---------------------------------------------------------------------------
 // list-type set/map uniqueness (upstream `structurallisttype`).
 
-/// Duplicate checks for `x-kubernetes-list-type: set|map` lists.
+/// Duplicate checks for `x-kubernetes-list-type: set|map` lists. As upstream's
+/// update strategy, when `old` itself violates them the new value is not
+/// checked at all (list-type ratcheting).
 pub fn validate_list_types(
     value: &Value,
     old: Option<&Value>,
     s: &Structural,
     path: &FieldPath,
 ) -> ErrorList {
+    if let Some(old) = old {
+        let mut old_errs = ErrorList::new();
+        list_types(old, s, path, &mut old_errs);
+        if !old_errs.is_empty() {
+            return ErrorList::new();
+        }
+    }
     let mut errs = ErrorList::new();
-    list_types(value, old, s, path, &mut errs);
+    list_types(value, s, path, &mut errs);
     errs
 }
 
-fn list_types(
-    value: &Value,
-    old: Option<&Value>,
-    s: &Structural,
-    path: &FieldPath,
-    errs: &mut ErrorList,
-) {
-    if old.is_some_and(|o| json_eq(o, value)) {
-        return;
-    }
+fn list_types(value: &Value, s: &Structural, path: &FieldPath, errs: &mut ErrorList) {
     match value {
         Value::Object(m) => {
+            if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
+                for (k, v) in m {
+                    list_types(v, ap, &path.key(k), errs);
+                }
+            }
             for (k, v) in m {
-                if let Some(ps) = s.property(k) {
-                    let o = old.and_then(|o| o.get(k));
-                    list_types(v, o, ps, &path.child(k), errs);
+                if let Some(ps) = s.properties.get(k) {
+                    list_types(v, ps, &path.child(k), errs);
                 }
             }
         }
         Value::Array(a) => {
             if s.is_list_set() {
-                for (i, x) in a.iter().enumerate() {
-                    if a[..i].iter().any(|y| json_eq(x, y)) {
-                        errs.push(FieldError::duplicate(&path.index(i), x.clone()));
-                    }
+                for i in non_unique(a) {
+                    errs.push(FieldError::duplicate(&path.index(i), a[i].clone()));
                 }
             } else if s.is_list_map() {
                 errs.extend(validate_list_map(a, s, path));
             }
             if let Some(items) = &s.items {
-                let old_items = old.and_then(Value::as_array);
                 for (i, x) in a.iter().enumerate() {
-                    let o = old_items.and_then(|o| correlate_item(x, o, s));
-                    list_types(x, o, items, &path.index(i), errs);
+                    list_types(x, items, &path.index(i), errs);
                 }
             }
         }
@@ -609,73 +609,64 @@ fn list_types(
     }
 }
 
+/// Indices of the second occurrence of each repeated value (upstream reports
+/// a value once, however often it repeats).
+fn non_unique(a: &[Value]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, x) in a.iter().enumerate() {
+        let earlier = a[..i].iter().filter(|y| json_eq(x, y)).count();
+        if earlier == 1 {
+            out.push(i);
+        }
+    }
+    out
+}
+
 fn validate_list_map(a: &[Value], s: &Structural, path: &FieldPath) -> ErrorList {
-    let mut errs = ErrorList::new();
-    for (i, x) in a.iter().enumerate() {
-        if !x.is_object() && !x.is_null() {
-            errs.push(FieldError::invalid(
-                &path.index(i),
-                x.clone(),
-                "must be an object for an array of list-type map",
-            ));
-        }
+    if let Some((i, x)) = a
+        .iter()
+        .enumerate()
+        .find(|(_, x)| !x.is_object() && !x.is_null())
+    {
+        return vec![FieldError::invalid(
+            &path.index(i),
+            x.clone(),
+            "must be an object for an array of list-type map",
+        )];
     }
-    if !errs.is_empty() {
-        return errs;
-    }
-    let keys = &s.extensions.list_map_keys;
-    let key_of = |x: &Value| -> Map<String, Value> {
-        let mut out = Map::new();
-        for k in keys {
-            let v = x.get(k).cloned().or_else(|| {
-                s.items
-                    .as_ref()
-                    .and_then(|it| it.properties.get(k))
-                    .and_then(|p| p.default.clone())
-            });
-            if let Some(v) = v {
-                out.insert(k.clone(), v);
+    // the present key fields of each item; absent keys (and null items) compare equal
+    let keys: Vec<Value> = a
+        .iter()
+        .map(|x| {
+            let mut key = Map::new();
+            if let Some(o) = x.as_object() {
+                for k in &s.extensions.list_map_keys {
+                    if let Some(v) = o.get(k) {
+                        key.insert(k.clone(), v.clone());
+                    }
+                }
             }
-        }
-        out
-    };
-    let mut seen: Vec<Map<String, Value>> = Vec::new();
-    for (i, x) in a.iter().enumerate() {
-        let k = key_of(x);
-        if seen.iter().any(|m| json_eq_map(m, &k)) {
-            errs.push(FieldError::duplicate(&path.index(i), Value::Object(k)));
-        } else {
-            seen.push(k);
-        }
-    }
-    errs
+            Value::Object(key)
+        })
+        .collect();
+    non_unique(&keys)
+        .into_iter()
+        .map(|i| FieldError::duplicate(&path.index(i), keys[i].clone()))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
 // embedded resources (upstream `schema/objectmeta` validation).
 
-/// apiVersion/kind/metadata checks of `x-kubernetes-embedded-resource` values.
-pub fn validate_embedded(
-    value: &Value,
-    old: Option<&Value>,
-    s: &Structural,
-    path: &FieldPath,
-) -> ErrorList {
+/// apiVersion/kind/metadata checks of `x-kubernetes-embedded-resource` values
+/// (not ratcheted, as upstream).
+pub fn validate_embedded(value: &Value, s: &Structural, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
-    embedded(value, old, s, path, &mut errs);
+    embedded(value, s, path, &mut errs);
     errs
 }
 
-fn embedded(
-    value: &Value,
-    old: Option<&Value>,
-    s: &Structural,
-    path: &FieldPath,
-    errs: &mut ErrorList,
-) {
-    if old.is_some_and(|o| json_eq(o, value)) {
-        return;
-    }
+fn embedded(value: &Value, s: &Structural, path: &FieldPath, errs: &mut ErrorList) {
     match value {
         Value::Object(m) => {
             if s.extensions.embedded_resource {
@@ -692,16 +683,14 @@ fn embedded(
                     path.key(k)
                 };
                 if let Some(ps) = s.property(k) {
-                    embedded(v, old.and_then(|o| o.get(k)), ps, &child, errs);
+                    embedded(v, ps, &child, errs);
                 }
             }
         }
         Value::Array(a) => {
             if let Some(items) = &s.items {
-                let old_items = old.and_then(Value::as_array);
                 for (i, x) in a.iter().enumerate() {
-                    let o = old_items.and_then(|o| correlate_item(x, o, s));
-                    embedded(x, o, items, &path.index(i), errs);
+                    embedded(x, items, &path.index(i), errs);
                 }
             }
         }

@@ -408,12 +408,12 @@ fn cases() -> Vec<Case> {
             &[r#"spec.ports[1]: Duplicate value: {"name":"http"}"#],
         ),
         c(
-            "list-type map multiple keys with default",
+            "list-type map multiple keys (defaults are applied before validation)",
             obj_with(
                 json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"],
                 "items": {"type": "object", "required": ["port"], "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}}}),
             ),
-            json!({"spec": {"ports": [{"port": 80}, {"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}]}}),
+            json!({"spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}, {"port": 80, "protocol": "TCP"}]}}),
             &[r#"spec.ports[1]: Duplicate value: {"port":80,"protocol":"TCP"}"#],
         ),
         c(
@@ -422,8 +422,33 @@ fn cases() -> Vec<Case> {
                 json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
                 "items": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
             ),
-            json!({"spec": {"ports": [{"name": "a"}]}}),
-            &[],
+            json!({"spec": {"ports": [{"name": "a"}, "x", 3, {}, null]}}),
+            &[
+                r#"spec.ports[1]: Invalid value: "x": must be an object for an array of list-type map"#,
+                r#"spec.ports[1]: Invalid value: "string": spec.ports[1] in body must be of type object: "string""#,
+                r#"spec.ports[2]: Invalid value: "integer": spec.ports[2] in body must be of type object: "integer""#,
+                r#"spec.ports[4]: Invalid value: "null": spec.ports[4] in body must be of type object: "null""#,
+            ],
+        ),
+        c(
+            "list-type map items without keys are duplicates of each other",
+            obj_with(
+                json!({"ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
+            ),
+            json!({"spec": {"ports": [{}, null, {"name": "a"}]}}),
+            &[
+                "spec.ports[1]: Duplicate value: {}",
+                r#"spec.ports[1]: Invalid value: "null": spec.ports[1] in body must be of type object: "null""#,
+            ],
+        ),
+        c(
+            "list-type set inside additionalProperties uses key paths",
+            obj_with(
+                json!({"m": {"type": "object", "additionalProperties": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}}}}),
+            ),
+            json!({"spec": {"m": {"k": [1, 1, 1]}}}),
+            &["spec.m[k][1]: Duplicate value: 1"],
         ),
         c(
             "embedded resource checks",
@@ -532,6 +557,24 @@ fn cases() -> Vec<Case> {
             want: &[
                 "spec.ports[0].port: Invalid value: 200: spec.ports[0].port in body should be less than or equal to 100",
             ],
+        },
+        Case {
+            name: "ratcheting: list-type errors in old skip the list checks",
+            spec: obj_with(
+                json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}),
+            ),
+            obj: json!({"spec": {"tags": ["b", "b"]}}),
+            old: Some(json!({"spec": {"tags": ["a", "a"]}})),
+            want: &[],
+        },
+        Case {
+            name: "ratcheting: valid old list, new duplicates reported",
+            spec: obj_with(
+                json!({"tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}),
+            ),
+            obj: json!({"spec": {"tags": ["b", "b"]}}),
+            old: Some(json!({"spec": {"tags": ["a"]}})),
+            want: &[r#"spec.tags[1]: Duplicate value: "b""#],
         },
         Case {
             name: "ratcheting: set duplicates already present",
@@ -663,4 +706,36 @@ fn compile_rejects_bad_pattern() {
         &json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}}),
     );
     assert!(err.is_err());
+}
+
+#[test]
+fn root_kind_and_embedded_checks_are_not_ratcheted() {
+    let schema = Structural::compile(&json!({"type": "object", "properties": {
+        "kind": {"type": "string", "pattern": "^K$"},
+        "t": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+        "n": {"type": "integer", "maximum": 1}
+    }}))
+    .unwrap();
+    // an entirely unchanged object ratchets everything but embedded checks
+    let same = json!({"kind": "X", "t": {}, "n": 5});
+    let errs = validate(&same, Some(&same), &schema, &FieldPath::root());
+    assert_eq!(
+        sorted(&errs),
+        vec![
+            "t.apiVersion: Required value".to_string(),
+            "t.kind: Required value".to_string()
+        ]
+    );
+    // otherwise the root kind is validated even if unchanged
+    let new = json!({"kind": "X", "t": {}, "n": 6});
+    let errs = validate(&new, Some(&same), &schema, &FieldPath::root());
+    assert_eq!(
+        sorted(&errs),
+        vec![
+            r#"kind: Invalid value: "X": kind in body should match '^K$'"#.to_string(),
+            "n: Invalid value: 6: n in body should be less than or equal to 1".to_string(),
+            "t.apiVersion: Required value".to_string(),
+            "t.kind: Required value".to_string(),
+        ]
+    );
 }

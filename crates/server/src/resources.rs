@@ -260,8 +260,12 @@ pub fn check_type(rtype: &ResourceType, obj: &Value) -> Result<()> {
 pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> {
     let rtype = call.rtype();
     let gvk = openapi::Gvk::new(&rtype.group, &rtype.version, &rtype.kind);
-    let Some(unknown) = openapi::builtin_unknown_fields(&gvk, obj) else {
-        return Ok(Vec::new());
+    let (unknown, pruned) = match openapi::builtin_unknown_fields(&gvk, obj) {
+        Some(unknown) => (unknown, false),
+        None => match rtype.strategy.prune(obj) {
+            Some(unknown) => (unknown, true),
+            None => return Ok(Vec::new()),
+        },
     };
     if unknown.is_empty() {
         return Ok(Vec::new());
@@ -283,8 +287,10 @@ pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> 
             )));
         }
     }
-    for path in &unknown {
-        remove_path(obj, path);
+    if !pruned {
+        for path in &unknown {
+            remove_path(obj, path);
+        }
     }
     Ok(if directive == "Ignore" {
         Vec::new()
