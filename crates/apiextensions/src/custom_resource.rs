@@ -78,6 +78,9 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                 Box::new(CustomResources {
                     has_status,
                     schema: compiled_schema(v),
+                    has_defaults: v
+                        .pointer("/schema/openAPIV3Schema")
+                        .is_some_and(declares_default),
                     printers,
                     selectable: selectable_fields(v),
                     api_version: format!("{group}/{}", str_at(v, "/name")),
@@ -175,6 +178,8 @@ struct CustomResources {
     has_status: bool,
     /// The version's structural schema (validation, pruning, defaulting).
     schema: Option<Arc<Structural>>,
+    /// The schema declares defaults (then reads apply them too).
+    has_defaults: bool,
     printers: Vec<(Option<JsonPath>, String)>,
     /// `selectableFields`: the field-selector name (`spec.color`) and its path.
     selectable: Vec<(String, Vec<String>)>,
@@ -191,6 +196,14 @@ fn with_api_version(obj: &Value, api_version: &str) -> Option<Value> {
     let mut converted = obj.clone();
     converted["apiVersion"] = Value::String(api_version.to_string());
     Some(converted)
+}
+
+fn declares_default(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.contains_key("default") || map.values().any(declares_default),
+        Value::Array(items) => items.iter().any(declares_default),
+        _ => false,
+    }
 }
 
 /// Compile a version's schema once per CRD change; a schema that does not compile
@@ -243,8 +256,19 @@ impl Strategy for CustomResources {
         }
     }
 
+    /// Conversion `None` (apiVersion only), and defaults applied on read, so a
+    /// default added to the schema later shows up on existing objects.
     fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
-        with_api_version(obj, &self.api_version)
+        let converted = with_api_version(obj, &self.api_version);
+        let Some(schema) = self.schema.as_ref().filter(|_| self.has_defaults) else {
+            return converted;
+        };
+        let mut value = converted.clone().unwrap_or_else(|| obj.clone());
+        schema::default(&mut value, schema);
+        if converted.is_none() && value == *obj {
+            return None;
+        }
+        Some(value)
     }
 
     fn to_storage(&self, obj: &Value) -> Option<Value> {

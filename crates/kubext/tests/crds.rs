@@ -685,4 +685,21 @@ fn schemas_validate_prune_and_default_custom_resources() {
     );
     let spec = server.kubectl_ok(&["get", "gadget", "extra", "-o", "jsonpath={.spec}"]);
     assert_eq!(spec, r#"{"name":"abc","replicas":1}"#);
+    // A default added to the schema later shows up on existing objects when read.
+    let with_color_default =
+        VALIDATED_CRD.replace("enum: [red, blue]}", "enum: [red, blue], default: blue}");
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&with_color_default));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.kubectl_ok(&["get", "gadget", "extra", "-o", "jsonpath={.spec.color}"]) != "blue" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "new default not applied on read"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
