@@ -25,6 +25,10 @@ pub struct CrdController {
     pub publish: Publish,
     /// CRDs whose instances are being deleted right now.
     pub cleaning: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Compiled types per CRD, keyed by its resourceVersion: a change to one CRD
+    /// recompiles only that CRD's schemas and JSONPaths.
+    pub compiled:
+        std::sync::Mutex<std::collections::HashMap<String, (String, Vec<Arc<ResourceType>>)>>,
 }
 
 impl CrdController {
@@ -150,11 +154,23 @@ impl CrdController {
     }
 
     fn republish(&self, known: &BTreeMap<String, Value>) {
-        let types: Vec<Arc<ResourceType>> = known
-            .values()
-            .flat_map(served_types)
-            .map(Arc::new)
-            .collect();
+        let Ok(mut compiled) = self.compiled.lock() else {
+            return;
+        };
+        compiled.retain(|name, _| known.contains_key(name));
+        let mut types = Vec::new();
+        for (name, crd) in known {
+            let rv = meta::resource_version(crd);
+            let entry = compiled.entry(name.clone()).or_default();
+            if entry.0 != rv {
+                *entry = (
+                    rv.to_string(),
+                    served_types(crd).into_iter().map(Arc::new).collect(),
+                );
+            }
+            types.extend(entry.1.iter().cloned());
+        }
+        drop(compiled);
         (self.publish)(types);
     }
 }

@@ -230,6 +230,7 @@ async fn start_crd_controller(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<
         crds,
         publish,
         cleaning: Default::default(),
+        compiled: Default::default(),
     });
     let handle = tokio::spawn(controller.run());
     let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
