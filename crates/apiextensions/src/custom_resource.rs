@@ -301,6 +301,7 @@ impl Strategy for CustomResources {
     fn prepare_create(&self, obj: &mut Value) {
         if let Some(schema) = &self.schema {
             schema::default(obj, schema);
+            schema::defaulting::prune_non_nullable_nulls(obj, schema);
         }
         if self.has_status
             && let Some(map) = obj.as_object_mut()
@@ -312,6 +313,7 @@ impl Strategy for CustomResources {
     fn prepare_update(&self, new: &mut Value, old: &Value) {
         if let Some(schema) = &self.schema {
             schema::default(new, schema);
+            schema::defaulting::prune_non_nullable_nulls(new, schema);
         }
         if !self.has_status {
             return;

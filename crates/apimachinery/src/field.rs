@@ -157,9 +157,7 @@ impl FieldError {
     /// The message without the leading `field: ` (used for `StatusCause.message`).
     pub fn message_without_field(&self) -> String {
         let mut s = self.kind.text().to_string();
-        if let Some(v) = &self.bad_value
-            && !matches!(self.kind, ErrorType::TooMany)
-        {
+        if let Some(v) = &self.bad_value {
             s.push_str(": ");
             s.push_str(&render_value(v));
         }
@@ -182,11 +180,8 @@ fn render_value(v: &Value) -> String {
 
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.field.is_empty() {
-            write!(f, "{}", self.message_without_field())
-        } else {
-            write!(f, "{}: {}", self.field, self.message_without_field())
-        }
+        // Go prints `field: body` even for an empty field (`: Invalid value: …`).
+        write!(f, "{}: {}", self.field, self.message_without_field())
     }
 }
 

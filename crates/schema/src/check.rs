@@ -732,7 +732,7 @@ fn value_validation(
         nested(n, false, lvl, &p.child("not"), errs);
     }
     if let Some(pat) = m.get("pattern").and_then(Value::as_str)
-        && let Err(e) = regex::Regex::new(pat)
+        && let Err(e) = crate::structural::go_regex(pat)
     {
         errs.push(FieldError::invalid(
             &p.child("pattern"),

@@ -53,8 +53,12 @@ static DATETIME: LazyLock<Regex> = LazyLock::new(|| {
         r"^(\d{4})-(\d{2})-(\d{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
     )
 });
-static DURATION: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:ns|us|µs|ms|s|m|h|d|w|y)?\s*)+$"));
+/// Approximates strfmt's `ParseDuration` (Go durations plus spelled-out units).
+static DURATION: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"^(?:[+-]?0|(?:\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:ns|us|µs|ms|s|secs?|m|mins?|h|hrs?|hours?|d|days?|w|wks?|weeks?|nano|micro|milli)\s*)+)$",
+    )
+});
 static URI_SCHEME: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-zA-Z][a-zA-Z0-9+.-]*:"));
 static ISBN10: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:[0-9]{9}X|[0-9]{10})$"));
 static ISBN13: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:[0-9]{13})$"));
@@ -136,5 +140,63 @@ pub fn check_format(format: &str, s: &str) -> bool {
         "isbn" => ISBN10.is_match(s) || ISBN13.is_match(s),
         "ssn" => SSN.is_match(s),
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_format;
+
+    #[test]
+    fn format_table() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("date", "2024-02-29", true),
+            ("date", "2023-02-29", false),
+            ("date", "2024-1-02", false),
+            ("date-time", "2024-01-02T03:04:05Z", true),
+            ("date-time", "2024-01-02T03:04:05.123456789+05:30", true),
+            ("datetime", "2024-01-02T03:04:05z", true),
+            ("date-time", "2024-01-02T24:00:00Z", false),
+            ("date-time", "2024-01-02T03:04:05", false),
+            ("uuid", "123E4567-E89B-12D3-A456-426614174000", true),
+            ("uuid", "123e4567e89b12d3a456426614174000", true),
+            ("uuid", "123e4567-e89b-12d3-a456", false),
+            ("uuid4", "123e4567-e89b-42d3-a456-426614174000", true),
+            ("uuid4", "123e4567-e89b-12d3-a456-426614174000", false),
+            ("byte", "aGVsbG8=", true),
+            ("byte", "aGVsbG8", false),
+            ("byte", "", false),
+            ("email", "someone@example.com", true),
+            ("email", "Some One <someone@example.com>", true),
+            ("email", "someone", false),
+            ("hostname", "example.com", true),
+            ("hostname", "a", true),
+            ("hostname", "-a.com", false),
+            ("hostname", "a_b.com", false),
+            ("ipv4", "192.168.0.1", true),
+            ("ipv4", "256.1.1.1", false),
+            ("ipv6", "2001:db8::1", true),
+            ("ipv6", "192.168.0.1", false),
+            ("cidr", "10.0.0.0/8", true),
+            ("cidr", "2001:db8::/32", true),
+            ("cidr", "10.0.0.0", false),
+            ("mac", "01:23:45:67:89:ab", true),
+            ("mac", "01:23:45:67:89", false),
+            ("uri", "https://example.com/a?b=c", true),
+            ("uri", "/absolute/path", true),
+            ("uri", "relative", false),
+            ("hexcolor", "#fff", true),
+            ("hexcolor", "#ffff", false),
+            ("rgbcolor", "rgb(1, 2, 255)", true),
+            ("duration", "1h30m", true),
+            ("duration", "1.5h", true),
+            ("duration", "soon", false),
+            ("password", "anything", true),
+            ("int32", "not-checked", true),
+            ("no-such-format", "anything", true),
+        ];
+        for (format, value, want) in cases {
+            assert_eq!(check_format(format, value), *want, "{format} {value:?}");
+        }
     }
 }

@@ -1,9 +1,25 @@
 //! Structural schema engine for custom resources, as kube-apiserver 1.32's
-//! apiextensions-apiserver: compile an `openAPIV3Schema` into a
-//! [`Structural`] schema, check that it is structural ([`structural_errors`]),
-//! [`prune`] unknown fields, apply [`default`]s and [`validate`] values.
+//! apiextensions-apiserver. Pure: no async, no IO.
 //!
-//! Pure: no async, no IO.
+//! - [`Structural::compile`] / [`compile`]: an `openAPIV3Schema` (JSON) into a
+//!   typed [`Structural`] tree; patterns are compiled once, here.
+//! - [`structural_errors`] / [`structural_errors_with`]: the CRD-time schema
+//!   checks (upstream `ValidateCustomResourceDefinitionOpenAPISchema`,
+//!   `ValidateStructural` and `ValidateDefaults`), on the raw JSON, with
+//!   upstream's messages and paths.
+//! - [`prune`]: drop unknown fields, returning their paths for
+//!   `unknown field "spec.foo"` warnings.
+//! - [`default`]: apply defaults; [`defaulting::prune_non_nullable_nulls`]
+//!   drops non-nullable nulls without defaults (run after defaulting).
+//! - [`validate`] / [`validate_with`]: value validation with kube-openapi's
+//!   texts as converted by apiextensions-apiserver, plus list-type set/map
+//!   uniqueness and embedded-resource apiVersion/kind/metadata checks, with
+//!   CRDValidationRatcheting (errors of unchanged subtrees are dropped).
+//! - [`RuleEvaluator`]: the hook for `x-kubernetes-validations` (CEL); the
+//!   rules are kept raw in [`Extensions::validations`].
+//!
+//! The usual order on create/update is: [`prune`], [`default`],
+//! [`defaulting::prune_non_nullable_nulls`], then [`validate`].
 
 pub mod check;
 pub mod defaulting;
@@ -15,9 +31,9 @@ pub mod validate;
 
 pub use check::{StructuralOptions, structural_errors, structural_errors_with};
 pub use defaulting::default;
-pub use pruning::prune;
+pub use pruning::{prune, prune_root_metadata};
 pub use structural::{
     AdditionalProperties, Extensions, Pattern, SchemaError, Structural, ValidationRule,
     ValueValidation, compile,
 };
-pub use validate::{RuleEvaluator, validate, validate_with};
+pub use validate::{RuleContext, RuleEvaluator, validate, validate_with};

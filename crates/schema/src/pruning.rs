@@ -90,7 +90,7 @@ impl Pruner {
                 let keys: Vec<String> = m.keys().cloned().collect();
                 for k in keys {
                     if s.extensions.embedded_resource && META_FIELDS.contains(&k.as_str()) {
-                        self.embedded_meta(m, s, &k, path);
+                        self.embedded_meta(m, &k, path);
                         continue;
                     }
                     let kp = key_path(path, &k);
@@ -126,7 +126,7 @@ impl Pruner {
                 let keys: Vec<String> = m.keys().cloned().collect();
                 for k in keys {
                     if s.extensions.embedded_resource && META_FIELDS.contains(&k.as_str()) {
-                        self.embedded_meta(m, s, &k, path);
+                        self.embedded_meta(m, &k, path);
                         continue;
                     }
                     let kp = key_path(path, &k);
@@ -150,7 +150,7 @@ impl Pruner {
     }
 
     /// `metadata` of an embedded (non-root) resource: keep ObjectMeta fields only.
-    fn embedded_meta(&mut self, m: &mut Map<String, Value>, _s: &Structural, k: &str, path: &str) {
+    fn embedded_meta(&mut self, m: &mut Map<String, Value>, k: &str, path: &str) {
         if k != "metadata" || (self.root && path.is_empty()) {
             return;
         }
@@ -167,4 +167,20 @@ impl Pruner {
             }
         }
     }
+}
+
+/// Drops the fields of a resource's root `metadata` that are not ObjectMeta
+/// fields (upstream loses them when decoding into `metav1.ObjectMeta`),
+/// returning their paths (`metadata.foo`) for `unknown field` warnings.
+/// [`prune`] leaves root metadata alone; call this for it when wanted.
+pub fn prune_root_metadata(obj: &mut Value) -> Vec<String> {
+    let mut p = Pruner {
+        paths: Vec::new(),
+        root: false,
+    };
+    if let Some(m) = obj.as_object_mut() {
+        p.embedded_meta(m, "metadata", "");
+    }
+    p.paths.sort();
+    p.paths
 }

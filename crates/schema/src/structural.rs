@@ -125,6 +125,86 @@ impl Structural {
     }
 }
 
+/// Compiles a schema `pattern` (Go RE2 syntax) with Go's semantics for the
+/// Perl classes: `\d`, `\w`, `\s` and `\b` are ASCII-only in Go, Unicode-aware
+/// in Rust's `regex`, so they are rewritten to their ASCII forms.
+pub fn go_regex(pattern: &str) -> Result<Regex, regex::Error> {
+    Regex::new(&ascii_perl_classes(pattern))
+}
+
+fn ascii_perl_classes(p: &str) -> String {
+    let mut out = String::with_capacity(p.len() + 16);
+    let mut chars = p.chars().peekable();
+    let mut in_class = false;
+    // characters consumed since the class opened (`]` first is literal)
+    let mut class_len = 0usize;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(n) = chars.next() else {
+                    out.push('\\');
+                    break;
+                };
+                let rep = match (n, in_class) {
+                    ('d', false) => Some("[0-9]"),
+                    ('D', _) => Some("[^0-9]"),
+                    ('w', false) => Some("[0-9A-Za-z_]"),
+                    ('W', _) => Some("[^0-9A-Za-z_]"),
+                    ('s', false) => Some("[\\t\\n\\f\\r ]"),
+                    ('S', _) => Some("[^\\t\\n\\f\\r ]"),
+                    ('d', true) => Some("0-9"),
+                    ('w', true) => Some("0-9A-Za-z_"),
+                    ('s', true) => Some("\\t\\n\\f\\r "),
+                    ('b', false) => Some("(?-u:\\b)"),
+                    ('B', false) => Some("(?-u:\\B)"),
+                    _ => None,
+                };
+                match rep {
+                    Some(r) => out.push_str(r),
+                    None => {
+                        out.push('\\');
+                        out.push(n);
+                    }
+                }
+                if in_class {
+                    class_len += 1;
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                class_len = 0;
+                out.push(c);
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+            }
+            '[' if in_class && chars.peek() == Some(&':') => {
+                // POSIX class such as [[:alpha:]]: copy through its closing `]`
+                out.push(c);
+                for d in chars.by_ref() {
+                    out.push(d);
+                    if d == ']' {
+                        break;
+                    }
+                }
+                class_len += 1;
+            }
+            ']' if in_class && class_len > 0 => {
+                in_class = false;
+                out.push(c);
+            }
+            _ => {
+                if in_class {
+                    class_len += 1;
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// Compile a convenient `Structural` (same as [`Structural::compile`]).
 pub fn compile(schema: &Value) -> Result<Structural, SchemaError> {
     Structural::compile(schema)
@@ -243,7 +323,7 @@ fn compile_at(schema: &Value, path: &str) -> Result<Structural, SchemaError> {
     v.max_length = i64_of(m, "maxLength");
     v.min_length = i64_of(m, "minLength");
     if let Some(p) = m.get("pattern").and_then(Value::as_str) {
-        let regex = Regex::new(p).map_err(|e| SchemaError::InvalidPattern {
+        let regex = go_regex(p).map_err(|e| SchemaError::InvalidPattern {
             path: path.to_string(),
             pattern: p.to_string(),
             message: e.to_string(),
@@ -275,4 +355,32 @@ fn compile_at(schema: &Value, path: &str) -> Result<Structural, SchemaError> {
         v.not = Some(Box::new(compile_at(n, &format!("{path}.not"))?));
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::go_regex;
+
+    #[test]
+    fn perl_classes_are_ascii_like_go() {
+        let cases: &[(&str, &str, bool)] = &[
+            (r"^\d+$", "123", true),
+            (r"^\d+$", "١٢٣", false),
+            (r"^[\d-]+$", "1-2", true),
+            (r"^[^\d]+$", "abc", true),
+            (r"^[^\d]+$", "a1", false),
+            (r"^\w+$", "héllo", false),
+            (r"^\w+$", "hello_1", true),
+            (r"^\s$", "\u{a0}", false),
+            (r"^[]a]+$", "]a", true),
+            (r"^[[:alpha:]\d]+$", "a1", true),
+            (r"\bfoo\b", "a foo b", true),
+            (r"^\.\\d$", ".\\d", true),
+            (r"^é+$", "éé", true),
+        ];
+        for (p, v, want) in cases {
+            let re = go_regex(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert_eq!(re.is_match(v), *want, "{p} on {v:?}");
+        }
+    }
 }

@@ -14,14 +14,26 @@ use crate::structural::{AdditionalProperties, Structural, ValidationRule};
 /// at every node that carries rules, with the node's value, the correlated old
 /// value (on update) and the node's field path; returns the rule's errors.
 pub trait RuleEvaluator {
-    fn evaluate(
-        &self,
-        rule: &ValidationRule,
-        schema: &Structural,
-        self_value: &Value,
-        old_self: Option<&Value>,
-        path: &FieldPath,
-    ) -> ErrorList;
+    fn evaluate(&self, ctx: &RuleContext<'_>) -> ErrorList;
+}
+
+/// What a [`RuleEvaluator`] gets for one rule at one node.
+#[derive(Debug, Clone, Copy)]
+pub struct RuleContext<'a> {
+    pub rule: &'a ValidationRule,
+    /// The schema node carrying the rule.
+    pub schema: &'a Structural,
+    /// `self`.
+    pub self_value: &'a Value,
+    /// `oldSelf`: the correlated old value on update (by key for objects and
+    /// `list-type=map` items), `None` on create or when uncorrelated.
+    pub old_self: Option<&'a Value>,
+    /// The node's field path.
+    pub path: &'a FieldPath,
+    /// The node equals its old value: upstream ratchets the errors of rules
+    /// that do not use `oldSelf` here, so an evaluator should only report
+    /// failures of transition rules when this is set.
+    pub unchanged: bool,
 }
 
 /// Validates `value` (optionally against `old`, for ratcheting) and returns
@@ -107,6 +119,14 @@ fn opt_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
     }
 }
 
+/// Whether any node of `s` carries `x-kubernetes-validations`.
+fn has_rules(s: &Structural) -> bool {
+    !s.extensions.validations.is_empty()
+        || s.properties.values().any(has_rules)
+        || s.items.as_deref().is_some_and(has_rules)
+        || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(ap)) if has_rules(ap))
+}
+
 fn join(name: &str, key: &str) -> String {
     if name.is_empty() {
         key.to_string()
@@ -184,8 +204,12 @@ impl Validator<'_> {
     }
 
     fn node(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
-        // Ratcheting: an unchanged subtree reports nothing.
+        // Ratcheting: an unchanged subtree reports nothing (but its
+        // transition rules still run).
         if old.is_some_and(|o| json_eq(o, v)) {
+            if self.rules.is_some() {
+                self.unchanged_rules(v, old, s, name);
+            }
             return;
         }
         // As upstream, `x-kubernetes-int-or-string` adds no type check of its
@@ -215,11 +239,55 @@ impl Validator<'_> {
         if let Value::Object(m) = v {
             self.object(m, old.and_then(Value::as_object), s, name);
         }
-        if let Some(ev) = self.rules {
-            let fp = self.fp(name);
-            for rule in &s.extensions.validations {
-                self.errs.extend(ev.evaluate(rule, s, v, old, &fp));
+        self.eval_rules(v, old, s, name, false);
+    }
+
+    fn eval_rules(
+        &mut self,
+        v: &Value,
+        old: Option<&Value>,
+        s: &Structural,
+        name: &str,
+        unchanged: bool,
+    ) {
+        let Some(ev) = self.rules else { return };
+        let fp = self.fp(name);
+        for rule in &s.extensions.validations {
+            self.errs.extend(ev.evaluate(&RuleContext {
+                rule,
+                schema: s,
+                self_value: v,
+                old_self: old,
+                path: &fp,
+                unchanged,
+            }));
+        }
+    }
+
+    /// Walks an unchanged subtree for its `x-kubernetes-validations` only.
+    fn unchanged_rules(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
+        if !has_rules(s) {
+            return;
+        }
+        self.eval_rules(v, old, s, name, true);
+        match v {
+            Value::Object(m) => {
+                for (k, val) in m {
+                    let Some(ps) = s.property(k) else { continue };
+                    let o = old.and_then(|o| o.get(k));
+                    self.unchanged_rules(val, o, ps, &join(name, k));
+                }
             }
+            Value::Array(a) => {
+                if let Some(items) = &s.items {
+                    let old_items = old.and_then(Value::as_array);
+                    for (i, item) in a.iter().enumerate() {
+                        let o = old_items.and_then(|o| correlate_item(item, o, s));
+                        self.unchanged_rules(item, o, items, &format!("{name}[{i}]"));
+                    }
+                }
+            }
+            _ => {}
         }
     }
 

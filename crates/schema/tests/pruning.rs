@@ -196,3 +196,14 @@ fn non_nullable_nulls_without_defaults_are_pruned() {
     prune_non_nullable_nulls(&mut obj, &s);
     assert_eq!(obj, json!({"b": null, "c": {}}));
 }
+
+#[test]
+fn root_metadata_is_pruned_to_object_meta_on_request() {
+    let mut obj = json!({"metadata": {"name": "a", "labels": {"x": "y"}, "foo": 1}, "spec": {}});
+    let pruned = kubext_schema::prune_root_metadata(&mut obj);
+    assert_eq!(pruned, vec!["metadata.foo".to_string()]);
+    assert_eq!(
+        obj,
+        json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {}})
+    );
+}

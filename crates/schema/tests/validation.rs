@@ -1,7 +1,7 @@
 //! Table-driven validation tests: (schema, object, old, expected errors).
 
 use apimachinery::{ErrorList, FieldPath};
-use kubext_schema::{RuleEvaluator, Structural, ValidationRule, validate, validate_with};
+use kubext_schema::{RuleContext, RuleEvaluator, Structural, validate, validate_with};
 use serde_json::{Value, json};
 
 struct Case {
@@ -212,7 +212,7 @@ fn cases() -> Vec<Case> {
             json!({"spec": {"l": [1, 2, 3]}}),
             // upstream renders the count too: "Too many: 3: must have at most 2 items";
             // the shared FieldError omits it.
-            &["spec.l: Too many: must have at most 2 items"],
+            &["spec.l: Too many: 3: must have at most 2 items"],
         ),
         c(
             "minItems",
@@ -226,7 +226,7 @@ fn cases() -> Vec<Case> {
                 json!({"m": {"type": "object", "maxProperties": 1, "additionalProperties": {"type": "string"}}}),
             ),
             json!({"spec": {"m": {"a": "x", "b": "y"}}}),
-            &["spec.m: Too many: must have at most 1 items"],
+            &["spec.m: Too many: 2: must have at most 1 items"],
         ),
         c(
             "minProperties",
@@ -273,7 +273,7 @@ fn cases() -> Vec<Case> {
             ),
             json!({"spec": {"p": true}}),
             &[
-                r#"Invalid value: "": "spec.p" must validate at least one schema (anyOf)"#,
+                r#": Invalid value: "": "spec.p" must validate at least one schema (anyOf)"#,
                 r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer: "boolean""#,
             ],
         ),
@@ -497,7 +497,7 @@ fn cases() -> Vec<Case> {
             obj_with(json!({"x": {"type": "integer", "oneOf": [{"minimum": 10}, {"maximum": 1}]}})),
             json!({"spec": {"x": 5}}),
             &[
-                r#"Invalid value: "": "spec.x" must validate one and only one schema (oneOf). Found none valid"#,
+                r#": Invalid value: "": "spec.x" must validate one and only one schema (oneOf). Found none valid"#,
                 "spec.x: Invalid value: 5: spec.x in body should be greater than or equal to 10",
             ],
         ),
@@ -505,7 +505,7 @@ fn cases() -> Vec<Case> {
             "not",
             obj_with(json!({"x": {"type": "string", "not": {"enum": ["forbidden"]}}})),
             json!({"spec": {"x": "forbidden"}}),
-            &[r#"Invalid value: "": "spec.x" must not validate the schema (not)"#],
+            &[r#": Invalid value: "": "spec.x" must not validate the schema (not)"#],
         ),
         c(
             "allOf",
@@ -514,7 +514,7 @@ fn cases() -> Vec<Case> {
             ),
             json!({"spec": {"x": "a"}}),
             &[
-                r#"Invalid value: "": "spec.x" must validate all the schemas (allOf)"#,
+                r#": Invalid value: "": "spec.x" must validate all the schemas (allOf)"#,
                 r#"spec.x: Invalid value: "a": spec.x in body should be at least 2 chars long"#,
             ],
         ),
@@ -639,26 +639,25 @@ fn path_prefix_is_applied() {
     );
 }
 
-struct Recorder(std::cell::RefCell<Vec<(String, String, Option<Value>)>>);
+type Call = (String, String, Option<Value>, bool);
+
+struct Recorder(std::cell::RefCell<Vec<Call>>);
 
 impl RuleEvaluator for Recorder {
-    fn evaluate(
-        &self,
-        rule: &ValidationRule,
-        _schema: &Structural,
-        self_value: &Value,
-        old_self: Option<&Value>,
-        path: &FieldPath,
-    ) -> ErrorList {
-        self.0
-            .borrow_mut()
-            .push((rule.rule.clone(), path.to_string(), old_self.cloned()));
-        if self_value.as_i64().is_some_and(|v| v > 5) {
-            vec![apimachinery::FieldError::invalid(
-                path,
-                self_value.clone(),
-                &rule.message,
-            )]
+    fn evaluate(&self, ctx: &RuleContext<'_>) -> ErrorList {
+        self.0.borrow_mut().push((
+            ctx.rule.rule.clone(),
+            ctx.path.to_string(),
+            ctx.old_self.cloned(),
+            ctx.unchanged,
+        ));
+        if !ctx.unchanged && ctx.self_value.as_i64().is_some_and(|v| v > 5) {
+            let e = apimachinery::FieldError::invalid(
+                ctx.path,
+                ctx.self_value.clone(),
+                &ctx.rule.message,
+            );
+            vec![e]
         } else {
             vec![]
         }
@@ -670,7 +669,8 @@ fn rule_evaluator_is_called_per_node() {
     let schema = Structural::compile(&root(obj_with(json!({
         "n": {"type": "integer", "x-kubernetes-validations": [
             {"rule": "self <= 5", "message": "must be at most 5", "reason": "FieldValueInvalid", "optionalOldSelf": true}
-        ]}
+        ]},
+        "m": {"type": "integer", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]}
     }))))
     .unwrap();
     let rule = &schema.properties["spec"].properties["n"]
@@ -680,8 +680,8 @@ fn rule_evaluator_is_called_per_node() {
     assert_eq!(rule.optional_old_self, Some(true));
     let rec = Recorder(Default::default());
     let errs = validate_with(
-        &json!({"spec": {"n": 7}}),
-        Some(&json!({"spec": {"n": 4}})),
+        &json!({"spec": {"n": 7, "m": 1}}),
+        Some(&json!({"spec": {"n": 4, "m": 1}})),
         &schema,
         &FieldPath::root(),
         Some(&rec),
@@ -690,13 +690,24 @@ fn rule_evaluator_is_called_per_node() {
         sorted(&errs),
         vec!["spec.n: Invalid value: 7: must be at most 5".to_string()]
     );
+    let mut calls = rec.0.borrow().clone();
+    calls.sort_by(|a, b| b.1.cmp(&a.1));
     assert_eq!(
-        rec.0.borrow().as_slice(),
-        &[(
-            "self <= 5".to_string(),
-            "spec.n".to_string(),
-            Some(json!(4))
-        )]
+        calls,
+        vec![
+            (
+                "self <= 5".to_string(),
+                "spec.n".to_string(),
+                Some(json!(4)),
+                false
+            ),
+            (
+                "self == oldSelf".to_string(),
+                "spec.m".to_string(),
+                Some(json!(1)),
+                true
+            ),
+        ]
     );
 }
 
