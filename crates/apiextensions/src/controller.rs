@@ -20,6 +20,9 @@ const RETRY: Duration = Duration::from_millis(500);
 /// Receives the full set of custom resource types after every change.
 pub type Publish = Arc<dyn Fn(Vec<Arc<ResourceType>>) + Send + Sync>;
 
+/// A CRD's resourceVersion and the resource types compiled from it.
+pub type Compiled = (String, Vec<Arc<ResourceType>>);
+
 pub struct CrdController {
     pub crds: Arc<GenericStore>,
     pub publish: Publish,
@@ -27,8 +30,7 @@ pub struct CrdController {
     pub cleaning: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Compiled types per CRD, keyed by its resourceVersion: a change to one CRD
     /// recompiles only that CRD's schemas and JSONPaths.
-    pub compiled:
-        std::sync::Mutex<std::collections::HashMap<String, (String, Vec<Arc<ResourceType>>)>>,
+    pub compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
 }
 
 impl CrdController {
