@@ -188,3 +188,66 @@ fn given_serving_certificate_is_used() {
     let out = server.kubectl_ok(&["get", "ns", "default", "-o", "name"]);
     assert_eq!(out.trim(), "namespace/default");
 }
+
+#[test]
+fn client_certificates_from_a_given_ca_authenticate() {
+    let dir = tempfile::tempdir().unwrap();
+    // An outside CA and a client certificate it signed (CN=bob, O=devs).
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "outside-ca");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let bob_key = rcgen::KeyPair::generate().unwrap();
+    let mut bob = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    bob.distinguished_name
+        .push(rcgen::DnType::CommonName, "bob");
+    bob.distinguished_name
+        .push(rcgen::DnType::OrganizationName, "devs");
+    let bob_cert = bob.signed_by(&bob_key, &issuer).unwrap();
+    let ca_path = dir.path().join("client-ca.crt");
+    std::fs::write(&ca_path, ca_cert.pem()).unwrap();
+    let server = Server::builder()
+        .arg(format!("--client-ca-file={}", ca_path.display()))
+        .start()
+        .unwrap();
+    std::fs::write(dir.path().join("bob.crt"), bob_cert.pem()).unwrap();
+    std::fs::write(dir.path().join("bob.key"), bob_key.serialize_pem()).unwrap();
+    // A kubeconfig for bob: the server's CA, bob's certificate and key.
+    let kubeconfig = dir.path().join("bob.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: https://{}\n    certificate-authority: {}\nusers:\n- name: bob\n  user:\n    client-certificate: {}\n    client-key: {}\ncontexts:\n- name: k\n  context: {{cluster: k, user: bob}}\ncurrent-context: k\n",
+            server.addr,
+            server.data_dir.join("pki/ca.crt").display(),
+            dir.path().join("bob.crt").display(),
+            dir.path().join("bob.key").display(),
+        ),
+    )
+    .unwrap();
+    let out = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into()))
+        .args([
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "get",
+            "ns",
+            "default",
+            "-o",
+            "name",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "namespace/default"
+    );
+}
