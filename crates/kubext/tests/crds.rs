@@ -31,19 +31,14 @@ spec:
           status: {type: object, properties: {ready: {type: boolean}}}
 "#;
 
+/// Wait until the CRD is Established (served).
+fn established(server: &Server, crd: &str) {
+    server.kubectl_ok(&["wait", "--for=condition=Established", crd, "--timeout=10s"]);
+}
+
 fn install_crontab(server: &Server) {
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(CRONTAB_CRD));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/crontabs.stable.example.com",
-        "--timeout=10s",
-    ]);
+    server.apply(CRONTAB_CRD);
+    established(server, "crd/crontabs.stable.example.com");
 }
 
 #[test]
@@ -64,12 +59,7 @@ fn crd_becomes_established_and_serves_instances_to_kubectl() {
         "{resources}"
     );
     let cr = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: my-cron\nspec:\n  cronSpec: '* * * * */5'\n  replicas: 3\n";
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(cr));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    server.apply(cr);
     // shortName, singular, plural.group and category all resolve.
     for name in [
         "ct",
@@ -298,25 +288,10 @@ fn printer_columns_render_in_kubectl_tables() {
         "    subresources: {status: {}}\n",
         "    subresources: {status: {}}\n    additionalPrinterColumns:\n    - {name: Spec, type: string, jsonPath: .spec.cronSpec}\n    - {name: Replicas, type: integer, jsonPath: .spec.replicas}\n    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type==\"Ready\")].status', priority: 1}\n    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}\n",
     );
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&crd));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/crontabs.stable.example.com",
-        "--timeout=10s",
-    ]);
+    server.apply(&crd);
+    established(&server, "crd/crontabs.stable.example.com");
     let cr = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: c1\nspec:\n  cronSpec: '*/5 * * * *'\n  replicas: 2\n";
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(cr));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    server.apply(cr);
     let table = server.kubectl_ok(&["get", "crontabs"]);
     let mut lines = table.lines();
     let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
@@ -354,28 +329,13 @@ spec:
         properties:
           spec: {type: object, properties: {color: {type: string}, size: {type: string}}}
 "#;
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(crd));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/shirts.stable.example.com",
-        "--timeout=10s",
-    ]);
+    server.apply(crd);
+    established(&server, "crd/shirts.stable.example.com");
     for (name, color, size) in [("a", "blue", "S"), ("b", "blue", "M"), ("c", "red", "M")] {
         let cr = format!(
             "apiVersion: stable.example.com/v1\nkind: Shirt\nmetadata:\n  name: {name}\nspec:\n  color: {color}\n  size: {size}\n"
         );
-        let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&cr));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        server.apply(&cr);
     }
     let blue = server.kubectl_ok(&[
         "get",
@@ -417,18 +377,8 @@ spec:
   - {name: v1beta1, served: true, storage: false, deprecated: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
 "#;
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(crd));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/widgets.example.com",
-        "--timeout=10s",
-    ]);
+    server.apply(crd);
+    established(&server, "crd/widgets.example.com");
     let client = server.client().await.unwrap();
     let send = |method: &str, path: &str, ct: &str, body: &str| {
         let req = http::Request::builder()
@@ -510,25 +460,10 @@ fn scale_subresource_works_with_kubectl_scale() {
         "    subresources: {status: {}}\n",
         "    subresources:\n      status: {}\n      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.labelSelector}\n",
     );
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&crd));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/crontabs.stable.example.com",
-        "--timeout=10s",
-    ]);
+    server.apply(&crd);
+    established(&server, "crd/crontabs.stable.example.com");
     let cr = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: c1\nspec:\n  cronSpec: x\n  replicas: 1\n";
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(cr));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    server.apply(cr);
     server.kubectl_ok(&["scale", "crontab", "c1", "--replicas=5"]);
     assert_eq!(
         server.kubectl_ok(&["get", "ct", "c1", "-o", "jsonpath={.spec.replicas}"]),
@@ -598,12 +533,7 @@ spec:
     );
     // Freeing the name lets the second CRD in.
     server.kubectl_ok(&["delete", "crd", "crontabs.stable.example.com"]);
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/crontabz.stable.example.com",
-        "--timeout=10s",
-    ]);
+    established(&server, "crd/crontabz.stable.example.com");
     server.kubectl_ok(&[
         "get",
         "--raw",
@@ -639,18 +569,8 @@ spec:
 #[test]
 fn schemas_validate_prune_and_default_custom_resources() {
     let server = Server::builder().start().unwrap();
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(VALIDATED_CRD));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    server.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/gadgets.example.com",
-        "--timeout=10s",
-    ]);
+    server.apply(VALIDATED_CRD);
+    established(&server, "crd/gadgets.example.com");
     let create = |yaml: &str, extra: &[&str]| {
         let mut args = vec!["create", "-f", "-"];
         args.extend_from_slice(extra);
@@ -688,12 +608,7 @@ fn schemas_validate_prune_and_default_custom_resources() {
     // A default added to the schema later shows up on existing objects when read.
     let with_color_default =
         VALIDATED_CRD.replace("enum: [red, blue]}", "enum: [red, blue], default: blue}");
-    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(&with_color_default));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    server.apply(&with_color_default);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while server.kubectl_ok(&["get", "gadget", "extra", "-o", "jsonpath={.spec.color}"]) != "blue" {
         assert!(

@@ -123,6 +123,17 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `kubectl apply -f -` with this manifest, failing the test if kubectl fails.
+    pub fn apply(&self, manifest: &str) -> String {
+        let out = self.kubectl_with_stdin(&["apply", "-f", "-"], Some(manifest));
+        assert!(
+            out.status.success(),
+            "kubectl apply failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// The server's log so far (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr_log).unwrap_or_default()
