@@ -104,11 +104,17 @@ impl CrdController {
                 meta::name(c).to_string(),
             )
         });
-        let mut claimed: Vec<&Value> = Vec::new();
+        // Names only conflict within a group.
+        let mut claimed: std::collections::HashMap<&str, Vec<&Value>> = Default::default();
         for crd in order {
-            let conflict = naming_conflict(crd, &claimed);
+            let group = crd
+                .pointer("/spec/group")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let in_group = claimed.entry(group).or_default();
+            let conflict = naming_conflict(crd, in_group);
             if conflict.is_none() {
-                claimed.push(crd);
+                in_group.push(crd);
             }
             if let Some(status) = desired_status(crd, conflict)
                 && status != crd.get("status").cloned().unwrap_or(Value::Null)
@@ -190,12 +196,15 @@ fn condition_is_true(crd: &Value, kind: &str) -> bool {
         .any(|c| c["type"] == kind && c["status"] == "True")
 }
 
-/// (reason, message) when a name of `crd` is taken by a CRD of the same group
-/// that claimed it first.
+/// (reason, message) when a name of `crd` is taken by one of the CRDs of its
+/// group that claimed their names first.
 fn naming_conflict(crd: &Value, claimed: &[&Value]) -> Option<(&'static str, String)> {
-    let group = crd.pointer("/spec/group");
     let names = |c: &Value, field: &str| -> Vec<String> {
-        match c.pointer(&format!("/spec/names/{field}")) {
+        match c
+            .get("spec")
+            .and_then(|s| s.get("names"))
+            .and_then(|n| n.get(field))
+        {
             Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
             Some(Value::Array(a)) => a
                 .iter()
@@ -212,7 +221,7 @@ fn naming_conflict(crd: &Value, claimed: &[&Value]) -> Option<(&'static str, Str
         ("kind", "KindConflict"),
         ("listKind", "ListKindConflict"),
     ];
-    for other in claimed.iter().filter(|o| o.pointer("/spec/group") == group) {
+    for other in claimed {
         for (field, reason) in checks {
             let theirs = names(other, field);
             if let Some(taken) = names(crd, field).into_iter().find(|n| theirs.contains(n)) {

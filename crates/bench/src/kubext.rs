@@ -698,19 +698,12 @@ pub fn payload(len: usize) -> String {
 
 /// The server's resident memory: `/proc/<pid>/status`, else its `/metrics`.
 async fn rss(server: &Server, client: &kube::Client) -> Option<u64> {
-    if let Some(bytes) = server.pid().and_then(proc_rss) {
+    if let Some(bytes) = server.pid().and_then(crate::crds::proc_rss) {
         return Some(bytes);
     }
     metric(client, "process_resident_memory_bytes")
         .await
         .map(|v| v as u64)
-}
-
-fn proc_rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// One unlabelled sample from the server's `/metrics`.

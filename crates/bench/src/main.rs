@@ -16,6 +16,7 @@
 //! Everything runs on 127.0.0.1; every loop is bounded in count and time.
 
 mod cpu;
+mod crds;
 mod kubext;
 mod raw;
 mod report;
@@ -57,6 +58,9 @@ struct Args {
     /// Print the results as JSON on stdout (the table then goes to stderr).
     #[arg(long)]
     json: bool,
+    /// CRDs to create in the CRD phase (0 skips it) [default: 2000, --quick: 100].
+    #[arg(long)]
+    crds: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -214,6 +218,14 @@ async fn run(args: Args) -> Result<()> {
         );
     } else {
         println!("{table}");
+    }
+    let crd_count = args.crds.unwrap_or(if args.quick { 100 } else { 2000 });
+    if crd_count > 0 {
+        eprintln!("== CRDs: creating {crd_count} ==");
+        match crds::measure(crd_count).await {
+            Ok(r) => crds::print(&r),
+            Err(e) => eprintln!("CRD phase failed: {e:#}"),
+        }
     }
     Ok(())
 }

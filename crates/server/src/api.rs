@@ -65,16 +65,16 @@ impl Api {
 
     /// Serve these custom resource types (replacing the previous set) next to the built-ins.
     pub fn publish_custom(&self, types: Vec<Arc<ResourceType>>) {
-        let all = self
-            .builtins
-            .iter()
-            .cloned()
-            .chain(
-                types
-                    .into_iter()
-                    .map(|t| served(t, &self.storage, &self.storage_prefix)),
-            )
-            .collect();
+        // Types that did not change keep their bound store (compiled once per CRD change).
+        let previous = self.catalog();
+        let custom = types.into_iter().map(|t| {
+            previous
+                .lookup(&t.group, &t.version, &t.plural)
+                .filter(|s| Arc::ptr_eq(&s.rtype, &t))
+                .cloned()
+                .unwrap_or_else(|| served(t, &self.storage, &self.storage_prefix))
+        });
+        let all = self.builtins.iter().cloned().chain(custom).collect();
         self.set_catalog(Catalog::build(all));
     }
 

@@ -1,0 +1,188 @@
+//! The CRD phase: how fast a new CRD becomes servable and discoverable, what each
+//! CRD costs in memory, and discovery latency with many CRDs.
+
+use anyhow::{Context, Result};
+use std::time::{Duration, Instant};
+use testkit::{Server, Storage};
+
+use crate::stats::Latencies;
+
+pub struct CrdResult {
+    pub crds: usize,
+    pub servable: Latencies,
+    pub discoverable: Latencies,
+    pub rss_before: u64,
+    pub rss_after: u64,
+    pub discovery: Latencies,
+    pub openapi_index: Latencies,
+}
+
+fn crd(i: usize) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("things{i}.g{i}.bench.example.com")},
+        "spec": {
+            "group": format!("g{i}.bench.example.com"),
+            "scope": "Namespaced",
+            "names": {"plural": format!("things{i}"), "kind": format!("Thing{i}")},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer", "minimum": 0, "default": 1},
+                        "name": {"type": "string", "maxLength": 63},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                    }},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                }}},
+            }],
+        },
+    })
+}
+
+async fn get_status(client: &kube::Client, path: &str, accept: &str) -> u16 {
+    let Ok(req) = http::Request::get(path)
+        .header("accept", accept)
+        .body(Vec::new())
+    else {
+        return 0;
+    };
+    match client.send(req.map(kube::client::Body::from)).await {
+        Ok(resp) => resp.status().as_u16(),
+        Err(_) => 0,
+    }
+}
+
+async fn get_text(client: &kube::Client, path: &str, accept: &str) -> String {
+    let Ok(req) = http::Request::get(path)
+        .header("accept", accept)
+        .body(Vec::new())
+    else {
+        return String::new();
+    };
+    client.request_text(req).await.unwrap_or_default()
+}
+
+const V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Create `n` CRDs one after another on a fresh memory-backed server.
+pub async fn measure(n: usize) -> Result<CrdResult> {
+    let server = Server::builder()
+        .storage(Storage::Memory)
+        .start()
+        .context("starting kubext")?;
+    let client = server.client().await?;
+    let pid = server.pid().unwrap_or(0);
+    let rss = || proc_rss(pid).unwrap_or(0);
+    let rss_before = rss();
+    let crds: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+            ),
+            "customresourcedefinitions",
+        ),
+    );
+    let (mut servable, mut discoverable) = (Vec::new(), Vec::new());
+    let deadline_per_crd = Duration::from_secs(5);
+    for i in 0..n {
+        let obj: kube::api::DynamicObject = serde_json::from_value(crd(i))?;
+        let started = Instant::now();
+        crds.create(&Default::default(), &obj).await?;
+        let path = format!("/apis/g{i}.bench.example.com/v1/namespaces/default/things{i}");
+        while get_status(&client, &path, "application/json").await != 200 {
+            anyhow::ensure!(
+                started.elapsed() < deadline_per_crd,
+                "CRD {i} never became servable"
+            );
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+        servable.push(started.elapsed());
+        // Discovery of a large document on every CRD would dominate; sample every 20th.
+        if i % 20 == 0 {
+            let group = format!("\"g{i}.bench.example.com\"");
+            while !get_text(&client, "/apis", V2).await.contains(&group) {
+                anyhow::ensure!(
+                    started.elapsed() < deadline_per_crd,
+                    "CRD {i} never discoverable"
+                );
+                tokio::time::sleep(Duration::from_micros(500)).await;
+            }
+            discoverable.push(started.elapsed());
+        }
+    }
+    let rss_after = rss();
+    let mut discovery = Vec::new();
+    let mut openapi_index = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let _ = get_text(&client, "/apis", V2).await;
+        discovery.push(t.elapsed());
+        let t = Instant::now();
+        let _ = get_text(&client, "/openapi/v3", "application/json").await;
+        openapi_index.push(t.elapsed());
+    }
+    Ok(CrdResult {
+        crds: n,
+        servable: Latencies::new(servable),
+        discoverable: Latencies::new(discoverable),
+        rss_before,
+        rss_after,
+        discovery: Latencies::new(discovery),
+        openapi_index: Latencies::new(openapi_index),
+    })
+}
+
+fn ms(d: Option<Duration>) -> String {
+    d.map_or("-".into(), |d| {
+        format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+    })
+}
+
+pub fn print(r: &CrdResult) {
+    let per_crd = r.rss_after.saturating_sub(r.rss_before) as f64 / r.crds.max(1) as f64 / 1024.0;
+    eprintln!();
+    eprintln!(
+        "CRDs (memory store, {} CRDs created one after another)          goal",
+        r.crds
+    );
+    eprintln!(
+        "  create → servable p50 / p99      {} / {}   p99 < 100 ms",
+        ms(r.servable.p50()),
+        ms(r.servable.p99())
+    );
+    eprintln!(
+        "  create → in discovery p50 / p99  {} / {}",
+        ms(r.discoverable.p50()),
+        ms(r.discoverable.p99())
+    );
+    eprintln!(
+        "  RSS before / after / per CRD     {:.1} MiB / {:.1} MiB / {:.0} KiB   ≤ 100 KiB per CRD",
+        r.rss_before as f64 / 1048576.0,
+        r.rss_after as f64 / 1048576.0,
+        per_crd
+    );
+    eprintln!(
+        "  aggregated discovery p50 / p99   {} / {}   < 50 ms",
+        ms(r.discovery.p50()),
+        ms(r.discovery.p99())
+    );
+    eprintln!(
+        "  /openapi/v3 index p50 / p99      {} / {}",
+        ms(r.openapi_index.p50()),
+        ms(r.openapi_index.p99())
+    );
+}
+
+pub(crate) fn proc_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
