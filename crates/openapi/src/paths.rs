@@ -330,39 +330,45 @@ pub(crate) fn resource_paths(r: &ServedResource, schemas: &KindSchemas) -> Vec<P
         });
     }
 
-    let mut ops = Vec::new();
-    if r.has_verb("get") {
-        ops.push(op(
-            "get",
-            format!("read{gv}{ns}{kind}"),
-            format!("read the specified {kind}"),
-            "get",
-        ));
-    }
-    if r.has_verb("update") {
-        let mut put = op(
-            "put",
-            format!("replace{gv}{ns}{kind}"),
-            format!("replace the specified {kind}"),
-            "put",
-        );
-        put.params = write_params(false);
-        put.body = Some((Body::Object, schemas.kind.clone()));
-        put.responses.1 = vec![OK, CREATED];
-        ops.push(put);
-    }
-    if r.has_verb("patch") {
-        let mut patch = op(
-            "patch",
-            format!("patch{gv}{ns}{kind}"),
-            format!("partially update the specified {kind}"),
-            "patch",
-        );
-        patch.params = write_params(true);
-        patch.body = Some((patch_body, PATCH.into()));
-        patch.responses.1 = vec![OK, CREATED];
-        ops.push(patch);
-    }
+    // read / replace / patch of one object, and of its status: one shape, two names.
+    let read_replace_patch = |suffix: &str, what: &str| {
+        let mut ops = Vec::new();
+        if r.has_verb("get") {
+            ops.push(op(
+                "get",
+                format!("read{gv}{ns}{kind}{suffix}"),
+                format!("read {what}"),
+                "get",
+            ));
+        }
+        if r.has_verb("update") {
+            let mut put = op(
+                "put",
+                format!("replace{gv}{ns}{kind}{suffix}"),
+                format!("replace {what}"),
+                "put",
+            );
+            put.params = write_params(false);
+            put.body = Some((Body::Object, schemas.kind.clone()));
+            put.responses.1 = vec![OK, CREATED];
+            ops.push(put);
+        }
+        if r.has_verb("patch") {
+            let mut patch = op(
+                "patch",
+                format!("patch{gv}{ns}{kind}{suffix}"),
+                format!("partially update {what}"),
+                "patch",
+            );
+            patch.params = write_params(true);
+            patch.body = Some((patch_body, PATCH.into()));
+            patch.responses.1 = vec![OK, CREATED];
+            ops.push(patch);
+        }
+        ops
+    };
+
+    let mut ops = read_replace_patch("", &format!("the specified {kind}"));
     if r.has_verb("delete") {
         let mut delete = op(
             "delete",
@@ -384,39 +390,7 @@ pub(crate) fn resource_paths(r: &ServedResource, schemas: &KindSchemas) -> Vec<P
     }
 
     if r.has_status {
-        let mut ops = Vec::new();
-        if r.has_verb("get") {
-            ops.push(op(
-                "get",
-                format!("read{gv}{ns}{kind}Status"),
-                format!("read status of the specified {kind}"),
-                "get",
-            ));
-        }
-        if r.has_verb("update") {
-            let mut put = op(
-                "put",
-                format!("replace{gv}{ns}{kind}Status"),
-                format!("replace status of the specified {kind}"),
-                "put",
-            );
-            put.params = write_params(false);
-            put.body = Some((Body::Object, schemas.kind.clone()));
-            put.responses.1 = vec![OK, CREATED];
-            ops.push(put);
-        }
-        if r.has_verb("patch") {
-            let mut patch = op(
-                "patch",
-                format!("patch{gv}{ns}{kind}Status"),
-                format!("partially update status of the specified {kind}"),
-                "patch",
-            );
-            patch.params = write_params(true);
-            patch.body = Some((patch_body, PATCH.into()));
-            patch.responses.1 = vec![OK, CREATED];
-            ops.push(patch);
-        }
+        let ops = read_replace_patch("Status", &format!("status of the specified {kind}"));
         if !ops.is_empty() {
             out.push(PathItem {
                 path: format!("{item}/status"),
