@@ -20,7 +20,7 @@ const RETRY: Duration = Duration::from_millis(500);
 /// Receives the full set of custom resource types after every change.
 pub type Publish = Arc<dyn Fn(Vec<Arc<ResourceType>>) + Send + Sync>;
 
-/// A CRD's resourceVersion and the resource types compiled from it.
+/// A CRD's [`compile_key`] and the resource types compiled from it.
 pub type Compiled = (String, Vec<Arc<ResourceType>>);
 
 pub struct CrdController {
@@ -28,7 +28,7 @@ pub struct CrdController {
     pub publish: Publish,
     /// CRDs whose instances are being deleted right now.
     pub cleaning: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Compiled types per CRD, keyed by its resourceVersion: a change to one CRD
+    /// Compiled types per CRD, keyed by [`compile_key`]: a change to one CRD
     /// recompiles only that CRD's schemas and JSONPaths.
     pub compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
 }
@@ -54,18 +54,26 @@ impl CrdController {
         for item in std::mem::take(&mut watcher.initial) {
             self.observe(&mut known, item).await;
         }
-        self.reconcile(&known).await;
-        self.republish(&known);
+        self.sync(&known).await;
         while let Some(item) = watcher.events.recv().await {
             self.observe(&mut known, item).await;
             // Drain what else is queued before reconciling and rebuilding routes once.
             while let Ok(more) = watcher.events.try_recv() {
                 self.observe(&mut known, more).await;
             }
-            self.reconcile(&known).await;
-            self.republish(&known);
+            self.sync(&known).await;
         }
         Ok(())
+    }
+
+    /// Serve what the CRDs' statuses are about to say, then write the statuses: a
+    /// client that sees `Established=True` can use the resource at once.
+    async fn sync(&self, known: &BTreeMap<String, Value>) {
+        let statuses = self.reconcile(known);
+        self.republish(known, &statuses);
+        for (name, status) in statuses {
+            self.write_status(&name, status).await;
+        }
     }
 
     async fn observe(
@@ -88,9 +96,11 @@ impl CrdController {
         }
     }
 
-    /// Bring every CRD's status in line: names accepted unless another CRD of the
-    /// group holds them (older claims win), Established, stored versions.
-    async fn reconcile(&self, known: &BTreeMap<String, Value>) {
+    /// The statuses that differ from what every CRD should have: names accepted
+    /// unless another CRD of the group holds them (older claims win), Established,
+    /// stored versions.
+    fn reconcile(&self, known: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
+        let mut changed = BTreeMap::new();
         let mut order: Vec<&Value> = known
             .values()
             .filter(|c| meta::deletion_timestamp(c).is_none())
@@ -117,11 +127,12 @@ impl CrdController {
                 in_group.push(crd);
             }
             if let Some(status) = desired_status(crd, conflict)
-                && status != crd.get("status").cloned().unwrap_or(Value::Null)
+                && Some(&status) != crd.get("status")
             {
-                self.write_status(meta::name(crd), status).await;
+                changed.insert(meta::name(crd).to_string(), status);
             }
         }
+        changed
     }
 
     async fn write_status(&self, name: &str, status: Value) {
@@ -161,26 +172,54 @@ impl CrdController {
         });
     }
 
-    fn republish(&self, known: &BTreeMap<String, Value>) {
+    /// Publish the types of every CRD, as it is or with the status it is about to
+    /// get (`pending`).
+    fn republish(&self, known: &BTreeMap<String, Value>, pending: &BTreeMap<String, Value>) {
         let Ok(mut compiled) = self.compiled.lock() else {
             return;
         };
         compiled.retain(|name, _| known.contains_key(name));
         let mut types = Vec::new();
         for (name, crd) in known {
-            let rv = meta::resource_version(crd);
+            let status = pending.get(name).or_else(|| crd.get("status"));
+            let key = compile_key(crd, status);
             let entry = compiled.entry(name.clone()).or_default();
-            if entry.0 != rv {
-                *entry = (
-                    rv.to_string(),
-                    served_types(crd).into_iter().map(Arc::new).collect(),
-                );
+            if entry.0 != key {
+                let types = match pending.get(name) {
+                    Some(status) => {
+                        let mut next = crd.clone();
+                        next["status"] = status.clone();
+                        served_types(&next)
+                    }
+                    None => served_types(crd),
+                };
+                *entry = (key, types.into_iter().map(Arc::new).collect());
             }
             types.extend(entry.1.iter().cloned());
         }
         drop(compiled);
         (self.publish)(types);
     }
+}
+
+/// What the served types of a CRD depend on: which CRD (uid), its spec
+/// (generation), whether it is established and whether it is terminating. Status
+/// writes that change none of these keep the compiled types (and their stores).
+fn compile_key(crd: &Value, status: Option<&Value>) -> String {
+    let established = status
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Established" && c["status"] == "True");
+    format!(
+        "{}/{}/{established}/{}",
+        meta::uid(crd),
+        crd.pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0),
+        meta::deletion_timestamp(crd).is_some(),
+    )
 }
 
 /// The status a CRD should have: names accepted, Established, stored versions.

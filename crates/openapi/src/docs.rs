@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ring::digest::{SHA512, digest};
+use ring::digest::SHA512;
 use serde_json::{Map, Value, json};
 
 use crate::builtin::{
@@ -25,12 +25,11 @@ pub fn gv_path(group: &str, version: &str) -> String {
     }
 }
 
-/// Uppercase hex SHA-512 (128 characters), as upstream's `?hash=` / ETag.
-pub fn sha512_hex(bytes: &[u8]) -> String {
+/// Uppercase hex, as upstream's SHA-512 `?hash=` / ETag.
+fn upper_hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    let d = digest(&SHA512, bytes);
-    let mut s = String::with_capacity(128);
-    for b in d.as_ref() {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         let _ = write!(s, "{b:02X}");
     }
     s
@@ -73,7 +72,9 @@ struct Model {
     groups: BTreeMap<(String, String), Vec<PathItem>>,
 }
 
-fn model(resources: &[ServedResource]) -> Model {
+/// `registered`: the group-versions listed in DeleteOptions' GVK extension besides
+/// those of `resources` and core `v1`.
+fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model {
     let mut extra = Map::new();
     let mut groups: BTreeMap<(String, String), Vec<PathItem>> = BTreeMap::new();
     for r in resources {
@@ -111,6 +112,7 @@ fn model(resources: &[ServedResource]) -> Model {
             .map(|(g, v)| (g.as_str(), v.as_str()))
             .collect();
         gvs.insert(("", "v1"));
+        gvs.extend(registered.iter().map(|(g, v)| (g.as_str(), v.as_str())));
         let gvks: Vec<Value> = gvs
             .into_iter()
             .map(|(g, v)| Gvk::new(g, v, "DeleteOptions").to_json())
@@ -187,31 +189,78 @@ fn index_entry(path: &str, hash: &str) -> Value {
     json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")})
 }
 
-/// The `/openapi/v3` index: `{"paths": {"api/v1": {"serverRelativeURL":
-/// "/openapi/v3/api/v1?hash=<SHA512>"}, ...}}`. The hash is [`sha512_hex`] of
-/// `serde_json::to_vec` of the group-version's document.
+/// The `/openapi/v3` index from each group-version's path and hash:
+/// `{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=<hash>"}, ...}}`.
+pub fn v3_index_json<'a>(entries: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+    let paths: Map<String, Value> = entries
+        .into_iter()
+        .map(|(path, hash)| (path.to_string(), index_entry(path, hash)))
+        .collect();
+    serde_json::to_vec(&json!({ "paths": paths })).unwrap_or_default()
+}
+
+/// The `/openapi/v3` index of a whole set of served resources.
 pub fn v3_index(resources: &[ServedResource]) -> Value {
-    let model = model(resources);
-    let mut paths = Map::new();
-    for (group, version) in model.groups.keys() {
-        if let Some(doc) = v3_document(&model, group, version) {
-            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
-            let path = gv_path(group, version);
-            paths.insert(path.clone(), index_entry(&path, &sha512_hex(&bytes)));
-        }
-    }
-    json!({ "paths": paths })
+    serde_json::from_slice(Documents::generate(resources).v3_index()).unwrap_or_default()
 }
 
 /// The OpenAPI 3.0 document of one group-version (`/openapi/v3/api/v1`,
 /// `/openapi/v3/apis/<group>/<version>`), or `None` if nothing is served there.
 pub fn v3_group_version(resources: &[ServedResource], group: &str, version: &str) -> Option<Value> {
-    v3_document(&model(resources), group, version)
+    let here: Vec<ServedResource> = resources
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .cloned()
+        .collect();
+    let doc = group_version_document(&here, &group_versions(resources))?;
+    serde_json::from_slice(&doc.json).ok()
 }
 
 /// The Swagger 2.0 document (`/openapi/v2`).
 pub fn v2(resources: &[ServedResource]) -> Value {
-    v2_document(&model(resources))
+    v2_document(&model(resources, &[]))
+}
+
+fn group_versions(resources: &[ServedResource]) -> Vec<(String, String)> {
+    let set: BTreeSet<(&str, &str)> = resources
+        .iter()
+        .map(|r| (r.group.as_str(), r.version.as_str()))
+        .collect();
+    set.into_iter()
+        .map(|(g, v)| (g.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A fingerprint of everything one group-version's document is built from (its
+/// resources, the `registered` group-versions, and this crate's version), as 128
+/// uppercase hex digits like upstream's SHA-512 `?hash=`. Computing it costs a
+/// fraction of building the document, so an index can be served without building
+/// every document first; clients only use the hash as a cache key.
+pub fn source_hash(resources: &[ServedResource], registered: &[(String, String)]) -> String {
+    let mut ctx = ring::digest::Context::new(&SHA512);
+    let mut field = |s: &[u8]| {
+        ctx.update(&(s.len() as u64).to_le_bytes());
+        ctx.update(s);
+    };
+    field(env!("CARGO_PKG_VERSION").as_bytes());
+    for (g, v) in registered {
+        field(g.as_bytes());
+        field(v.as_bytes());
+    }
+    for r in resources {
+        for s in [&r.group, &r.version, &r.kind, &r.plural] {
+            field(s.as_bytes());
+        }
+        field(&[u8::from(r.namespaced), u8::from(r.has_status)]);
+        field(r.verbs.join(",").as_bytes());
+        let schema = r
+            .schema
+            .as_ref()
+            .map(|s| serde_json::to_vec(s).unwrap_or_default())
+            .unwrap_or_default();
+        field(&schema);
+    }
+    upper_hex(ctx.finish().as_ref())
 }
 
 /// A serialized group-version document and its hash.
@@ -219,8 +268,25 @@ pub fn v2(resources: &[ServedResource]) -> Value {
 pub struct GroupVersionDocument {
     /// `serde_json::to_vec` of the document.
     pub json: Vec<u8>,
-    /// [`sha512_hex`] of `json`; the `?hash=` in the index and upstream's ETag.
+    /// [`source_hash`] of what the document was built from; the `?hash=` in the
+    /// index and the ETag.
     pub hash: String,
+}
+
+/// The document of one group-version, built from only the resources served there
+/// (all of one group and version), so a change elsewhere never touches it.
+/// `registered`: other group-versions for DeleteOptions' GVK extension.
+pub fn group_version_document(
+    resources: &[ServedResource],
+    registered: &[(String, String)],
+) -> Option<GroupVersionDocument> {
+    let first = resources.first()?;
+    let model = model(resources, registered);
+    let doc = v3_document(&model, &first.group, &first.version)?;
+    Some(GroupVersionDocument {
+        json: serde_json::to_vec(&doc).unwrap_or_default(),
+        hash: source_hash(resources, registered),
+    })
 }
 
 /// Every document for one set of served resources, serialized: build once (when
@@ -239,22 +305,26 @@ pub struct Documents {
 
 impl Documents {
     pub fn generate(resources: &[ServedResource]) -> Self {
-        let model = model(resources);
-        let mut group_versions = BTreeMap::new();
-        let mut index = Map::new();
-        for (group, version) in model.groups.keys() {
-            if let Some(doc) = v3_document(&model, group, version) {
-                let json = serde_json::to_vec(&doc).unwrap_or_default();
-                let hash = sha512_hex(&json);
-                let path = gv_path(group, version);
-                index.insert(path.clone(), index_entry(&path, &hash));
-                group_versions.insert(path, GroupVersionDocument { json, hash });
-            }
+        let registered = group_versions(resources);
+        let mut by_gv: BTreeMap<(&str, &str), Vec<ServedResource>> = BTreeMap::new();
+        for r in resources {
+            by_gv
+                .entry((r.group.as_str(), r.version.as_str()))
+                .or_default()
+                .push(r.clone());
         }
-        let index = serde_json::to_vec(&json!({ "paths": index })).unwrap_or_default();
-        let v2_doc = v2_document(&model);
-        let v2 = serde_json::to_vec(&v2_doc).unwrap_or_default();
-        let v2_protobuf = crate::proto::v2_protobuf(&v2_doc);
+        let group_versions: BTreeMap<String, GroupVersionDocument> = by_gv
+            .iter()
+            .filter_map(|((g, v), here)| {
+                Some((gv_path(g, v), group_version_document(here, &registered)?))
+            })
+            .collect();
+        let index = v3_index_json(
+            group_versions
+                .iter()
+                .map(|(path, doc)| (path.as_str(), doc.hash.as_str())),
+        );
+        let (v2, v2_protobuf) = v2_documents(resources);
         Documents {
             index,
             group_versions,
@@ -289,4 +359,11 @@ impl Documents {
     pub fn v2_protobuf(&self) -> &[u8] {
         &self.v2_protobuf
     }
+}
+
+/// `/openapi/v2` as JSON and as gnostic protobuf.
+pub fn v2_documents(resources: &[ServedResource]) -> (Vec<u8>, Vec<u8>) {
+    let doc = v2_document(&model(resources, &[]));
+    let json = serde_json::to_vec(&doc).unwrap_or_default();
+    (json, crate::proto::v2_protobuf(&doc))
 }

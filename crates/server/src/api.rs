@@ -52,7 +52,10 @@ impl Api {
             .map(|t| served(t, &storage, storage_prefix))
             .collect();
         Api {
-            catalog: RwLock::new(Arc::new(Catalog::build(builtins.clone()))),
+            catalog: RwLock::new(Arc::new(Catalog::build(
+                &Catalog::default(),
+                builtins.clone(),
+            ))),
             storage,
             authn,
             ready: AtomicBool::new(false),
@@ -75,7 +78,7 @@ impl Api {
                 .unwrap_or_else(|| served(t, &self.storage, &self.storage_prefix))
         });
         let all = self.builtins.iter().cloned().chain(custom).collect();
-        self.set_catalog(Catalog::build(all));
+        self.set_catalog(Catalog::build(&previous, all));
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -198,11 +201,8 @@ impl Api {
         let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
         let found: Option<Bytes> = match parts.as_slice() {
             ["api", "v1"] => Some(d.core_v1.clone()),
-            ["apis", group] => d.groups.get(*group).cloned(),
-            ["apis", group, version] => d
-                .group_versions
-                .get(&(group.to_string(), version.to_string()))
-                .cloned(),
+            ["apis", group] => catalog.group_discovery(group),
+            ["apis", group, version] => catalog.group_version_discovery(group, version),
             _ => None,
         };
         match found {

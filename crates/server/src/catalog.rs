@@ -6,7 +6,7 @@ use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use apimachinery::gvk::compare_versions;
 use registry::{GenericStore, ResourceType};
@@ -18,27 +18,143 @@ pub struct Served {
     pub patch_schema: patch::PatchSchema,
 }
 
-/// Prebuilt discovery documents (JSON bytes).
+/// Prebuilt discovery documents of the whole API (JSON bytes).
 #[derive(Default)]
 pub struct Discovery {
     pub api: Bytes,
     pub core_v1: Bytes,
     pub apis: Bytes,
-    pub groups: HashMap<String, Bytes>,
-    pub group_versions: HashMap<(String, String), Bytes>,
     pub aggregated_api: Bytes,
     pub aggregated_apis: Bytes,
+}
+
+/// Everything derived from the resources of one group-version. A new catalog
+/// reuses it (by `Arc`) when those resources did not change, so a CRD change costs
+/// the work for its own group-version, not for the whole API.
+struct GroupVersion {
+    group: String,
+    version: String,
+    /// Sorted by plural.
+    served: Vec<Arc<Served>>,
+    /// The legacy `APIResourceList`.
+    legacy: Bytes,
+    /// This version's entry in aggregated discovery.
+    aggregated: Value,
+    /// OpenAPI v3: the hash is cheap and needed for the index; the document is built
+    /// on first request.
+    openapi_hash: OnceLock<String>,
+    openapi: OnceLock<Option<Arc<openapi::GroupVersionDocument>>>,
+}
+
+impl GroupVersion {
+    fn new(group: &str, version: &str, served: Vec<Arc<Served>>) -> Self {
+        let legacy = bytes(json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": if group.is_empty() { version.to_string() } else { format!("{group}/{version}") },
+            "resources": legacy_resources(&served),
+        }));
+        let aggregated = json!({
+            "version": version,
+            "resources": aggregated_resources(&served),
+            "freshness": "Current",
+        });
+        GroupVersion {
+            group: group.to_string(),
+            version: version.to_string(),
+            served,
+            legacy,
+            aggregated,
+            openapi_hash: OnceLock::new(),
+            openapi: OnceLock::new(),
+        }
+    }
+
+    fn same_resources(&self, served: &[Arc<Served>]) -> bool {
+        self.served.len() == served.len()
+            && self
+                .served
+                .iter()
+                .zip(served)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+
+    fn openapi_resources(&self) -> Vec<openapi::ServedResource> {
+        self.served
+            .iter()
+            .map(|s| openapi_resource(&s.rtype))
+            .collect()
+    }
+
+    fn openapi_hash(&self) -> &str {
+        self.openapi_hash
+            .get_or_init(|| openapi::source_hash(&self.openapi_resources(), &[]))
+    }
+
+    fn openapi(&self) -> Option<Arc<openapi::GroupVersionDocument>> {
+        self.openapi
+            .get_or_init(|| {
+                openapi::group_version_document(&self.openapi_resources(), &[]).map(Arc::new)
+            })
+            .clone()
+    }
+}
+
+/// One group's discovery entries, reused like [`GroupVersion`].
+struct Group {
+    /// Preference order.
+    versions: Vec<Arc<GroupVersion>>,
+    /// The `APIGroup` without kind/apiVersion, as listed in `/apis`.
+    listed: Bytes,
+    /// `/apis/<group>`.
+    document: Bytes,
+    /// The `APIGroupDiscovery` of aggregated discovery.
+    aggregated: Bytes,
+}
+
+impl Group {
+    fn new(name: &str, versions: Vec<Arc<GroupVersion>>) -> Self {
+        let names: Vec<String> = versions.iter().map(|gv| gv.version.clone()).collect();
+        let listed = group_doc(name, &names);
+        let mut document = listed.clone();
+        document["kind"] = json!("APIGroup");
+        document["apiVersion"] = json!("v1");
+        let metadata = if name.is_empty() {
+            json!({"creationTimestamp": null})
+        } else {
+            json!({"name": name, "creationTimestamp": null})
+        };
+        let entries: Vec<&Value> = versions.iter().map(|gv| &gv.aggregated).collect();
+        let aggregated = bytes(json!({"metadata": metadata, "versions": entries}));
+        Group {
+            versions,
+            listed: bytes(listed),
+            document: bytes(document),
+            aggregated,
+        }
+    }
+
+    fn same_versions(&self, versions: &[Arc<GroupVersion>]) -> bool {
+        self.versions.len() == versions.len()
+            && self
+                .versions
+                .iter()
+                .zip(versions)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
 }
 
 #[derive(Default)]
 pub struct Catalog {
     resources: HashMap<(String, String, String), Arc<Served>>,
+    group_versions: HashMap<(String, String), Arc<GroupVersion>>,
+    group_entries: HashMap<String, Arc<Group>>,
     pub discovery: Discovery,
     /// Groups in discovery order with their versions in preference order.
     pub groups: Vec<(String, Vec<String>)>,
-    /// OpenAPI documents, generated on first request (they cost milliseconds;
-    /// start-up and CRD changes should not wait for them).
-    openapi: std::sync::OnceLock<openapi::Documents>,
+    /// Built on first request: start-up and CRD changes do not wait for them.
+    openapi_index: OnceLock<Bytes>,
+    openapi_v2: OnceLock<(Bytes, Bytes)>,
 }
 
 /// Order of built-in groups in `/apis` (upstream's group priorities).
@@ -62,9 +178,11 @@ fn group_rank(group: &str) -> usize {
 }
 
 impl Catalog {
-    pub fn build(served: Vec<Arc<Served>>) -> Catalog {
+    /// The catalog of `served`, reusing what `previous` built for group-versions
+    /// whose resources are unchanged.
+    pub fn build(previous: &Catalog, served: Vec<Arc<Served>>) -> Catalog {
         let mut by_gv: BTreeMap<(String, String), Vec<Arc<Served>>> = BTreeMap::new();
-        let mut resources = HashMap::new();
+        let mut resources = HashMap::with_capacity(served.len());
         for s in served {
             let t = &s.rtype;
             resources.insert(
@@ -76,49 +194,105 @@ impl Catalog {
                 .or_default()
                 .push(s);
         }
-        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-        for (group, version) in by_gv.keys() {
-            match groups.iter_mut().find(|(g, _)| g == group) {
-                Some((_, versions)) => versions.push(version.clone()),
-                None => groups.push((group.clone(), vec![version.clone()])),
-            }
+        let mut group_versions = HashMap::with_capacity(by_gv.len());
+        let mut by_group: BTreeMap<String, Vec<Arc<GroupVersion>>> = BTreeMap::new();
+        for ((group, version), mut served) in by_gv {
+            served.sort_by(|a, b| a.rtype.plural.cmp(&b.rtype.plural));
+            let key = (group, version);
+            let gv = match previous.group_versions.get(&key) {
+                Some(gv) if gv.same_resources(&served) => gv.clone(),
+                _ => Arc::new(GroupVersion::new(&key.0, &key.1, served)),
+            };
+            by_group.entry(key.0.clone()).or_default().push(gv.clone());
+            group_versions.insert(key, gv);
         }
-        for (_, versions) in groups.iter_mut() {
-            versions.sort_by(|a, b| compare_versions(a, b));
+        let mut group_entries = HashMap::with_capacity(by_group.len());
+        let mut order: Vec<(String, Arc<Group>)> = Vec::with_capacity(by_group.len());
+        for (name, mut versions) in by_group {
+            versions.sort_by(|a, b| compare_versions(&a.version, &b.version));
+            let group = match previous.group_entries.get(&name) {
+                Some(g) if g.same_versions(&versions) => g.clone(),
+                _ => Arc::new(Group::new(&name, versions)),
+            };
+            group_entries.insert(name.clone(), group.clone());
+            order.push((name, group));
         }
-        groups.sort_by(|(a, _), (b, _)| group_rank(a).cmp(&group_rank(b)).then_with(|| a.cmp(b)));
-        let discovery = build_discovery(&groups, &by_gv);
+        order.sort_by(|(a, _), (b, _)| group_rank(a).cmp(&group_rank(b)).then_with(|| a.cmp(b)));
+        let groups = order
+            .iter()
+            .map(|(name, g)| {
+                let versions = g.versions.iter().map(|gv| gv.version.clone()).collect();
+                (name.clone(), versions)
+            })
+            .collect();
+        let discovery = discovery(&order);
         Catalog {
             resources,
+            group_versions,
+            group_entries,
             discovery,
             groups,
-            openapi: std::sync::OnceLock::new(),
+            openapi_index: OnceLock::new(),
+            openapi_v2: OnceLock::new(),
         }
     }
 
-    pub fn openapi(&self) -> &openapi::Documents {
-        self.openapi.get_or_init(|| {
+    /// `/openapi/v3`.
+    pub fn openapi_index(&self) -> Bytes {
+        self.openapi_index
+            .get_or_init(|| {
+                let mut entries: Vec<(String, &GroupVersion)> = self
+                    .group_versions
+                    .values()
+                    .map(|gv| (openapi::gv_path(&gv.group, &gv.version), gv.as_ref()))
+                    .collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Bytes::from(openapi::v3_index_json(
+                    entries
+                        .iter()
+                        .map(|(path, gv)| (path.as_str(), gv.openapi_hash())),
+                ))
+            })
+            .clone()
+    }
+
+    /// `/openapi/v3/<path>` (`api/v1`, `apis/<group>/<version>`).
+    pub fn openapi_group_version(&self, path: &str) -> Option<Arc<openapi::GroupVersionDocument>> {
+        let key = match path.trim_matches('/').split('/').collect::<Vec<_>>()[..] {
+            ["api", version] => (String::new(), version.to_string()),
+            ["apis", group, version] => (group.to_string(), version.to_string()),
+            _ => return None,
+        };
+        self.group_versions.get(&key)?.openapi()
+    }
+
+    /// `/openapi/v2` as JSON and as gnostic protobuf.
+    pub fn openapi_v2(&self) -> &(Bytes, Bytes) {
+        self.openapi_v2.get_or_init(|| {
             let resources: Vec<openapi::ServedResource> = self
                 .resources
                 .values()
-                .map(|s| {
-                    let t = &s.rtype;
-                    let r = openapi::ServedResource::new(
-                        &t.group,
-                        &t.version,
-                        &t.kind,
-                        &t.plural,
-                        t.namespaced,
-                    );
-                    let r = if t.has_status { r.with_status() } else { r };
-                    match &t.openapi_schema {
-                        Some(schema) => r.with_schema(schema.clone()),
-                        None => r,
-                    }
-                })
+                .map(|s| openapi_resource(&s.rtype))
                 .collect();
-            openapi::Documents::generate(&resources)
+            let (json, protobuf) = openapi::v2_documents(&resources);
+            (Bytes::from(json), Bytes::from(protobuf))
         })
+    }
+
+    /// `/apis/<group>`.
+    pub fn group_discovery(&self, group: &str) -> Option<Bytes> {
+        (!group.is_empty())
+            .then(|| self.group_entries.get(group))
+            .flatten()
+            .map(|g| g.document.clone())
+    }
+
+    /// `/apis/<group>/<version>`.
+    pub fn group_version_discovery(&self, group: &str, version: &str) -> Option<Bytes> {
+        self.group_versions
+            .get(&(group.to_string(), version.to_string()))
+            .filter(|_| !group.is_empty())
+            .map(|gv| gv.legacy.clone())
     }
 
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<Served>> {
@@ -131,9 +305,17 @@ impl Catalog {
     }
 
     pub fn has_group_version(&self, group: &str, version: &str) -> bool {
-        self.groups
-            .iter()
-            .any(|(g, vs)| g == group && vs.iter().any(|v| v == version))
+        self.group_versions
+            .contains_key(&(group.to_string(), version.to_string()))
+    }
+}
+
+fn openapi_resource(t: &ResourceType) -> openapi::ServedResource {
+    let r = openapi::ServedResource::new(&t.group, &t.version, &t.kind, &t.plural, t.namespaced);
+    let r = if t.has_status { r.with_status() } else { r };
+    match &t.openapi_schema {
+        Some(schema) => r.with_schema(schema.clone()),
+        None => r,
     }
 }
 
@@ -249,85 +431,51 @@ fn group_doc(group: &str, versions: &[String]) -> Value {
     json!({"name": group, "versions": gvs, "preferredVersion": gvs.first().cloned().unwrap_or(json!({}))})
 }
 
-fn aggregated_group(
-    name: Option<&str>,
-    versions: &[String],
-    by_gv: &BTreeMap<(String, String), Vec<Arc<Served>>>,
-    group: &str,
-) -> Value {
-    let versions: Vec<Value> = versions
-        .iter()
-        .map(|v| {
-            let served = by_gv
-                .get(&(group.to_string(), v.clone()))
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            json!({"version": v, "resources": aggregated_resources(served), "freshness": "Current"})
-        })
-        .collect();
-    let metadata = match name {
-        Some(n) => json!({"name": n, "creationTimestamp": null}),
-        None => json!({"creationTimestamp": null}),
-    };
-    json!({"metadata": metadata, "versions": versions})
+/// `head` + the parts joined by commas + `tail`: the whole-API documents are
+/// concatenations of per-group bytes, so a change re-serializes one group only.
+fn concat<'a>(head: &str, parts: impl Iterator<Item = &'a Bytes>, tail: &str) -> Bytes {
+    let mut out = Vec::from(head.as_bytes());
+    for (i, part) in parts.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(part);
+    }
+    out.extend_from_slice(tail.as_bytes());
+    Bytes::from(out)
 }
 
-fn aggregated_list(items: Vec<Value>) -> Value {
-    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
-}
+const AGGREGATED_LIST_HEAD: &str = r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":["#;
 
-fn build_discovery(
-    groups: &[(String, Vec<String>)],
-    by_gv: &BTreeMap<(String, String), Vec<Arc<Served>>>,
-) -> Discovery {
-    let mut d = Discovery {
+fn discovery(groups: &[(String, Arc<Group>)]) -> Discovery {
+    let core = groups.iter().find(|(name, _)| name.is_empty());
+    let named = || groups.iter().filter(|(name, _)| !name.is_empty());
+    Discovery {
         api: bytes(json!({
             "kind": "APIVersions",
             "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
         })),
-        ..Default::default()
-    };
-    let core = by_gv
-        .get(&(String::new(), "v1".to_string()))
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    d.core_v1 = bytes(
-        json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": legacy_resources(core)}),
-    );
-    d.aggregated_api = bytes(aggregated_list(vec![aggregated_group(
-        None,
-        &["v1".to_string()],
-        by_gv,
-        "",
-    )]));
-    let mut group_docs = Vec::new();
-    let mut aggregated = Vec::new();
-    for (group, versions) in groups.iter().filter(|(g, _)| !g.is_empty()) {
-        let doc = group_doc(group, versions);
-        let mut full = doc.clone();
-        full["kind"] = json!("APIGroup");
-        full["apiVersion"] = json!("v1");
-        d.groups.insert(group.clone(), bytes(full));
-        group_docs.push(doc);
-        aggregated.push(aggregated_group(Some(group), versions, by_gv, group));
-        for v in versions {
-            let served = by_gv
-                .get(&(group.clone(), v.clone()))
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            d.group_versions.insert(
-                (group.clone(), v.clone()),
-                bytes(json!({
-                    "kind": "APIResourceList",
-                    "apiVersion": "v1",
-                    "groupVersion": format!("{group}/{v}"),
-                    "resources": legacy_resources(served),
-                })),
-            );
-        }
+        core_v1: core
+            .and_then(|(_, g)| g.versions.iter().find(|gv| gv.version == "v1"))
+            .map(|gv| gv.legacy.clone())
+            .unwrap_or_else(|| {
+                bytes(json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": []}))
+            }),
+        aggregated_api: concat(
+            AGGREGATED_LIST_HEAD,
+            core.map(|(_, g)| &g.aggregated).into_iter(),
+            "]}",
+        ),
+        apis: concat(
+            r#"{"kind":"APIGroupList","apiVersion":"v1","groups":["#,
+            named().map(|(_, g)| &g.listed),
+            "]}",
+        ),
+        aggregated_apis: concat(
+            AGGREGATED_LIST_HEAD,
+            named().map(|(_, g)| &g.aggregated),
+            "]}",
+        ),
     }
-    d.apis = bytes(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": group_docs}));
-    d.aggregated_apis = bytes(aggregated_list(aggregated));
-    d
 }

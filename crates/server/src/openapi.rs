@@ -10,7 +10,6 @@ use crate::response::{self, Body};
 
 pub fn serve(api: &Api, path: &str, accept: &str) -> Response<Body> {
     let catalog = api.catalog();
-    let docs = catalog.openapi();
     match path {
         "/openapi/v2" => {
             if openapi::V2_PROTOBUF_ACCEPT
@@ -20,16 +19,16 @@ pub fn serve(api: &Api, path: &str, accept: &str) -> Response<Body> {
                 response::respond(
                     200,
                     openapi::V2_PROTOBUF_CONTENT_TYPE,
-                    docs.v2_protobuf().to_vec(),
+                    catalog.openapi_v2().1.clone(),
                 )
             } else {
-                response::json(200, docs.v2().to_vec())
+                response::json(200, catalog.openapi_v2().0.clone())
             }
         }
-        "/openapi/v3" => response::json(200, docs.v3_index().to_vec()),
+        "/openapi/v3" => response::json(200, catalog.openapi_index()),
         p => match p
             .strip_prefix("/openapi/v3/")
-            .and_then(|gv| docs.v3_group_version(gv))
+            .and_then(|gv| catalog.openapi_group_version(gv))
         {
             Some(doc) => {
                 let mut resp = response::json(200, doc.json.clone());

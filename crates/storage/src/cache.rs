@@ -431,21 +431,22 @@ impl<C: Codec> Store<C> {
         let (tx, rx) = mpsc::channel(self.options.watcher_queue);
         let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
         let prefix: Arc<str> = prefix.into();
-        let (initial, revision) = {
-            let state = self.state.read();
-            let initial = match start {
-                WatchStart::CurrentState => initial_state(&state, &prefix, &*predicate),
-                WatchStart::After(rv) => replay(&state, &prefix, rv, &*predicate, &*self.codec)?,
-            };
-            (initial, state.revision)
-        };
         let any_predicate: AnyPredicate = {
             let predicate = predicate.clone();
             Arc::new(move |o: &dyn std::any::Any| {
                 o.downcast_ref::<C::Object>().is_some_and(|o| predicate(o))
             })
         };
-        {
+        // Register while the state is locked: an event applied after the snapshot is
+        // then dispatched to this watcher, and one applied before is in the snapshot
+        // (dispatch skips revisions up to `start`). Registering after unlocking
+        // would lose an event applied in between.
+        let (initial, revision) = {
+            let state = self.state.read();
+            let initial = match start {
+                WatchStart::CurrentState => initial_state(&state, &prefix, &*predicate),
+                WatchStart::After(rv) => replay(&state, &prefix, rv, &*predicate, &*self.codec)?,
+            };
             let mut watchers = self.watchers.lock();
             watchers.count += 1;
             watchers
@@ -454,12 +455,13 @@ impl<C: Codec> Store<C> {
                 .or_default()
                 .push(Slot {
                     id,
-                    start: revision,
+                    start: state.revision,
                     bookmarks,
                     sender: Box::new(tx),
                     predicate: any_predicate,
                 });
-        }
+            (initial, state.revision)
+        };
         Ok(Watcher {
             initial,
             revision,
@@ -644,7 +646,10 @@ impl<C: Codec> Store<C> {
         let mut ended = 0;
         for slots in watchers.by_prefix.values_mut() {
             let before = slots.len();
-            slots.retain(|s| !s.bookmarks || s.sender.try_send_bookmark(revision));
+            // A watcher that started past the last dispatched revision waits for the next.
+            slots.retain(|s| {
+                !s.bookmarks || revision < s.start || s.sender.try_send_bookmark(revision)
+            });
             ended += before - slots.len();
         }
         watchers.by_prefix.retain(|_, s| !s.is_empty());
@@ -933,5 +938,60 @@ mod tests {
             .err()
             .unwrap();
         assert!(matches!(err, Error::Compacted { .. }));
+    }
+
+    /// Watches started while writes stream in see every write after their start:
+    /// nothing applied between the snapshot and the registration is lost.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watch_started_during_writes_misses_nothing() {
+        let options = StoreOptions {
+            watcher_queue: 10_000,
+            ..Default::default()
+        };
+        let s = Store::open(Arc::new(MemoryBackend::new()), Utf8, options)
+            .await
+            .unwrap();
+        let mut rev = s.create("/registry/a/1", Bytes::from("0")).await.unwrap();
+        s.sync().await.unwrap();
+        let writer = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                for i in 1..=1000 {
+                    rev = s
+                        .update("/registry/a/1", Bytes::from(i.to_string()), rev)
+                        .await
+                        .unwrap();
+                }
+                rev
+            })
+        };
+        let mut watchers = Vec::new();
+        while !writer.is_finished() {
+            let w = s
+                .watch(
+                    "/registry/a/",
+                    WatchStart::CurrentState,
+                    Arc::new(|_: &_| true),
+                    false,
+                )
+                .await
+                .unwrap();
+            watchers.push(w);
+            tokio::task::yield_now().await;
+        }
+        let last = writer.await.unwrap();
+        s.sync().await.unwrap();
+        for mut w in watchers {
+            let mut seen = w.revision;
+            while seen < last {
+                match w.events.recv().await {
+                    Some(WatchItem::Added(o) | WatchItem::Modified(o)) => {
+                        assert_eq!(o.1, seen + 1, "watcher from {} skipped a write", w.revision);
+                        seen = o.1;
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        }
     }
 }

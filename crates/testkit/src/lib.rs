@@ -175,6 +175,11 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill9();
+        // A failing test shows the server's side of the story (the harness captures
+        // this and prints it only for failures).
+        if std::thread::panicking() {
+            eprintln!("--- kubext log ---\n{}", self.log());
+        }
     }
 }
 
