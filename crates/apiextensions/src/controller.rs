@@ -3,7 +3,7 @@
 //! CRDs changes (the server swaps its catalog; no restart, no delay).
 
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,89 +50,47 @@ impl CrdController {
             .watch(&ctx, WatchOptions::default())
             .await
             .map_err(|e| e.to_string())?;
-        let mut known: BTreeMap<String, Value> = BTreeMap::new();
+        let mut known = Known::default();
         for item in std::mem::take(&mut watcher.initial) {
-            self.observe(&mut known, item).await;
+            self.observe(&mut known, item);
         }
-        self.sync(&known).await;
+        self.sync(&mut known).await;
         while let Some(item) = watcher.events.recv().await {
-            self.observe(&mut known, item).await;
+            self.observe(&mut known, item);
             // Drain what else is queued before reconciling and rebuilding routes once.
             while let Ok(more) = watcher.events.try_recv() {
-                self.observe(&mut known, more).await;
+                self.observe(&mut known, more);
             }
-            self.sync(&known).await;
+            self.sync(&mut known).await;
         }
         Ok(())
     }
 
-    /// Serve what the CRDs' statuses are about to say, then write the statuses: a
-    /// client that sees `Established=True` can use the resource at once.
-    async fn sync(&self, known: &BTreeMap<String, Value>) {
-        let statuses = self.reconcile(known);
-        self.republish(known, &statuses);
+    /// Serve what the changed CRDs' statuses are about to say, then write the
+    /// statuses: a client that sees `Established=True` can use the resource at once.
+    /// Only the groups that changed are looked at, so one CRD change costs the same
+    /// with 10 or 10,000 CRDs.
+    async fn sync(&self, known: &mut Known) {
+        let (groups, names) = known.take_changes();
+        let statuses = reconcile(known, &groups);
+        self.republish(known, &names, &statuses);
         for (name, status) in statuses {
             self.write_status(&name, status).await;
         }
     }
 
-    async fn observe(
-        &self,
-        known: &mut BTreeMap<String, Value>,
-        item: WatchItem<registry::Object>,
-    ) {
+    fn observe(&self, known: &mut Known, item: WatchItem<registry::Object>) {
         match item {
             WatchItem::Added(o) | WatchItem::Modified(o) => {
                 let name = meta::name(&o.value).to_string();
                 if meta::deletion_timestamp(&o.value).is_some() {
                     self.start_cleanup(&name, &o.value);
                 }
-                known.insert(name, o.value.clone());
+                known.put(name, o.value.clone());
             }
-            WatchItem::Deleted(o) => {
-                known.remove(meta::name(&o.value));
-            }
+            WatchItem::Deleted(o) => known.remove(meta::name(&o.value)),
             WatchItem::Bookmark(_) => {}
         }
-    }
-
-    /// The statuses that differ from what every CRD should have: names accepted
-    /// unless another CRD of the group holds them (older claims win), Established,
-    /// stored versions.
-    fn reconcile(&self, known: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
-        let mut changed = BTreeMap::new();
-        let mut order: Vec<&Value> = known
-            .values()
-            .filter(|c| meta::deletion_timestamp(c).is_none())
-            .collect();
-        order.sort_by_key(|c| {
-            (
-                !names_accepted(c),
-                meta::str_field(c, "creationTimestamp")
-                    .unwrap_or("")
-                    .to_string(),
-                meta::name(c).to_string(),
-            )
-        });
-        // Names only conflict within a group.
-        let mut claimed: std::collections::HashMap<&str, Vec<&Value>> = Default::default();
-        for crd in order {
-            let group = crd
-                .pointer("/spec/group")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let in_group = claimed.entry(group).or_default();
-            let conflict = naming_conflict(crd, in_group);
-            if conflict.is_none() {
-                in_group.push(crd);
-            }
-            if let Some(status) = desired_status(crd, conflict)
-                && Some(&status) != crd.get("status")
-            {
-                changed.insert(meta::name(crd).to_string(), status);
-            }
-        }
-        changed
     }
 
     async fn write_status(&self, name: &str, status: Value) {
@@ -172,34 +130,136 @@ impl CrdController {
         });
     }
 
-    /// Publish the types of every CRD, as it is or with the status it is about to
-    /// get (`pending`).
-    fn republish(&self, known: &BTreeMap<String, Value>, pending: &BTreeMap<String, Value>) {
+    /// Publish the types of every CRD: the `changed` ones recompiled if what they
+    /// are compiled from changed, as they are or with the status they are about to
+    /// get (`pending`); the others as compiled before.
+    fn republish(
+        &self,
+        known: &Known,
+        changed: &HashSet<String>,
+        pending: &BTreeMap<String, Value>,
+    ) {
         let Ok(mut compiled) = self.compiled.lock() else {
             return;
         };
-        compiled.retain(|name, _| known.contains_key(name));
-        let mut types = Vec::new();
-        for (name, crd) in known {
+        compiled.retain(|name, _| known.crds.contains_key(name));
+        for name in changed.iter().chain(pending.keys()) {
+            let Some(crd) = known.crds.get(name) else {
+                continue;
+            };
             let status = pending.get(name).or_else(|| crd.get("status"));
             let key = compile_key(crd, status);
             let entry = compiled.entry(name.clone()).or_default();
-            if entry.0 != key {
-                let types = match pending.get(name) {
-                    Some(status) => {
-                        let mut next = crd.clone();
-                        next["status"] = status.clone();
-                        served_types(&next)
-                    }
-                    None => served_types(crd),
-                };
-                *entry = (key, types.into_iter().map(Arc::new).collect());
+            if entry.0 == key {
+                continue;
             }
-            types.extend(entry.1.iter().cloned());
+            let types = match pending.get(name) {
+                Some(status) => {
+                    let mut next = crd.clone();
+                    next["status"] = status.clone();
+                    served_types(&next)
+                }
+                None => served_types(crd),
+            };
+            *entry = (key, types.into_iter().map(Arc::new).collect());
         }
+        let types = compiled
+            .values()
+            .flat_map(|(_, types)| types.iter().cloned())
+            .collect();
         drop(compiled);
         (self.publish)(types);
     }
+}
+
+/// The CRDs as last seen, indexed by group, and what changed since the last sync.
+#[derive(Default)]
+struct Known {
+    crds: BTreeMap<String, Value>,
+    by_group: HashMap<String, BTreeSet<String>>,
+    changed_groups: HashSet<String>,
+    changed: HashSet<String>,
+}
+
+fn group_of(crd: &Value) -> &str {
+    crd.get("spec")
+        .and_then(|s| s.get("group"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+impl Known {
+    fn put(&mut self, name: String, crd: Value) {
+        self.remove(&name);
+        let group = group_of(&crd).to_string();
+        self.by_group
+            .entry(group.clone())
+            .or_default()
+            .insert(name.clone());
+        self.changed_groups.insert(group);
+        self.changed.insert(name.clone());
+        self.crds.insert(name, crd);
+    }
+
+    fn remove(&mut self, name: &str) {
+        let Some(old) = self.crds.remove(name) else {
+            return;
+        };
+        let group = group_of(&old);
+        if let Some(names) = self.by_group.get_mut(group) {
+            names.remove(name);
+            if names.is_empty() {
+                self.by_group.remove(group);
+            }
+        }
+        self.changed_groups.insert(group.to_string());
+        self.changed.insert(name.to_string());
+    }
+
+    /// The changed groups and CRD names, clearing them.
+    fn take_changes(&mut self) -> (HashSet<String>, HashSet<String>) {
+        (
+            std::mem::take(&mut self.changed_groups),
+            std::mem::take(&mut self.changed),
+        )
+    }
+}
+
+/// The statuses that differ from what the CRDs of `groups` should have: names
+/// accepted unless another CRD of the group holds them (older claims win),
+/// Established, stored versions.
+fn reconcile(known: &Known, groups: &HashSet<String>) -> BTreeMap<String, Value> {
+    let mut changed = BTreeMap::new();
+    for group in groups {
+        let mut order: Vec<&Value> = known
+            .by_group
+            .get(group)
+            .into_iter()
+            .flatten()
+            .filter_map(|name| known.crds.get(name))
+            .filter(|c| meta::deletion_timestamp(c).is_none())
+            .collect();
+        order.sort_by_key(|c| {
+            (
+                !names_accepted(c),
+                meta::str_field(c, "creationTimestamp").unwrap_or(""),
+                meta::name(c),
+            )
+        });
+        let mut claimed: Vec<&Value> = Vec::new();
+        for crd in order {
+            let conflict = naming_conflict(crd, &claimed);
+            if conflict.is_none() {
+                claimed.push(crd);
+            }
+            if let Some(status) = desired_status(crd, conflict)
+                && Some(&status) != crd.get("status")
+            {
+                changed.insert(meta::name(crd).to_string(), status);
+            }
+        }
+    }
+    changed
 }
 
 /// What the served types of a CRD depend on: which CRD (uid), its spec

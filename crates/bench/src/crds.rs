@@ -1,5 +1,5 @@
-//! The CRD phase: how fast a new CRD becomes servable and discoverable, what each
-//! CRD costs in memory, and discovery latency with many CRDs.
+//! The CRD phase: how fast a new CRD becomes servable, discoverable and published in
+//! OpenAPI, what each CRD costs in memory, and discovery latency with many CRDs.
 
 use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
@@ -11,6 +11,8 @@ pub struct CrdResult {
     pub crds: usize,
     pub servable: Latencies,
     pub discoverable: Latencies,
+    /// Create → listed in the `/openapi/v3` index and its document served.
+    pub in_openapi: Latencies,
     pub rss_before: u64,
     pub rss_after: u64,
     pub discovery: Latencies,
@@ -89,7 +91,7 @@ pub async fn measure(n: usize) -> Result<CrdResult> {
             "customresourcedefinitions",
         ),
     );
-    let (mut servable, mut discoverable) = (Vec::new(), Vec::new());
+    let (mut servable, mut discoverable, mut in_openapi) = (Vec::new(), Vec::new(), Vec::new());
     let deadline_per_crd = Duration::from_secs(5);
     for i in 0..n {
         let obj: kube::api::DynamicObject = serde_json::from_value(crd(i))?;
@@ -115,6 +117,20 @@ pub async fn measure(n: usize) -> Result<CrdResult> {
                 tokio::time::sleep(Duration::from_micros(500)).await;
             }
             discoverable.push(started.elapsed());
+            let gv = format!("apis/g{i}.bench.example.com/v1");
+            while !get_text(&client, "/openapi/v3", "application/json")
+                .await
+                .contains(&gv)
+                || get_status(&client, &format!("/openapi/v3/{gv}"), "application/json").await
+                    != 200
+            {
+                anyhow::ensure!(
+                    started.elapsed() < deadline_per_crd,
+                    "CRD {i} never in OpenAPI"
+                );
+                tokio::time::sleep(Duration::from_micros(500)).await;
+            }
+            in_openapi.push(started.elapsed());
         }
     }
     let rss_after = rss();
@@ -132,6 +148,7 @@ pub async fn measure(n: usize) -> Result<CrdResult> {
         crds: n,
         servable: Latencies::new(servable),
         discoverable: Latencies::new(discoverable),
+        in_openapi: Latencies::new(in_openapi),
         rss_before,
         rss_after,
         discovery: Latencies::new(discovery),
@@ -161,6 +178,11 @@ pub fn print(r: &CrdResult) {
         "  create → in discovery p50 / p99  {} / {}",
         ms(r.discoverable.p50()),
         ms(r.discoverable.p99())
+    );
+    eprintln!(
+        "  create → in OpenAPI v3 p50 / p99 {} / {}   p99 < 100 ms",
+        ms(r.in_openapi.p50()),
+        ms(r.in_openapi.p99())
     );
     eprintln!(
         "  RSS before / after / per CRD     {:.1} MiB / {:.1} MiB / {:.0} KiB   ≤ 100 KiB per CRD",
