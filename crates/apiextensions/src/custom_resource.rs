@@ -93,7 +93,8 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                 .collect();
             t.columns = columns;
             t.age_column = false;
-            t.strategic_merge = false;
+            t.structured = false;
+            t.patch_schema = crate::list_types::patch_schema(v.pointer("/schema/openAPIV3Schema"));
             t.scale = v
                 .pointer("/subresources/scale")
                 .map(|s| registry::ScalePaths {

@@ -5,14 +5,12 @@
 //! Invariant: no HTTP. The server receives the custom resource types through
 //! the `Publish` callback and swaps its catalog.
 //!
-//! Status: registration, naming/establishing status, serving every served version
-//! (conversion strategy None) with the status subresource. Schema validation,
-//! pruning, defaulting, printer columns, selectable fields, scale, conversion
-//! webhooks and the cleanup finalizer are not wired yet.
+//! Conversion webhooks and CEL validation rules are not implemented yet.
 
 pub mod controller;
 pub mod crd;
 pub mod custom_resource;
+pub mod list_types;
 
 pub use controller::CrdController;
 pub use crd::crd_resource_type;

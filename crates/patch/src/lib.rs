@@ -22,4 +22,6 @@ pub mod schema;
 pub mod strategic;
 
 pub use error::PatchError;
-pub use schema::{FieldMeta, PatchMeta, PatchSchema, Strategy, builtin_schema, common_schema};
+pub use schema::{
+    ANY_FIELD, FieldMeta, PatchMeta, PatchSchema, Strategy, builtin_schema, common_schema,
+};

@@ -39,6 +39,11 @@ pub struct FieldMeta {
     /// The `retainKeys` strategy. Only diff creation uses it; applying honours
     /// `$retainKeys` directives wherever the patch carries them.
     pub retain_keys: bool,
+    /// Server-side apply's keys of an associative list when there are several
+    /// (`x-kubernetes-list-map-keys`); empty means the merge key alone.
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type: atomic`: the map is replaced and owned whole.
+    pub atomic_map: bool,
 }
 
 impl FieldMeta {
@@ -47,7 +52,17 @@ impl FieldMeta {
         FieldMeta {
             strategy: Some(Strategy::Merge),
             merge_key: (!merge_key.is_empty()).then(|| merge_key.to_string()),
-            retain_keys: false,
+            ..FieldMeta::default()
+        }
+    }
+
+    /// Server-side apply's keys of an associative list (the merge key, or the
+    /// `x-kubernetes-list-map-keys`).
+    pub fn list_keys(&self) -> Vec<String> {
+        if self.list_map_keys.is_empty() {
+            self.merge_key.iter().cloned().collect()
+        } else {
+            self.list_map_keys.clone()
         }
     }
 
@@ -56,6 +71,9 @@ impl FieldMeta {
         self.merge_key.as_deref().unwrap_or("")
     }
 }
+
+/// A path segment that matches any field name (the values of a map).
+pub const ANY_FIELD: &str = "*";
 
 /// Looks up patch metadata by field path.
 pub trait PatchMeta {
@@ -88,12 +106,29 @@ impl PatchSchema {
         self
     }
 
+    /// Declares `meta` for the field at `segments` (names may contain dots);
+    /// [`ANY_FIELD`] stands for every name of a map (`additionalProperties`).
+    pub fn declare(&mut self, segments: &[&str], meta: FieldMeta) {
+        let Some((last, parents)) = segments.split_last() else {
+            return;
+        };
+        let mut fields = &mut self.fields;
+        for segment in parents {
+            fields = &mut fields
+                .entry(segment.to_string())
+                .or_default()
+                .children
+                .fields;
+        }
+        fields.entry(last.to_string()).or_default().meta = meta;
+    }
+
     /// A list with the given strategy and merge key (`""` for none).
     pub fn list(self, path: &str, strategy: Strategy, merge_key: &str) -> Self {
         let meta = FieldMeta {
             strategy: Some(strategy),
             merge_key: (!merge_key.is_empty()).then(|| merge_key.to_string()),
-            retain_keys: false,
+            ..FieldMeta::default()
         };
         self.field(path, meta)
     }
@@ -159,7 +194,7 @@ impl PatchMeta for PatchSchema {
         let mut fields = &self.fields;
         let mut found = None;
         for segment in path {
-            match fields.get(*segment) {
+            match fields.get(*segment).or_else(|| fields.get(ANY_FIELD)) {
                 Some(node) => {
                     found = Some(node);
                     fields = &node.children.fields;
@@ -256,5 +291,24 @@ mod tests {
             s.lookup(&["metadata", "ownerReferences"]),
             FieldMeta::merge("uid")
         );
+    }
+
+    #[test]
+    fn declared_fields_wildcards_and_list_keys() {
+        let mut s = PatchSchema::new();
+        let ports = FieldMeta {
+            strategy: Some(Strategy::Merge),
+            merge_key: Some("port".into()),
+            list_map_keys: vec!["port".into(), "protocol".into()],
+            ..FieldMeta::default()
+        };
+        s.declare(&["spec", "a.b", ANY_FIELD, "ports"], ports.clone());
+        assert_eq!(s.lookup(&["spec", "a.b", "anything", "ports"]), ports);
+        assert_eq!(ports.list_keys(), vec!["port", "protocol"]);
+        assert_eq!(FieldMeta::merge("uid").list_keys(), vec!["uid"]);
+        assert!(FieldMeta::merge("").list_keys().is_empty());
+        // A declared name wins over the wildcard.
+        s.declare(&["spec", "a.b", "fixed"], FieldMeta::merge(""));
+        assert_eq!(s.lookup(&["spec", "a.b", "fixed"]), FieldMeta::merge(""));
     }
 }

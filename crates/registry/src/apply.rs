@@ -29,7 +29,7 @@ use patch::PatchMeta;
 use serde_json::{Map, Value, json};
 
 use crate::managed_fields::{
-    BEFORE_FIRST_APPLY, FieldSet, ListKind, ManagedEntry, PathElement, Walker, compare,
+    BEFORE_FIRST_APPLY, FieldSet, ListKind, ManagedEntry, PathElement, Walker, Writer, compare,
     describe_manager, empty_object, field_set_of, managed_of, manager_identifier, path_string,
     set_managed_fields, system_fields, update_entries,
 };
@@ -149,17 +149,17 @@ pub fn check_config(config: &Value) -> Result<(), StatusError> {
     }
 }
 
-/// Server-side apply of `config` by `manager` over `live` (`None`: the object
-/// is being created). `api_version` is the served version (recorded in the
-/// entry); `now` the RFC 3339 time to stamp. Managed fields that cannot be
-/// decoded are treated as absent. See the module docs for the rules.
+/// Server-side apply of `config` by `writer` over `live` (`None`: the object
+/// is being created). The writer's apiVersion (the served version) and
+/// subresource are recorded in its entry; `now` is the RFC 3339 time to stamp.
+/// Managed fields that cannot be decoded are treated as absent. See the module
+/// docs for the rules.
 pub fn apply(
     live: Option<&Value>,
     config: &Value,
-    manager: &str,
+    writer: &Writer<'_>,
     force: bool,
     schema: &dyn PatchMeta,
-    api_version: &str,
     now: &str,
 ) -> Result<Value, ApplyConflicts> {
     let mut config = config.clone();
@@ -175,13 +175,17 @@ pub fn apply(
     };
     if entries.is_empty() && live.is_some() {
         let cmp = compare(&empty_object(&live_obj), &live_obj, schema);
-        update_entries(&mut entries, &cmp, BEFORE_FIRST_APPLY, api_version, now);
+        let before = Writer {
+            manager: BEFORE_FIRST_APPLY,
+            ..*writer
+        };
+        update_entries(&mut entries, &cmp, &before, now);
     }
 
     let merged = merge(&mut Walker::new(schema), Some(&live_obj), &config).unwrap_or(json!({}));
 
     // The configuration's fields become the applier's set.
-    let applier = manager_identifier(manager, "Apply", "", "");
+    let applier = manager_identifier(writer.manager, "Apply", "", writer.subresource);
     let configured = field_set_of(&config, schema);
     let applied = configured.difference(&system_fields());
     let (last, last_time) = match entries.iter().position(|e| e.identifier() == applier) {
@@ -192,10 +196,10 @@ pub fn apply(
         None => (FieldSet::new(), None),
     };
     entries.push(ManagedEntry {
-        manager: manager.to_string(),
+        manager: writer.manager.to_string(),
         operation: "Apply".into(),
-        api_version: api_version.to_string(),
-        subresource: String::new(),
+        api_version: writer.api_version.to_string(),
+        subresource: writer.subresource.to_string(),
         time: last_time,
         fields: applied.clone(),
     });
@@ -268,6 +272,7 @@ pub fn apply(
 fn merge(w: &mut Walker<'_>, l: Option<&Value>, r: &Value) -> Option<Value> {
     match r {
         Value::Null => None,
+        Value::Object(_) if w.atomic_map() => Some(r.clone()),
         Value::Object(rm) => {
             let lm = l.and_then(Value::as_object);
             if rm.is_empty() && lm.is_none_or(Map::is_empty) {
@@ -527,19 +532,17 @@ mod tests {
                 Op::Apply(manager, config) => apply(
                     state.as_ref(),
                     &config,
-                    manager,
+                    &Writer::new(manager, "v1"),
                     false,
                     &case.schema,
-                    "v1",
                     &now,
                 ),
                 Op::ForceApply(manager, config) => apply(
                     state.as_ref(),
                     &config,
-                    manager,
+                    &Writer::new(manager, "v1"),
                     true,
                     &case.schema,
-                    "v1",
                     &now,
                 ),
             };
@@ -1067,10 +1070,9 @@ mod tests {
         let err = apply(
             Some(&live),
             &cm(json!({"a": "2"})),
-            "kubectl",
+            &Writer::new("kubectl", "v1"),
             false,
             &schema,
-            "v1",
             "2024-01-01T00:00:00Z",
         )
         .unwrap_err();
@@ -1081,10 +1083,9 @@ mod tests {
         let ok = apply(
             Some(&live),
             &cm(json!({"b": "2"})),
-            "kubectl",
+            &Writer::new("kubectl", "v1"),
             false,
             &schema,
-            "v1",
             "2024-01-01T00:00:00Z",
         )
         .unwrap();
@@ -1103,10 +1104,9 @@ mod tests {
         let first = apply(
             None,
             &cm(json!({"a": "1"})),
-            "m",
+            &Writer::new("m", "v1"),
             false,
             &schema,
-            "v1",
             "2024-01-01T00:00:01Z",
         )
         .unwrap();
@@ -1118,10 +1118,9 @@ mod tests {
         let again = apply(
             Some(&first),
             &cm(json!({"a": "1"})),
-            "m",
+            &Writer::new("m", "v1"),
             false,
             &schema,
-            "v1",
             "2024-01-01T00:00:09Z",
         )
         .unwrap();
@@ -1130,10 +1129,9 @@ mod tests {
         let changed = apply(
             Some(&first),
             &cm(json!({"a": "2"})),
-            "m",
+            &Writer::new("m", "v1"),
             false,
             &schema,
-            "v1",
             "2024-01-01T00:00:09Z",
         )
         .unwrap();

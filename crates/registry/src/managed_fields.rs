@@ -490,8 +490,8 @@ pub fn system_fields() -> FieldSet {
 pub(crate) enum ListKind {
     /// Replaced whole; owned as one leaf.
     Atomic,
-    /// Associative list: items by the value of this key field.
-    Keyed(String),
+    /// Associative list: items by the values of these key fields.
+    Keyed(Vec<String>),
     /// Set of scalars: items by value.
     Set,
 }
@@ -501,10 +501,15 @@ impl ListKind {
     pub(crate) fn element(&self, item: &Value) -> Option<PathElement> {
         match self {
             ListKind::Atomic => None,
-            ListKind::Keyed(key) => Some(PathElement::Key(vec![(
-                key.clone(),
-                item.get(key).cloned().unwrap_or(Value::Null),
-            )])),
+            ListKind::Keyed(keys) => {
+                // Upstream keeps key fields sorted by name.
+                let mut fields: Vec<(String, Value)> = keys
+                    .iter()
+                    .map(|k| (k.clone(), item.get(k).cloned().unwrap_or(Value::Null)))
+                    .collect();
+                fields.sort_by(|a, b| a.0.cmp(&b.0));
+                Some(PathElement::Key(fields))
+            }
             ListKind::Set => Some(PathElement::Value(item.clone())),
         }
     }
@@ -543,23 +548,31 @@ impl<'a> Walker<'a> {
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
         let meta = self.schema.lookup(&names);
         let mut items = lists.iter().flat_map(|l| l.iter());
-        match (meta.strategy, meta.merge_key) {
-            (Some(Strategy::Merge), Some(key)) => {
-                if items.all(|i| i.as_object().is_some_and(|o| o.contains_key(&key))) {
-                    ListKind::Keyed(key)
-                } else {
-                    ListKind::Atomic
-                }
-            }
-            (Some(Strategy::Merge), None) => {
-                if items.all(|i| !i.is_object() && !i.is_array()) {
-                    ListKind::Set
-                } else {
-                    ListKind::Atomic
-                }
-            }
-            _ => ListKind::Atomic,
+        if meta.strategy != Some(Strategy::Merge) {
+            return ListKind::Atomic;
         }
+        let keys = meta.list_keys();
+        if keys.is_empty() {
+            if items.all(|i| !i.is_object() && !i.is_array()) {
+                ListKind::Set
+            } else {
+                ListKind::Atomic
+            }
+        } else if items.all(|i| {
+            i.as_object()
+                .is_some_and(|o| keys.iter().all(|k| o.contains_key(k)))
+        }) {
+            ListKind::Keyed(keys)
+        } else {
+            ListKind::Atomic
+        }
+    }
+
+    /// Whether the map at the current field is atomic (`x-kubernetes-map-type:
+    /// atomic`): replaced and owned whole.
+    pub(crate) fn atomic_map(&self) -> bool {
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        self.schema.lookup(&names).atomic_map
     }
 
     // --- ToFieldSet ---------------------------------------------------------
@@ -569,7 +582,9 @@ impl<'a> Walker<'a> {
             self.push_field(k);
             match v {
                 // Struct-like: owned through its fields.
-                Value::Object(child) if !child.is_empty() => self.fields_of_map(child, set),
+                Value::Object(child) if !child.is_empty() && !self.atomic_map() => {
+                    self.fields_of_map(child, set)
+                }
                 Value::Array(items) => match self.list_kind(&[items]) {
                     ListKind::Atomic => set.insert(&self.path),
                     kind => self.fields_of_list(items, &kind, set),
@@ -635,6 +650,10 @@ impl<'a> Walker<'a> {
 
     pub(crate) fn compare(&mut self, l: Option<&Value>, r: Option<&Value>, cmp: &mut Comparison) {
         let container = |v: Option<&Value>| v.is_some_and(|v| v.is_object() || v.is_array());
+        if (l.is_some_and(Value::is_object) || r.is_some_and(Value::is_object)) && self.atomic_map()
+        {
+            return self.compare_leaf(l, r, cmp);
+        }
         match (l, r) {
             (None, None) => {}
             (Some(Value::Object(a)), Some(Value::Object(b))) => {
@@ -1048,8 +1067,7 @@ fn without_managed_fields(obj: &Value) -> Value {
 pub(crate) fn update_entries(
     entries: &mut Vec<ManagedEntry>,
     cmp: &Comparison,
-    manager: &str,
-    api_version: &str,
+    writer: &Writer<'_>,
     now: &str,
 ) {
     let touched = cmp.modified.union(&cmp.added);
@@ -1061,17 +1079,22 @@ pub(crate) fn update_entries(
     if current.is_empty() {
         return;
     }
-    let id = manager_identifier(manager, "Update", api_version, "");
+    let id = manager_identifier(
+        writer.manager,
+        "Update",
+        writer.api_version,
+        writer.subresource,
+    );
     match entries.iter_mut().find(|e| e.identifier() == id) {
         Some(e) => {
             e.fields = e.fields.union(&current);
             e.time = Some(now.to_string());
         }
         None => entries.push(ManagedEntry {
-            manager: manager.to_string(),
+            manager: writer.manager.to_string(),
             operation: "Update".into(),
-            api_version: api_version.to_string(),
-            subresource: String::new(),
+            api_version: writer.api_version.to_string(),
+            subresource: writer.subresource.to_string(),
             time: Some(now.to_string()),
             fields: current,
         }),
@@ -1082,14 +1105,30 @@ pub(crate) fn update_entries(
 // Update operations
 // ---------------------------------------------------------------------------
 
+/// Who writes: the field manager, the apiVersion it writes in, and the
+/// subresource written through (`""`, `status`, `scale`); upstream keeps one
+/// managedFields entry per combination.
+#[derive(Debug, Clone, Copy)]
+pub struct Writer<'a> {
+    pub manager: &'a str,
+    pub api_version: &'a str,
+    pub subresource: &'a str,
+}
+
+impl<'a> Writer<'a> {
+    /// A write through the main resource.
+    pub fn new(manager: &'a str, api_version: &'a str) -> Self {
+        Writer {
+            manager,
+            api_version,
+            subresource: "",
+        }
+    }
+}
+
 /// Record an Update (or a Create, which upstream also records as "Update") by
-/// `manager`, with list ownership from the object's built-in patch schema
-/// (`patch::builtin_schema` of its group and kind; unknown kinds get the
-/// `ObjectMeta` lists only).
-///
-/// An empty `manager` leaves `obj` untouched, managedFields included: callers
-/// that computed managedFields themselves (server-side apply, through
-/// [`crate::apply::apply`]) write with an empty manager.
+/// `manager` through the main resource, with list ownership from the object's
+/// built-in patch schema (`patch::builtin_schema` of its group and kind).
 pub fn record_update(obj: &mut Value, old: Option<&Value>, manager: &str, api_version: &str) {
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
     let kind = apimachinery::meta::kind(obj).to_string();
@@ -1107,50 +1146,27 @@ pub fn record_update_with_schema(
     schema: &dyn PatchMeta,
 ) {
     let base = match old {
-        Some(o) => without_managed_fields(o),
+        Some(o) => o.clone(),
         None => empty_object(obj),
     };
-    record(
-        obj,
-        old,
-        &base,
-        manager,
-        api_version,
-        schema,
-        &time::now_rfc3339(),
-    );
+    record(obj, old, &base, &Writer::new(manager, api_version), schema);
 }
 
-/// Record a create compared against `empty` (what an empty object of the type
-/// serializes to: `{}` for custom resources, whose `spec` then gets `"."`).
-pub fn record_create_with_schema(
-    obj: &mut Value,
-    empty: &Value,
-    manager: &str,
-    api_version: &str,
-    schema: &dyn PatchMeta,
-) {
-    record(
-        obj,
-        None,
-        empty,
-        manager,
-        api_version,
-        schema,
-        &time::now_rfc3339(),
-    );
-}
-
-fn record(
+/// Record `writer`'s Update: the change from `base` (the live object, or for a
+/// create what an empty object of the type looks like) to `obj`, in `obj`'s
+/// managedFields. Ownership of list items follows `schema`.
+///
+/// An empty manager leaves `obj` untouched, managedFields included: callers
+/// that computed managedFields themselves (server-side apply, through
+/// [`crate::apply::apply`]) write with an empty manager.
+pub fn record(
     obj: &mut Value,
     live: Option<&Value>,
     base: &Value,
-    manager: &str,
-    api_version: &str,
+    writer: &Writer<'_>,
     schema: &dyn PatchMeta,
-    now: &str,
 ) {
-    if manager.is_empty() {
+    if writer.manager.is_empty() {
         return;
     }
     // Upstream's decodeLiveOrNew: the request's managedFields win when they are
@@ -1173,7 +1189,7 @@ fn record(
         return;
     }
     let cmp = compare(&without_managed_fields(base), obj, schema);
-    update_entries(&mut entries, &cmp, manager, api_version, now);
+    update_entries(&mut entries, &cmp, writer, &time::now_rfc3339());
     set_managed_fields(obj, entries);
 }
 
@@ -1233,7 +1249,13 @@ mod tests {
     fn custom_resource_create_marks_spec() {
         let mut obj =
             json!({"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"w"},"spec":{"n":1}});
-        record_create_with_schema(&mut obj, &json!({}), "m", "x.io/v1", &PatchSchema::new());
+        record(
+            &mut obj,
+            None,
+            &json!({}),
+            &Writer::new("m", "x.io/v1"),
+            &PatchSchema::new(),
+        );
         assert_eq!(
             obj["metadata"]["managedFields"][0]["fieldsV1"],
             json!({"f:spec":{".":{},"f:n":{}}})

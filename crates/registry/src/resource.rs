@@ -158,8 +158,13 @@ pub struct ResourceType {
     /// When set, creates are refused with 405 and this message (e.g. while the
     /// CRD of a custom resource is terminating).
     pub refuse_create: Option<String>,
-    /// Strategic merge patch needs Go struct tags; custom resources refuse it (415).
-    pub strategic_merge: bool,
+    /// Built-in kinds are Go structs upstream: strategic merge patch works, and
+    /// an empty object has `metadata`/`spec`/`status` structs. Custom resources
+    /// are unstructured: strategic merge is refused (415) and an empty object is `{}`.
+    pub structured: bool,
+    /// How lists and maps merge and are owned (strategic merge, server-side apply,
+    /// managedFields): built-in tags, or a CRD schema's `x-kubernetes-list-type`s.
+    pub patch_schema: patch::PatchSchema,
     /// A `Warning` header on every request to this version (deprecated versions).
     pub deprecation_warning: Option<String>,
     /// The `scale` subresource (custom resources that declare one).
@@ -204,7 +209,8 @@ impl ResourceType {
             name_validation: apimachinery::validation::name_is_dns_subdomain,
             openapi_schema: None,
             refuse_create: None,
-            strategic_merge: true,
+            structured: true,
+            patch_schema: patch::builtin_schema(group, kind),
             deprecation_warning: None,
             scale: None,
             strategy,
@@ -221,6 +227,15 @@ impl ResourceType {
 
     pub fn api_version(&self) -> String {
         self.gvk().api_version()
+    }
+
+    /// What an empty object of this type looks like, for the managedFields of a create.
+    pub fn empty_object(&self, obj: &Value) -> Value {
+        if self.structured {
+            crate::managed_fields::empty_object(obj)
+        } else {
+            Value::Object(Default::default())
+        }
     }
 
     pub fn list_kind(&self) -> String {

@@ -399,12 +399,8 @@ impl GenericStore {
             return Err(self.invalid(meta::name(&obj), &errs));
         }
         self.admit_namespace(&ctx.namespace).await?;
-        managed_fields::record_update(
-            &mut obj,
-            None,
-            &ctx.field_manager,
-            &self.rtype.api_version(),
-        );
+        let empty = self.rtype.empty_object(&obj);
+        self.record_write(ctx, &mut obj, None, &empty);
         let name = meta::name(&obj).to_string();
         let key = self.key(&ctx.namespace, &name);
         if ctx.dry_run {
@@ -591,6 +587,23 @@ impl GenericStore {
         Err(StatusError::modified(&self.rtype.group_resource(), name))
     }
 
+    /// Credit the request's field manager with the change from `base` to `obj`.
+    fn record_write(
+        &self,
+        ctx: &RequestContext,
+        obj: &mut Value,
+        live: Option<&Value>,
+        base: &Value,
+    ) {
+        let api_version = self.rtype.api_version();
+        let writer = managed_fields::Writer {
+            manager: &ctx.field_manager,
+            api_version: &api_version,
+            subresource: ctx.subresource.as_deref().unwrap_or(""),
+        };
+        managed_fields::record(obj, live, base, &writer, &self.rtype.patch_schema);
+    }
+
     /// Finalizers (or a type-specific rule) keep a deleted object around.
     fn deletion_pending(&self, obj: &Value) -> bool {
         !meta::finalizers(obj).is_empty() || self.rtype.strategy.deletion_blocked(obj)
@@ -600,7 +613,15 @@ impl GenericStore {
     fn prepare_update(&self, ctx: &RequestContext, new: &mut Value, old: &Value) -> Result<()> {
         let status_only = ctx.subresource.as_deref() == Some("status");
         match ctx.subresource.as_deref() {
-            Some("status") => self.rtype.strategy.prepare_status_update(new, old),
+            Some("status") => {
+                // Only status changes, but managedFields are the writer's (an apply
+                // computed them already).
+                let managed = new.pointer("/metadata/managedFields").cloned();
+                self.rtype.strategy.prepare_status_update(new, old);
+                if let Some(m) = managed {
+                    meta::metadata_mut(new).insert("managedFields".into(), m);
+                }
+            }
             // Namespace finalization: only `spec.finalizers` may change.
             Some("finalize") => {
                 let finalizers = new
@@ -631,12 +652,7 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(&name, &errs));
         }
-        managed_fields::record_update(
-            new,
-            Some(old),
-            &ctx.field_manager,
-            &self.rtype.api_version(),
-        );
+        self.record_write(ctx, new, Some(old), old);
         Ok(())
     }
 

@@ -228,10 +228,9 @@ fn wants_aggregated(accept: &str) -> bool {
     false
 }
 
-/// A resource type bound to storage, with its strategic-merge metadata.
+/// A resource type bound to storage.
 fn served(rtype: Arc<ResourceType>, storage: &Arc<Storage>, prefix: &str) -> Arc<Served> {
     Arc::new(Served {
-        patch_schema: patch::builtin_schema(&rtype.group, &rtype.kind),
         store: registry::GenericStore::new(rtype.clone(), storage.clone(), prefix),
         rtype,
     })

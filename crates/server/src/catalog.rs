@@ -15,7 +15,6 @@ use registry::{GenericStore, ResourceType};
 pub struct Served {
     pub rtype: Arc<ResourceType>,
     pub store: GenericStore,
-    pub patch_schema: patch::PatchSchema,
 }
 
 /// Prebuilt discovery documents of the whole API (JSON bytes).

@@ -43,14 +43,14 @@ pub async fn patch(
     if kind == BodyKind::ApplyPatch {
         return apply(call, patch_doc).await;
     }
-    if kind == BodyKind::StrategicMergePatch && !call.rtype().strategic_merge {
+    if kind == BodyKind::StrategicMergePatch && !call.rtype().structured {
         return Err(StatusError::new(
             415,
             "UnsupportedMediaType",
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
-    let schema = &call.served.patch_schema;
+    let schema = &call.rtype().patch_schema;
     let rtype = call.rtype();
     let warnings = std::sync::Mutex::new(Vec::new());
     let mutate = |current: &Value| -> Result<Value> {
@@ -116,13 +116,17 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
     let gr = call.rtype().group_resource();
     let merge = |live: Option<&Value>| -> Result<Value> {
         let now = apimachinery::time::now_rfc3339();
+        let writer = registry::managed_fields::Writer {
+            manager: &manager,
+            api_version: &api_version,
+            subresource: &call.info.subresource,
+        };
         registry::apply::apply(
             live,
             &config,
-            &manager,
+            &writer,
             force,
-            &call.served.patch_schema,
-            &api_version,
+            &call.rtype().patch_schema,
             &now,
         )
         .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
