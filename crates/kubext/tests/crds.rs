@@ -618,3 +618,167 @@ fn schemas_validate_prune_and_default_custom_resources() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+async fn get_json(client: &kube::Client, path: &str) -> serde_json::Value {
+    let req = http::Request::get(path).body(Vec::new()).unwrap();
+    serde_json::from_str(&client.request_text(req).await.unwrap()).unwrap()
+}
+
+/// `(hash in the /openapi/v3 index, document)` of the CronTab group-version.
+async fn crontab_openapi(client: &kube::Client) -> Option<(String, serde_json::Value)> {
+    let index = get_json(client, "/openapi/v3").await;
+    let url = index["paths"]["apis/stable.example.com/v1"]["serverRelativeURL"].as_str()?;
+    let hash = url.split_once("?hash=")?.1.to_string();
+    Some((hash, get_json(client, url).await))
+}
+
+#[tokio::test]
+async fn openapi_publishes_each_crd_version_and_follows_changes_within_a_second() {
+    let server = Server::builder().start().unwrap();
+    install_crontab(&server);
+    let client = server.client().await.unwrap();
+    let (hash, doc) = crontab_openapi(&client)
+        .await
+        .expect("CronTab in the index");
+    let schema = &doc["components"]["schemas"]["com.example.stable.v1.CronTab"];
+    assert_eq!(
+        schema["x-kubernetes-group-version-kind"],
+        json!([{"group": "stable.example.com", "kind": "CronTab", "version": "v1"}])
+    );
+    assert_eq!(
+        schema["properties"]["metadata"]["allOf"][0]["$ref"],
+        "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    assert!(
+        doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]
+            ["properties"]["labels"]["description"]
+            .is_string(),
+        "ObjectMeta carries its descriptions"
+    );
+    assert!(
+        schema["properties"]["spec"]["properties"]
+            .get("color")
+            .is_none()
+    );
+
+    // A new field with a description: published, with a new hash, within a second.
+    let changed = CRONTAB_CRD.replace(
+        "spec: {type: object, properties: {cronSpec: {type: string},",
+        "spec: {type: object, properties: {color: {type: string, description: The colour of the tab.}, cronSpec: {type: string},",
+    );
+    assert_ne!(changed, CRONTAB_CRD);
+    server.apply(&changed);
+    let started = std::time::Instant::now();
+    loop {
+        let (new_hash, doc) = crontab_openapi(&client).await.unwrap();
+        let color = &doc["components"]["schemas"]["com.example.stable.v1.CronTab"]["properties"]["spec"]
+            ["properties"]["color"];
+        if color.is_object() {
+            assert_ne!(new_hash, hash);
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "OpenAPI not updated within a second"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let explained = server.kubectl_ok(&["explain", "crontabs.spec.color"]);
+    assert!(explained.contains("The colour of the tab."), "{explained}");
+}
+
+#[tokio::test]
+async fn embedded_resources_are_pruned_and_validated() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: deployers.apps.example.com}
+spec:
+  group: apps.example.com
+  scope: Namespaced
+  names: {plural: deployers, kind: Deployer}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              template:
+                type: object
+                x-kubernetes-embedded-resource: true
+                properties:
+                  data: {type: object, additionalProperties: {type: string}}
+"#,
+    );
+    established(&server, "crd/deployers.apps.example.com");
+    let gvk = GroupVersionKind::gvk("apps.example.com", "v1", "Deployer");
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        server.client().await.unwrap(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "deployers"),
+    );
+    let obj = |template: serde_json::Value| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "apps.example.com/v1",
+            "kind": "Deployer",
+            "metadata": {"name": "d"},
+            "spec": {"template": template},
+        }))
+        .unwrap()
+    };
+    let created = api
+        .create(
+            &PostParams::default(),
+            &obj(json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "inner", "labels": {"a": "b"}, "bogus": 1},
+                "data": {"k": "v"},
+                "extra": true,
+            })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created.data["spec"]["template"],
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "inner", "labels": {"a": "b"}},
+            "data": {"k": "v"},
+        }),
+        "unknown fields pruned, metadata pruned to ObjectMeta"
+    );
+    let err = api
+        .create(
+            &PostParams::default(),
+            &obj(json!({"apiVersion": "v1", "metadata": {"name": "a/b"}})),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("expected an API error")
+    };
+    assert_eq!(status.code, 422);
+    assert!(
+        status
+            .message
+            .contains("spec.template.kind: Required value"),
+        "{}",
+        status.message
+    );
+    assert!(
+        status
+            .message
+            .contains("spec.template.metadata.name: Invalid value: \"a/b\""),
+        "{}",
+        status.message
+    );
+}
