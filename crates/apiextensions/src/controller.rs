@@ -86,7 +86,7 @@ impl CrdController {
                 if meta::deletion_timestamp(&o.value).is_some() {
                     self.start_cleanup(&name, &o.value);
                 }
-                known.put(name, o.value.clone());
+                known.put(name, o);
             }
             WatchItem::Deleted(o) => known.remove(meta::name(&o.value)),
             WatchItem::Bookmark(_) => {}
@@ -144,7 +144,7 @@ impl CrdController {
         };
         compiled.retain(|name, _| known.crds.contains_key(name));
         for name in changed.iter().chain(pending.keys()) {
-            let Some(crd) = known.crds.get(name) else {
+            let Some(crd) = known.crds.get(name).map(|o| &o.value) else {
                 continue;
             };
             let status = pending.get(name).or_else(|| crd.get("status"));
@@ -175,7 +175,8 @@ impl CrdController {
 /// The CRDs as last seen, indexed by group, and what changed since the last sync.
 #[derive(Default)]
 struct Known {
-    crds: BTreeMap<String, Value>,
+    /// Shared with the watch cache, not copied.
+    crds: BTreeMap<String, Arc<registry::Object>>,
     by_group: HashMap<String, BTreeSet<String>>,
     changed_groups: HashSet<String>,
     changed: HashSet<String>,
@@ -189,9 +190,9 @@ fn group_of(crd: &Value) -> &str {
 }
 
 impl Known {
-    fn put(&mut self, name: String, crd: Value) {
+    fn put(&mut self, name: String, crd: Arc<registry::Object>) {
         self.remove(&name);
-        let group = group_of(&crd).to_string();
+        let group = group_of(&crd.value).to_string();
         self.by_group
             .entry(group.clone())
             .or_default()
@@ -205,7 +206,7 @@ impl Known {
         let Some(old) = self.crds.remove(name) else {
             return;
         };
-        let group = group_of(&old);
+        let group = group_of(&old.value);
         if let Some(names) = self.by_group.get_mut(group) {
             names.remove(name);
             if names.is_empty() {
@@ -236,7 +237,7 @@ fn reconcile(known: &Known, groups: &HashSet<String>) -> BTreeMap<String, Value>
             .get(group)
             .into_iter()
             .flatten()
-            .filter_map(|name| known.crds.get(name))
+            .filter_map(|name| known.crds.get(name).map(|o| &o.value))
             .filter(|c| meta::deletion_timestamp(c).is_none())
             .collect();
         order.sort_by_key(|c| {

@@ -782,3 +782,47 @@ spec:
         status.message
     );
 }
+
+/// kubectl validates a `List` client-side against `/openapi/v2`, so the CRD kind's
+/// published schema must accept real CRDs; `explain` reads it too.
+#[test]
+fn kubectl_validates_and_explains_the_crd_kind() {
+    let server = Server::builder().start().unwrap();
+    let crd = |i: usize| {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("things{i}.g.example.com")},
+            "spec": {
+                "group": "g.example.com",
+                "scope": "Namespaced",
+                "names": {"plural": format!("things{i}"), "kind": format!("Thing{i}")},
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "size": {"type": "integer", "default": 1},
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                        }},
+                    }}},
+                }],
+            },
+        })
+    };
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [crd(0), crd(1)]});
+    let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(&list.to_string()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let explained = server.kubectl_ok(&["explain", "crd.spec.versions.schema.openAPIV3Schema"]);
+    assert!(explained.contains("JSONSchemaProps"), "{explained}");
+    // An unknown field in a CRD is still caught (server-side, Strict).
+    let mut bad = crd(2);
+    bad["spec"]["bogus"] = json!(true);
+    let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(&bad.to_string()));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown field \"spec.bogus\""), "{stderr}");
+}

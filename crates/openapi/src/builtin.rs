@@ -4,6 +4,7 @@
 use std::sync::OnceLock;
 
 use k8s_openapi::api::{coordination, core::v1 as core, discovery, events};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use schemars::JsonSchema;
 use schemars::SchemaGenerator;
@@ -99,6 +100,11 @@ fn generate() -> Builtin {
     roots.kind::<coordination::v1::Lease>("coordination.k8s.io", "v1", "Lease");
     roots.kind::<discovery::v1::EndpointSlice>("discovery.k8s.io", "v1", "EndpointSlice");
     roots.kind::<events::v1::Event>("events.k8s.io", "v1", "Event");
+    roots.kind::<apiextensions::CustomResourceDefinition>(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+    );
     roots.other::<meta::APIResourceList>();
     roots.other::<meta::DeleteOptions>();
     roots.other::<meta::ListMeta>();
@@ -126,6 +132,18 @@ fn generate() -> Builtin {
         );
     }
     apply_extensions(&mut components);
+    // Upstream publishes these as untyped (any JSON value): only a description.
+    for name in [
+        "JSON",
+        "JSONSchemaPropsOrArray",
+        "JSONSchemaPropsOrBool",
+        "JSONSchemaPropsOrStringArray",
+    ] {
+        let name = format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.{name}");
+        if let Some(Value::Object(s)) = components.get_mut(&name) {
+            s.retain(|k, _| k == "description");
+        }
+    }
 
     for k in &kinds {
         if let Some(Value::Object(s)) = components.get_mut(&k.schema) {

@@ -38,7 +38,7 @@ struct GroupVersion {
     /// The legacy `APIResourceList`.
     legacy: Bytes,
     /// This version's entry in aggregated discovery.
-    aggregated: Value,
+    aggregated: Bytes,
     /// OpenAPI v3: the hash is cheap and needed for the index; the document is built
     /// on first request.
     openapi_hash: OnceLock<String>,
@@ -53,11 +53,11 @@ impl GroupVersion {
             "groupVersion": if group.is_empty() { version.to_string() } else { format!("{group}/{version}") },
             "resources": legacy_resources(&served),
         }));
-        let aggregated = json!({
+        let aggregated = bytes(json!({
             "version": version,
             "resources": aggregated_resources(&served),
             "freshness": "Current",
-        });
+        }));
         GroupVersion {
             group: group.to_string(),
             version: version.to_string(),
@@ -123,8 +123,8 @@ impl Group {
         } else {
             json!({"name": name, "creationTimestamp": null})
         };
-        let entries: Vec<&Value> = versions.iter().map(|gv| &gv.aggregated).collect();
-        let aggregated = bytes(json!({"metadata": metadata, "versions": entries}));
+        let head = format!(r#"{{"metadata":{metadata},"versions":["#);
+        let aggregated = concat(&head, versions.iter().map(|gv| &gv.aggregated), "]}");
         Group {
             versions,
             listed: bytes(listed),
