@@ -82,7 +82,7 @@ fn prune_nulls(x: &mut Value, s: Option<&Structural>) {
             let keys: Vec<String> = m.keys().cloned().collect();
             for k in keys {
                 let schema = match s.properties.get(&k) {
-                    Some(p) => Some(p),
+                    Some(p) => Some(&**p),
                     None => match ap_schema(s) {
                         None => continue,
                         Some(ap) => ap,

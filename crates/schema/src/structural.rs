@@ -90,7 +90,8 @@ pub struct Structural {
     pub nullable: bool,
     pub default: Option<Value>,
     pub description: String,
-    pub properties: BTreeMap<String, Structural>,
+    /// Boxed: a map node holds room for 11 entries, and a `Structural` is large.
+    pub properties: BTreeMap<String, Box<Structural>>,
     pub items: Option<Box<Structural>>,
     pub additional_properties: Option<AdditionalProperties>,
     pub extensions: Extensions,
@@ -108,6 +109,7 @@ impl Structural {
     pub fn property(&self, key: &str) -> Option<&Structural> {
         self.properties
             .get(key)
+            .map(|s| &**s)
             .or(match &self.additional_properties {
                 Some(AdditionalProperties::Schema(s)) => Some(s),
                 _ => None,
@@ -259,7 +261,7 @@ fn compile_at(schema: &Value, path: &str) -> Result<Structural, SchemaError> {
         for (k, v) in props {
             s.properties.insert(
                 k.clone(),
-                compile_at(v, &format!("{path}.properties[{k}]"))?,
+                Box::new(compile_at(v, &format!("{path}.properties[{k}]"))?),
             );
         }
     }

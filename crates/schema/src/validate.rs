@@ -122,7 +122,7 @@ fn opt_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
 /// Whether any node of `s` carries `x-kubernetes-validations`.
 fn has_rules(s: &Structural) -> bool {
     !s.extensions.validations.is_empty()
-        || s.properties.values().any(has_rules)
+        || s.properties.values().any(|p| has_rules(p))
         || s.items.as_deref().is_some_and(has_rules)
         || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(ap)) if has_rules(ap))
 }
