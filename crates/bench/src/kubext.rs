@@ -5,7 +5,10 @@ use anyhow::{Context, Result, anyhow, bail};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams, WatchEvent,
+    WatchParams,
+};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -99,21 +102,44 @@ pub struct WatchResult {
     pub rss: Option<u64>,
 }
 
-/// Everything measured on one backend through kubext.
+/// Creates, GETs and LISTs of one kind of object.
 #[derive(Debug, Clone, Default)]
-pub struct KubextResult {
-    pub start_to_ready: Latencies,
-    pub rss_idle: Option<u64>,
-    pub rss_loaded: Option<u64>,
-    /// After the reads, right before the watches open.
-    pub rss_before_watchers: Option<u64>,
-    pub rss_watchers: Option<u64>,
+pub struct ObjectPhases {
     pub creates: Option<Phase>,
     /// Cores used during the creates.
     pub creates_cpu: Option<cpu::Split>,
     pub gets: Option<Phase>,
     pub lists_small: Option<Phase>,
     pub lists_all: Option<Phase>,
+}
+
+impl ObjectPhases {
+    pub fn all(&self) -> impl Iterator<Item = &Phase> {
+        [
+            &self.creates,
+            &self.gets,
+            &self.lists_small,
+            &self.lists_all,
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// Everything measured on one backend through kubext.
+#[derive(Debug, Clone, Default)]
+pub struct KubextResult {
+    pub start_to_ready: Latencies,
+    pub rss_idle: Option<u64>,
+    /// After the ConfigMap phases.
+    pub rss_loaded: Option<u64>,
+    /// After the custom resource phases, right before the watches open.
+    pub rss_custom: Option<u64>,
+    pub rss_watchers: Option<u64>,
+    /// ConfigMaps (a built-in kind).
+    pub configmaps: ObjectPhases,
+    /// Custom resources of a CRD with a schema (validation, defaulting, pruning).
+    pub custom: ObjectPhases,
     pub watch: Option<WatchResult>,
     /// Errors that stopped a phase, in order.
     pub problems: Vec<String>,
@@ -196,15 +222,52 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
     result.rss_idle = rss(server, &client).await;
 
     let payload = Arc::new(payload(1024));
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let configmaps: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), NS, &ApiResource::erase::<ConfigMap>(&()));
+    let made = payload.clone();
+    result.configmaps = object_phases(plan, server, &configmaps, "ConfigMaps", move |i| {
+        config_map_object(i, &made)
+    })
+    .await?;
+    result.rss_loaded = rss(server, &client).await;
+
+    let items = install_bench_crd(&client).await?;
+    let made = payload.clone();
+    result.custom = object_phases(plan, server, &items, "custom resources", move |i| {
+        bench_item(i, &made)
+    })
+    .await?;
+    result.rss_custom = rss(server, &client).await;
+
+    if plan.watchers > 0 && plan.watch_objects > 0 {
+        eprintln!(
+            "  watch: {} watchers, {} creates at concurrency {}, then {} paced creates",
+            plan.watchers, plan.watch_objects, plan.concurrency, plan.paced_objects
+        );
+        let watch = watch_phase(plan, server, &client, &payload, result).await?;
+        result.watch = Some(watch);
+    }
+    Ok(())
+}
+
+/// Creates at `plan.concurrency`, then serial GETs, LISTs of 100 and LISTs of all,
+/// of the objects `make` builds.
+async fn object_phases(
+    plan: &Plan,
+    server: &Server,
+    api: &Api<DynamicObject>,
+    what: &str,
+    make: impl Fn(usize) -> DynamicObject + Send + Sync + 'static,
+) -> Result<ObjectPhases> {
+    let mut out = ObjectPhases::default();
     eprintln!(
-        "  creates: {} ConfigMaps, concurrency {}",
+        "  creates: {} {what}, concurrency {}",
         plan.objects, plan.concurrency
     );
     let meter = cpu::Meter::start(server.pid(), plan.etcd_pid);
+    let make = Arc::new(make);
     let creates = {
         let api = api.clone();
-        let payload = payload.clone();
         stats::run(
             plan.objects,
             plan.concurrency,
@@ -212,23 +275,22 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
             PER_REQUEST,
             move |i| {
                 let api = api.clone();
-                let cm = config_map(&format!("cm-{i:06}"), &payload);
+                let obj = make(i);
                 async move {
-                    api.create(&PostParams::default(), &cm).await?;
+                    api.create(&PostParams::default(), &obj).await?;
                     Ok(())
                 }
             },
         )
         .await
     };
-    result.creates_cpu = Some(meter.finish());
+    out.creates_cpu = Some(meter.finish());
     let mut created: Vec<usize> = creates.samples.iter().map(|s| s.index).collect();
     created.sort_unstable();
-    result.creates = Some(Phase::from(&creates));
-    result.rss_loaded = rss(server, &client).await;
+    out.creates = Some(Phase::from(&creates));
     if created.is_empty() {
         bail!(
-            "no create succeeded: {}",
+            "no create of {what} succeeded: {}",
             creates.first_error.unwrap_or_default()
         );
     }
@@ -246,13 +308,13 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
             // A stride through the created objects, so reads are spread out.
             let pick = created[(i * 7919) % created.len()];
             async move {
-                api.get(&format!("cm-{pick:06}")).await?;
+                api.get(&object_name(pick)).await?;
                 Ok(())
             }
         })
         .await
     };
-    result.gets = Some(Phase::from(&gets));
+    out.gets = Some(Phase::from(&gets));
     let lists_small = {
         let api = api.clone();
         stats::run(
@@ -271,7 +333,7 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
         )
         .await
     };
-    result.lists_small = Some(Phase::from(&lists_small));
+    out.lists_small = Some(Phase::from(&lists_small));
     let lists_all = {
         let api = api.clone();
         let want = created.len();
@@ -295,17 +357,84 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
         )
         .await
     };
-    result.lists_all = Some(Phase::from(&lists_all));
+    out.lists_all = Some(Phase::from(&lists_all));
+    Ok(out)
+}
 
-    if plan.watchers > 0 && plan.watch_objects > 0 {
-        eprintln!(
-            "  watch: {} watchers, {} creates at concurrency {}, then {} paced creates",
-            plan.watchers, plan.watch_objects, plan.concurrency, plan.paced_objects
+fn object_name(i: usize) -> String {
+    format!("obj-{i:06}")
+}
+
+fn config_map_object(i: usize, payload: &str) -> DynamicObject {
+    let cm = config_map(&object_name(i), payload);
+    serde_json::from_value(serde_json::to_value(cm).unwrap_or_default()).unwrap_or_else(|_| {
+        DynamicObject::new(&object_name(i), &ApiResource::erase::<ConfigMap>(&()))
+    })
+}
+
+const BENCH_CRD: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1",
+  "kind": "CustomResourceDefinition",
+  "metadata": {"name": "benchitems.bench.example.com"},
+  "spec": {
+    "group": "bench.example.com",
+    "scope": "Namespaced",
+    "names": {"plural": "benchitems", "kind": "BenchItem"},
+    "versions": [{
+      "name": "v1", "served": true, "storage": true,
+      "subresources": {"status": {}},
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["payload"], "properties": {
+          "payload": {"type": "string", "maxLength": 4096},
+          "replicas": {"type": "integer", "minimum": 0, "default": 1},
+          "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
+        }},
+        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+      }}}
+    }]
+  }
+}"#;
+
+/// Install the benchmark's CRD and wait until its resource is served.
+async fn install_bench_crd(client: &kube::Client) -> Result<Api<DynamicObject>> {
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    crds.create(&PostParams::default(), &serde_json::from_str(BENCH_CRD)?)
+        .await
+        .context("creating the benchmark CRD")?;
+    let items: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NS,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("bench.example.com", "v1", "BenchItem"),
+            "benchitems",
+        ),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while items.list(&ListParams::default().limit(1)).await.is_err() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the benchmark CRD was never served"
         );
-        let watch = watch_phase(plan, server, &client, &payload, result).await?;
-        result.watch = Some(watch);
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    Ok(())
+    Ok(items)
+}
+
+/// A custom resource of about the size of the ConfigMaps.
+fn bench_item(i: usize, payload: &str) -> DynamicObject {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "bench.example.com/v1",
+        "kind": "BenchItem",
+        "metadata": {"name": object_name(i), "labels": {"app": "kubext-bench"}},
+        "spec": {"payload": payload, "tags": ["a", "b"]},
+    }))
+    .unwrap_or_else(|_| DynamicObject::new(&object_name(i), &ApiResource::erase::<ConfigMap>(&())))
 }
 
 /// What one watcher saw.
@@ -331,8 +460,6 @@ async fn watch_phase(
         .metadata
         .resource_version
         .ok_or_else(|| anyhow!("list without resourceVersion"))?;
-
-    result.rss_before_watchers = rss(server, client).await;
 
     // The watchers get their own runtime, so the writers' tasks never queue behind
     // event decoding (the OS still shares the cores between everything).

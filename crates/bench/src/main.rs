@@ -2,8 +2,9 @@
 //! does it get to the raw storage underneath?
 //!
 //! For each backend it starts fresh `kubext` processes (via `testkit`) and measures
-//! start-to-ready time, RSS, ConfigMap creates/s and latency with C concurrent
-//! kube-rs requests, GET/LIST latency, watch delivery latency with W open watches,
+//! start-to-ready time, RSS, creates/s and latency with C concurrent kube-rs
+//! requests and GET/LIST latency for ConfigMaps and for custom resources (a CRD with
+//! a validating, defaulting schema), watch delivery latency with W open watches,
 //! and then the raw storage ceiling (the same creates straight into a
 //! `MemoryBackend`, a `SqliteBackend` or the same etcd) in the same run.
 //!

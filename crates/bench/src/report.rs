@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::BackendReport;
 use crate::cpu;
-use crate::kubext::{Phase, Plan};
+use crate::kubext::{KubextResult, ObjectPhases, Phase, Plan};
 use crate::stats::Latencies;
 
 /// Goal for start-to-ready.
@@ -131,10 +131,75 @@ fn cores_json(s: &cpu::Split) -> Value {
     json!({"server": s.server, "etcd": s.etcd, "bench": s.bench, "wall_ms": s.wall.as_secs_f64() * 1e3})
 }
 
-fn ratio(r: &BackendReport) -> Option<f64> {
-    let kubext = r.kubext.as_ref()?.creates.as_ref()?.ops_per_sec?;
+/// kubext creates/s of the objects `pick` selects ÷ raw creates/s.
+fn ratio(r: &BackendReport, pick: Pick) -> Option<f64> {
+    let kubext = pick(r.kubext.as_ref()?).creates.as_ref()?.ops_per_sec?;
     let raw = r.raw.as_ref()?.creates.ops_per_sec?;
     Some(kubext / raw)
+}
+
+/// Selects one kind of object's phases.
+type Pick = fn(&KubextResult) -> &ObjectPhases;
+
+const PICKS: [(&str, Pick); 2] = [
+    ("ConfigMaps", |k| &k.configmaps),
+    ("custom resources", |k| &k.custom),
+];
+
+/// Creates, GETs and LISTs of one kind of object.
+fn object_rows(
+    row: &mut impl FnMut(String, &dyn Fn(&BackendReport) -> String, &'static str),
+    plan: &Plan,
+    what: &str,
+    pick: Pick,
+) {
+    let phases = |r: &BackendReport| {
+        r.kubext
+            .as_ref()
+            .map(|k| pick(k).clone())
+            .unwrap_or_default()
+    };
+    row(
+        format!("{what}: creates/s (C={})", plan.concurrency),
+        &|r| phase_rate(phases(r).creates.as_ref()),
+        "",
+    );
+    row(
+        "  create p50 / p99".into(),
+        &|r| phase_lat(phases(r).creates.as_ref()),
+        "",
+    );
+    row(
+        "  cores: server/etcd/bench".into(),
+        &|r| phases(r).creates_cpu.as_ref().map_or_else(na, cores),
+        "",
+    );
+    row(
+        "  CPU µs per create: server/etcd/bench".into(),
+        &|r| {
+            let p = phases(r);
+            match (&p.creates_cpu, &p.creates) {
+                (Some(c), Some(created)) => per_op(c, created.ok),
+                _ => na(),
+            }
+        },
+        "",
+    );
+    row(
+        "  GET p50 / p99 (serial)".into(),
+        &|r| phase_lat(phases(r).gets.as_ref()),
+        "",
+    );
+    row(
+        "  LIST limit=100 p50 / p99".into(),
+        &|r| phase_lat(phases(r).lists_small.as_ref()),
+        "",
+    );
+    row(
+        format!("  LIST all {} p50 / p99", plan.objects),
+        &|r| phase_lat(phases(r).lists_all.as_ref()),
+        "",
+    );
 }
 
 /// The report as an aligned table: one column per backend.
@@ -156,13 +221,13 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
     );
     row("RSS idle".into(), &|r| mib(k(r).rss_idle), "");
     row(
-        format!("RSS after {} objects", plan.objects),
+        format!("RSS after {} ConfigMaps", plan.objects),
         &|r| mib(k(r).rss_loaded),
         "",
     );
     row(
-        "RSS after reads".into(),
-        &|r| mib(k(r).rss_before_watchers),
+        format!("RSS after {} custom resources", plan.objects),
+        &|r| mib(k(r).rss_custom),
         "",
     );
     row(
@@ -170,47 +235,9 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         &|r| mib(k(r).rss_watchers),
         "",
     );
-    row(
-        format!("creates/s (C={})", plan.concurrency),
-        &|r| phase_rate(k(r).creates.as_ref()),
-        "",
-    );
-    row(
-        "create p50 / p99".into(),
-        &|r| phase_lat(k(r).creates.as_ref()),
-        "",
-    );
-    row(
-        "  cores: server/etcd/bench".into(),
-        &|r| k(r).creates_cpu.as_ref().map_or_else(na, cores),
-        "",
-    );
-    row(
-        "  CPU µs per create: server/etcd/bench".into(),
-        &|r| {
-            let kr = k(r);
-            match (&kr.creates_cpu, &kr.creates) {
-                (Some(c), Some(p)) => per_op(c, p.ok),
-                _ => na(),
-            }
-        },
-        "",
-    );
-    row(
-        "GET p50 / p99 (serial)".into(),
-        &|r| phase_lat(k(r).gets.as_ref()),
-        "",
-    );
-    row(
-        "LIST limit=100 p50 / p99".into(),
-        &|r| phase_lat(k(r).lists_small.as_ref()),
-        "",
-    );
-    row(
-        format!("LIST all {} p50 / p99", plan.objects),
-        &|r| phase_lat(k(r).lists_all.as_ref()),
-        "",
-    );
+    for (what, pick) in PICKS {
+        object_rows(&mut row, plan, what, pick);
+    }
     row(
         "watches open / setup time".into(),
         &|r| {
@@ -229,7 +256,7 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         format!("creates/s with watchers (C={})", plan.concurrency),
         &|r| {
             let kr = k(r);
-            let base = kr.creates.as_ref().and_then(|p| p.ops_per_sec);
+            let base = kr.configmaps.creates.as_ref().and_then(|p| p.ops_per_sec);
             kr.watch.map_or_else(na, |w| {
                 let mut s = phase_rate(Some(&w.writes));
                 if let (Some(with), Some(base)) = (w.writes.ops_per_sec, base) {
@@ -309,20 +336,19 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         },
         "",
     );
-    row(
-        "kubext ÷ raw creates/s".into(),
-        &|r| ratio(r).map_or_else(na, |x| format!("{:.1} %", x * 100.0)),
-        ">= 80 %",
-    );
+    for (what, pick) in PICKS {
+        row(
+            format!("kubext ÷ raw creates/s ({what})"),
+            &|r| ratio(r, pick).map_or_else(na, |x| format!("{:.1} %", x * 100.0)),
+            ">= 80 %",
+        );
+    }
     row(
         "request errors".into(),
         &|r| {
             let kr = k(r);
             let mut n = 0;
-            for p in [&kr.creates, &kr.gets, &kr.lists_small, &kr.lists_all]
-                .into_iter()
-                .flatten()
-            {
+            for p in kr.configmaps.all().chain(kr.custom.all()) {
                 n += p.errors;
             }
             if let Some(w) = &kr.watch {
@@ -396,31 +422,29 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
                 ms(START_GOAL)
             );
         }
-        if let Some(x) = ratio(r)
-            && x < RATIO_GOAL
-        {
-            let _ = writeln!(
-                out,
-                "{}: kubext reaches {:.1} % of the raw storage ceiling (goal {:.0} %)",
-                r.kind.name(),
-                x * 100.0,
-                RATIO_GOAL * 100.0
-            );
+        for (what, pick) in PICKS {
+            if let Some(x) = ratio(r, pick)
+                && x < RATIO_GOAL
+            {
+                let _ = writeln!(
+                    out,
+                    "{}: kubext reaches {:.1} % of the raw storage ceiling with {what} (goal {:.0} %)",
+                    r.kind.name(),
+                    x * 100.0,
+                    RATIO_GOAL * 100.0
+                );
+            }
         }
+        let first = |p: &Option<Phase>| p.as_ref().and_then(|p| p.first_error.clone());
         let firsts = [
-            (
-                "creates",
-                kr.creates.as_ref().and_then(|p| p.first_error.clone()),
-            ),
-            ("gets", kr.gets.as_ref().and_then(|p| p.first_error.clone())),
-            (
-                "lists",
-                kr.lists_small.as_ref().and_then(|p| p.first_error.clone()),
-            ),
-            (
-                "list all",
-                kr.lists_all.as_ref().and_then(|p| p.first_error.clone()),
-            ),
+            ("ConfigMap creates", first(&kr.configmaps.creates)),
+            ("ConfigMap gets", first(&kr.configmaps.gets)),
+            ("ConfigMap lists", first(&kr.configmaps.lists_small)),
+            ("ConfigMap list all", first(&kr.configmaps.lists_all)),
+            ("custom resource creates", first(&kr.custom.creates)),
+            ("custom resource gets", first(&kr.custom.gets)),
+            ("custom resource lists", first(&kr.custom.lists_small)),
+            ("custom resource list all", first(&kr.custom.lists_all)),
             (
                 "watch writes",
                 kr.watch.as_ref().and_then(|w| w.writes.first_error.clone()),
@@ -470,6 +494,16 @@ fn phase_json(p: &Phase) -> Value {
     })
 }
 
+fn objects_json(p: &ObjectPhases) -> Value {
+    json!({
+        "creates": p.creates.as_ref().map(phase_json),
+        "creates_cores": p.creates_cpu.as_ref().map(cores_json),
+        "gets": p.gets.as_ref().map(phase_json),
+        "lists_limit_100": p.lists_small.as_ref().map(phase_json),
+        "lists_all": p.lists_all.as_ref().map(phase_json),
+    })
+}
+
 /// The report as JSON (milliseconds, bytes, operations per second).
 pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value {
     let backends: Vec<Value> = reports
@@ -480,13 +514,10 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                     "start_to_ready": lat_json(&k.start_to_ready),
                     "rss_idle_bytes": k.rss_idle,
                     "rss_loaded_bytes": k.rss_loaded,
-                    "rss_after_reads_bytes": k.rss_before_watchers,
+                    "rss_custom_bytes": k.rss_custom,
                     "rss_watchers_bytes": k.rss_watchers,
-                    "creates": k.creates.as_ref().map(phase_json),
-                    "creates_cores": k.creates_cpu.as_ref().map(cores_json),
-                    "gets": k.gets.as_ref().map(phase_json),
-                    "lists_limit_100": k.lists_small.as_ref().map(phase_json),
-                    "lists_all": k.lists_all.as_ref().map(phase_json),
+                    "configmaps": objects_json(&k.configmaps),
+                    "custom_resources": objects_json(&k.custom),
                     "watch": k.watch.as_ref().map(|w| json!({
                         "established": w.established,
                         "failed": w.failed,
@@ -512,7 +543,8 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                     "cores": cores_json(&raw.cpu),
                     "note": raw.note,
                 })),
-                "kubext_over_raw_creates": ratio(r),
+                "kubext_over_raw_creates": ratio(r, PICKS[0].1),
+                "kubext_over_raw_custom_resource_creates": ratio(r, PICKS[1].1),
                 "problems": r.problems,
                 "elapsed_ms": r.elapsed.as_secs_f64() * 1e3,
             })
