@@ -3,7 +3,8 @@
 //!
 //! One task follows the backend's watch stream and applies each batch: it decodes
 //! each value once (through the caller's `Codec`), updates the map, appends to the
-//! bounded history (for watches that resume from a revision) and fans the event out
+//! bounded history (for watches that resume from a revision; it keeps stored bytes,
+//! not decoded objects, and decodes again on replay) and fans the event out
 //! to watchers with `try_send`. Writers never wait for watchers: a watcher whose
 //! queue is full is ended, and its client relists.
 //!
@@ -40,9 +41,35 @@ pub struct Entry<O> {
     pub object: Arc<O>,
     pub create_revision: i64,
     pub mod_revision: i64,
+    /// The stored bytes (shared with the backend's event, not copied): history keeps
+    /// these instead of the decoded object once the entry is superseded.
+    pub raw: Bytes,
 }
 
-/// One applied change as the cache keeps it in its history.
+impl<O> Entry<O> {
+    fn key_value(&self) -> KeyValue {
+        KeyValue {
+            key: self.key.clone(),
+            value: self.raw.clone(),
+            create_revision: self.create_revision,
+            mod_revision: self.mod_revision,
+        }
+    }
+}
+
+/// One change as history keeps it: stored bytes, decoded again only when a watch
+/// resumes from an older revision. A decoded object is many times its JSON, and
+/// history holds every version superseded within the window.
+struct HistoryEvent {
+    revision: i64,
+    key: Arc<str>,
+    /// The new state; `None` for a deletion.
+    current: Option<KeyValue>,
+    /// The state it replaced.
+    prev: Option<KeyValue>,
+}
+
+/// One applied change, decoded, as it is dispatched to watchers.
 struct CacheEvent<O> {
     revision: i64,
     key: Arc<str>,
@@ -206,7 +233,7 @@ impl Default for StoreOptions {
 struct State<O> {
     revision: i64,
     objects: BTreeMap<Arc<str>, Arc<Entry<O>>>,
-    history: VecDeque<Arc<CacheEvent<O>>>,
+    history: VecDeque<HistoryEvent>,
     /// Events after this revision are in `history`.
     history_start: i64,
 }
@@ -508,7 +535,12 @@ impl<C: Codec> Store<C> {
                     prev,
                     prev_at_event: std::sync::OnceLock::new(),
                 });
-                state.history.push_back(event.clone());
+                state.history.push_back(HistoryEvent {
+                    revision: event.revision,
+                    key: event.key.clone(),
+                    current: event.current.as_ref().map(|e| e.key_value()),
+                    prev: event.prev.as_ref().map(|e| e.key_value()),
+                });
                 events.push(event);
             }
             state.revision = state.revision.max(last);
@@ -552,6 +584,7 @@ impl<C: Codec> Store<C> {
                         object,
                         create_revision: kv.create_revision,
                         mod_revision: kv.mod_revision,
+                        raw: kv.value.clone(),
                     },
                     None => match decode_entry(&*self.codec, &kv) {
                         Ok(e) => e,
@@ -696,6 +729,7 @@ fn decode_entry<C: Codec>(codec: &C, kv: &KeyValue) -> Result<Entry<C::Object>> 
         object: Arc::new(object),
         create_revision: kv.create_revision,
         mod_revision: kv.mod_revision,
+        raw: kv.value.clone(),
     })
 }
 
@@ -727,22 +761,35 @@ fn replay<C: Codec>(
         });
     }
     let from = state.history.partition_point(|e| e.revision <= after);
+    // The cached object when it is still current, else the stored bytes decoded.
+    let object = |kv: &KeyValue| -> Option<Arc<C::Object>> {
+        match state.objects.get(&kv.key) {
+            Some(e) if e.mod_revision == kv.mod_revision => Some(e.object.clone()),
+            _ => match codec.decode(&kv.key, &kv.value, kv.mod_revision) {
+                Ok(o) => Some(Arc::new(o)),
+                Err(e) => {
+                    tracing::error!(key = %kv.key, error = %e, "undecodable value in history; skipping");
+                    None
+                }
+            },
+        }
+    };
     let mut items = Vec::new();
     for event in state.history.iter().skip(from) {
         if !event.key.starts_with(prefix) {
             continue;
         }
-        let now = event.current.as_ref().is_some_and(|e| predicate(&e.object));
-        let before = event.prev.as_ref().is_some_and(|e| predicate(&e.object));
-        match (&event.current, now, before) {
-            (Some(cur), true, true) => items.push(WatchItem::Modified(cur.object.clone())),
-            (Some(cur), true, false) => items.push(WatchItem::Added(cur.object.clone())),
-            (_, false, true) => {
-                if let Some(prev) = &event.prev {
-                    items.push(WatchItem::Deleted(Arc::new(
-                        codec.restamp(&prev.object, event.revision),
-                    )));
-                }
+        let current = event.current.as_ref().and_then(object);
+        let prev = event.prev.as_ref().and_then(object);
+        let now = current.as_ref().is_some_and(|o| predicate(o));
+        let before = prev.as_ref().is_some_and(|o| predicate(o));
+        match (current, prev) {
+            (Some(cur), _) if now && before => items.push(WatchItem::Modified(cur)),
+            (Some(cur), _) if now => items.push(WatchItem::Added(cur)),
+            (_, Some(prev)) if before => {
+                items.push(WatchItem::Deleted(Arc::new(
+                    codec.restamp(&prev, event.revision),
+                )));
             }
             _ => {}
         }
@@ -993,5 +1040,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A watch resuming from an old revision replays superseded versions (decoded
+    /// again from history's stored bytes) through its selector.
+    #[tokio::test]
+    async fn replay_decodes_superseded_versions() {
+        let s = store().await;
+        let r1 = s.create("/registry/a/1", Bytes::from("red")).await.unwrap();
+        let r2 = s
+            .update("/registry/a/1", Bytes::from("blue"), r1)
+            .await
+            .unwrap();
+        let r3 = s
+            .update("/registry/a/1", Bytes::from("red"), r2)
+            .await
+            .unwrap();
+        let (r4, _) = s.delete("/registry/a/1", Some(r3)).await.unwrap();
+        s.sync().await.unwrap();
+        let w = s
+            .watch(
+                "/registry/a/",
+                WatchStart::After(r1),
+                Arc::new(|o: &(String, i64)| o.0 == "red"),
+                false,
+            )
+            .await
+            .unwrap();
+        let seen: Vec<(&str, String, i64)> = w
+            .initial
+            .iter()
+            .map(|i| match i {
+                WatchItem::Added(o) => ("ADDED", o.0.clone(), o.1),
+                WatchItem::Modified(o) => ("MODIFIED", o.0.clone(), o.1),
+                WatchItem::Deleted(o) => ("DELETED", o.0.clone(), o.1),
+                WatchItem::Bookmark(r) => ("BOOKMARK", String::new(), *r),
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                ("DELETED", "red".to_string(), r2),
+                ("ADDED", "red".to_string(), r3),
+                ("DELETED", "red".to_string(), r4),
+            ]
+        );
     }
 }
