@@ -201,9 +201,7 @@ pub fn print(r: &CrdResult) {
         r.rss_after as f64 / 1048576.0,
         per_crd
     );
-    eprintln!(
-        "  RSS per CRD, second half         {marginal:.0} KiB   ≤ 100 KiB per CRD"
-    );
+    eprintln!("  RSS per CRD, second half         {marginal:.0} KiB   ≤ 100 KiB per CRD");
     eprintln!(
         "  aggregated discovery p50 / p99   {} / {}   < 50 ms",
         ms(r.discovery.p50()),
