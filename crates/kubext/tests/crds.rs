@@ -826,3 +826,78 @@ fn kubectl_validates_and_explains_the_crd_kind() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown field \"spec.bogus\""), "{stderr}");
 }
+
+/// Drain a watch stream until it ends; panics if it is still open after `secs`.
+use futures::StreamExt as _;
+
+async fn watch_ends<S: futures::Stream + Unpin>(mut stream: S, secs: u64, what: &str) -> usize {
+    let mut events = 0;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(_)) => events += 1,
+            Ok(None) => return events,
+            Err(_) => panic!("watch still open after {secs}s: {what}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn open_watches_end_when_their_crd_changes_or_goes() {
+    let server = Server::builder().start().unwrap();
+    install_crontab(&server);
+    let client = server.client().await.unwrap();
+    let gvk = GroupVersionKind::gvk("stable.example.com", "v1", "CronTab");
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "crontabs"),
+    );
+    let tab: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "t"}, "spec": {"cronSpec": "* * * * */5"},
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &tab).await.unwrap();
+
+    // A spec change (a new printer column) replaces the served type: the watch ends.
+    let stream = api
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    crds.patch(
+        "crontabs.stable.example.com",
+        &PatchParams::default(),
+        &Patch::Json::<()>(
+            serde_json::from_value(json!([{
+                "op": "add",
+                "path": "/spec/versions/0/additionalPrinterColumns",
+                "value": [{"name": "Spec", "type": "string", "jsonPath": ".spec.cronSpec"}],
+            }]))
+            .unwrap(),
+        ),
+    )
+    .await
+    .unwrap();
+    watch_ends(stream, 5, "after a CRD spec change").await;
+
+    // Deleting the CRD: the instance's DELETED event, then the end of the stream.
+    let stream = api
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    crds.delete("crontabs.stable.example.com", &Default::default())
+        .await
+        .unwrap();
+    let events = watch_ends(stream, 10, "after the CRD was deleted").await;
+    assert!(events >= 1, "the instance's deletion was delivered first");
+}

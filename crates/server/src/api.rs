@@ -77,8 +77,15 @@ impl Api {
                 .cloned()
                 .unwrap_or_else(|| served(t, &self.storage, &self.storage_prefix))
         });
-        let all = self.builtins.iter().cloned().chain(custom).collect();
+        let all: Vec<Arc<Served>> = self.builtins.iter().cloned().chain(custom).collect();
+        let kept: std::collections::HashSet<*const Served> = all.iter().map(Arc::as_ptr).collect();
         self.set_catalog(Catalog::build(&previous, all));
+        for gone in previous
+            .served()
+            .filter(|s| !kept.contains(&Arc::as_ptr(s)))
+        {
+            gone.retired.send_replace(true);
+        }
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -230,10 +237,8 @@ fn wants_aggregated(accept: &str) -> bool {
 
 /// A resource type bound to storage.
 fn served(rtype: Arc<ResourceType>, storage: &Arc<Storage>, prefix: &str) -> Arc<Served> {
-    Arc::new(Served {
-        store: registry::GenericStore::new(rtype.clone(), storage.clone(), prefix),
-        rtype,
-    })
+    let store = registry::GenericStore::new(rtype.clone(), storage.clone(), prefix);
+    Arc::new(Served::new(rtype, store))
 }
 
 fn is_public(path: &str) -> bool {

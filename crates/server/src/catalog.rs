@@ -15,6 +15,19 @@ use registry::{GenericStore, ResourceType};
 pub struct Served {
     pub rtype: Arc<ResourceType>,
     pub store: GenericStore,
+    /// Set when a catalog change replaces or removes this resource (its CRD changed
+    /// or went away): open watches end, and clients re-establish them.
+    pub retired: tokio::sync::watch::Sender<bool>,
+}
+
+impl Served {
+    pub fn new(rtype: Arc<ResourceType>, store: GenericStore) -> Self {
+        Served {
+            rtype,
+            store,
+            retired: tokio::sync::watch::Sender::new(false),
+        }
+    }
 }
 
 /// Prebuilt discovery documents of the whole API (JSON bytes).

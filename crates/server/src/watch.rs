@@ -1,7 +1,8 @@
 //! Watch responses: newline-delimited JSON events streamed from the watch cache.
 //! One task per watch moves events from the cache's bounded queue to the HTTP body;
-//! it ends on timeout, server shutdown, client disconnect, or when the cache ends
-//! the watcher (it fell behind: the client relists).
+//! it ends on timeout, server shutdown, client disconnect, when the resource is
+//! retired (its CRD changed or went away), or when the cache ends the watcher (it
+//! fell behind: the client relists).
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::StreamExt;
@@ -47,15 +48,12 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
     tracing::debug!(resource = %call.served.rtype.plural, namespace = %call.ctx.namespace, rv = ?opts.resource_version, ?timeout, "watch");
     match call.served.store.watch(&call.ctx, opts).await {
         Ok(watcher) => {
-            let shutdown = call.api.shutdown.clone();
-            tokio::spawn(pump(
-                watcher,
-                encoder,
-                tx,
-                timeout,
-                initial_events_end,
-                shutdown,
-            ));
+            let ends = Ends {
+                deadline: tokio::time::Instant::now() + timeout,
+                shutdown: call.api.shutdown.clone(),
+                retired: call.served.retired.subscribe(),
+            };
+            tokio::spawn(pump(watcher, encoder, tx, initial_events_end, ends));
         }
         // A resume point that is too old is reported in-stream, as upstream does.
         Err(e) if e.code() == 410 => {
@@ -76,15 +74,22 @@ fn rand_below(n: u64) -> u64 {
     u64::from(uuid::Uuid::new_v4().as_u128() as u32) % n.max(1)
 }
 
+/// What ends a watch besides the client and the cache.
+struct Ends {
+    deadline: tokio::time::Instant,
+    /// Server shutdown.
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The resource was replaced or removed (its CRD changed or went away).
+    retired: tokio::sync::watch::Receiver<bool>,
+}
+
 async fn pump(
     mut watcher: Watcher<Object>,
     mut encoder: EventEncoder,
     tx: mpsc::Sender<Bytes>,
-    timeout: Duration,
     initial_events_end: bool,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    mut ends: Ends,
 ) {
-    let deadline = tokio::time::Instant::now() + timeout;
     for item in std::mem::take(&mut watcher.initial) {
         if tx.send(encoder.item(&item)).await.is_err() {
             return;
@@ -108,8 +113,9 @@ async fn pump(
                 }
                 None => return,
             },
-            _ = tokio::time::sleep_until(deadline) => return,
-            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => return,
+            _ = tokio::time::sleep_until(ends.deadline) => return,
+            _ = async { let _ = ends.shutdown.wait_for(|s| *s).await; } => return,
+            _ = async { let _ = ends.retired.wait_for(|r| *r).await; } => return,
             _ = tx.closed() => return,
         }
     }
