@@ -328,6 +328,22 @@ pub fn name_is_dns1035_label(name: &str, prefix: bool) -> Vec<String> {
     is_dns1035_label(&mask_prefix(name, prefix))
 }
 
+/// Names that only need to be one URL path segment (upstream's
+/// `IsValidPathSegmentName`; APIServices).
+pub fn name_is_path_segment(name: &str, prefix: bool) -> Vec<String> {
+    let mut errs = Vec::new();
+    if !prefix && (name == "." || name == "..") {
+        errs.push(format!("may not be '{name}'"));
+        return errs;
+    }
+    for illegal in ["/", "%"] {
+        if name.contains(illegal) {
+            errs.push(format!("may not contain '{illegal}'"));
+        }
+    }
+    errs
+}
+
 /// Namespace names are DNS labels.
 pub fn validate_namespace_name(name: &str, prefix: bool) -> Vec<String> {
     name_is_dns_label(name, prefix)

@@ -3,6 +3,7 @@
 //! Invariant: controllers talk to `registry::GenericStore`s, never to HTTP, and
 //! never crash the server: every failure is logged and retried with backoff.
 
+pub mod apiservices;
 pub mod namespace;
 
 use std::sync::Arc;

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use k8s_openapi::api::{coordination, core::v1 as core, discovery, events};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 use schemars::JsonSchema;
 use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
@@ -100,6 +101,7 @@ fn generate() -> Builtin {
     roots.kind::<coordination::v1::Lease>("coordination.k8s.io", "v1", "Lease");
     roots.kind::<discovery::v1::EndpointSlice>("discovery.k8s.io", "v1", "EndpointSlice");
     roots.kind::<events::v1::Event>("events.k8s.io", "v1", "Event");
+    roots.kind::<apiregistration::APIService>("apiregistration.k8s.io", "v1", "APIService");
     roots.kind::<apiextensions::CustomResourceDefinition>(
         "apiextensions.k8s.io",
         "v1",

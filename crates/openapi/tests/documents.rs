@@ -36,6 +36,14 @@ fn served() -> Vec<ServedResource> {
             false,
         )
         .with_status(),
+        ServedResource::new(
+            "apiregistration.k8s.io",
+            "v1",
+            "APIService",
+            "apiservices",
+            false,
+        )
+        .with_status(),
     ]
 }
 
@@ -203,6 +211,12 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
             "v1",
             "CustomResourceDefinition",
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        ),
+        (
+            "apiregistration.k8s.io",
+            "v1",
+            "APIService",
+            "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService",
         ),
     ];
     assert_eq!(builtin_kinds().len(), expected.len());
@@ -638,6 +652,7 @@ fn index_and_cached_documents_agree() {
         BTreeSet::from([
             "api/v1",
             "apis/apiextensions.k8s.io/v1",
+            "apis/apiregistration.k8s.io/v1",
             "apis/coordination.k8s.io/v1",
             "apis/discovery.k8s.io/v1",
             "apis/events.k8s.io/v1",

@@ -32,6 +32,8 @@ pub struct Api {
     /// Built-in resources; custom resources are added to these on every CRD change.
     builtins: Vec<Arc<Served>>,
     storage_prefix: String,
+    /// Bumped on every catalog change (controllers that follow the served set).
+    catalog_changes: watch::Sender<u64>,
 }
 
 /// Paths anyone may read (upstream's system:public-info-viewer).
@@ -63,7 +65,35 @@ impl Api {
             metrics: Metrics::default(),
             builtins,
             storage_prefix: storage_prefix.to_string(),
+            catalog_changes: watch::Sender::new(0),
         }
+    }
+
+    /// Fires after every catalog change.
+    pub fn catalog_changes(&self) -> watch::Receiver<u64> {
+        self.catalog_changes.subscribe()
+    }
+
+    /// Every group-version served here, and whether it is built in.
+    pub fn local_group_versions(&self) -> Vec<controllers::apiservices::LocalGroupVersion> {
+        let builtin: std::collections::HashSet<(&str, &str)> = self
+            .builtins
+            .iter()
+            .map(|s| (s.rtype.group.as_str(), s.rtype.version.as_str()))
+            .collect();
+        let catalog = self.catalog();
+        catalog
+            .groups
+            .iter()
+            .flat_map(|(group, versions)| versions.iter().map(move |v| (group.clone(), v.clone())))
+            .map(
+                |(group, version)| controllers::apiservices::LocalGroupVersion {
+                    builtin: builtin.contains(&(group.as_str(), version.as_str())),
+                    group,
+                    version,
+                },
+            )
+            .collect()
     }
 
     /// Serve these custom resource types (replacing the previous set) next to the built-ins.
@@ -94,6 +124,7 @@ impl Api {
 
     pub fn set_catalog(&self, catalog: Catalog) {
         *self.catalog.write() = Arc::new(catalog);
+        self.catalog_changes.send_modify(|n| *n += 1);
     }
 
     pub async fn handle(

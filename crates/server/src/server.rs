@@ -73,6 +73,7 @@ pub async fn start(config: Config) -> Result<Running> {
     ));
     bootstrap(&api).await?;
     let crd_controller = start_crd_controller(&api).await?;
+    let apiservice_registration = start_apiservice_registration(&api)?;
     let resources = Arc::new(CatalogResources(api.clone()));
     let namespace_controller = Arc::new(NamespaceController {
         resources,
@@ -84,7 +85,7 @@ pub async fn start(config: Config) -> Result<Running> {
     }
     let namespaces = tokio::spawn(namespace_controller.run());
     let controllers = tokio::spawn(async move {
-        let _ = tokio::join!(namespaces, crd_controller);
+        let _ = tokio::join!(namespaces, crd_controller, apiservice_registration);
     });
 
     let kubeconfig = pki::kubeconfig_path(&config.data_dir);
@@ -235,6 +236,26 @@ async fn start_crd_controller(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<
     let handle = tokio::spawn(controller.run());
     let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
     Ok(handle)
+}
+
+/// Keep a local APIService for every served group-version.
+fn start_apiservice_registration(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<()>> {
+    let store = api
+        .catalog()
+        .lookup("apiregistration.k8s.io", "v1", "apiservices")
+        .map(|s| Arc::new(s.store.clone_handle()))
+        .ok_or_else(|| anyhow!("apiservices are not served"))?;
+    let weak = Arc::downgrade(api);
+    let changes = api.catalog_changes();
+    Ok(tokio::spawn(controllers::apiservices::run(
+        store,
+        changes,
+        move || {
+            weak.upgrade()
+                .map(|api| api.local_group_versions())
+                .unwrap_or_default()
+        },
+    )))
 }
 
 /// The namespaces every cluster has.

@@ -1,5 +1,6 @@
 //! The built-in resources kubext serves around extension APIs.
 
+pub mod apiregistration;
 mod configmaps;
 mod core;
 mod events;
@@ -166,7 +167,23 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
             "The holder of the lease",
         )],
     );
+    let mut apiservices = columns(
+        resource(
+            "apiregistration.k8s.io",
+            "v1",
+            "APIService",
+            "apiservices",
+            false,
+            apiregistration::ApiServices,
+        ),
+        apiregistration::COLUMNS.to_vec(),
+    );
+    apiservices.has_status = true;
+    apiservices.storage_path = "apiregistration.k8s.io/apiservices".into();
+    apiservices.categories = vec!["api-extensions".into()];
+    apiservices.name_validation = apimachinery::validation::name_is_path_segment;
     [
+        apiservices,
         namespaces,
         configmaps,
         secrets,

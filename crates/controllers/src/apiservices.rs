@@ -1,0 +1,182 @@
+//! APIService registration (kube-aggregator's autoregister + crdregistration): every
+//! group-version this server serves itself gets a local APIService, so
+//! `kubectl get apiservices` and aggregated-discovery clients see it. Built-in ones
+//! carry `kube-aggregator.kubernetes.io/automanaged: onstart`, those of custom
+//! resources `"true"` (priorities 1000/100) and go away with their CRD.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use apimachinery::meta;
+use registry::GenericStore;
+use registry::builtin::apiregistration::AUTOMANAGED_LABEL;
+use serde_json::{Value, json};
+
+const MANAGER: &str = "kubext-apiservice-registration";
+
+/// Upstream's `{groupPriorityMinimum, versionPriority}` of built-in group-versions.
+const BUILTIN_PRIORITIES: &[(&str, &str, i64, i64)] = &[
+    ("", "v1", 18000, 1),
+    ("apps", "v1", 17800, 15),
+    ("events.k8s.io", "v1", 17750, 15),
+    ("authentication.k8s.io", "v1", 17700, 15),
+    ("authorization.k8s.io", "v1", 17600, 15),
+    ("autoscaling", "v1", 17500, 15),
+    ("autoscaling", "v2", 17500, 30),
+    ("rbac.authorization.k8s.io", "v1", 17000, 15),
+    ("apiextensions.k8s.io", "v1", 16700, 15),
+    ("admissionregistration.k8s.io", "v1", 16700, 15),
+    ("coordination.k8s.io", "v1", 16500, 15),
+    ("discovery.k8s.io", "v1", 16200, 15),
+];
+
+/// A group-version served here: built in, or from a CRD.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LocalGroupVersion {
+    pub group: String,
+    pub version: String,
+    pub builtin: bool,
+}
+
+/// The APIServices the served group-versions call for, by name.
+pub fn desired(served: &[LocalGroupVersion]) -> BTreeMap<String, Value> {
+    served
+        .iter()
+        // The aggregator's own group has no APIService.
+        .filter(|gv| gv.group != "apiregistration.k8s.io")
+        .filter_map(|gv| {
+            let (group_priority, version_priority, managed) = if gv.builtin {
+                let (_, _, g, v) = BUILTIN_PRIORITIES
+                    .iter()
+                    .find(|(g, v, _, _)| *g == gv.group && *v == gv.version)?;
+                (*g, *v, "onstart")
+            } else {
+                (1000, 100, "true")
+            };
+            let name = format!("{}.{}", gv.version, gv.group);
+            let apiservice = json!({
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": name, "labels": {AUTOMANAGED_LABEL: managed}},
+                "spec": {
+                    "group": gv.group,
+                    "version": gv.version,
+                    "groupPriorityMinimum": group_priority,
+                    "versionPriority": version_priority,
+                },
+            });
+            Some((name, apiservice))
+        })
+        .collect()
+}
+
+fn is_automanaged(obj: &Value) -> bool {
+    obj.pointer("/metadata/labels")
+        .and_then(|l| l.get(AUTOMANAGED_LABEL))
+        .is_some()
+}
+
+/// Create what is missing, correct managed specs that drifted, and delete managed
+/// APIServices nobody serves any more. APIServices without the automanaged label
+/// (registered by users) are never touched.
+pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Result<(), String> {
+    let ctx = crate::system_context("", MANAGER);
+    let existing = store
+        .list(&ctx, registry::ListOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut seen = std::collections::HashSet::new();
+    for item in &existing.items {
+        let name = meta::name(&item.value).to_string();
+        seen.insert(name.clone());
+        match desired.get(&name) {
+            Some(want)
+                if is_automanaged(&item.value) && item.value.get("spec") != want.get("spec") =>
+            {
+                let spec = want["spec"].clone();
+                store
+                    .update_with(&ctx, &name, |current| {
+                        let mut next = current.clone();
+                        next["spec"] = spec.clone();
+                        Ok(next)
+                    })
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            None if is_automanaged(&item.value) => {
+                match store.delete(&ctx, &name, &Default::default()).await {
+                    Ok(_) => {}
+                    Err(e) if e.code() == 404 => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+            _ => {}
+        }
+    }
+    for (name, want) in desired.iter().filter(|(n, _)| !seen.contains(*n)) {
+        match store.create(&ctx, want.clone()).await {
+            Ok(_) => {}
+            Err(e) if e.code() == 409 => {}
+            Err(e) => return Err(format!("creating APIService {name}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Keep APIServices in line with what `served` returns, whenever `changed` fires.
+pub async fn run(
+    store: std::sync::Arc<GenericStore>,
+    mut changed: tokio::sync::watch::Receiver<u64>,
+    served: impl Fn() -> Vec<LocalGroupVersion> + Send + 'static,
+) {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let want = desired(&served());
+        match sync(&store, &want).await {
+            Ok(()) => {
+                delay = Duration::from_millis(100);
+                if changed.changed().await.is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "APIService registration failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_and_custom_group_versions() {
+        let gv = |g: &str, v: &str, builtin| LocalGroupVersion {
+            group: g.into(),
+            version: v.into(),
+            builtin,
+        };
+        let want = desired(&[
+            gv("", "v1", true),
+            gv("apiregistration.k8s.io", "v1", true),
+            gv("coordination.k8s.io", "v1", true),
+            gv("stable.example.com", "v1", false),
+        ]);
+        assert_eq!(
+            want.keys().collect::<Vec<_>>(),
+            vec!["v1.", "v1.coordination.k8s.io", "v1.stable.example.com"]
+        );
+        assert_eq!(want["v1."]["spec"]["groupPriorityMinimum"], 18000);
+        assert_eq!(
+            want["v1."]["metadata"]["labels"][AUTOMANAGED_LABEL],
+            "onstart"
+        );
+        let custom = &want["v1.stable.example.com"];
+        assert_eq!(custom["spec"]["groupPriorityMinimum"], 1000);
+        assert_eq!(custom["spec"]["versionPriority"], 100);
+        assert_eq!(custom["metadata"]["labels"][AUTOMANAGED_LABEL], "true");
+    }
+}

@@ -1,0 +1,257 @@
+//! `apiregistration.k8s.io/v1` APIServices: validation with kube-aggregator's
+//! messages, the status subresource, and the local APIServices kubext keeps for every
+//! group-version it serves (built-in and from CRDs).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use testkit::Server;
+
+fn apiservices(client: kube::Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiregistration.k8s.io", "v1", "APIService"),
+            "apiservices",
+        ),
+    )
+}
+
+fn object(v: Value) -> DynamicObject {
+    serde_json::from_value(v).unwrap()
+}
+
+/// Poll until `check` holds for the named APIService (or its absence).
+async fn eventually(
+    api: &Api<DynamicObject>,
+    name: &str,
+    check: impl Fn(Option<&DynamicObject>) -> bool,
+) -> Option<DynamicObject> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = api.get_opt(name).await.unwrap();
+        if check(found.as_ref()) {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name}: condition not reached: {found:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn local_apiservices_follow_the_served_group_versions() {
+    let server = Server::builder().start().unwrap();
+    let api = apiservices(server.client().await.unwrap());
+    let core = eventually(&api, "v1.", |o| o.is_some()).await.unwrap();
+    assert_eq!(core.data["spec"]["groupPriorityMinimum"], 18000);
+    assert_eq!(
+        core.metadata.labels.unwrap()["kube-aggregator.kubernetes.io/automanaged"],
+        "onstart"
+    );
+    let condition = &core.data["status"]["conditions"][0];
+    assert_eq!(condition["type"], "Available");
+    assert_eq!(condition["status"], "True");
+    assert_eq!(condition["reason"], "Local");
+    assert_eq!(
+        condition["message"],
+        "Local APIServices are always available"
+    );
+    eventually(&api, "v1.coordination.k8s.io", |o| o.is_some()).await;
+    // The aggregator's own group has none.
+    assert!(
+        api.get_opt("v1.apiregistration.k8s.io")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let table = server.kubectl_ok(&["get", "apiservices"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SERVICE", "AVAILABLE", "AGE"]);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("v1.coordination.k8s.io "))
+        .unwrap();
+    assert_eq!(line.split_whitespace().nth(1), Some("Local"));
+    assert_eq!(line.split_whitespace().nth(2), Some("True"));
+
+    // A CRD's group-version gets one (priorities 1000/100) and loses it with the CRD.
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.things.example.com}
+spec:
+  group: things.example.com
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+"#,
+    );
+    let custom = eventually(&api, "v1.things.example.com", |o| o.is_some())
+        .await
+        .unwrap();
+    assert_eq!(custom.data["spec"]["groupPriorityMinimum"], 1000);
+    assert_eq!(custom.data["spec"]["versionPriority"], 100);
+    assert_eq!(
+        custom.metadata.labels.unwrap()["kube-aggregator.kubernetes.io/automanaged"],
+        "true"
+    );
+    server.kubectl_ok(&["delete", "crd", "widgets.things.example.com"]);
+    eventually(&api, "v1.things.example.com", |o| o.is_none()).await;
+
+    // A user's APIService is left alone by the registration.
+    let user = object(json!({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": "v1alpha1.wardle.example.com"},
+        "spec": {
+            "group": "wardle.example.com", "version": "v1alpha1",
+            "groupPriorityMinimum": 1000, "versionPriority": 15,
+            "service": {"namespace": "wardle", "name": "api"},
+            "insecureSkipTLSVerify": true,
+        },
+    }));
+    let created = api.create(&PostParams::default(), &user).await.unwrap();
+    assert_eq!(
+        created.data["spec"]["service"]["port"], 443,
+        "port defaults to 443"
+    );
+    assert_eq!(created.data["status"], json!({}));
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.things.example.com}
+spec:
+  group: things.example.com
+  scope: Namespaced
+  names: {plural: gadgets, kind: Gadget}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+"#,
+    );
+    eventually(&api, "v1.things.example.com", |o| o.is_some()).await;
+    assert!(
+        api.get_opt("v1alpha1.wardle.example.com")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let line = server.kubectl_ok(&[
+        "get",
+        "apiservice",
+        "v1alpha1.wardle.example.com",
+        "--no-headers",
+    ]);
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        &cells[..3],
+        ["v1alpha1.wardle.example.com", "wardle/api", "Unknown"]
+    );
+}
+
+#[tokio::test]
+async fn invalid_apiservices_get_kube_aggregators_messages() {
+    let server = Server::builder().start().unwrap();
+    let api = apiservices(server.client().await.unwrap());
+    let invalid = |name: &str, spec: Value| {
+        object(json!({
+            "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": name}, "spec": spec,
+        }))
+    };
+    let cases = [
+        (
+            invalid(
+                "v1.wrong.example.com",
+                json!({"group": "right.example.com", "version": "v1", "groupPriorityMinimum": 0, "versionPriority": 1001}),
+            ),
+            vec![
+                "metadata.name: Invalid value: \"v1.wrong.example.com\": must be `spec.version+\".\"+spec.group`: \"v1.right.example.com\"",
+                "spec.groupPriorityMinimum: Invalid value: 0: must be positive and less than 20000",
+                "spec.versionPriority: Invalid value: 1001: must be positive and less than 1000",
+            ],
+        ),
+        (
+            invalid(
+                "v2.",
+                json!({"version": "v2", "groupPriorityMinimum": 1, "versionPriority": 1, "caBundle": "YWJj", "insecureSkipTLSVerify": true}),
+            ),
+            vec![
+                "spec.group: Required value: only v1 may have an empty group and it better be legacy kube",
+                "spec.caBundle: Invalid value: \"3 bytes\": local APIServices may not have a caBundle",
+                "spec.insecureSkipTLSVerify: Invalid value: true: local APIServices may not have insecureSkipTLSVerify",
+            ],
+        ),
+        (
+            invalid(
+                "v1.x.example.com",
+                json!({"group": "x.example.com", "version": "v1", "groupPriorityMinimum": 1, "versionPriority": 1,
+                       "service": {"port": 70000}, "caBundle": "YWJj", "insecureSkipTLSVerify": true}),
+            ),
+            vec![
+                "spec.service.namespace: Required value",
+                "spec.service.name: Required value",
+                "spec.service.port: Invalid value: 70000: port is not valid: must be between 1 and 65535, inclusive",
+                "spec.insecureSkipTLSVerify: Invalid value: true: may not be true if caBundle is present",
+            ],
+        ),
+    ];
+    for (obj, messages) in cases {
+        let status = common::api_error(api.create(&PostParams::default(), &obj).await.unwrap_err());
+        assert_eq!(status.code, 422, "{status:?}");
+        for m in messages {
+            assert!(
+                status.message.contains(m),
+                "missing {m:?} in {}",
+                status.message
+            );
+        }
+    }
+
+    // Status writes are validated too, and spec is kept from the stored object.
+    let ok = invalid(
+        "v1.ok.example.com",
+        json!({"group": "ok.example.com", "version": "v1", "groupPriorityMinimum": 100, "versionPriority": 10,
+               "service": {"namespace": "ns", "name": "svc", "port": 8443}, "insecureSkipTLSVerify": true}),
+    );
+    api.create(&PostParams::default(), &ok).await.unwrap();
+    let status = json!({"status": {"conditions": [{"type": "Available", "status": "Maybe", "reason": "X", "message": ""}]}});
+    let err = api
+        .patch_status(
+            "v1.ok.example.com",
+            &Default::default(),
+            &kube::api::Patch::Merge(&status),
+        )
+        .await
+        .unwrap_err();
+    let err = common::api_error(err);
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message.contains("status.conditions[0].status: Unsupported value: \"Maybe\": supported values: \"True\", \"False\", \"Unknown\""),
+        "{}",
+        err.message
+    );
+    let status = json!({
+        "spec": {"versionPriority": 999},
+        "status": {"conditions": [{"type": "Available", "status": "False", "reason": "ServiceNotFound", "message": "service/svc in \"ns\" is not present"}]},
+    });
+    let updated = api
+        .patch_status(
+            "v1.ok.example.com",
+            &Default::default(),
+            &kube::api::Patch::Merge(&status),
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.data["spec"]["versionPriority"], 10);
+    let line = server.kubectl_ok(&["get", "apiservice", "v1.ok.example.com", "--no-headers"]);
+    assert!(line.contains("False (ServiceNotFound)"), "{line}");
+}
