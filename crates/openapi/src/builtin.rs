@@ -3,7 +3,9 @@
 
 use std::sync::OnceLock;
 
-use k8s_openapi::api::{coordination, core::v1 as core, discovery, events};
+use k8s_openapi::api::{
+    authentication, authorization, coordination, core::v1 as core, discovery, events,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
@@ -102,6 +104,22 @@ fn generate() -> Builtin {
     roots.kind::<discovery::v1::EndpointSlice>("discovery.k8s.io", "v1", "EndpointSlice");
     roots.kind::<events::v1::Event>("events.k8s.io", "v1", "Event");
     roots.kind::<apiregistration::APIService>("apiregistration.k8s.io", "v1", "APIService");
+    let authn = "authentication.k8s.io";
+    roots.kind::<authentication::v1::TokenReview>(authn, "v1", "TokenReview");
+    roots.kind::<authentication::v1::SelfSubjectReview>(authn, "v1", "SelfSubjectReview");
+    let authz = "authorization.k8s.io";
+    roots.kind::<authorization::v1::SubjectAccessReview>(authz, "v1", "SubjectAccessReview");
+    roots.kind::<authorization::v1::SelfSubjectAccessReview>(
+        authz,
+        "v1",
+        "SelfSubjectAccessReview",
+    );
+    roots.kind::<authorization::v1::SelfSubjectRulesReview>(authz, "v1", "SelfSubjectRulesReview");
+    roots.kind::<authorization::v1::LocalSubjectAccessReview>(
+        authz,
+        "v1",
+        "LocalSubjectAccessReview",
+    );
     roots.kind::<apiextensions::CustomResourceDefinition>(
         "apiextensions.k8s.io",
         "v1",

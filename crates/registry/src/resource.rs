@@ -169,8 +169,23 @@ pub struct ResourceType {
     pub deprecation_warning: Option<String>,
     /// The `scale` subresource (custom resources that declare one).
     pub scale: Option<ScalePaths>,
+    /// The verbs served (discovery, OpenAPI, routing): all of them for stored
+    /// resources, `create` only for reviews computed per request.
+    pub verbs: &'static [&'static str],
     pub strategy: Box<dyn Strategy>,
 }
+
+/// Every verb of a stored resource.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// Where a resource keeps what `autoscaling/v1` Scale shows (simple `.a.b` paths).
 #[derive(Debug, Clone, PartialEq)]
@@ -213,6 +228,7 @@ impl ResourceType {
             patch_schema: patch::builtin_schema(group, kind),
             deprecation_warning: None,
             scale: None,
+            verbs: ALL_VERBS,
             strategy,
         }
     }
@@ -243,16 +259,12 @@ impl ResourceType {
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {
-        vec![
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
+        self.verbs.to_vec()
+    }
+
+    /// Whether objects of this type are stored (not reviews computed per request).
+    pub fn is_stored(&self) -> bool {
+        self.verbs.contains(&"get")
     }
 
     /// Whether `field` may be used in a field selector.

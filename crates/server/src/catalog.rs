@@ -323,7 +323,8 @@ impl Catalog {
 }
 
 fn openapi_resource(t: &ResourceType) -> openapi::ServedResource {
-    let r = openapi::ServedResource::new(&t.group, &t.version, &t.kind, &t.plural, t.namespaced);
+    let r = openapi::ServedResource::new(&t.group, &t.version, &t.kind, &t.plural, t.namespaced)
+        .with_verbs(t.verbs);
     let r = if t.has_status { r.with_status() } else { r };
     match &t.openapi_schema {
         Some(schema) => r.with_schema(schema.clone()),

@@ -17,6 +17,7 @@ pub mod query;
 pub mod request_info;
 pub mod resources;
 pub mod response;
+pub mod reviews;
 pub mod scale;
 pub mod server;
 pub mod tls;

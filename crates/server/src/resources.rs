@@ -133,6 +133,18 @@ async fn serve_inner(
         let body = read_body(req.into_body()).await?;
         return crate::scale::serve(&call, content_type.as_deref(), body).await;
     }
+    if !call.rtype().is_stored() {
+        return match info.verb.as_str() {
+            "create" => {
+                let obj = decode_object(&call, content_type.as_deref(), req.into_body()).await?;
+                let reviewed = crate::reviews::review(api, &call.ctx, obj)?;
+                Ok(object_response(&call, 201, &Object::new(reviewed), &[]))
+            }
+            _ => Err(StatusError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            )),
+        };
+    }
     match info.verb.as_str() {
         "get" => get(&call).await,
         "list" => list(&call).await,

@@ -182,6 +182,40 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
     apiservices.storage_path = "apiregistration.k8s.io/apiservices".into();
     apiservices.categories = vec!["api-extensions".into()];
     apiservices.name_validation = apimachinery::validation::name_is_path_segment;
+    let reviews = [
+        ("authentication.k8s.io", "TokenReview", "tokenreviews"),
+        (
+            "authentication.k8s.io",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+        ),
+        (
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+        ),
+        (
+            "authorization.k8s.io",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+        ),
+        (
+            "authorization.k8s.io",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+        ),
+        (
+            "authorization.k8s.io",
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+        ),
+    ]
+    .map(|(group, kind, plural)| {
+        let namespaced = kind == "LocalSubjectAccessReview";
+        let mut r = resource(group, "v1", kind, plural, namespaced, Reviews);
+        r.verbs = &["create"];
+        r
+    });
     [
         apiservices,
         namespaces,
@@ -196,6 +230,12 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
         leases,
     ]
     .into_iter()
+    .chain(reviews)
     .map(Arc::new)
     .collect()
 }
+
+/// Reviews are answered per request (by the server), never stored.
+struct Reviews;
+
+impl Strategy for Reviews {}

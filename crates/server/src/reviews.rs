@@ -1,0 +1,183 @@
+//! Reviews answered per request and never stored: `TokenReview` and
+//! `SelfSubjectReview` (who is this?), `SubjectAccessReview` and friends (may they?).
+//! Extension API servers delegate authentication and authorization through them,
+//! and `kubectl auth can-i` / `whoami` use them.
+//!
+//! Authorization is truthful for kubext as it is: every authenticated user may do
+//! everything (RBAC is not enforced yet), anonymous users nothing.
+
+use serde_json::{Value, json};
+
+use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, meta};
+use registry::RequestContext;
+
+use crate::api::Api;
+
+pub fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<Value, StatusError> {
+    let status = match meta::kind(&obj) {
+        "TokenReview" => token_review(api, &obj)?,
+        "SelfSubjectReview" => json!({"userInfo": user_json(&ctx.user, &ctx.groups)}),
+        "SubjectAccessReview" => {
+            validate_access_review(&obj, true)?;
+            let groups = string_list(obj.pointer("/spec/groups"));
+            decide(str_at(&obj, "/spec/user"), &groups)
+        }
+        "LocalSubjectAccessReview" => {
+            validate_access_review(&obj, true)?;
+            let url_ns = &ctx.namespace;
+            match obj.pointer_mut("/spec/resourceAttributes") {
+                Some(Value::Object(attrs)) => {
+                    let ns = attrs.get("namespace").and_then(Value::as_str).unwrap_or("");
+                    if ns.is_empty() {
+                        attrs.insert("namespace".into(), json!(url_ns));
+                    } else if ns != url_ns {
+                        return Err(StatusError::bad_request(format!(
+                            "spec.resourceAttributes.namespace must match namespace: {url_ns}"
+                        )));
+                    }
+                }
+                _ => {
+                    return Err(StatusError::bad_request(
+                        "disallowed on this kind of request",
+                    ));
+                }
+            }
+            let groups = string_list(obj.pointer("/spec/groups"));
+            decide(str_at(&obj, "/spec/user"), &groups)
+        }
+        "SelfSubjectAccessReview" => {
+            validate_access_review(&obj, false)?;
+            decide(&ctx.user, &ctx.groups)
+        }
+        "SelfSubjectRulesReview" => rules(&ctx.user, &ctx.groups),
+        other => {
+            return Err(StatusError::bad_request(format!(
+                "{other} is not a review kind"
+            )));
+        }
+    };
+    obj["status"] = status;
+    meta::metadata_mut(&mut obj)
+        .entry("creationTimestamp")
+        .or_insert(Value::Null);
+    Ok(obj)
+}
+
+fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect()
+}
+
+fn user_json(name: &str, groups: &[String]) -> Value {
+    json!({"username": name, "groups": groups})
+}
+
+fn token_review(api: &Api, obj: &Value) -> Result<Value, StatusError> {
+    let token = str_at(obj, "/spec/token");
+    if token.is_empty() {
+        return Err(StatusError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let audiences = obj.pointer("/spec/audiences").cloned().unwrap_or(json!([]));
+    Ok(
+        match api
+            .authn
+            .authenticate(None, Some(&format!("Bearer {token}")))
+        {
+            Some(user) => {
+                let mut user_info = user_json(&user.name, &user.groups);
+                if !user.uid.is_empty() {
+                    user_info["uid"] = json!(user.uid);
+                }
+                json!({"authenticated": true, "user": user_info, "audiences": audiences})
+            }
+            None => json!({"user": {}}),
+        },
+    )
+}
+
+/// Upstream's `ValidateSubjectAccessReviewSpec` (and the self variant, which has no
+/// user or groups).
+fn validate_access_review(obj: &Value, needs_subject: bool) -> Result<(), StatusError> {
+    let spec = FieldPath::new("spec");
+    let present = |p: &str| obj.pointer(p).is_some_and(|v| !v.is_null());
+    let (resource, non_resource) = (
+        present("/spec/resourceAttributes"),
+        present("/spec/nonResourceAttributes"),
+    );
+    let mut errs = ErrorList::new();
+    if resource && non_resource {
+        errs.push(FieldError::invalid(
+            &spec.child("nonResourceAttributes"),
+            obj.pointer("/spec/nonResourceAttributes")
+                .cloned()
+                .unwrap_or(Value::Null),
+            "cannot be specified in combination with resourceAttributes",
+        ));
+    }
+    if !resource && !non_resource {
+        // Go prints a nil pointer as the string "null".
+        errs.push(FieldError::invalid(
+            &spec.child("resourceAttributes"),
+            json!("null"),
+            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        ));
+    }
+    if needs_subject
+        && str_at(obj, "/spec/user").is_empty()
+        && string_list(obj.pointer("/spec/groups")).is_empty()
+    {
+        errs.push(FieldError::invalid(
+            &spec.child("user"),
+            json!(""),
+            "at least one of user or group must be specified",
+        ));
+    }
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let (group, kind) = (
+        meta::api_version(obj)
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        meta::kind(obj).to_string(),
+    );
+    Err(StatusError::invalid(&group, &kind, meta::name(obj), &errs))
+}
+
+fn is_anonymous(user: &str, groups: &[String]) -> bool {
+    user == "system:anonymous" || groups.iter().any(|g| g == "system:unauthenticated")
+}
+
+fn decide(user: &str, groups: &[String]) -> Value {
+    if is_anonymous(user, groups) {
+        json!({"allowed": false})
+    } else {
+        json!({
+            "allowed": true,
+            "reason": "kubext allows every authenticated user (RBAC is not enforced yet)",
+        })
+    }
+}
+
+fn rules(user: &str, groups: &[String]) -> Value {
+    if is_anonymous(user, groups) {
+        return json!({"resourceRules": [], "nonResourceRules": [], "incomplete": false});
+    }
+    json!({
+        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+        "incomplete": false,
+    })
+}
