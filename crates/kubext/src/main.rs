@@ -76,6 +76,30 @@ struct ServeArgs {
     /// Static bearer tokens, kube-apiserver's CSV format: token,user,uid,"group1,group2".
     #[arg(long)]
     token_auth_file: Option<PathBuf>,
+    /// Client certificate (PEM) the aggregator presents to extension API servers;
+    /// generated from a separate front-proxy CA in the data dir when unset.
+    #[arg(long, requires = "proxy_client_key_file")]
+    proxy_client_cert_file: Option<PathBuf>,
+    /// Private key (PEM) of --proxy-client-cert-file.
+    #[arg(long, requires = "proxy_client_cert_file")]
+    proxy_client_key_file: Option<PathBuf>,
+    /// CA bundle (PEM) extension servers use to verify the aggregator's client
+    /// certificate, published in kube-system/extension-apiserver-authentication;
+    /// the generated front-proxy CA when unset.
+    #[arg(long)]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// Client certificate common names allowed to pass user identity headers.
+    #[arg(long, value_delimiter = ',', default_value = "front-proxy-client")]
+    requestheader_allowed_names: Vec<String>,
+    /// Headers carrying the user name of proxied requests.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
+    requestheader_username_headers: Vec<String>,
+    /// Headers carrying the groups of proxied requests.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Group")]
+    requestheader_group_headers: Vec<String>,
+    /// Header prefixes carrying the extra attributes of proxied requests.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
+    requestheader_extra_headers_prefix: Vec<String>,
     /// How much history is kept for resuming watches; older revisions are compacted (410 Gone).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     compaction_interval: Duration,
@@ -134,6 +158,15 @@ async fn serve(args: ServeArgs) -> Result<()> {
         token_auth_file: args.token_auth_file,
         compaction_interval: args.compaction_interval,
         bookmark_interval: args.bookmark_interval,
+        front_proxy: server::config::FrontProxyConfig {
+            proxy_client_cert_file: args.proxy_client_cert_file,
+            proxy_client_key_file: args.proxy_client_key_file,
+            requestheader_client_ca_file: args.requestheader_client_ca_file,
+            allowed_names: args.requestheader_allowed_names,
+            username_headers: args.requestheader_username_headers,
+            group_headers: args.requestheader_group_headers,
+            extra_headers_prefix: args.requestheader_extra_headers_prefix,
+        },
         ..Default::default()
     };
     let running = server::start(config).await?;

@@ -255,3 +255,61 @@ async fn invalid_apiservices_get_kube_aggregators_messages() {
     let line = server.kubectl_ok(&["get", "apiservice", "v1.ok.example.com", "--no-headers"]);
     assert!(line.contains("False (ServiceNotFound)"), "{line}");
 }
+
+/// Extension servers read whom to trust from this ConfigMap, as with kube-apiserver.
+#[tokio::test]
+async fn extension_apiserver_authentication_configmap() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::builder().data_dir(dir.path()).start().unwrap();
+    let client = server.client().await.unwrap();
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(client, "kube-system");
+    let cm = cms.get("extension-apiserver-authentication").await.unwrap();
+    let data = cm.data.unwrap();
+    let pki = dir.path().join("pki");
+    let read = |f: &str| std::fs::read_to_string(pki.join(f)).unwrap();
+    assert_eq!(
+        data["requestheader-client-ca-file"],
+        read("front-proxy-ca.crt")
+    );
+    assert!(data["client-ca-file"].contains(&read("ca.crt")));
+    assert_eq!(
+        data["requestheader-allowed-names"],
+        r#"["front-proxy-client"]"#
+    );
+    assert_eq!(
+        data["requestheader-username-headers"],
+        r#"["X-Remote-User"]"#
+    );
+    assert_eq!(data["requestheader-group-headers"], r#"["X-Remote-Group"]"#);
+    assert_eq!(
+        data["requestheader-extra-headers-prefix"],
+        r#"["X-Remote-Extra-"]"#
+    );
+    // The generated front-proxy client certificate exists next to its CA.
+    assert!(read("front-proxy-client.crt").contains("BEGIN CERTIFICATE"));
+    drop(server);
+
+    // Flags change what is published, on the next start.
+    let server = Server::builder()
+        .data_dir(dir.path())
+        .arg("--requestheader-allowed-names=aggregator,front-proxy-client")
+        .arg("--requestheader-username-headers=X-Remote-User,X-Forwarded-User")
+        .start()
+        .unwrap();
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(server.client().await.unwrap(), "kube-system");
+    let data = cms
+        .get("extension-apiserver-authentication")
+        .await
+        .unwrap()
+        .data
+        .unwrap();
+    assert_eq!(
+        data["requestheader-allowed-names"],
+        r#"["aggregator","front-proxy-client"]"#
+    );
+    assert_eq!(
+        data["requestheader-username-headers"],
+        r#"["X-Remote-User","X-Forwarded-User"]"#
+    );
+}

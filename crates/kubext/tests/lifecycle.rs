@@ -31,6 +31,13 @@ fn help_explains_every_flag() {
         "--tls-private-key-file",
         "--client-ca-file",
         "--token-auth-file",
+        "--proxy-client-cert-file",
+        "--proxy-client-key-file",
+        "--requestheader-client-ca-file",
+        "--requestheader-allowed-names",
+        "--requestheader-username-headers",
+        "--requestheader-group-headers",
+        "--requestheader-extra-headers-prefix",
     ] {
         assert!(help.contains(flag), "{flag} missing from --help:\n{help}");
     }

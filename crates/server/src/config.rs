@@ -27,6 +27,36 @@ pub struct Config {
     pub compaction_interval: Duration,
     pub bookmark_interval: Duration,
     pub shutdown_grace: Duration,
+    pub front_proxy: FrontProxyConfig,
+}
+
+/// How this server proves itself to extension API servers (the aggregator's client
+/// certificate) and what it tells them to trust: kube-apiserver's
+/// `--proxy-client-*` and `--requestheader-*` flags. Files left unset are generated
+/// in the data dir at first start, from a front-proxy CA of their own.
+#[derive(Debug, Clone)]
+pub struct FrontProxyConfig {
+    pub proxy_client_cert_file: Option<PathBuf>,
+    pub proxy_client_key_file: Option<PathBuf>,
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    pub allowed_names: Vec<String>,
+    pub username_headers: Vec<String>,
+    pub group_headers: Vec<String>,
+    pub extra_headers_prefix: Vec<String>,
+}
+
+impl Default for FrontProxyConfig {
+    fn default() -> Self {
+        FrontProxyConfig {
+            proxy_client_cert_file: None,
+            proxy_client_key_file: None,
+            requestheader_client_ca_file: None,
+            allowed_names: vec!["front-proxy-client".into()],
+            username_headers: vec!["X-Remote-User".into()],
+            group_headers: vec!["X-Remote-Group".into()],
+            extra_headers_prefix: vec!["X-Remote-Extra-".into()],
+        }
+    }
 }
 
 impl Default for Config {
@@ -45,6 +75,7 @@ impl Default for Config {
             compaction_interval: Duration::from_secs(300),
             bookmark_interval: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            front_proxy: FrontProxyConfig::default(),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod authn;
 pub mod catalog;
 pub mod config;
 pub mod encode;
+pub mod front_proxy;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;

@@ -22,10 +22,15 @@ pub struct Pki {
     pub ca: CertPair,
     pub serving: CertPair,
     pub admin: CertPair,
+    /// A separate CA for the aggregator's identity towards extension servers, and the
+    /// client certificate it signs (CN `front-proxy-client`).
+    pub front_proxy_ca: CertPair,
+    pub front_proxy_client: CertPair,
 }
 
 impl Pki {
-    /// Load `<dir>/{ca,serving,admin}.{crt,key}`, creating whatever is missing.
+    /// Load `<dir>/{ca,serving,admin,front-proxy-ca,front-proxy-client}.{crt,key}`,
+    /// creating whatever is missing.
     /// `hosts` become the serving certificate's SANs.
     pub fn load_or_create(dir: &Path, hosts: &[String]) -> Result<Pki> {
         std::fs::create_dir_all(dir)
@@ -46,7 +51,24 @@ impl Pki {
             params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
             sign(params, &issuer)
         })?;
-        Ok(Pki { ca, serving, admin })
+        let front_proxy_ca = load_or(dir, "front-proxy-ca", || new_ca("front-proxy-ca"))?;
+        let fp_key =
+            KeyPair::from_pem(&front_proxy_ca.key_pem).context("invalid front-proxy CA key")?;
+        let fp_issuer = Issuer::from_ca_cert_pem(&front_proxy_ca.cert_pem, fp_key)
+            .context("invalid front-proxy CA certificate")?;
+        let front_proxy_client = load_or(dir, "front-proxy-client", || {
+            let mut params = CertificateParams::new(Vec::<String>::new())?;
+            params.distinguished_name = name("front-proxy-client", None);
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+            sign(params, &fp_issuer)
+        })?;
+        Ok(Pki {
+            ca,
+            serving,
+            admin,
+            front_proxy_ca,
+            front_proxy_client,
+        })
     }
 }
 

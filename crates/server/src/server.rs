@@ -59,7 +59,9 @@ pub async fn start(config: Config) -> Result<Running> {
         .await
         .context("loading storage")?;
     let pki = Pki::load_or_create(&config.data_dir.join("pki"), &serving_hosts(&config))?;
-    let (tls, trust_pem) = tls_config(&config, &pki)?;
+    let client_cas = client_ca_bundle(&config, &pki)?;
+    let (tls, trust_pem) = tls_config(&config, &pki, &client_cas)?;
+    let front_proxy = crate::front_proxy::FrontProxy::resolve(&config.front_proxy, &pki)?;
     let authn = Authenticator::new(config.token_auth_file.as_deref())?;
 
     let listener = bind(&config).await?;
@@ -72,6 +74,7 @@ pub async fn start(config: Config) -> Result<Running> {
         shutdown_rx.clone(),
     ));
     bootstrap(&api).await?;
+    publish_authentication_configmap(&api, &front_proxy, &client_cas.join("")).await?;
     let crd_controller = start_crd_controller(&api).await?;
     let apiservice_registration = start_apiservice_registration(&api)?;
     let resources = Arc::new(CatalogResources(api.clone()));
@@ -171,7 +174,11 @@ fn serving_hosts(config: &Config) -> Vec<String> {
 
 /// The server's TLS config, and the PEM clients should trust (the generated CA, or
 /// the given serving certificate chain).
-fn tls_config(config: &Config, pki: &Pki) -> Result<(rustls::ServerConfig, String)> {
+fn tls_config(
+    config: &Config,
+    pki: &Pki,
+    client_cas: &[String],
+) -> Result<(rustls::ServerConfig, String)> {
     let (cert, key) = match (&config.tls_cert_file, &config.tls_private_key_file) {
         (Some(c), Some(k)) => (
             std::fs::read_to_string(c)
@@ -186,19 +193,55 @@ fn tls_config(config: &Config, pki: &Pki) -> Result<(rustls::ServerConfig, Strin
             ));
         }
     };
-    let mut client_cas = vec![pki.ca.cert_pem.clone()];
-    if let Some(path) = &config.client_ca_file {
-        client_cas.push(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("reading --client-ca-file {}", path.display()))?,
-        );
-    }
     let trust = if config.tls_cert_file.is_some() {
         cert.clone()
     } else {
         pki.ca.cert_pem.clone()
     };
-    Ok((crate::tls::server_config(&cert, &key, &client_cas)?, trust))
+    Ok((crate::tls::server_config(&cert, &key, client_cas)?, trust))
+}
+
+/// The CAs that verify client certificates: the generated one, plus `--client-ca-file`.
+fn client_ca_bundle(config: &Config, pki: &Pki) -> Result<Vec<String>> {
+    let mut cas = vec![pki.ca.cert_pem.clone()];
+    if let Some(path) = &config.client_ca_file {
+        cas.push(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --client-ca-file {}", path.display()))?,
+        );
+    }
+    Ok(cas)
+}
+
+/// Create or refresh `kube-system/extension-apiserver-authentication`.
+async fn publish_authentication_configmap(
+    api: &Api,
+    front_proxy: &crate::front_proxy::FrontProxy,
+    client_ca_pem: &str,
+) -> Result<()> {
+    let catalog = api.catalog();
+    let configmaps = catalog
+        .lookup("", "v1", "configmaps")
+        .ok_or_else(|| anyhow!("configmaps are not served"))?;
+    let want = front_proxy.authentication_configmap(client_ca_pem);
+    let ctx = controllers::system_context(crate::front_proxy::CONFIGMAP_NAMESPACE, "kubext");
+    match configmaps.store.create(&ctx, want.clone()).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == 409 => configmaps
+            .store
+            .update_with(&ctx, crate::front_proxy::CONFIGMAP_NAME, |current| {
+                let mut next = current.clone();
+                next["data"] = want["data"].clone();
+                Ok(next)
+            })
+            .await
+            .map(|_| ())
+            .map_err(|e| anyhow!("updating {}: {e}", crate::front_proxy::CONFIGMAP_NAME)),
+        Err(e) => Err(anyhow!(
+            "creating {}: {e}",
+            crate::front_proxy::CONFIGMAP_NAME
+        )),
+    }
 }
 
 async fn bind(config: &Config) -> Result<TcpListener> {
