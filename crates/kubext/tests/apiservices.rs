@@ -313,3 +313,181 @@ async fn extension_apiserver_authentication_configmap() {
         r#"["X-Remote-User","X-Forwarded-User"]"#
     );
 }
+
+/// Poll the `Available` condition until it has `status` (and `reason`).
+async fn available(api: &Api<DynamicObject>, name: &str, status: &str, reason: &str) -> Value {
+    let obj = eventually(api, name, |o| {
+        o.and_then(|o| o.data["status"]["conditions"].as_array().cloned())
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Available" && c["status"] == status && c["reason"] == reason)
+    })
+    .await
+    .unwrap();
+    obj.data["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Available")
+        .cloned()
+        .unwrap()
+}
+
+/// A second kubext plays the extension API server: it serves the group through a
+/// CRD and trusts the aggregator's front-proxy CA for client certificates.
+#[tokio::test]
+async fn availability_follows_service_endpoints_and_the_backend() {
+    let aggregator_dir = tempfile::tempdir().unwrap();
+    let aggregator = Server::builder()
+        .data_dir(aggregator_dir.path())
+        .start()
+        .unwrap();
+    let front_proxy_ca = aggregator_dir.path().join("pki/front-proxy-ca.crt");
+    let mut backend = Server::builder()
+        .arg(format!("--client-ca-file={}", front_proxy_ca.display()))
+        .start()
+        .unwrap();
+    backend.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: flunders.wardle.example.com}
+spec:
+  group: wardle.example.com
+  scope: Namespaced
+  names: {plural: flunders, kind: Flunder}
+  versions:
+  - {name: v1alpha1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"#,
+    );
+    backend.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/flunders.wardle.example.com",
+    ]);
+
+    let api = apiservices(aggregator.client().await.unwrap());
+    aggregator.apply(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: wardle}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1alpha1.wardle.example.com}
+spec:
+  group: wardle.example.com
+  version: v1alpha1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  insecureSkipTLSVerify: true
+  service: {namespace: wardle, name: api}
+"#,
+    );
+    let c = available(
+        &api,
+        "v1alpha1.wardle.example.com",
+        "False",
+        "ServiceNotFound",
+    )
+    .await;
+    assert_eq!(c["message"], "service/api in \"wardle\" is not present");
+
+    aggregator.apply(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: wardle}
+spec:
+  ports: [{name: https, port: 443, protocol: TCP}]
+"#,
+    );
+    let c = available(
+        &api,
+        "v1alpha1.wardle.example.com",
+        "False",
+        "EndpointsNotFound",
+    )
+    .await;
+    assert_eq!(
+        c["message"],
+        "cannot find endpoints for service/api in \"wardle\""
+    );
+
+    let slice = format!(
+        r#"
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: api-1
+  namespace: wardle
+  labels: {{kubernetes.io/service-name: api}}
+addressType: IPv4
+ports: [{{name: https, port: {}, protocol: TCP}}]
+endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
+"#,
+        backend.addr.port()
+    );
+    aggregator.apply(&slice);
+    let c = available(&api, "v1alpha1.wardle.example.com", "True", "Passed").await;
+    assert_eq!(c["message"], "all checks passed");
+    let line = aggregator.kubectl_ok(&[
+        "get",
+        "apiservice",
+        "v1alpha1.wardle.example.com",
+        "--no-headers",
+    ]);
+    assert!(
+        line.contains("wardle/api") && line.contains("True"),
+        "{line}"
+    );
+
+    // Verified TLS: the backend's certificate is not for api.wardle.svc.
+    let ca = std::fs::read(backend.data_dir.join("pki/ca.crt")).unwrap();
+    let ca = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ca);
+    let patch = json!({"spec": {"insecureSkipTLSVerify": false, "caBundle": ca}});
+    api.patch(
+        "v1alpha1.wardle.example.com",
+        &Default::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+    let c = available(
+        &api,
+        "v1alpha1.wardle.example.com",
+        "False",
+        "FailedDiscoveryCheck",
+    )
+    .await;
+    let message = c["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "failing or missing response from https://127.0.0.1:{}/apis/wardle.example.com/v1alpha1: tls: ",
+            backend.addr.port()
+        )),
+        "{message}"
+    );
+    assert!(message.contains("certificate"), "{message}");
+
+    // Back to insecure, then the backend goes away.
+    let patch = json!({"spec": {"insecureSkipTLSVerify": true, "caBundle": null}});
+    api.patch(
+        "v1alpha1.wardle.example.com",
+        &Default::default(),
+        &kube::api::Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+    available(&api, "v1alpha1.wardle.example.com", "True", "Passed").await;
+    backend.kill9();
+    let c = available(
+        &api,
+        "v1alpha1.wardle.example.com",
+        "False",
+        "FailedDiscoveryCheck",
+    )
+    .await;
+    assert!(c["message"].as_str().unwrap().contains("dial tcp"), "{c}");
+}

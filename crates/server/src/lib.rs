@@ -3,6 +3,7 @@
 //!
 //! Invariant: all HTTP lives here. Every error leaves as a `metav1.Status`.
 
+pub mod aggregator;
 pub mod api;
 pub mod authn;
 pub mod catalog;

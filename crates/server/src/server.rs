@@ -77,6 +77,7 @@ pub async fn start(config: Config) -> Result<Running> {
     publish_authentication_configmap(&api, &front_proxy, &client_cas.join("")).await?;
     let crd_controller = start_crd_controller(&api).await?;
     let apiservice_registration = start_apiservice_registration(&api)?;
+    let availability = start_availability(&api, &front_proxy)?;
     let resources = Arc::new(CatalogResources(api.clone()));
     let namespace_controller = Arc::new(NamespaceController {
         resources,
@@ -88,7 +89,12 @@ pub async fn start(config: Config) -> Result<Running> {
     }
     let namespaces = tokio::spawn(namespace_controller.run());
     let controllers = tokio::spawn(async move {
-        let _ = tokio::join!(namespaces, crd_controller, apiservice_registration);
+        let _ = tokio::join!(
+            namespaces,
+            crd_controller,
+            apiservice_registration,
+            availability
+        );
     });
 
     let kubeconfig = pki::kubeconfig_path(&config.data_dir);
@@ -298,6 +304,29 @@ fn start_apiservice_registration(api: &Arc<Api>) -> Result<tokio::task::JoinHand
                 .map(|api| api.local_group_versions())
                 .unwrap_or_default()
         },
+    )))
+}
+
+/// Check the backends of service-backed APIServices.
+fn start_availability(
+    api: &Arc<Api>,
+    front_proxy: &crate::front_proxy::FrontProxy,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let catalog = api.catalog();
+    let store = |group: &str, plural: &str| {
+        catalog
+            .lookup(group, "v1", plural)
+            .map(|s| Arc::new(s.store.clone_handle()))
+            .ok_or_else(|| anyhow!("{plural} are not served"))
+    };
+    let stores = crate::aggregator::availability::Stores {
+        apiservices: store("apiregistration.k8s.io", "apiservices")?,
+        services: store("", "services")?,
+        endpointslices: store("discovery.k8s.io", "endpointslices")?,
+    };
+    Ok(tokio::spawn(crate::aggregator::availability::run(
+        stores,
+        front_proxy.client.clone(),
     )))
 }
 

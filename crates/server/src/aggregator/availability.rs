@@ -1,0 +1,343 @@
+//! The availability controller: for every APIService backed by a service, resolve a
+//! ready endpoint (as kube-apiserver does with `--enable-aggregator-routing`), check
+//! the backend's discovery document over TLS, and record the `Available` condition
+//! with kube-aggregator's reasons and messages. Checks run concurrently and are
+//! bounded by a timeout, so one slow backend never delays the others.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use apimachinery::meta;
+use registry::GenericStore;
+
+use super::transport::Backend;
+use crate::pki::CertPair;
+
+const MANAGER: &str = "kubext-apiservice-availability";
+/// Between rounds of checks.
+const INTERVAL: Duration = Duration::from_secs(2);
+/// Upper bound of one discovery check.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why an APIService is not available: (reason, message), upstream's texts.
+pub type Unavailable = (&'static str, String);
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// A ready `ip:port` of the APIService's service, from the Service and its
+/// EndpointSlices.
+pub fn resolve(
+    apiservice: &Value,
+    service: Option<&Value>,
+    slices: &[Value],
+) -> Result<String, Unavailable> {
+    let (ns, name) = (
+        str_at(apiservice, "/spec/service/namespace"),
+        str_at(apiservice, "/spec/service/name"),
+    );
+    let port = apiservice
+        .pointer("/spec/service/port")
+        .and_then(Value::as_i64)
+        .unwrap_or(443);
+    let Some(service) = service else {
+        return Err((
+            "ServiceNotFound",
+            format!("service/{name} in {ns:?} is not present"),
+        ));
+    };
+    let Some(service_port) = service
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
+    else {
+        return Err((
+            "ServicePortError",
+            format!("service/{name} in {ns:?} is not listening on port {port}"),
+        ));
+    };
+    let port_name = service_port
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if slices.is_empty() {
+        return Err((
+            "EndpointsNotFound",
+            format!("cannot find endpoints for service/{name} in {ns:?}"),
+        ));
+    }
+    for slice in slices {
+        let Some(target) = slice
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
+            .and_then(|p| p.get("port").and_then(Value::as_i64))
+        else {
+            continue;
+        };
+        let ready = slice
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.pointer("/conditions/ready") != Some(&Value::Bool(false)))
+            .flat_map(|e| {
+                e.get("addresses")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .find_map(Value::as_str);
+        if let Some(ip) = ready {
+            let host = if ip.contains(':') {
+                format!("[{ip}]")
+            } else {
+                ip.to_string()
+            };
+            return Ok(format!("{host}:{target}"));
+        }
+    }
+    Err((
+        "MissingEndpoints",
+        format!(
+            "endpoints for service/{name} in {ns:?} have no addresses with port name {port_name:?}"
+        ),
+    ))
+}
+
+/// The backend of an APIService: its TLS client, rebuilt only when the APIService
+/// (resourceVersion) or the resolved address changes.
+#[derive(Default)]
+struct Backends(HashMap<String, (String, Backend)>);
+
+impl Backends {
+    fn get(
+        &mut self,
+        apiservice: &Value,
+        address: &str,
+        client: &CertPair,
+    ) -> Result<Backend, String> {
+        let name = meta::name(apiservice).to_string();
+        let key = format!("{}|{address}", meta::resource_version(apiservice));
+        if let Some((k, b)) = self.0.get(&name)
+            && *k == key
+        {
+            return Ok(b.clone());
+        }
+        let ca = str_at(apiservice, "/spec/caBundle");
+        let ca = base64::engine::general_purpose::STANDARD
+            .decode(ca)
+            .map_err(|e| format!("caBundle: {e}"))?;
+        let insecure =
+            apiservice.pointer("/spec/insecureSkipTLSVerify") == Some(&Value::Bool(true));
+        let server_name = format!(
+            "{}.{}.svc",
+            str_at(apiservice, "/spec/service/name"),
+            str_at(apiservice, "/spec/service/namespace")
+        );
+        let backend = Backend::new(
+            address.to_string(),
+            &server_name,
+            Some(&ca),
+            insecure,
+            client,
+        )?;
+        self.0.insert(name, (key, backend.clone()));
+        Ok(backend)
+    }
+}
+
+/// The stores the controller reads and writes.
+pub struct Stores {
+    pub apiservices: Arc<GenericStore>,
+    pub services: Arc<GenericStore>,
+    pub endpointslices: Arc<GenericStore>,
+}
+
+async fn list(store: &GenericStore, namespace: &str) -> Vec<Value> {
+    let ctx = controllers::system_context(namespace, MANAGER);
+    store
+        .list(&ctx, registry::ListOptions::default())
+        .await
+        .map(|l| l.items.into_iter().map(|o| o.value.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Check every service-backed APIService, forever.
+pub async fn run(stores: Stores, client: CertPair) {
+    let mut backends = Backends::default();
+    loop {
+        let apiservices = list(&stores.apiservices, "").await;
+        let services = list(&stores.services, "").await;
+        let slices = list(&stores.endpointslices, "").await;
+        let mut checks = Vec::new();
+        for a in apiservices
+            .iter()
+            .filter(|a| a.pointer("/spec/service").is_some_and(Value::is_object))
+        {
+            let (ns, name) = (
+                str_at(a, "/spec/service/namespace"),
+                str_at(a, "/spec/service/name"),
+            );
+            let service = services
+                .iter()
+                .find(|s| meta::namespace(s) == ns && meta::name(s) == name);
+            let own: Vec<Value> = slices
+                .iter()
+                .filter(|s| {
+                    meta::namespace(s) == ns
+                        && s.pointer("/metadata/labels/kubernetes.io~1service-name")
+                            .and_then(Value::as_str)
+                            == Some(name)
+                })
+                .cloned()
+                .collect();
+            let target = resolve(a, service, &own).and_then(|addr| {
+                backends
+                    .get(a, &addr, &client)
+                    .map_err(|e| ("FailedDiscoveryCheck", e))
+            });
+            checks.push(check(a.clone(), target));
+        }
+        for (apiservice, condition) in futures::future::join_all(checks).await {
+            write_condition(&stores.apiservices, &apiservice, condition).await;
+        }
+        tokio::time::sleep(INTERVAL).await;
+    }
+}
+
+/// The `Available` condition for one APIService.
+async fn check(apiservice: Value, target: Result<Backend, Unavailable>) -> (Value, Value) {
+    let condition = |status: &str, reason: &str, message: &str| json!({"type": "Available", "status": status, "reason": reason, "message": message});
+    let result = match target {
+        Err((reason, message)) => condition("False", reason, &message),
+        Ok(backend) => {
+            let path = format!(
+                "/apis/{}/{}",
+                str_at(&apiservice, "/spec/group"),
+                str_at(&apiservice, "/spec/version")
+            );
+            let url = backend.url(&path);
+            match backend.get(&path, CHECK_TIMEOUT).await {
+                Ok((200, _)) => condition("True", "Passed", "all checks passed"),
+                Ok((code, _)) => condition(
+                    "False",
+                    "FailedDiscoveryCheck",
+                    &format!(
+                        "failing or missing response from {url}: bad status from {url}: {code}"
+                    ),
+                ),
+                Err(e) => condition(
+                    "False",
+                    "FailedDiscoveryCheck",
+                    &format!("failing or missing response from {url}: {e}"),
+                ),
+            }
+        }
+    };
+    (apiservice, result)
+}
+
+/// Record `condition` unless the stored one already says the same (the transition
+/// time changes only with the status).
+async fn write_condition(store: &GenericStore, apiservice: &Value, mut condition: Value) {
+    let current = apiservice
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"));
+    let same = |c: &Value, k: &str| c.get(k) == condition.get(k);
+    if let Some(c) = current {
+        if same(c, "status") && same(c, "reason") && same(c, "message") {
+            return;
+        }
+        condition["lastTransitionTime"] = if same(c, "status") {
+            c["lastTransitionTime"].clone()
+        } else {
+            json!(apimachinery::time::now_rfc3339())
+        };
+    } else {
+        condition["lastTransitionTime"] = json!(apimachinery::time::now_rfc3339());
+    }
+    let mut ctx = controllers::system_context("", MANAGER);
+    ctx.subresource = Some("status".into());
+    let name = meta::name(apiservice).to_string();
+    let result = store
+        .update_with(&ctx, &name, |live| {
+            let mut next = live.clone();
+            let mut conditions: Vec<Value> = live
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            conditions.retain(|c| c["type"] != "Available");
+            conditions.push(condition.clone());
+            next["status"] = json!({"conditions": conditions});
+            Ok(next)
+        })
+        .await;
+    if let Err(e) = result
+        && e.code() != 404
+    {
+        tracing::warn!(apiservice = %name, error = %e, "cannot record availability");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apiservice() -> Value {
+        json!({"metadata": {"name": "v1alpha1.wardle.example.com"},
+               "spec": {"group": "wardle.example.com", "version": "v1alpha1",
+                        "service": {"namespace": "wardle", "name": "api", "port": 443}}})
+    }
+
+    #[test]
+    fn resolution_reasons_follow_upstream() {
+        let a = apiservice();
+        assert_eq!(
+            resolve(&a, None, &[]).unwrap_err(),
+            (
+                "ServiceNotFound",
+                "service/api in \"wardle\" is not present".into()
+            )
+        );
+        let svc = json!({"spec": {"ports": [{"name": "https", "port": 8443}]}});
+        assert_eq!(
+            resolve(&a, Some(&svc), &[]).unwrap_err(),
+            (
+                "ServicePortError",
+                "service/api in \"wardle\" is not listening on port 443".into()
+            )
+        );
+        let svc = json!({"spec": {"ports": [{"name": "https", "port": 443}]}});
+        assert_eq!(
+            resolve(&a, Some(&svc), &[]).unwrap_err(),
+            (
+                "EndpointsNotFound",
+                "cannot find endpoints for service/api in \"wardle\"".into()
+            )
+        );
+        let not_ready = json!({"ports": [{"name": "https", "port": 9443}],
+            "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": false}}]});
+        assert_eq!(
+            resolve(&a, Some(&svc), std::slice::from_ref(&not_ready)).unwrap_err(),
+            ("MissingEndpoints", "endpoints for service/api in \"wardle\" have no addresses with port name \"https\"".into())
+        );
+        let ready = json!({"ports": [{"name": "https", "port": 9443}],
+            "endpoints": [{"addresses": ["10.0.0.2"]}]});
+        assert_eq!(
+            resolve(&a, Some(&svc), &[not_ready, ready]).unwrap(),
+            "10.0.0.2:9443"
+        );
+    }
+}

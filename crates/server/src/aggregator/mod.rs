@@ -1,0 +1,4 @@
+//! The API aggregation layer: reaching extension API servers named by APIServices.
+
+pub mod availability;
+pub mod transport;
