@@ -3,6 +3,8 @@
 //! server keeps serving.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use serde_json::Value;
 use testkit::Server;
 
@@ -290,18 +292,14 @@ async fn mutated_crds_and_custom_resources_never_break_the_server() {
         } else {
             body
         };
-        let req = http::Request::builder()
-            .method(method)
-            .uri(format!("{uri}?fieldManager=fuzz"))
-            .header("content-type", content_type)
-            .body(kube::client::Body::from(serde_json::to_vec(&body).unwrap()))
-            .unwrap();
-        let resp = client.send(req).await.unwrap();
-        let code = resp.status().as_u16();
-        let bytes = http_body_util::BodyExt::collect(resp.into_body())
-            .await
-            .unwrap()
-            .to_bytes();
+        let (code, bytes) = common::send_body(
+            &client,
+            method,
+            &format!("{uri}?fieldManager=fuzz"),
+            content_type,
+            &body,
+        )
+        .await;
         assert!(
             code < 500,
             "request {i}: {method} {uri} {content_type} {body} → {code}: {}",

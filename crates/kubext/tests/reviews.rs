@@ -9,16 +9,7 @@ use serde_json::{Value, json};
 use testkit::Server;
 
 async fn post(client: &kube::Client, path: &str, body: Value) -> (u16, Value) {
-    let req = http::Request::post(path)
-        .header("content-type", "application/json")
-        .body(kube::client::Body::from(serde_json::to_vec(&body).unwrap()))
-        .unwrap();
-    let resp = client.send(req).await.unwrap();
-    let code = resp.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
+    let (code, bytes) = common::send_body(client, "POST", path, "application/json", &body).await;
     (code, serde_json::from_slice(&bytes).unwrap())
 }
 
