@@ -443,6 +443,58 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
         "{line}"
     );
 
+    // Requests for the group-version go through to the backend, streaming.
+    let aggregator_client = aggregator.client().await.unwrap();
+    let flunders = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("wardle.example.com", "v1alpha1", "Flunder"),
+        "flunders",
+    );
+    let via_aggregator: Api<DynamicObject> =
+        Api::namespaced_with(aggregator_client.clone(), "default", &flunders);
+    let on_backend: Api<DynamicObject> =
+        Api::namespaced_with(backend.client().await.unwrap(), "default", &flunders);
+    let flunder = |name: &str| {
+        object(json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                      "metadata": {"name": name}, "spec": {"reference": "x"}}))
+    };
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        via_aggregator.create(&PostParams::default(), &flunder("one")),
+    )
+    .await
+    .expect("create through the proxy")
+    .unwrap();
+    assert!(on_backend.get_opt("one").await.unwrap().is_some(), "stored by the backend");
+    let listed = via_aggregator.list(&Default::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    let mut events = futures::StreamExt::boxed(
+        via_aggregator
+            .watch(&kube::api::WatchParams::default().timeout(30), &listed.metadata.resource_version.unwrap())
+            .await
+            .unwrap(),
+    );
+    on_backend
+        .create(&PostParams::default(), &flunder("two"))
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), futures::TryStreamExt::try_next(&mut events))
+        .await
+        .expect("the watch event arrives through the proxy")
+        .unwrap();
+    assert!(
+        matches!(event, Some(kube::api::WatchEvent::Added(ref o)) if o.metadata.name.as_deref() == Some("two")),
+        "{event:?}"
+    );
+    let discovery = aggregator_client
+        .request_text(
+            http::Request::get("/apis/wardle.example.com/v1alpha1")
+                .body(vec![])
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(discovery.contains("\"flunders\""), "{discovery}");
+
     // Verified TLS: the backend's certificate is not for api.wardle.svc.
     let ca = std::fs::read(backend.data_dir.join("pki/ca.crt")).unwrap();
     let ca = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ca);
@@ -490,4 +542,19 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
     )
     .await;
     assert!(c["message"].as_str().unwrap().contains("dial tcp"), "{c}");
+    // Requests for an unavailable group-version get a 503 at once.
+    let req = http::Request::get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = aggregator_client.send(req).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 503);
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let status: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(status["message"], "service unavailable");
+    assert_eq!(status["reason"], "ServiceUnavailable");
+    // Everything else keeps working.
+    aggregator.kubectl_ok(&["get", "configmaps", "-A"]);
 }

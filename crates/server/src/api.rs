@@ -34,6 +34,10 @@ pub struct Api {
     storage_prefix: String,
     /// Bumped on every catalog change (controllers that follow the served set).
     catalog_changes: watch::Sender<u64>,
+    /// Group-versions claimed by extension API servers (the aggregator's routes).
+    pub remotes: crate::aggregator::proxy::Remotes,
+    /// Identity header names sent to extension servers.
+    pub front_proxy_headers: crate::config::FrontProxyConfig,
 }
 
 /// Paths anyone may read (upstream's system:public-info-viewer).
@@ -45,6 +49,7 @@ impl Api {
         storage_prefix: &str,
         authn: Authenticator,
         shutdown: watch::Receiver<bool>,
+        front_proxy_headers: crate::config::FrontProxyConfig,
     ) -> Self {
         let builtins: Vec<Arc<Served>> = registry::builtin::resource_types()
             .into_iter()
@@ -66,6 +71,8 @@ impl Api {
             builtins,
             storage_prefix: storage_prefix.to_string(),
             catalog_changes: watch::Sender::new(0),
+            remotes: Default::default(),
+            front_proxy_headers,
         }
     }
 
@@ -170,6 +177,17 @@ impl Api {
         path: &str,
         user: UserInfo,
     ) -> Response<Body> {
+        if let Some(remote) = self.claimed(info, path) {
+            if user.is_anonymous() {
+                return response::error(&StatusError::new(
+                    403,
+                    "Forbidden",
+                    format!("forbidden: User \"system:anonymous\" cannot {} path \"{path}\"", info.verb),
+                ));
+            }
+            return crate::aggregator::proxy::serve(remote, req, &user, &self.front_proxy_headers)
+                .await;
+        }
         if info.is_resource {
             return resources::serve(self, req, info, user).await;
         }
@@ -231,6 +249,20 @@ impl Api {
                 d.apis.clone()
             },
         )
+    }
+
+    /// The extension server a request goes to: resources of a claimed group-version
+    /// and its discovery document.
+    fn claimed(&self, info: &RequestInfo, path: &str) -> Option<crate::aggregator::proxy::Remote> {
+        if info.is_resource {
+            return (!info.group.is_empty())
+                .then(|| self.remotes.get(&info.group, &info.version))
+                .flatten();
+        }
+        match path.trim_matches('/').split('/').collect::<Vec<_>>()[..] {
+            ["apis", group, version] => self.remotes.get(group, version),
+            _ => None,
+        }
     }
 
     fn discovery_group(&self, path: &str) -> Response<Body> {

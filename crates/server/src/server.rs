@@ -72,6 +72,7 @@ pub async fn start(config: Config) -> Result<Running> {
         &config.etcd_prefix,
         authn,
         shutdown_rx.clone(),
+        config.front_proxy.clone(),
     ));
     bootstrap(&api).await?;
     publish_authentication_configmap(&api, &front_proxy, &client_cas.join("")).await?;
@@ -327,6 +328,7 @@ fn start_availability(
     Ok(tokio::spawn(crate::aggregator::availability::run(
         stores,
         front_proxy.client.clone(),
+        api.remotes.clone(),
     )))
 }
 

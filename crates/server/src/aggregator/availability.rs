@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use apimachinery::meta;
 use registry::GenericStore;
 
+use super::proxy::{Remote, Remotes};
 use super::transport::Backend;
 use crate::pki::CertPair;
 
@@ -172,8 +173,9 @@ async fn list(store: &GenericStore, namespace: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Check every service-backed APIService, forever.
-pub async fn run(stores: Stores, client: CertPair) {
+/// Check every service-backed APIService, forever, and tell the proxy where each
+/// claimed group-version goes.
+pub async fn run(stores: Stores, client: CertPair, remotes: Remotes) {
     let mut backends = Backends::default();
     loop {
         let apiservices = list(&stores.apiservices, "").await;
@@ -208,16 +210,36 @@ pub async fn run(stores: Stores, client: CertPair) {
             });
             checks.push(check(a.clone(), target));
         }
-        for (apiservice, condition) in futures::future::join_all(checks).await {
+        let mut claimed = HashMap::new();
+        let mut results = Vec::new();
+        for (apiservice, condition, backend) in futures::future::join_all(checks).await {
+            let gv = (
+                str_at(&apiservice, "/spec/group").to_string(),
+                str_at(&apiservice, "/spec/version").to_string(),
+            );
+            let remote = match backend {
+                Some(b) if condition["status"] == "True" => Remote::Available(b),
+                _ => Remote::Unavailable,
+            };
+            claimed.insert(gv, remote);
+            results.push((apiservice, condition));
+        }
+        // Routes first: a client that sees Available=True can use the group-version.
+        remotes.replace(claimed);
+        for (apiservice, condition) in results {
             write_condition(&stores.apiservices, &apiservice, condition).await;
         }
         tokio::time::sleep(INTERVAL).await;
     }
 }
 
-/// The `Available` condition for one APIService.
-async fn check(apiservice: Value, target: Result<Backend, Unavailable>) -> (Value, Value) {
+/// The `Available` condition for one APIService, and its backend if it has one.
+async fn check(
+    apiservice: Value,
+    target: Result<Backend, Unavailable>,
+) -> (Value, Value, Option<Backend>) {
     let condition = |status: &str, reason: &str, message: &str| json!({"type": "Available", "status": status, "reason": reason, "message": message});
+    let backend = target.as_ref().ok().cloned();
     let result = match target {
         Err((reason, message)) => condition("False", reason, &message),
         Ok(backend) => {
@@ -244,7 +266,7 @@ async fn check(apiservice: Value, target: Result<Backend, Unavailable>) -> (Valu
             }
         }
     };
-    (apiservice, result)
+    (apiservice, result, backend)
 }
 
 /// Record `condition` unless the stored one already says the same (the transition

@@ -72,20 +72,55 @@ impl Backend {
             .map_err(|_| format!("timed out after {}s", timeout.as_secs()))?
     }
 
-    async fn get_inner(&self, path: &str) -> Result<(u16, Bytes), String> {
-        let tcp = tokio::net::TcpStream::connect(&self.address)
-            .await
-            .map_err(|e| format!("dial tcp {}: {e}", self.address))?;
-        let tls = self
-            .connector
-            .connect(self.server_name.clone(), tcp)
-            .await
-            .map_err(|e| format!("tls: {e}"))?;
-        let (mut sender, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+    /// A new HTTP/1.1 connection, bounded by `timeout` to establish.
+    async fn connect<B>(
+        &self,
+        timeout: Duration,
+    ) -> Result<hyper::client::conn::http1::SendRequest<B>, String>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let connect = async {
+            let tcp = tokio::net::TcpStream::connect(&self.address)
                 .await
-                .map_err(|e| e.to_string())?;
-        tokio::spawn(conn);
+                .map_err(|e| format!("dial tcp {}: {e}", self.address))?;
+            let tls = self
+                .connector
+                .connect(self.server_name.clone(), tcp)
+                .await
+                .map_err(|e| format!("tls: {e}"))?;
+            let (sender, conn) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            // Upgrades (exec, port-forward) pass through the same connection.
+            tokio::spawn(conn.with_upgrades());
+            Ok(sender)
+        };
+        tokio::time::timeout(timeout, connect)
+            .await
+            .map_err(|_| format!("dial tcp {}: timed out after {}s", self.address, timeout.as_secs()))?
+    }
+
+    /// Send `req` and return the backend's response with its body unread (streamed).
+    pub async fn send<B>(
+        &self,
+        req: http::Request<B>,
+        connect_timeout: Duration,
+    ) -> Result<http::Response<hyper::body::Incoming>, String>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let mut sender = self.connect(connect_timeout).await?;
+        sender.send_request(req).await.map_err(|e| e.to_string())
+    }
+
+    async fn get_inner(&self, path: &str) -> Result<(u16, Bytes), String> {
+        let mut sender = self.connect(Duration::from_secs(3600)).await?;
         let req = http::Request::get(path)
             .header(http::header::HOST, &self.address)
             .header(http::header::ACCEPT, "application/json")
