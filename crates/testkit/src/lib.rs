@@ -69,14 +69,16 @@ impl Server {
         }
     }
 
-    /// A kube-rs client authenticated as the admin.
+    /// A kube-rs client authenticated as the admin. It does not retry 429/503/504
+    /// answers (kube-rs does by default), so tests see what the server said.
     pub async fn client(&self) -> Result<kube::Client> {
         let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(
+        let mut config = kube::Config::from_custom_kubeconfig(
             kubeconfig,
             &kube::config::KubeConfigOptions::default(),
         )
         .await?;
+        config.default_retry = false;
         Ok(kube::Client::try_from(config)?)
     }
 
