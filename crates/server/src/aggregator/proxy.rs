@@ -8,21 +8,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use http::{HeaderName, HeaderValue, Request, Response};
+use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, BodyStream, StreamBody};
 use hyper::body::Incoming;
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
 use parking_lot::RwLock;
 
 use apimachinery::StatusError;
 
-use super::transport::Backend;
+use super::transport::{Backend, BoxError};
 use crate::authn::UserInfo;
 use crate::config::FrontProxyConfig;
 use crate::response::{self, Body};
 
-/// Time to reach a backend; responses themselves are not bounded (watches).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time for a backend to start its answer; the body is not bounded (watches stream
+/// for as long as they last).
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where a group-version claimed by a service-backed APIService goes, as the
 /// availability controller last found it.
@@ -52,42 +55,100 @@ impl Remotes {
 /// Forward `req` for `user` to `remote`.
 pub async fn serve(
     remote: Remote,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     user: &UserInfo,
     headers: &FrontProxyConfig,
 ) -> Response<Body> {
     let Remote::Available(backend) = remote else {
         return response::error(&StatusError::service_unavailable("service unavailable"));
     };
+    let client_upgrade = wants_upgrade(req.headers()).then(|| hyper::upgrade::on(&mut req));
     let (mut parts, body) = req.into_parts();
+    strip_hop_by_hop(&mut parts.headers, client_upgrade.is_some());
     strip_identity(&mut parts.headers, headers);
     add_identity(&mut parts.headers, user, headers);
-    if let Ok(host) = HeaderValue::from_str(&backend.address) {
-        parts.headers.insert(http::header::HOST, host);
-    }
-    // The backend speaks HTTP/1.1: keep only the path and query of the URI.
-    if let Some(pq) = parts.uri.path_and_query().cloned() {
-        parts.uri = http::Uri::from(pq);
-    }
     parts.version = http::Version::HTTP_11;
-    match backend
-        .send(Request::from_parts(parts, body), CONNECT_TIMEOUT)
-        .await
-    {
-        Ok(resp) => {
-            let (parts, body) = resp.into_parts();
-            Response::from_parts(parts, streamed(body))
-        }
-        Err(e) => {
+    let body = body.map_err(BoxError::from).boxed();
+    let sent = tokio::time::timeout(
+        RESPONSE_TIMEOUT,
+        backend.send(Request::from_parts(parts, body)),
+    )
+    .await;
+    let mut resp = match sent {
+        Ok(Ok(resp)) => resp,
+        Ok(Err(e)) => {
             tracing::warn!(backend = %backend.address, error = %e, "proxy error");
-            response::error(&StatusError::service_unavailable(format!(
+            return response::error(&StatusError::service_unavailable(format!(
                 "error trying to reach service: {e}"
-            )))
+            )));
         }
+        Err(_) => {
+            return response::error(&StatusError::timeout(format!(
+                "Timeout: the extension server at {} did not answer within {}s",
+                backend.address,
+                RESPONSE_TIMEOUT.as_secs()
+            )));
+        }
+    };
+    let upgraded = resp.status() == StatusCode::SWITCHING_PROTOCOLS;
+    match client_upgrade {
+        Some(client) if upgraded => {
+            tokio::spawn(bridge(client, hyper::upgrade::on(&mut resp)));
+        }
+        _ => strip_hop_by_hop(resp.headers_mut(), false),
+    }
+    let (parts, body) = resp.into_parts();
+    Response::from_parts(parts, streamed(body))
+}
+
+/// Copy bytes both ways between an upgraded client and backend connection (exec,
+/// attach, port-forward) until either side closes.
+async fn bridge(client: OnUpgrade, backend: OnUpgrade) {
+    let (Ok(client), Ok(backend)) = (client.await, backend.await) else {
+        return;
+    };
+    let mut client = TokioIo::new(client);
+    let mut backend = TokioIo::new(backend);
+    if let Err(e) = tokio::io::copy_bidirectional(&mut client, &mut backend).await {
+        tracing::debug!(error = %e, "upgraded proxy connection ended");
     }
 }
 
-/// The backend's body as ours, frame by frame; a broken backend ends the stream.
+fn wants_upgrade(h: &http::HeaderMap) -> bool {
+    h.contains_key(http::header::UPGRADE)
+        && h.get_all(http::header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
+}
+
+/// Headers that describe one hop, not the message (RFC 9110 §7.6.1); an upgrade
+/// keeps `Connection` and `Upgrade` so the backend can switch protocols.
+fn strip_hop_by_hop(h: &mut http::HeaderMap, upgrade: bool) {
+    let named: Vec<HeaderName> = h
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
+        .filter(|n| !(upgrade && n == http::header::UPGRADE))
+        .collect();
+    for name in named {
+        h.remove(name);
+    }
+    for name in ["keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding"] {
+        h.remove(name);
+    }
+    if !upgrade {
+        h.remove(http::header::CONNECTION);
+        h.remove(http::header::UPGRADE);
+    }
+}
+
+/// The backend's body as ours, frame by frame. A backend that breaks mid-body ends
+/// the stream there (our body type cannot carry an error; the client sees a short
+/// body or, for a watch, the end of the watch).
 fn streamed(body: Incoming) -> Body {
     let frames = BodyStream::new(body)
         .take_while(|f| std::future::ready(f.is_ok()))

@@ -1,13 +1,18 @@
 //! TLS connections to extension API servers: the aggregator's front-proxy client
 //! certificate, the APIService's `caBundle` checked against `<service>.<namespace>.svc`
-//! (or `insecureSkipTLSVerify`), HTTP/1.1, bounded by a timeout. Built when an
-//! APIService or its endpoints change, not per request.
+//! (or `insecureSkipTLSVerify`), HTTP/1.1 over pooled keep-alive connections. Built
+//! when an APIService or its endpoints change, not per request.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
@@ -15,11 +20,19 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use crate::pki::CertPair;
 use crate::tls::{certs, private_key, provider};
 
-/// How to reach one extension server.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// What the aggregator sends to a backend: a client's body, streamed, or nothing.
+pub type OutBody = BoxBody<Bytes, BoxError>;
+
+/// Time to open a TCP connection to a backend.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Idle keep-alive connections are closed after this long.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How to reach one extension server; clones share one connection pool.
 #[derive(Clone)]
 pub struct Backend {
-    connector: tokio_rustls::TlsConnector,
-    server_name: ServerName<'static>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, OutBody>,
     pub address: String,
 }
 
@@ -53,12 +66,22 @@ impl Backend {
                 private_key(&client.key_pem).map_err(|e| e.to_string())?,
             )
             .map_err(|e| format!("front-proxy client certificate: {e}"))?;
-        Ok(Backend {
-            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
-            server_name: ServerName::try_from(server_name.to_string())
-                .map_err(|e| e.to_string())?,
-            address,
-        })
+        let server_name =
+            ServerName::try_from(server_name.to_string()).map_err(|e| e.to_string())?;
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_only()
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server_name))
+            .enable_http1()
+            .wrap_connector(tcp);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .build(https);
+        Ok(Backend { client, address })
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -67,74 +90,59 @@ impl Backend {
 
     /// GET `path`; the status and body, or why there is none.
     pub async fn get(&self, path: &str, timeout: Duration) -> Result<(u16, Bytes), String> {
-        tokio::time::timeout(timeout, self.get_inner(path))
+        let get = async {
+            let req = http::Request::get(path)
+                .header(http::header::ACCEPT, "application/json")
+                .body(Empty::new().map_err(|e| match e {}).boxed())
+                .map_err(|e| e.to_string())?;
+            let resp = self.send(req).await?;
+            let code = resp.status().as_u16();
+            let body = resp.into_body().collect().await.map_err(|e| e.to_string())?;
+            Ok((code, body.to_bytes()))
+        };
+        tokio::time::timeout(timeout, get)
             .await
             .map_err(|_| format!("timed out after {}s", timeout.as_secs()))?
     }
 
-    /// A new HTTP/1.1 connection, bounded by `timeout` to establish.
-    async fn connect<B>(
+    /// Send `req` (its path and query; the authority is this backend's) and return the
+    /// response with its body unread, to be streamed.
+    pub async fn send(
         &self,
-        timeout: Duration,
-    ) -> Result<hyper::client::conn::http1::SendRequest<B>, String>
-    where
-        B: hyper::body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let connect = async {
-            let tcp = tokio::net::TcpStream::connect(&self.address)
-                .await
-                .map_err(|e| format!("dial tcp {}: {e}", self.address))?;
-            let tls = self
-                .connector
-                .connect(self.server_name.clone(), tcp)
-                .await
-                .map_err(|e| format!("tls: {e}"))?;
-            let (sender, conn) =
-                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
-                    .await
-                    .map_err(|e| e.to_string())?;
-            // Upgrades (exec, port-forward) pass through the same connection.
-            tokio::spawn(conn.with_upgrades());
-            Ok(sender)
-        };
-        tokio::time::timeout(timeout, connect)
+        mut req: http::Request<OutBody>,
+    ) -> Result<http::Response<Incoming>, String> {
+        let path = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+        *req.uri_mut() = self.url(path).parse().map_err(|e| format!("{e}"))?;
+        req.headers_mut().remove(http::header::HOST);
+        self.client
+            .request(req)
             .await
-            .map_err(|_| format!("dial tcp {}: timed out after {}s", self.address, timeout.as_secs()))?
+            .map_err(|e| describe(&self.address, &e))
     }
+}
 
-    /// Send `req` and return the backend's response with its body unread (streamed).
-    pub async fn send<B>(
-        &self,
-        req: http::Request<B>,
-        connect_timeout: Duration,
-    ) -> Result<http::Response<hyper::body::Incoming>, String>
-    where
-        B: hyper::body::Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let mut sender = self.connect(connect_timeout).await?;
-        sender.send_request(req).await.map_err(|e| e.to_string())
+/// A request error as Go's client would put it: `dial tcp <addr>: ...` for the
+/// network, `tls: ...` for the handshake, the innermost cause otherwise.
+fn describe(address: &str, e: &hyper_util::client::legacy::Error) -> String {
+    let mut chain: Vec<&(dyn std::error::Error + 'static)> = Vec::new();
+    let mut next = std::error::Error::source(e);
+    while let Some(err) = next {
+        chain.push(err);
+        next = err.source();
     }
-
-    async fn get_inner(&self, path: &str) -> Result<(u16, Bytes), String> {
-        let mut sender = self.connect(Duration::from_secs(3600)).await?;
-        let req = http::Request::get(path)
-            .header(http::header::HOST, &self.address)
-            .header(http::header::ACCEPT, "application/json")
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| e.to_string())?;
-        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-        let code = resp.status().as_u16();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok((code, body))
+    // hyper-util names its TCP failures "tcp connect error" and the like; any other
+    // failure to connect happened in the TLS handshake.
+    let is_tcp = chain.iter().any(|err| {
+        let m = err.to_string();
+        m.starts_with("tcp ") || m.starts_with("dns error")
+    });
+    let cause = chain.last().map_or_else(|| e.to_string(), |c| c.to_string());
+    if e.is_connect() && is_tcp {
+        format!("dial tcp {address}: {cause}")
+    } else if e.is_connect() {
+        format!("tls: {cause}")
+    } else {
+        cause
     }
 }
 
