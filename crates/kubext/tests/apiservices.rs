@@ -314,6 +314,90 @@ async fn extension_apiserver_authentication_configmap() {
     );
 }
 
+/// A client of `server` presenting the certificate `<stem>.crt` of `pki` and
+/// sending `headers` with every request.
+async fn client_as(
+    server: &Server,
+    pki: &std::path::Path,
+    stem: &str,
+    headers: &[(&str, &str)],
+) -> kube::Client {
+    use base64::Engine;
+    let read = |ext: &str| std::fs::read(pki.join(format!("{stem}.{ext}"))).unwrap();
+    let b64 = |b: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(b);
+    let mut config = server.client_config().await.unwrap();
+    config.auth_info.client_certificate = None;
+    config.auth_info.client_key = None;
+    config.auth_info.client_certificate_data = Some(b64(read("crt")));
+    config.auth_info.client_key_data = Some(b64(read("key")).into());
+    config.headers = headers
+        .iter()
+        .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
+        .collect();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// `userInfo` of a SelfSubjectReview, or the error status code.
+async fn whoami(client: &kube::Client) -> Result<Value, u16> {
+    let body = serde_json::to_vec(&json!({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+    .unwrap();
+    let req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap();
+    match client.request::<Value>(req).await {
+        Ok(review) => Ok(review["status"]["userInfo"].clone()),
+        Err(kube::Error::Api(status)) => Err(status.code),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[tokio::test]
+async fn identity_headers_count_only_from_a_trusted_front_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::builder().data_dir(dir.path()).start().unwrap();
+    let pki = dir.path().join("pki");
+    let asserted = [
+        ("X-Remote-User", "alice"),
+        ("X-Remote-Group", "devs"),
+        ("X-Remote-Group", "ops"),
+        ("X-Remote-Extra-Example.com%2fScopes", "read"),
+        ("X-Remote-Extra-Example.com%2fScopes", "write"),
+    ];
+    // The front-proxy client certificate vouches for the user in the headers.
+    let proxy = client_as(&server, &pki, "front-proxy-client", &asserted).await;
+    let user = whoami(&proxy).await.unwrap();
+    assert_eq!(user["username"], "alice", "{user}");
+    assert_eq!(
+        user["groups"],
+        json!(["devs", "ops", "system:authenticated"])
+    );
+    assert_eq!(
+        user["extra"],
+        json!({"example.com/scopes": ["read", "write"]})
+    );
+    // Without a username header the proxy's certificate proves nothing (it is not
+    // signed by a client CA).
+    let bare = client_as(&server, &pki, "front-proxy-client", &[]).await;
+    assert_eq!(whoami(&bare).await, Err(401));
+    // A client certificate of the cluster CA cannot assert identities: the headers
+    // are ignored and the certificate's own user counts.
+    let admin = whoami(&server.client().await.unwrap()).await.unwrap();
+    let spoofing = client_as(&server, &pki, "admin", &asserted).await;
+    assert_eq!(whoami(&spoofing).await.unwrap(), admin);
+    drop(server);
+
+    // A proxy certificate whose name is not allowed is not believed either.
+    let server = Server::builder()
+        .data_dir(dir.path())
+        .arg("--requestheader-allowed-names=aggregator")
+        .start()
+        .unwrap();
+    let proxy = client_as(&server, &pki, "front-proxy-client", &asserted).await;
+    assert_eq!(whoami(&proxy).await, Err(401));
+}
+
 /// Poll the `Available` condition until it has `status` (and `reason`).
 async fn available(api: &Api<DynamicObject>, name: &str, status: &str, reason: &str) -> Value {
     let obj = eventually(api, name, |o| {
@@ -344,7 +428,11 @@ async fn availability_follows_service_endpoints_and_the_backend() {
         .unwrap();
     let front_proxy_ca = aggregator_dir.path().join("pki/front-proxy-ca.crt");
     let mut backend = Server::builder()
-        .arg(format!("--client-ca-file={}", front_proxy_ca.display()))
+        .arg(format!(
+            "--requestheader-client-ca-file={}",
+            front_proxy_ca.display()
+        ))
+        .log_filter("info,kubext_server::api=debug")
         .start()
         .unwrap();
     backend.apply(
@@ -443,19 +531,31 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
         "{line}"
     );
 
-    // Requests for the group-version go through to the backend, streaming.
+    // Requests for the group-version go through to the backend, streaming, as the
+    // caller: identity headers the caller made up are replaced.
     let aggregator_client = aggregator.client().await.unwrap();
+    let admin = whoami(&aggregator_client).await.unwrap();
+    let mut spoofing = aggregator.client_config().await.unwrap();
+    spoofing.headers = vec![
+        ("x-remote-user".parse().unwrap(), "mallory".parse().unwrap()),
+        (
+            "x-remote-group".parse().unwrap(),
+            "system:masters".parse().unwrap(),
+        ),
+    ];
+    let spoofing = kube::Client::try_from(spoofing).unwrap();
     let flunders = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("wardle.example.com", "v1alpha1", "Flunder"),
         "flunders",
     );
-    let via_aggregator: Api<DynamicObject> =
-        Api::namespaced_with(aggregator_client.clone(), "default", &flunders);
+    let via_aggregator: Api<DynamicObject> = Api::namespaced_with(spoofing, "default", &flunders);
     let on_backend: Api<DynamicObject> =
         Api::namespaced_with(backend.client().await.unwrap(), "default", &flunders);
     let flunder = |name: &str| {
-        object(json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-                      "metadata": {"name": name}, "spec": {"reference": "x"}}))
+        object(
+            json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                      "metadata": {"name": name}, "spec": {"reference": "x"}}),
+        )
     };
     tokio::time::timeout(
         Duration::from_secs(20),
@@ -464,12 +564,30 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
     .await
     .expect("create through the proxy")
     .unwrap();
-    assert!(on_backend.get_opt("one").await.unwrap().is_some(), "stored by the backend");
+    assert!(
+        on_backend.get_opt("one").await.unwrap().is_some(),
+        "stored by the backend"
+    );
+    let created_by = backend
+        .log()
+        .lines()
+        .find(|l| l.contains("verb=create") && l.contains("/flunders"))
+        .map(String::from)
+        .unwrap();
+    let admin_name = admin["username"].as_str().unwrap();
+    assert!(
+        created_by.contains(&format!("user={admin_name}")),
+        "{created_by}"
+    );
+    assert!(!backend.log().contains("mallory"));
     let listed = via_aggregator.list(&Default::default()).await.unwrap();
     assert_eq!(listed.items.len(), 1);
     let mut events = futures::StreamExt::boxed(
         via_aggregator
-            .watch(&kube::api::WatchParams::default().timeout(30), &listed.metadata.resource_version.unwrap())
+            .watch(
+                &kube::api::WatchParams::default().timeout(30),
+                &listed.metadata.resource_version.unwrap(),
+            )
             .await
             .unwrap(),
     );
@@ -477,10 +595,13 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
         .create(&PostParams::default(), &flunder("two"))
         .await
         .unwrap();
-    let event = tokio::time::timeout(Duration::from_secs(10), futures::TryStreamExt::try_next(&mut events))
-        .await
-        .expect("the watch event arrives through the proxy")
-        .unwrap();
+    let event = tokio::time::timeout(
+        Duration::from_secs(10),
+        futures::TryStreamExt::try_next(&mut events),
+    )
+    .await
+    .expect("the watch event arrives through the proxy")
+    .unwrap();
     assert!(
         matches!(event, Some(kube::api::WatchEvent::Added(ref o)) if o.metadata.name.as_deref() == Some("two")),
         "{event:?}"

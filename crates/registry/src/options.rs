@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub struct RequestContext {
     pub user: String,
     pub groups: Vec<String>,
+    /// The user's extra attributes (from a front proxy's `X-Remote-Extra-*`).
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
     /// Namespace from the URL ("" for cluster-wide requests).
     pub namespace: String,
     pub dry_run: bool,

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use apimachinery::StatusError;
 use registry::{ResourceType, Storage};
 
-use crate::authn::{Authenticator, UserInfo};
+use crate::authn::{Authenticator, PeerIdentity, UserInfo};
 use crate::catalog::{Catalog, Served};
 use crate::metrics::Metrics;
 use crate::negotiate::parse_accept;
@@ -137,17 +137,17 @@ impl Api {
     pub async fn handle(
         self: Arc<Self>,
         req: Request<Incoming>,
-        client_cert: Option<Arc<Vec<u8>>>,
+        peer: &PeerIdentity,
     ) -> Response<Body> {
         let started = std::time::Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
-        let user = self.authn.authenticate(
-            client_cert.as_deref().map(Vec::as_slice),
-            req.headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok()),
-        );
+        let user = self.authn.authenticate(peer, req.headers());
+        // Only kept for the debug log line.
+        let user_name = tracing::enabled!(tracing::Level::DEBUG).then(|| {
+            user.as_ref()
+                .map_or_else(|| "system:anonymous".into(), |u| u.name.clone())
+        });
         let info = request_info::parse(
             method.as_str(),
             &path,
@@ -165,7 +165,7 @@ impl Api {
         self.metrics
             .observe(&info, resp.status().as_u16(), started.elapsed());
         if !info.verb.is_empty() && info.verb != "watch" {
-            tracing::debug!(verb = %info.verb, %path, code = resp.status().as_u16(), "request");
+            tracing::debug!(verb = %info.verb, %path, code = resp.status().as_u16(), user = %user_name.as_deref().unwrap_or_default(), "request");
         }
         resp
     }
@@ -182,7 +182,10 @@ impl Api {
                 return response::error(&StatusError::new(
                     403,
                     "Forbidden",
-                    format!("forbidden: User \"system:anonymous\" cannot {} path \"{path}\"", info.verb),
+                    format!(
+                        "forbidden: User \"system:anonymous\" cannot {} path \"{path}\"",
+                        info.verb
+                    ),
                 ));
             }
             return crate::aggregator::proxy::serve(remote, req, &user, &self.front_proxy_headers)

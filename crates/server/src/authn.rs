@@ -1,23 +1,34 @@
-//! Authentication: x509 client certificates (CN = user, O = groups) and static
-//! bearer tokens (`--token-auth-file`, kube-apiserver's CSV format).
+//! Authentication, in kube-apiserver's order: the request-header identity of a
+//! trusted front proxy (an aggregator), x509 client certificates (CN = user,
+//! O = groups), and static bearer tokens (`--token-auth-file`, kube-apiserver's CSV
+//! format). Certificates are checked once per TLS connection, not per request.
 
 use anyhow::{Context, Result, anyhow};
-use std::collections::HashMap;
+use http::HeaderMap;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::WebPkiClientVerifier;
+use rustls::server::danger::ClientCertVerifier;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::FrontProxyConfig;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct UserInfo {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    /// Extra attributes (`X-Remote-Extra-<key>` from a front proxy).
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl UserInfo {
     pub fn anonymous() -> Self {
         UserInfo {
             name: "system:anonymous".into(),
-            uid: String::new(),
             groups: vec!["system:unauthenticated".into()],
+            ..Default::default()
         }
     }
 
@@ -33,13 +44,37 @@ impl UserInfo {
     }
 }
 
-#[derive(Default)]
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
+    client_cas: Arc<dyn ClientCertVerifier>,
+    request_header: RequestHeader,
+}
+
+/// Who may assert identities in headers, and in which headers.
+struct RequestHeader {
+    verifier: Arc<dyn ClientCertVerifier>,
+    config: FrontProxyConfig,
+}
+
+/// What a connection's client certificate proves.
+#[derive(Debug, Default)]
+pub struct PeerIdentity {
+    /// The user a certificate that chains to a client CA names.
+    cert_user: Option<UserInfo>,
+    /// The certificate chains to the request-header CA and names an allowed proxy:
+    /// the identity headers of its requests are believed.
+    front_proxy: bool,
 }
 
 impl Authenticator {
-    pub fn new(token_file: Option<&Path>) -> Result<Self> {
+    /// `client_cas`: PEM bundles for client certificates; `requestheader_ca_pem`
+    /// verifies front proxies, whose header names `front_proxy` gives.
+    pub fn new(
+        token_file: Option<&Path>,
+        client_cas: &[String],
+        requestheader_ca_pem: &str,
+        front_proxy: &FrontProxyConfig,
+    ) -> Result<Self> {
         let mut tokens = HashMap::new();
         if let Some(path) = token_file {
             let text = std::fs::read_to_string(path)
@@ -54,23 +89,148 @@ impl Authenticator {
                 tokens.insert(token, user);
             }
         }
-        Ok(Authenticator { tokens })
+        Ok(Authenticator {
+            tokens,
+            client_cas: verifier(client_cas).context("--client-ca-file")?,
+            request_header: RequestHeader {
+                verifier: verifier(&[requestheader_ca_pem.to_string()])
+                    .context("--requestheader-client-ca-file")?,
+                config: front_proxy.clone(),
+            },
+        })
     }
 
-    /// Who sent the request: client certificate first, then bearer token.
-    pub fn authenticate(
-        &self,
-        client_cert: Option<&[u8]>,
-        authorization: Option<&str>,
-    ) -> Option<UserInfo> {
-        if let Some(der) = client_cert
-            && let Some(user) = user_from_cert(der)
+    /// Check a connection's certificate chain (leaf first) against both CAs.
+    pub fn peer(&self, chain: &[CertificateDer<'_>]) -> PeerIdentity {
+        let Some((leaf, intermediates)) = chain.split_first() else {
+            return PeerIdentity::default();
+        };
+        let now = UnixTime::now();
+        let subject = user_from_cert(leaf);
+        let front_proxy = self
+            .request_header
+            .verifier
+            .verify_client_cert(leaf, intermediates, now)
+            .is_ok()
+            && subject.as_ref().is_some_and(|u| {
+                let allowed = &self.request_header.config.allowed_names;
+                allowed.is_empty() || allowed.contains(&u.name)
+            });
+        let cert_user = self
+            .client_cas
+            .verify_client_cert(leaf, intermediates, now)
+            .is_ok()
+            .then_some(subject)
+            .flatten()
+            .map(UserInfo::authenticated);
+        PeerIdentity {
+            cert_user,
+            front_proxy,
+        }
+    }
+
+    /// The request's user, if it proves one.
+    pub fn authenticate(&self, peer: &PeerIdentity, headers: &HeaderMap) -> Option<UserInfo> {
+        if peer.front_proxy
+            && let Some(user) = self.request_header.user(headers)
         {
             return Some(user.authenticated());
         }
-        let token = authorization?.strip_prefix("Bearer ")?.trim();
-        self.tokens.get(token).cloned().map(UserInfo::authenticated)
+        if let Some(user) = &peer.cert_user {
+            return Some(user.clone());
+        }
+        let bearer = headers
+            .get(http::header::AUTHORIZATION)?
+            .to_str()
+            .ok()?
+            .strip_prefix("Bearer ")?;
+        self.token(bearer)
     }
+
+    /// The user a bearer token stands for.
+    pub fn token(&self, token: &str) -> Option<UserInfo> {
+        self.tokens
+            .get(token.trim())
+            .cloned()
+            .map(UserInfo::authenticated)
+    }
+}
+
+impl RequestHeader {
+    /// The identity a front proxy asserts: the first non-empty username header, every
+    /// group header value, and `<prefix><key>` extras (key lower-cased and
+    /// percent-decoded, as upstream escapes it).
+    fn user(&self, headers: &HeaderMap) -> Option<UserInfo> {
+        let values = |name: &str| {
+            headers
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let cfg = &self.config;
+        let name = cfg
+            .username_headers
+            .iter()
+            .flat_map(|h| values(h))
+            .find(|v| !v.is_empty())?;
+        let groups = cfg.group_headers.iter().flat_map(|h| values(h)).collect();
+        let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (header, value) in headers {
+            let Some(prefix) = cfg
+                .extra_headers_prefix
+                .iter()
+                .find(|p| header.as_str().starts_with(&p.to_ascii_lowercase()))
+            else {
+                continue;
+            };
+            let key = percent_decode(&header.as_str()[prefix.len()..]);
+            if let Ok(v) = value.to_str() {
+                extra.entry(key).or_default().push(v.to_string());
+            }
+        }
+        Some(UserInfo {
+            name,
+            uid: String::new(),
+            groups,
+            extra,
+        })
+    }
+}
+
+/// A verifier of client certificates chaining to the CAs in `bundles` (PEM).
+fn verifier(bundles: &[String]) -> Result<Arc<dyn ClientCertVerifier>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for bundle in bundles {
+        for cert in crate::tls::certs(bundle)? {
+            roots.add(cert).context("invalid CA certificate")?;
+        }
+    }
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), crate::tls::provider())
+        .build()
+        .context("building client certificate verifier")
+}
+
+/// `%XX` escapes decoded; anything malformed is kept as written.
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                out.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `token,user,uid,"group1,group2"` (groups optional).
@@ -105,6 +265,7 @@ fn parse_token_line(line: &str) -> Result<(String, UserInfo)> {
             name: fields[1].clone(),
             uid: fields[2].clone(),
             groups,
+            extra: BTreeMap::new(),
         },
     ))
 }
@@ -124,8 +285,8 @@ fn user_from_cert(der: &[u8]) -> Option<UserInfo> {
         .collect();
     Some(UserInfo {
         name,
-        uid: String::new(),
         groups,
+        ..Default::default()
     })
 }
 

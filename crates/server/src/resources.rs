@@ -105,6 +105,7 @@ async fn serve_inner(
     let ctx = RequestContext {
         user: user.name.clone(),
         groups: user.groups.clone(),
+        extra: user.extra.clone(),
         namespace: if served.rtype.namespaced {
             info.namespace.clone()
         } else {

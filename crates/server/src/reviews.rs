@@ -16,7 +16,13 @@ use crate::api::Api;
 pub fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<Value, StatusError> {
     let status = match meta::kind(&obj) {
         "TokenReview" => token_review(api, &obj)?,
-        "SelfSubjectReview" => json!({"userInfo": user_json(&ctx.user, &ctx.groups)}),
+        "SelfSubjectReview" => {
+            let mut user_info = user_json(&ctx.user, &ctx.groups);
+            if !ctx.extra.is_empty() {
+                user_info["extra"] = json!(ctx.extra);
+            }
+            json!({"userInfo": user_info})
+        }
         "SubjectAccessReview" => {
             validate_access_review(&obj, true)?;
             let groups = string_list(obj.pointer("/spec/groups"));
@@ -88,21 +94,16 @@ fn token_review(api: &Api, obj: &Value) -> Result<Value, StatusError> {
         ));
     }
     let audiences = obj.pointer("/spec/audiences").cloned().unwrap_or(json!([]));
-    Ok(
-        match api
-            .authn
-            .authenticate(None, Some(&format!("Bearer {token}")))
-        {
-            Some(user) => {
-                let mut user_info = user_json(&user.name, &user.groups);
-                if !user.uid.is_empty() {
-                    user_info["uid"] = json!(user.uid);
-                }
-                json!({"authenticated": true, "user": user_info, "audiences": audiences})
+    Ok(match api.authn.token(token) {
+        Some(user) => {
+            let mut user_info = user_json(&user.name, &user.groups);
+            if !user.uid.is_empty() {
+                user_info["uid"] = json!(user.uid);
             }
-            None => json!({"user": {}}),
-        },
-    )
+            json!({"authenticated": true, "user": user_info, "audiences": audiences})
+        }
+        None => json!({"user": {}}),
+    })
 }
 
 /// Upstream's `ValidateSubjectAccessReviewSpec` (and the self variant, which has no

@@ -60,9 +60,17 @@ pub async fn start(config: Config) -> Result<Running> {
         .context("loading storage")?;
     let pki = Pki::load_or_create(&config.data_dir.join("pki"), &serving_hosts(&config))?;
     let client_cas = client_ca_bundle(&config, &pki)?;
-    let (tls, trust_pem) = tls_config(&config, &pki, &client_cas)?;
     let front_proxy = crate::front_proxy::FrontProxy::resolve(&config.front_proxy, &pki)?;
-    let authn = Authenticator::new(config.token_auth_file.as_deref())?;
+    // The handshake accepts certificates of either CA; authentication then decides
+    // what each proves.
+    let handshake_cas = [&client_cas[..], &[front_proxy.requestheader_ca_pem.clone()]].concat();
+    let (tls, trust_pem) = tls_config(&config, &pki, &handshake_cas)?;
+    let authn = Authenticator::new(
+        config.token_auth_file.as_deref(),
+        &client_cas,
+        &front_proxy.requestheader_ca_pem,
+        &config.front_proxy,
+    )?;
 
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
@@ -328,6 +336,7 @@ fn start_availability(
     Ok(tokio::spawn(crate::aggregator::availability::run(
         stores,
         front_proxy.client.clone(),
+        front_proxy.config.clone(),
         api.remotes.clone(),
     )))
 }
@@ -395,11 +404,11 @@ async fn serve(
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else { return };
-                    let cert = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| Arc::new(c.to_vec()));
+                    let peer = Arc::new(api.authn.peer(tls.get_ref().1.peer_certificates().unwrap_or_default()));
                     let service = hyper::service::service_fn(move |req| {
                         let api = api.clone();
-                        let cert = cert.clone();
-                        async move { Ok::<_, std::convert::Infallible>(handle_catching_panics(api, req, cert).await) }
+                        let peer = peer.clone();
+                        async move { Ok::<_, std::convert::Infallible>(handle_catching_panics(api, req, peer).await) }
                     });
                     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                     let _ = watcher.watch(conn.into_owned()).await;
@@ -425,9 +434,9 @@ async fn serve(
 async fn handle_catching_panics(
     api: Arc<Api>,
     req: hyper::Request<hyper::body::Incoming>,
-    cert: Option<Arc<Vec<u8>>>,
+    peer: Arc<crate::authn::PeerIdentity>,
 ) -> hyper::Response<response::Body> {
-    match std::panic::AssertUnwindSafe(api.handle(req, cert))
+    match std::panic::AssertUnwindSafe(api.handle(req, &peer))
         .catch_unwind()
         .await
     {

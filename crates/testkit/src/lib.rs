@@ -30,6 +30,7 @@ pub struct Builder {
     storage: Storage,
     data_dir: Option<PathBuf>,
     extra_args: Vec<String>,
+    log_filter: Option<String>,
 }
 
 /// A running kubext, killed (SIGKILL) when dropped.
@@ -66,12 +67,20 @@ impl Server {
             storage: Storage::Memory,
             data_dir: None,
             extra_args: Vec::new(),
+            log_filter: None,
         }
     }
 
     /// A kube-rs client authenticated as the admin. It does not retry 429/503/504
     /// answers (kube-rs does by default), so tests see what the server said.
     pub async fn client(&self) -> Result<kube::Client> {
+        let config = self.client_config().await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// The admin's client configuration (no retries), for tests that change it:
+    /// other credentials, extra headers.
+    pub async fn client_config(&self) -> Result<kube::Config> {
         let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
         let mut config = kube::Config::from_custom_kubeconfig(
             kubeconfig,
@@ -79,7 +88,7 @@ impl Server {
         )
         .await?;
         config.default_retry = false;
-        Ok(kube::Client::try_from(config)?)
+        Ok(config)
     }
 
     /// Run kubectl (`$KUBECTL` or `kubectl`) against this server.
@@ -202,6 +211,13 @@ impl Builder {
         self
     }
 
+    /// The server's `KUBEXT_LOG` filter (default: the test's `KUBEXT_LOG`, else
+    /// `info`), e.g. `info,kubext_server::api=debug` to log every request.
+    pub fn log_filter(mut self, filter: impl Into<String>) -> Self {
+        self.log_filter = Some(filter.into());
+        self
+    }
+
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         self.extra_args.push(arg.into());
         self
@@ -248,7 +264,9 @@ impl Builder {
             .args(&self.extra_args)
             .env(
                 "KUBEXT_LOG",
-                std::env::var("KUBEXT_LOG").unwrap_or_else(|_| "info".into()),
+                self.log_filter
+                    .or_else(|| std::env::var("KUBEXT_LOG").ok())
+                    .unwrap_or_else(|| "info".into()),
             )
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

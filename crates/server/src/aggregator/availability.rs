@@ -16,6 +16,8 @@ use registry::GenericStore;
 
 use super::proxy::{Remote, Remotes};
 use super::transport::Backend;
+use crate::authn::UserInfo;
+use crate::config::FrontProxyConfig;
 use crate::pki::CertPair;
 
 const MANAGER: &str = "kubext-apiservice-availability";
@@ -175,8 +177,17 @@ async fn list(store: &GenericStore, namespace: &str) -> Vec<Value> {
 
 /// Check every service-backed APIService, forever, and tell the proxy where each
 /// claimed group-version goes.
-pub async fn run(stores: Stores, client: CertPair, remotes: Remotes) {
+pub async fn run(stores: Stores, client: CertPair, headers: FrontProxyConfig, remotes: Remotes) {
     let mut backends = Backends::default();
+    // Checks ask as upstream's aggregator does: a system:masters identity, so the
+    // answer does not depend on the backend's authorization.
+    let mut identity = http::HeaderMap::new();
+    let checker = UserInfo {
+        name: "system:kube-aggregator".into(),
+        groups: vec!["system:masters".into()],
+        ..Default::default()
+    };
+    super::proxy::add_identity(&mut identity, &checker, &headers);
     loop {
         let apiservices = list(&stores.apiservices, "").await;
         let services = list(&stores.services, "").await;
@@ -208,7 +219,7 @@ pub async fn run(stores: Stores, client: CertPair, remotes: Remotes) {
                     .get(a, &addr, &client)
                     .map_err(|e| ("FailedDiscoveryCheck", e))
             });
-            checks.push(check(a.clone(), target));
+            checks.push(check(a.clone(), target, &identity));
         }
         let mut claimed = HashMap::new();
         let mut results = Vec::new();
@@ -237,6 +248,7 @@ pub async fn run(stores: Stores, client: CertPair, remotes: Remotes) {
 async fn check(
     apiservice: Value,
     target: Result<Backend, Unavailable>,
+    identity: &http::HeaderMap,
 ) -> (Value, Value, Option<Backend>) {
     let condition = |status: &str, reason: &str, message: &str| json!({"type": "Available", "status": status, "reason": reason, "message": message});
     let backend = target.as_ref().ok().cloned();
@@ -249,7 +261,7 @@ async fn check(
                 str_at(&apiservice, "/spec/version")
             );
             let url = backend.url(&path);
-            match backend.get(&path, CHECK_TIMEOUT).await {
+            match backend.get(&path, identity, CHECK_TIMEOUT).await {
                 Ok((200, _)) => condition("True", "Passed", "all checks passed"),
                 Ok((code, _)) => condition(
                     "False",

@@ -137,7 +137,13 @@ fn strip_hop_by_hop(h: &mut http::HeaderMap, upgrade: bool) {
     for name in named {
         h.remove(name);
     }
-    for name in ["keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding"] {
+    for name in [
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+    ] {
         h.remove(name);
     }
     if !upgrade {
@@ -179,7 +185,7 @@ fn strip_identity(h: &mut http::HeaderMap, cfg: &FrontProxyConfig) {
     }
 }
 
-fn add_identity(h: &mut http::HeaderMap, user: &UserInfo, cfg: &FrontProxyConfig) {
+pub fn add_identity(h: &mut http::HeaderMap, user: &UserInfo, cfg: &FrontProxyConfig) {
     let header = |s: &str| HeaderName::from_bytes(s.as_bytes()).ok();
     if let (Some(name), Ok(value)) = (
         cfg.username_headers.first().and_then(|s| header(s)),
@@ -194,6 +200,33 @@ fn add_identity(h: &mut http::HeaderMap, user: &UserInfo, cfg: &FrontProxyConfig
             }
         }
     }
+    let Some(prefix) = cfg.extra_headers_prefix.first() else {
+        return;
+    };
+    for (key, values) in &user.extra {
+        let Some(name) = header(&format!("{prefix}{}", escape_extra_key(key))) else {
+            continue;
+        };
+        for value in values {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                h.append(name.clone(), value);
+            }
+        }
+    }
+}
+
+/// An extra key made safe for a header name: unreserved characters stay, the rest
+/// become `%XX` (the receiver percent-decodes).
+fn escape_extra_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.to_ascii_lowercase().bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -213,8 +246,13 @@ mod tests {
         strip_identity(&mut h, &cfg);
         let user = UserInfo {
             name: "alice".into(),
-            uid: String::new(),
             groups: vec!["devs".into(), "system:authenticated".into()],
+            extra: [(
+                "example.com/scopes".to_string(),
+                vec!["a".into(), "b".into()],
+            )]
+            .into(),
+            ..Default::default()
         };
         add_identity(&mut h, &user, &cfg);
         assert_eq!(h.get("x-remote-user").unwrap(), "alice");
@@ -225,6 +263,16 @@ mod tests {
             .collect();
         assert_eq!(groups, ["devs", "system:authenticated"]);
         assert!(h.get("x-remote-extra-scopes").is_none());
+        let scopes: Vec<&str> = h
+            .get_all("x-remote-extra-example.com%2Fscopes")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        assert_eq!(scopes, ["a", "b"]);
+        assert_eq!(
+            crate::authn::percent_decode("example.com%2Fscopes"),
+            "example.com/scopes"
+        );
         assert!(h.get("impersonate-user").is_none());
         assert!(h.get("authorization").is_none());
         assert_eq!(h.get("accept").unwrap(), "application/json");

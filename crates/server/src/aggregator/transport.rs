@@ -88,16 +88,26 @@ impl Backend {
         format!("https://{}{path}", self.address)
     }
 
-    /// GET `path`; the status and body, or why there is none.
-    pub async fn get(&self, path: &str, timeout: Duration) -> Result<(u16, Bytes), String> {
+    /// GET `path` with `headers`; the status and body, or why there is none.
+    pub async fn get(
+        &self,
+        path: &str,
+        headers: &http::HeaderMap,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), String> {
         let get = async {
-            let req = http::Request::get(path)
+            let mut req = http::Request::get(path)
                 .header(http::header::ACCEPT, "application/json")
                 .body(Empty::new().map_err(|e| match e {}).boxed())
                 .map_err(|e| e.to_string())?;
+            req.headers_mut().extend(headers.clone());
             let resp = self.send(req).await?;
             let code = resp.status().as_u16();
-            let body = resp.into_body().collect().await.map_err(|e| e.to_string())?;
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?;
             Ok((code, body.to_bytes()))
         };
         tokio::time::timeout(timeout, get)
@@ -136,7 +146,9 @@ fn describe(address: &str, e: &hyper_util::client::legacy::Error) -> String {
         let m = err.to_string();
         m.starts_with("tcp ") || m.starts_with("dns error")
     });
-    let cause = chain.last().map_or_else(|| e.to_string(), |c| c.to_string());
+    let cause = chain
+        .last()
+        .map_or_else(|| e.to_string(), |c| c.to_string());
     if e.is_connect() && is_tcp {
         format!("dial tcp {address}: {cause}")
     } else if e.is_connect() {
