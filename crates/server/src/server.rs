@@ -63,7 +63,11 @@ pub async fn start(config: Config) -> Result<Running> {
     let front_proxy = crate::front_proxy::FrontProxy::resolve(&config.front_proxy, &pki)?;
     // The handshake accepts certificates of either CA; authentication then decides
     // what each proves.
-    let handshake_cas = [&client_cas[..], &[front_proxy.requestheader_ca_pem.clone()]].concat();
+    let handshake_cas = [
+        &client_cas[..],
+        std::slice::from_ref(&front_proxy.requestheader_ca_pem),
+    ]
+    .concat();
     let (tls, trust_pem) = tls_config(&config, &pki, &handshake_cas)?;
     let authn = Authenticator::new(
         config.token_auth_file.as_deref(),
@@ -338,6 +342,10 @@ fn start_availability(
         front_proxy.client.clone(),
         front_proxy.config.clone(),
         api.remotes.clone(),
+        {
+            let api = api.clone();
+            move |remotes| api.publish_remote(remotes)
+        },
     )))
 }
 

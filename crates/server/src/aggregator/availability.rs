@@ -9,11 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
+use bytes::Bytes;
 use serde_json::{Value, json};
 
 use apimachinery::meta;
 use registry::GenericStore;
 
+use super::discovery::RemoteGroupVersion;
 use super::proxy::{Remote, Remotes};
 use super::transport::Backend;
 use crate::authn::UserInfo;
@@ -177,8 +179,15 @@ async fn list(store: &GenericStore, namespace: &str) -> Vec<Value> {
 
 /// Check every service-backed APIService, forever, and tell the proxy where each
 /// claimed group-version goes.
-pub async fn run(stores: Stores, client: CertPair, headers: FrontProxyConfig, remotes: Remotes) {
+pub async fn run(
+    stores: Stores,
+    client: CertPair,
+    headers: FrontProxyConfig,
+    remotes: Remotes,
+    publish: impl Fn(Vec<RemoteGroupVersion>),
+) {
     let mut backends = Backends::default();
+    let mut last_discovery: HashMap<(String, String), Bytes> = HashMap::new();
     // Checks ask as upstream's aggregator does: a system:masters identity, so the
     // answer does not depend on the backend's authorization.
     let mut identity = http::HeaderMap::new();
@@ -222,21 +231,45 @@ pub async fn run(stores: Stores, client: CertPair, headers: FrontProxyConfig, re
             checks.push(check(a.clone(), target, &identity));
         }
         let mut claimed = HashMap::new();
+        let mut discovered = Vec::new();
         let mut results = Vec::new();
-        for (apiservice, condition, backend) in futures::future::join_all(checks).await {
+        for checked in futures::future::join_all(checks).await {
+            let a = &checked.apiservice;
             let gv = (
-                str_at(&apiservice, "/spec/group").to_string(),
-                str_at(&apiservice, "/spec/version").to_string(),
+                str_at(a, "/spec/group").to_string(),
+                str_at(a, "/spec/version").to_string(),
             );
-            let remote = match backend {
-                Some(b) if condition["status"] == "True" => Remote::Available(b),
+            let fresh = checked.discovery.is_some();
+            if let Some(doc) = checked.discovery {
+                last_discovery.insert(gv.clone(), doc);
+            }
+            discovered.push(RemoteGroupVersion {
+                group: gv.0.clone(),
+                version: gv.1.clone(),
+                group_priority: a
+                    .pointer("/spec/groupPriorityMinimum")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0),
+                version_priority: a
+                    .pointer("/spec/versionPriority")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0),
+                resources: last_discovery.get(&gv).cloned(),
+                fresh,
+            });
+            let remote = match checked.backend {
+                Some(b) if checked.condition["status"] == "True" => Remote::Available(Box::new(b)),
                 _ => Remote::Unavailable,
             };
             claimed.insert(gv, remote);
-            results.push((apiservice, condition));
+            results.push((checked.apiservice, checked.condition));
         }
-        // Routes first: a client that sees Available=True can use the group-version.
+        // Documents of group-versions no APIService claims any more are forgotten.
+        last_discovery.retain(|gv, _| claimed.contains_key(gv));
+        // Routes and discovery first: a client that sees Available=True can use the
+        // group-version.
         remotes.replace(claimed);
+        publish(discovered);
         for (apiservice, condition) in results {
             write_condition(&stores.apiservices, &apiservice, condition).await;
         }
@@ -244,14 +277,25 @@ pub async fn run(stores: Stores, client: CertPair, headers: FrontProxyConfig, re
     }
 }
 
-/// The `Available` condition for one APIService, and its backend if it has one.
+/// What one check found.
+struct Checked {
+    apiservice: Value,
+    /// The `Available` condition.
+    condition: Value,
+    backend: Option<Backend>,
+    /// The backend's discovery document, when it answered with one.
+    discovery: Option<Bytes>,
+}
+
+/// Check one APIService's backend.
 async fn check(
     apiservice: Value,
     target: Result<Backend, Unavailable>,
     identity: &http::HeaderMap,
-) -> (Value, Value, Option<Backend>) {
+) -> Checked {
     let condition = |status: &str, reason: &str, message: &str| json!({"type": "Available", "status": status, "reason": reason, "message": message});
     let backend = target.as_ref().ok().cloned();
+    let mut discovery = None;
     let result = match target {
         Err((reason, message)) => condition("False", reason, &message),
         Ok(backend) => {
@@ -262,7 +306,10 @@ async fn check(
             );
             let url = backend.url(&path);
             match backend.get(&path, identity, CHECK_TIMEOUT).await {
-                Ok((200, _)) => condition("True", "Passed", "all checks passed"),
+                Ok((200, body)) => {
+                    discovery = Some(body);
+                    condition("True", "Passed", "all checks passed")
+                }
                 Ok((code, _)) => condition(
                     "False",
                     "FailedDiscoveryCheck",
@@ -278,7 +325,12 @@ async fn check(
             }
         }
     };
-    (apiservice, result, backend)
+    Checked {
+        apiservice,
+        condition: result,
+        backend,
+        discovery,
+    }
 }
 
 /// Record `condition` unless the stored one already says the same (the transition

@@ -1,5 +1,6 @@
 //! The API aggregation layer: reaching extension API servers named by APIServices.
 
 pub mod availability;
+pub mod discovery;
 pub mod proxy;
 pub mod transport;

@@ -31,7 +31,7 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
 /// availability controller last found it.
 #[derive(Clone)]
 pub enum Remote {
-    Available(Backend),
+    Available(Box<Backend>),
     Unavailable,
 }
 
