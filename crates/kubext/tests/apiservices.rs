@@ -471,7 +471,17 @@ spec:
   scope: Namespaced
   names: {plural: flunders, kind: Flunder}
   versions:
-  - {name: v1alpha1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              reference: {type: string, description: The flunder's reference.}
 "#,
     );
     backend.kubectl_ok(&[
@@ -583,6 +593,24 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
         "--no-headers",
     ]);
     assert!(listed.contains("flunders"), "{listed}");
+    // OpenAPI: the backend's documents are merged, so kubectl explains its types
+    // (v3), and the v2 document has its paths and definitions.
+    let explained = aggregator.kubectl_ok(&["explain", "flunders.spec.reference"]);
+    assert!(
+        explained.contains("The flunder's reference."),
+        "{explained}"
+    );
+    let v2 = get_json(&discovery_client, "/openapi/v2", "application/json").await;
+    assert!(
+        v2["paths"]
+            .get("/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders")
+            .is_some()
+    );
+    assert!(
+        v2["definitions"]
+            .get("com.example.wardle.v1alpha1.Flunder")
+            .is_some()
+    );
 
     // Requests for the group-version go through to the backend, streaming, as the
     // caller: identity headers the caller made up are replaced.

@@ -324,7 +324,7 @@ impl Documents {
                 .iter()
                 .map(|(path, doc)| (path.as_str(), doc.hash.as_str())),
         );
-        let (v2, v2_protobuf) = v2_documents(resources);
+        let (v2, v2_protobuf) = v2_documents(resources, &[]);
         Documents {
             index,
             group_versions,
@@ -362,8 +362,80 @@ impl Documents {
 }
 
 /// `/openapi/v2` as JSON and as gnostic protobuf.
-pub fn v2_documents(resources: &[ServedResource]) -> (Vec<u8>, Vec<u8>) {
-    let doc = v2_document(&model(resources, &[]));
+/// `merged`: aggregated servers' documents, each with the path prefix it serves.
+pub fn v2_documents(
+    resources: &[ServedResource],
+    merged: &[(String, Value)],
+) -> (Vec<u8>, Vec<u8>) {
+    let mut doc = v2_document(&model(resources, &[]));
+    for (prefix, other) in merged {
+        merge_v2(&mut doc, prefix, other);
+    }
     let json = serde_json::to_vec(&doc).unwrap_or_default();
     (json, crate::proto::v2_protobuf(&doc))
+}
+
+/// Add an aggregated server's paths under `prefix` and the definitions `doc`
+/// lacks (what is served here wins on a clash).
+fn merge_v2(doc: &mut Value, prefix: &str, other: &Value) {
+    for section in ["paths", "definitions"] {
+        let (Some(ours), Some(theirs)) = (
+            doc.get_mut(section).and_then(Value::as_object_mut),
+            other.get(section).and_then(Value::as_object),
+        ) else {
+            continue;
+        };
+        for (name, value) in theirs {
+            if section == "paths" && !(name == prefix || name.starts_with(&format!("{prefix}/"))) {
+                continue;
+            }
+            ours.entry(name.clone()).or_insert_with(|| value.clone());
+        }
+    }
+}
+
+/// Upstream's document hash (SHA-512, upper-case hex) of bytes served as they are.
+pub fn bytes_hash(bytes: &[u8]) -> String {
+    upper_hex(ring::digest::digest(&SHA512, bytes).as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_v2_takes_the_claimed_paths_and_missing_definitions() {
+        let mut doc = json!({
+            "paths": {"/api/v1/configmaps": {"get": {}}},
+            "definitions": {"io.k8s.api.core.v1.ConfigMap": {"type": "object"}},
+        });
+        let theirs = json!({
+            "paths": {
+                "/apis/wardle.example.com/v1alpha1": {"get": {}},
+                "/apis/wardle.example.com/v1alpha1/flunders": {"get": {}},
+                "/apis/wardle.example.com/v1alpha10/flunders": {"get": {}},
+                "/api/v1/configmaps": {"get": {"description": "theirs"}},
+            },
+            "definitions": {
+                "io.k8s.api.core.v1.ConfigMap": {"type": "string"},
+                "com.example.wardle.v1alpha1.Flunder": {"type": "object"},
+            },
+        });
+        merge_v2(&mut doc, "/apis/wardle.example.com/v1alpha1", &theirs);
+        let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
+        assert_eq!(
+            paths,
+            [
+                "/api/v1/configmaps",
+                "/apis/wardle.example.com/v1alpha1",
+                "/apis/wardle.example.com/v1alpha1/flunders"
+            ]
+        );
+        assert_eq!(doc["paths"]["/api/v1/configmaps"], json!({"get": {}}));
+        assert_eq!(
+            doc["definitions"]["io.k8s.api.core.v1.ConfigMap"]["type"],
+            "object"
+        );
+        assert!(doc["definitions"]["com.example.wardle.v1alpha1.Flunder"].is_object());
+    }
 }

@@ -36,7 +36,7 @@ use serde_json::Value;
 
 pub use builtin::{BuiltinKind, builtin_components, builtin_kinds};
 pub use docs::{
-    Documents, GroupVersionDocument, group_version_document, gv_path, source_hash, v2,
+    Documents, GroupVersionDocument, bytes_hash, group_version_document, gv_path, source_hash, v2,
     v2_documents, v3_group_version, v3_index, v3_index_json,
 };
 pub use proto::{V2_PROTOBUF_ACCEPT, V2_PROTOBUF_CONTENT_TYPE, v2_protobuf};

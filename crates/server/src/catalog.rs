@@ -98,14 +98,23 @@ impl GroupVersion {
         let aggregated = bytes(aggregator::discovery::aggregated_version(
             &r.version, &list, r.fresh,
         ));
+        // The backend's OpenAPI v3 document is served as fetched.
+        let document = r.openapi_v3.as_ref().map(|doc| {
+            Arc::new(openapi::GroupVersionDocument {
+                json: doc.to_vec(),
+                hash: openapi::bytes_hash(doc),
+            })
+        });
         Some(GroupVersion {
             group: r.group.clone(),
             version: r.version.clone(),
             served: Vec::new(),
             legacy,
             aggregated,
-            openapi_hash: OnceLock::new(),
-            openapi: OnceLock::new(),
+            openapi_hash: document
+                .as_ref()
+                .map_or_else(OnceLock::new, |d| OnceLock::from(d.hash.clone())),
+            openapi: OnceLock::from(document),
             priority: (r.group_priority, r.version_priority),
             remote: Some(r.clone()),
         })
@@ -308,7 +317,7 @@ impl Catalog {
                 let mut entries: Vec<(String, &GroupVersion)> = self
                     .group_versions
                     .values()
-                    .filter(|gv| gv.remote.is_none())
+                    .filter(|gv| gv.remote.is_none() || gv.openapi().is_some())
                     .map(|gv| (openapi::gv_path(&gv.group, &gv.version), gv.as_ref()))
                     .collect();
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -339,7 +348,17 @@ impl Catalog {
                 .values()
                 .map(|s| openapi_resource(&s.rtype))
                 .collect();
-            let (json, protobuf) = openapi::v2_documents(&resources);
+            // Extension servers' documents, merged in.
+            let merged: Vec<(String, Value)> = self
+                .group_versions
+                .values()
+                .filter_map(|gv| {
+                    let doc = gv.remote.as_ref()?.openapi_v2.as_ref()?;
+                    let prefix = format!("/apis/{}/{}", gv.group, gv.version);
+                    Some((prefix, serde_json::from_slice(doc).ok()?))
+                })
+                .collect();
+            let (json, protobuf) = openapi::v2_documents(&resources, &merged);
             (Bytes::from(json), Bytes::from(protobuf))
         })
     }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine;
 use bytes::Bytes;
@@ -187,7 +187,7 @@ pub async fn run(
     publish: impl Fn(Vec<RemoteGroupVersion>),
 ) {
     let mut backends = Backends::default();
-    let mut last_discovery: HashMap<(String, String), Bytes> = HashMap::new();
+    let mut documents: HashMap<(String, String), Documents> = HashMap::new();
     // Checks ask as upstream's aggregator does: a system:masters identity, so the
     // answer does not depend on the backend's authorization.
     let mut identity = http::HeaderMap::new();
@@ -230,42 +230,37 @@ pub async fn run(
             });
             checks.push(check(a.clone(), target, &identity));
         }
+        let checked = futures::future::join_all(checks).await;
+        refresh_documents(&checked, &mut documents, &identity).await;
         let mut claimed = HashMap::new();
         let mut discovered = Vec::new();
         let mut results = Vec::new();
-        for checked in futures::future::join_all(checks).await {
-            let a = &checked.apiservice;
+        for c in checked {
+            let a = &c.apiservice;
             let gv = (
                 str_at(a, "/spec/group").to_string(),
                 str_at(a, "/spec/version").to_string(),
             );
-            let fresh = checked.discovery.is_some();
-            if let Some(doc) = checked.discovery {
-                last_discovery.insert(gv.clone(), doc);
-            }
+            let known = documents.get(&gv);
             discovered.push(RemoteGroupVersion {
                 group: gv.0.clone(),
                 version: gv.1.clone(),
-                group_priority: a
-                    .pointer("/spec/groupPriorityMinimum")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0),
-                version_priority: a
-                    .pointer("/spec/versionPriority")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0),
-                resources: last_discovery.get(&gv).cloned(),
-                fresh,
+                group_priority: int_at(a, "/spec/groupPriorityMinimum"),
+                version_priority: int_at(a, "/spec/versionPriority"),
+                resources: known.map(|k| k.discovery.clone()),
+                fresh: c.discovery.is_some(),
+                openapi_v3: known.and_then(|k| k.openapi_v3.clone()),
+                openapi_v2: known.and_then(|k| k.openapi_v2.clone()),
             });
-            let remote = match checked.backend {
-                Some(b) if checked.condition["status"] == "True" => Remote::Available(Box::new(b)),
+            let remote = match c.backend {
+                Some(b) if c.condition["status"] == "True" => Remote::Available(Box::new(b)),
                 _ => Remote::Unavailable,
             };
             claimed.insert(gv, remote);
-            results.push((checked.apiservice, checked.condition));
+            results.push((c.apiservice, c.condition));
         }
         // Documents of group-versions no APIService claims any more are forgotten.
-        last_discovery.retain(|gv, _| claimed.contains_key(gv));
+        documents.retain(|gv, _| claimed.contains_key(gv));
         // Routes and discovery first: a client that sees Available=True can use the
         // group-version.
         remotes.replace(claimed);
@@ -275,6 +270,76 @@ pub async fn run(
         }
         tokio::time::sleep(INTERVAL).await;
     }
+}
+
+/// What a backend last said about its group-version.
+struct Documents {
+    discovery: Bytes,
+    openapi_v3: Option<Bytes>,
+    openapi_v2: Option<Bytes>,
+    openapi_fetched: Instant,
+}
+
+/// OpenAPI documents are fetched again this often, or when discovery changes.
+const OPENAPI_REFRESH: Duration = Duration::from_secs(60);
+
+/// Record fresh discovery documents, and fetch the OpenAPI documents of the
+/// group-versions whose discovery changed or whose OpenAPI is due.
+async fn refresh_documents(
+    checked: &[Checked],
+    documents: &mut HashMap<(String, String), Documents>,
+    identity: &http::HeaderMap,
+) {
+    let mut due = Vec::new();
+    for c in checked {
+        let (Some(discovery), Some(backend)) = (&c.discovery, &c.backend) else {
+            continue;
+        };
+        let group = str_at(&c.apiservice, "/spec/group");
+        let version = str_at(&c.apiservice, "/spec/version");
+        let stale = documents
+            .get(&(group.to_string(), version.to_string()))
+            .is_none_or(|d| {
+                d.discovery != *discovery || d.openapi_fetched.elapsed() > OPENAPI_REFRESH
+            });
+        if stale {
+            due.push(async move {
+                let get = |path: String| async move {
+                    match backend.get(&path, identity, CHECK_TIMEOUT).await {
+                        Ok((200, body)) => Some(body),
+                        _ => None,
+                    }
+                };
+                let (v3, v2) = futures::join!(
+                    get(format!("/openapi/v3/apis/{group}/{version}")),
+                    get("/openapi/v2".to_string())
+                );
+                (
+                    (group.to_string(), version.to_string()),
+                    discovery.clone(),
+                    v3,
+                    v2,
+                )
+            });
+        } else if let Some(d) = documents.get_mut(&(group.to_string(), version.to_string())) {
+            d.discovery = discovery.clone();
+        }
+    }
+    for (gv, discovery, openapi_v3, openapi_v2) in futures::future::join_all(due).await {
+        documents.insert(
+            gv,
+            Documents {
+                discovery,
+                openapi_v3,
+                openapi_v2,
+                openapi_fetched: Instant::now(),
+            },
+        );
+    }
+}
+
+fn int_at(v: &Value, pointer: &str) -> i64 {
+    v.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// What one check found.

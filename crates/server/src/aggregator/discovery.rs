@@ -17,6 +17,10 @@ pub struct RemoteGroupVersion {
     pub resources: Option<Bytes>,
     /// Whether the last check confirmed `resources`.
     pub fresh: bool,
+    /// The backend's OpenAPI v3 document of the group-version, and its whole v2
+    /// document, as last fetched.
+    pub openapi_v3: Option<Bytes>,
+    pub openapi_v2: Option<Bytes>,
 }
 
 /// The aggregated-discovery (v2) entry for a legacy `APIResourceList`: resources
