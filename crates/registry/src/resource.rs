@@ -1,5 +1,6 @@
 //! What the generic store needs to know about one kind of resource.
 
+use crate::options::RequestContext;
 use apimachinery::{ErrorList, GroupResource, GroupVersionKind};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -173,6 +174,32 @@ pub struct ResourceType {
     /// resources, `create` only for reviews computed per request.
     pub verbs: &'static [&'static str],
     pub strategy: Box<dyn Strategy>,
+    /// Validating admission for writes of this type.
+    pub admission: Option<std::sync::Arc<dyn Admission>>,
+    /// Creates need their namespace to exist here and not be terminating. Off for
+    /// an aggregated API server's types: namespaces live on the main server.
+    pub namespace_lifecycle: bool,
+}
+
+/// What a write does, for admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+}
+
+/// Validating admission: the last word on a write, after defaulting and
+/// validation, with the final object (and the stored one for updates). Unlike a
+/// [`Strategy`], it may look at other objects (e.g. a policy kept in another type).
+#[async_trait::async_trait]
+pub trait Admission: Send + Sync + 'static {
+    async fn admit(
+        &self,
+        operation: Operation,
+        new: &Value,
+        old: Option<&Value>,
+        ctx: &RequestContext,
+    ) -> Result<(), apimachinery::StatusError>;
 }
 
 /// Every verb of a stored resource.
@@ -230,6 +257,8 @@ impl ResourceType {
             scale: None,
             verbs: ALL_VERBS,
             strategy,
+            admission: None,
+            namespace_lifecycle: true,
         }
     }
 

@@ -18,7 +18,7 @@ use crate::object::{JsonCodec, Object, encode_for_storage};
 use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };
-use crate::resource::ResourceType;
+use crate::resource::{Operation, ResourceType};
 
 pub type Storage = storage::Store<JsonCodec>;
 
@@ -327,7 +327,7 @@ impl GenericStore {
 
     /// Check that the namespace of a new object exists and is not terminating.
     async fn admit_namespace(&self, namespace: &str) -> Result<()> {
-        if !self.rtype.namespaced {
+        if !self.rtype.namespaced || !self.rtype.namespace_lifecycle {
             return Ok(());
         }
         let key = format!("{}/namespaces/{namespace}", self.prefix);
@@ -399,6 +399,9 @@ impl GenericStore {
             return Err(self.invalid(meta::name(&obj), &errs));
         }
         self.admit_namespace(&ctx.namespace).await?;
+        if let Some(admission) = &self.rtype.admission {
+            admission.admit(Operation::Create, &obj, None, ctx).await?;
+        }
         let empty = self.rtype.empty_object(&obj);
         self.record_write(ctx, &mut obj, None, &empty);
         let name = meta::name(&obj).to_string();
@@ -547,6 +550,11 @@ impl GenericStore {
             self.prepare_update(ctx, &mut new, old)?;
             if is_noop(old, &new) {
                 return Ok(presented);
+            }
+            if let Some(admission) = &self.rtype.admission {
+                admission
+                    .admit(Operation::Update, &new, Some(old), ctx)
+                    .await?;
             }
             if ctx.dry_run {
                 return Ok(Arc::new(Object::new(new)));

@@ -15,6 +15,7 @@ use registry::{ResourceType, Storage};
 use crate::aggregator::discovery::RemoteGroupVersion;
 use crate::aggregator::proxy::Remote;
 use crate::authn::{Authenticator, PeerIdentity, UserInfo};
+use crate::authz::{self, Attributes, Authorizer, Decision};
 use crate::catalog::{Catalog, Served};
 use crate::metrics::Metrics;
 use crate::negotiate::parse_accept;
@@ -36,6 +37,7 @@ pub struct Api {
     storage_prefix: String,
     /// Bumped on every catalog change (controllers that follow the served set).
     catalog_changes: watch::Sender<u64>,
+    pub authorizer: Arc<dyn Authorizer>,
     /// What discovery shows of extension servers; also serializes catalog builds.
     remote_discovery: parking_lot::Mutex<Vec<RemoteGroupVersion>>,
     /// Group-versions claimed by extension API servers (the aggregator's routes).
@@ -54,12 +56,11 @@ impl Api {
         authn: Authenticator,
         shutdown: watch::Receiver<bool>,
         front_proxy_headers: crate::config::FrontProxyConfig,
+        types: Vec<Arc<ResourceType>>,
+        authorizer: Arc<dyn Authorizer>,
     ) -> Self {
-        let builtins: Vec<Arc<Served>> = registry::builtin::resource_types()
+        let builtins: Vec<Arc<Served>> = types
             .into_iter()
-            .chain(std::iter::once(
-                Arc::new(apiextensions::crd_resource_type()),
-            ))
             .map(|t| served(t, &storage, storage_prefix))
             .collect();
         Api {
@@ -79,7 +80,18 @@ impl Api {
             remotes: Default::default(),
             remote_discovery: Default::default(),
             front_proxy_headers,
+            authorizer,
         }
+    }
+
+    /// kubext's own types: the built-ins and CustomResourceDefinitions.
+    pub fn kubext_types() -> Vec<Arc<ResourceType>> {
+        registry::builtin::resource_types()
+            .into_iter()
+            .chain(std::iter::once(
+                Arc::new(apiextensions::crd_resource_type()),
+            ))
+            .collect()
     }
 
     /// Fires after every catalog change.
@@ -199,17 +211,14 @@ impl Api {
         path: &str,
         user: UserInfo,
     ) -> Response<Body> {
-        if let Some(remote) = self.claimed(info, path) {
-            if user.is_anonymous() {
-                return response::error(&StatusError::new(
-                    403,
-                    "Forbidden",
-                    format!(
-                        "forbidden: User \"system:anonymous\" cannot {} path \"{path}\"",
-                        info.verb
-                    ),
-                ));
+        let remote = self.claimed(info, path);
+        if remote.is_some() || info.is_resource {
+            let attributes = Attributes::of(info, path, &user);
+            if let Decision::Deny(reason) = self.authorizer.authorize(&attributes).await {
+                return response::error(&authz::forbidden(&attributes, &reason));
             }
+        }
+        if let Some(remote) = remote {
             return crate::aggregator::proxy::serve(remote, req, &user, &self.front_proxy_headers)
                 .await;
         }

@@ -2,7 +2,12 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use registry::ResourceType;
+
+use crate::authz::Authorizer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageKind {
@@ -28,6 +33,30 @@ pub struct Config {
     pub bookmark_interval: Duration,
     pub shutdown_grace: Duration,
     pub front_proxy: FrontProxyConfig,
+    /// Set when this is an aggregated API server rather than kubext itself.
+    pub extension: Option<Arc<Extension>>,
+}
+
+/// An aggregated API server built on kubext (`kubext-apiserver`): it serves only
+/// `types` (no built-ins, no CRDs), runs none of kubext's controllers, and asks
+/// `authorizer` who may do what.
+pub struct Extension {
+    /// Names the server in logs.
+    pub name: String,
+    pub types: Vec<Arc<ResourceType>>,
+    pub authorizer: Arc<dyn Authorizer>,
+}
+
+impl std::fmt::Debug for Extension {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extension")
+            .field("name", &self.name)
+            .field(
+                "types",
+                &self.types.iter().map(|t| t.gvk()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// How this server proves itself to extension API servers (the aggregator's client
@@ -76,6 +105,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             front_proxy: FrontProxyConfig::default(),
+            extension: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 pub mod aggregator;
 pub mod api;
 pub mod authn;
+pub mod authz;
 pub mod catalog;
 pub mod config;
 pub mod encode;

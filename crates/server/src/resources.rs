@@ -73,16 +73,6 @@ async fn serve_inner(
     info: &RequestInfo,
     user: UserInfo,
 ) -> Result<Response<Body>> {
-    if user.is_anonymous() {
-        return Err(StatusError::new(
-            403,
-            "Forbidden",
-            format!(
-                "{} is forbidden: User \"system:anonymous\" cannot {} resource \"{}\" in API group \"{}\"",
-                info.resource, info.verb, info.resource, info.group
-            ),
-        ));
-    }
     let catalog = api.catalog();
     let served = catalog
         .lookup(&info.group, &info.version, &info.resource)

@@ -85,30 +85,20 @@ pub async fn start(config: Config) -> Result<Running> {
         authn,
         shutdown_rx.clone(),
         config.front_proxy.clone(),
+        match &config.extension {
+            Some(extension) => extension.types.clone(),
+            None => Api::kubext_types(),
+        },
+        match &config.extension {
+            Some(extension) => extension.authorizer.clone(),
+            None => Arc::new(crate::authz::AllowAuthenticated),
+        },
     ));
-    bootstrap(&api).await?;
-    publish_authentication_configmap(&api, &front_proxy, &client_cas.join("")).await?;
-    let crd_controller = start_crd_controller(&api).await?;
-    let apiservice_registration = start_apiservice_registration(&api)?;
-    let availability = start_availability(&api, &front_proxy)?;
-    let resources = Arc::new(CatalogResources(api.clone()));
-    let namespace_controller = Arc::new(NamespaceController {
-        resources,
-        root_ca: pki.ca.cert_pem.clone(),
-    });
-    // The bootstrap namespaces are complete before the server reports ready.
-    for ns in BOOTSTRAP_NAMESPACES {
-        namespace_controller.populate(ns).await;
-    }
-    let namespaces = tokio::spawn(namespace_controller.run());
-    let controllers = tokio::spawn(async move {
-        let _ = tokio::join!(
-            namespaces,
-            crd_controller,
-            apiservice_registration,
-            availability
-        );
-    });
+    let controllers = match &config.extension {
+        // An aggregated API server only serves its types.
+        Some(_) => tokio::spawn(async {}),
+        None => start_controllers(&api, &pki, &front_proxy, &client_cas).await?,
+    };
 
     let kubeconfig = pki::kubeconfig_path(&config.data_dir);
     let host = match addr.ip() {
@@ -128,7 +118,8 @@ pub async fn start(config: Config) -> Result<Running> {
         kubeconfig = %kubeconfig.display(),
         storage = ?config.storage,
         startup_ms = started.elapsed().as_millis() as u64,
-        "kubext is ready; use KUBECONFIG={}",
+        "{} is ready; use KUBECONFIG={}",
+        config.extension.as_ref().map_or("kubext", |e| e.name.as_str()),
         kubeconfig.display()
     );
     let done = tokio::spawn(serve(
@@ -147,6 +138,38 @@ pub async fn start(config: Config) -> Result<Running> {
         shutdown_tx,
         done,
     })
+}
+
+/// kubext's own controllers, started once the bootstrap namespaces are complete
+/// (before the server reports ready).
+async fn start_controllers(
+    api: &Arc<Api>,
+    pki: &Pki,
+    front_proxy: &crate::front_proxy::FrontProxy,
+    client_cas: &[String],
+) -> Result<tokio::task::JoinHandle<()>> {
+    bootstrap(api).await?;
+    publish_authentication_configmap(api, front_proxy, &client_cas.join("")).await?;
+    let crd_controller = start_crd_controller(api).await?;
+    let apiservice_registration = start_apiservice_registration(api)?;
+    let availability = start_availability(api, front_proxy)?;
+    let resources = Arc::new(CatalogResources(api.clone()));
+    let namespace_controller = Arc::new(NamespaceController {
+        resources,
+        root_ca: pki.ca.cert_pem.clone(),
+    });
+    for ns in BOOTSTRAP_NAMESPACES {
+        namespace_controller.populate(ns).await;
+    }
+    let namespaces = tokio::spawn(namespace_controller.run());
+    Ok(tokio::spawn(async move {
+        let _ = tokio::join!(
+            namespaces,
+            crd_controller,
+            apiservice_registration,
+            availability
+        );
+    }))
 }
 
 fn prepare_data_dir(config: &Config) -> Result<()> {
