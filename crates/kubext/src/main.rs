@@ -175,25 +175,10 @@ async fn serve(args: ServeArgs) -> Result<()> {
     // Machine-readable line for scripts and test harnesses.
     println!("kubeconfig: {}", running.kubeconfig.display());
     println!("listening: https://{}", running.addr);
-    wait_for_signal().await;
+    server::wait_for_shutdown_signal().await;
     tracing::info!("signal received; shutting down gracefully");
     running.shutdown().await;
     Ok(())
-}
-
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
 }
 
 fn main() -> std::process::ExitCode {

@@ -33,6 +33,9 @@ pub struct Config {
     pub bookmark_interval: Duration,
     pub shutdown_grace: Duration,
     pub front_proxy: FrontProxyConfig,
+    /// Extra names for the generated serving certificate (e.g. `api.wardle.svc`, the
+    /// name an aggregator verifies an extension server's certificate against).
+    pub serving_hosts: Vec<String>,
     /// Set when this is an aggregated API server rather than kubext itself.
     pub extension: Option<Arc<Extension>>,
 }
@@ -105,6 +108,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             front_proxy: FrontProxyConfig::default(),
+            serving_hosts: Vec::new(),
             extension: None,
         }
     }

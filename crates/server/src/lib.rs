@@ -27,4 +27,4 @@ pub mod tls;
 pub mod watch;
 
 pub use config::{Config, StorageKind};
-pub use server::{Running, start};
+pub use server::{Running, start, wait_for_shutdown_signal};

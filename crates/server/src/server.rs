@@ -211,6 +211,7 @@ fn serving_hosts(config: &Config) -> Vec<String> {
     if !hosts.contains(&bind) && !config.bind_address.is_unspecified() {
         hosts.push(bind);
     }
+    hosts.extend(config.serving_hosts.iter().cloned());
     hosts
 }
 
@@ -475,5 +476,21 @@ async fn handle_catching_panics(
         Err(_) => response::error(&StatusError::internal(
             "the server panicked while handling the request",
         )),
+    }
+}
+
+/// Wait for SIGTERM or SIGINT (Ctrl-C).
+pub async fn wait_for_shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
     }
 }

@@ -292,8 +292,9 @@ impl Builder {
     }
 }
 
-/// Read `kubeconfig: …` and `listening: https://…` from the server's stdout.
-fn read_ready_lines(stdout: impl Read + Send + 'static) -> Result<(PathBuf, SocketAddr)> {
+/// Read `kubeconfig: …` and `listening: https://…` from a server's stdout (kubext,
+/// or an extension server printing the same lines).
+pub fn read_ready_lines(stdout: impl Read + Send + 'static) -> Result<(PathBuf, SocketAddr)> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut kubeconfig = None;

@@ -1,0 +1,214 @@
+//! What an extension server takes from its main server: whom to trust (the
+//! `kube-system/extension-apiserver-authentication` ConfigMap) and who may do what
+//! (SubjectAccessReviews).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use server::authz::{Attributes, Authorizer, Decision};
+use server::config::FrontProxyConfig;
+
+/// The main server's trust settings, with its CAs written to files.
+pub struct Trust {
+    pub client_ca_file: PathBuf,
+    pub front_proxy: FrontProxyConfig,
+}
+
+/// Read the main server's authentication ConfigMap and keep its CAs in `dir`.
+pub async fn trust(client: &kube::Client, dir: &Path) -> Result<Trust> {
+    let cms: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        client.clone(),
+        "kube-system",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            "configmaps",
+        ),
+    );
+    let cm = cms
+        .get("extension-apiserver-authentication")
+        .await
+        .context(
+            "cannot read kube-system/extension-apiserver-authentication from the main server",
+        )?;
+    let data = &cm.data["data"];
+    let text = |key: &str| data[key].as_str().unwrap_or_default().to_string();
+    let list = |key: &str| -> Result<Vec<String>> {
+        let raw = text(key);
+        if raw.is_empty() {
+            return Ok(Vec::new());
+        }
+        serde_json::from_str(&raw).with_context(|| format!("{key}: not a JSON list of strings"))
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let write = |name: &str, pem: String| -> Result<PathBuf> {
+        if pem.is_empty() {
+            return Err(anyhow!("the main server publishes no {name}"));
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, pem).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    };
+    Ok(Trust {
+        client_ca_file: write("client-ca.crt", text("client-ca-file"))?,
+        front_proxy: FrontProxyConfig {
+            requestheader_client_ca_file: Some(write(
+                "requestheader-client-ca.crt",
+                text("requestheader-client-ca-file"),
+            )?),
+            allowed_names: list("requestheader-allowed-names")?,
+            username_headers: list("requestheader-username-headers")?,
+            group_headers: list("requestheader-group-headers")?,
+            extra_headers_prefix: list("requestheader-extra-headers-prefix")?,
+            ..FrontProxyConfig::default()
+        },
+    })
+}
+
+/// How long an answer is reused (upstream's delegated authorizer defaults).
+const CACHE_TTL: Duration = Duration::from_secs(10);
+
+/// Authorization by SubjectAccessReview to the main server, answers cached.
+pub struct SubjectAccessReviews {
+    client: kube::Client,
+    cache: Mutex<HashMap<String, (Decision, Instant)>>,
+}
+
+impl SubjectAccessReviews {
+    pub fn new(client: kube::Client) -> Self {
+        SubjectAccessReviews {
+            client,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn ask(&self, spec: &Value) -> Decision {
+        let review = json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": spec,
+        });
+        let request = http::Request::post("/apis/authorization.k8s.io/v1/subjectaccessreviews")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(&review).unwrap_or_default());
+        let answer = match request {
+            Ok(request) => self.client.request::<Value>(request).await,
+            Err(e) => return Decision::Deny(e.to_string()),
+        };
+        match answer {
+            Ok(review) if review.pointer("/status/allowed") == Some(&json!(true)) => {
+                Decision::Allow
+            }
+            Ok(review) => Decision::Deny(
+                review
+                    .pointer("/status/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "SubjectAccessReview failed");
+                Decision::Deny(format!("error asking the main server: {e}"))
+            }
+        }
+    }
+}
+
+/// The review's spec for `a`.
+fn spec(a: &Attributes<'_>) -> Value {
+    let mut spec = json!({
+        "user": a.user.name,
+        "groups": a.user.groups,
+    });
+    if !a.user.uid.is_empty() {
+        spec["uid"] = json!(a.user.uid);
+    }
+    if !a.user.extra.is_empty() {
+        spec["extra"] = json!(a.user.extra);
+    }
+    if a.is_resource {
+        spec["resourceAttributes"] = json!({
+            "namespace": a.namespace,
+            "verb": a.verb,
+            "group": a.group,
+            "version": a.version,
+            "resource": a.resource,
+            "subresource": a.subresource,
+            "name": a.name,
+        });
+    } else {
+        spec["nonResourceAttributes"] = json!({"path": a.path, "verb": a.verb});
+    }
+    spec
+}
+
+#[async_trait::async_trait]
+impl Authorizer for SubjectAccessReviews {
+    async fn authorize(&self, attributes: &Attributes<'_>) -> Decision {
+        let spec = spec(attributes);
+        let key = spec.to_string();
+        if let Some((decision, at)) = self.cache.lock().get(&key)
+            && at.elapsed() < CACHE_TTL
+        {
+            return decision.clone();
+        }
+        let decision = self.ask(&spec).await;
+        let mut cache = self.cache.lock();
+        cache.retain(|_, (_, at)| at.elapsed() < CACHE_TTL);
+        cache.insert(key, (decision.clone(), Instant::now()));
+        decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use server::authn::UserInfo;
+
+    #[test]
+    fn reviews_carry_the_user_and_the_request() {
+        let user = UserInfo {
+            name: "alice".into(),
+            groups: vec!["devs".into()],
+            extra: [("scopes".to_string(), vec!["read".to_string()])].into(),
+            ..Default::default()
+        };
+        let a = Attributes {
+            user: &user,
+            verb: "list",
+            group: "wardle.example.com",
+            version: "v1alpha1",
+            resource: "flunders",
+            subresource: "",
+            namespace: "default",
+            name: "",
+            path: "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+            is_resource: true,
+        };
+        assert_eq!(
+            spec(&a),
+            json!({
+                "user": "alice",
+                "groups": ["devs"],
+                "extra": {"scopes": ["read"]},
+                "resourceAttributes": {
+                    "namespace": "default", "verb": "list", "group": "wardle.example.com",
+                    "version": "v1alpha1", "resource": "flunders", "subresource": "", "name": "",
+                },
+            })
+        );
+        let path = Attributes {
+            is_resource: false,
+            path: "/healthz",
+            verb: "get",
+            ..a
+        };
+        assert_eq!(
+            spec(&path)["nonResourceAttributes"],
+            json!({"path": "/healthz", "verb": "get"})
+        );
+    }
+}

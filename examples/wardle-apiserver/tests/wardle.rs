@@ -1,0 +1,243 @@
+//! wardle-apiserver and kubext as real processes: the extension server registered
+//! through a Service, an EndpointSlice and an APIService with a caBundle, then used
+//! through kubext with kubectl and kube-rs.
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine;
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, WatchParams};
+use testkit::Server;
+
+/// A running wardle-apiserver, killed when dropped.
+struct Wardle {
+    child: Child,
+    addr: SocketAddr,
+    data_dir: tempfile::TempDir,
+    log: PathBuf,
+}
+
+impl Wardle {
+    fn start(main_kubeconfig: &Path) -> Wardle {
+        let data_dir = tempfile::tempdir().unwrap();
+        let log = data_dir.path().join("wardle.log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wardle-apiserver"))
+            .arg("--kubeconfig")
+            .arg(main_kubeconfig)
+            .args(["--secure-port", "0", "--storage", "memory", "--data-dir"])
+            .arg(data_dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (_, addr) = testkit::read_ready_lines(stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", std::fs::read_to_string(&log).unwrap_or_default())
+        });
+        Wardle {
+            child,
+            addr,
+            data_dir,
+            log,
+        }
+    }
+
+    fn ca_bundle(&self) -> String {
+        let ca = std::fs::read(self.data_dir.path().join("pki/ca.crt")).unwrap();
+        base64::engine::general_purpose::STANDARD.encode(ca)
+    }
+}
+
+impl Drop for Wardle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- wardle log ---\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+        }
+    }
+}
+
+fn registration(wardle: &Wardle) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {{name: wardle}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: api, namespace: wardle}}
+spec:
+  ports: [{{port: 443, protocol: TCP}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: api-1
+  namespace: wardle
+  labels: {{kubernetes.io/service-name: api}}
+addressType: IPv4
+ports: [{{port: {port}, protocol: TCP}}]
+endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: v1alpha1.wardle.example.com}}
+spec:
+  group: wardle.example.com
+  version: v1alpha1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  service: {{namespace: wardle, name: api}}
+  caBundle: {ca}
+"#,
+        port = wardle.addr.port(),
+        ca = wardle.ca_bundle()
+    )
+}
+
+fn flunders(client: kube::Client) -> Api<DynamicObject> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("wardle.example.com", "v1alpha1", "Flunder"),
+        "flunders",
+    );
+    Api::namespaced_with(client, "default", &resource)
+}
+
+fn kubectl_err(server: &Server, args: &[&str]) -> String {
+    let out = server.kubectl(args);
+    assert!(!out.status.success(), "kubectl {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn wardle_serves_through_kubext() {
+    let kubext = Server::builder()
+        .log_filter("info,kubext_server::api=debug")
+        .start()
+        .unwrap();
+    let mut wardle = Wardle::start(&kubext.kubeconfig);
+    kubext.apply(&registration(&wardle));
+    kubext.kubectl_ok(&[
+        "wait",
+        "--for=condition=Available",
+        "apiservice/v1alpha1.wardle.example.com",
+        "--timeout=30s",
+    ]);
+
+    // Discovery and OpenAPI through the aggregator.
+    let resources = kubext.kubectl_ok(&["api-resources", "--api-group=wardle.example.com"]);
+    assert!(
+        resources.contains("flunders") && resources.contains("fischers"),
+        "{resources}"
+    );
+    let explained = kubext.kubectl_ok(&["explain", "flunders.spec.reference"]);
+    assert!(
+        explained.contains("The name of the Flunder or Fischer this Flunder refers to."),
+        "{explained}"
+    );
+
+    // CRUD with kubectl, printer columns included.
+    kubext.apply(
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata: {name: one, namespace: default}\nspec: {reference: two, referenceType: Flunder}\n",
+    );
+    let table = kubext.kubectl_ok(&["get", "flunders"]);
+    assert!(
+        table.contains("REFERENCE")
+            && table
+                .lines()
+                .any(|l| l.starts_with("one") && l.contains("two")),
+        "{table}"
+    );
+
+    // Watch with kube-rs: the event arrives through the proxy.
+    let api = flunders(kubext.client().await.unwrap());
+    let listed = api.list(&Default::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    let mut events = api
+        .watch(
+            &WatchParams::default().timeout(30),
+            &listed.metadata.resource_version.unwrap(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    kubext.apply(
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata: {name: three, namespace: default}\nspec: {reference: one}\n",
+    );
+    let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .expect("the watch event arrives")
+        .unwrap();
+    assert!(
+        matches!(&event, Some(WatchEvent::Added(o)) if o.metadata.name.as_deref() == Some("three")),
+        "{event:?}"
+    );
+
+    // Validation from the schema, with the field path.
+    let out = kubext.kubectl_with_stdin(
+        &["create", "--validate=false", "-f", "-"],
+        Some("apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata: {name: bad, namespace: default}\nspec: {referenceType: Bogus}\n"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"spec.referenceType: Unsupported value: "Bogus""#),
+        "{err}"
+    );
+
+    // Admission (BanFlunder): a Fischer keeps a name away from Flunders.
+    kubext.apply(
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata: {name: strict}\ndisallowedFlunders: [banned]\n",
+    );
+    let out = kubext.kubectl_with_stdin(
+        &["create", "-f", "-"],
+        Some("apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata: {name: banned, namespace: default}\nspec: {reference: one}\n"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"flunders.wardle.example.com "banned" is forbidden: this name may not be used, please change the resource name"#),
+        "{err}"
+    );
+
+    // Authorization was asked of kubext.
+    assert!(
+        kubext
+            .log()
+            .contains("verb=create path=/apis/authorization.k8s.io/v1/subjectaccessreviews"),
+        "no SubjectAccessReview reached kubext"
+    );
+
+    kubext.kubectl_ok(&["delete", "flunder", "one"]);
+    assert!(api.get_opt("one").await.unwrap().is_none());
+
+    // The extension server stops: its group-version is unavailable (503), and the
+    // rest of the API is not affected.
+    let _ = wardle.child.kill();
+    let _ = wardle.child.wait();
+    kubext.kubectl_ok(&[
+        "wait",
+        "--for=condition=Available=False",
+        "apiservice/v1alpha1.wardle.example.com",
+        "--timeout=30s",
+    ]);
+    let err = kubectl_err(
+        &kubext,
+        &[
+            "get",
+            "--raw",
+            "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+        ],
+    );
+    assert!(err.contains("ServiceUnavailable"), "{err}");
+    kubext.kubectl_ok(&["get", "configmaps", "-A"]);
+    kubext.kubectl_ok(&["api-resources"]);
+}
