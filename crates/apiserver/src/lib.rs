@@ -13,7 +13,8 @@
 //!   (client certificates of the main server's client CA work directly too);
 //! - authorization delegated to the main server with SubjectAccessReviews, cached.
 //!
-//! Objects live in kubext's storage: in memory or in an embedded database.
+//! Objects live in kubext's storage (in memory or in an embedded database), or are
+//! computed when asked by a [`Provider`] (read-only, like metrics-server's).
 //!
 //! ```no_run
 //! # async fn run() -> anyhow::Result<()> {
@@ -39,8 +40,34 @@ use serde_json::Value;
 pub use apimachinery::{GroupResource, StatusError};
 pub use delegation::SubjectAccessReviews;
 pub use objects::Objects;
-pub use registry::{Admission, Operation, RequestContext};
+pub use registry::{Admission, Operation, Provider, RequestContext};
 pub use server::{Running, StorageKind, wait_for_shutdown_signal};
+
+/// The served types of a CustomResourceDefinition, as an extension server's.
+fn compile(definition: &Value) -> Result<Vec<registry::ResourceType>> {
+    let name = apimachinery::meta::name(definition);
+    let errors = apiextensions::crd::validate_crd(definition);
+    if !errors.is_empty() {
+        let invalid = StatusError::invalid(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            name,
+            &errors,
+        );
+        return Err(anyhow!("{}", invalid.status().message));
+    }
+    let mut established = definition.clone();
+    apiextensions::crd::set_condition(&mut established, "Established", "", "");
+    let mut types = apiextensions::custom_resource::served_types(&established);
+    if types.is_empty() {
+        return Err(anyhow!("{name}: no served version"));
+    }
+    for t in &mut types {
+        // Namespaces live on the main server.
+        t.namespace_lifecycle = false;
+    }
+    Ok(types)
+}
 
 /// An aggregated API server, to be configured and started.
 pub struct ApiServer {
@@ -72,37 +99,21 @@ impl ApiServer {
     }
 
     /// Serve the type a CustomResourceDefinition (`apiextensions.k8s.io/v1`, as
-    /// JSON) describes, every served version, with its validation, defaulting,
-    /// pruning, subresources and columns. An invalid definition is an error with
-    /// the CRD's own field paths.
+    /// JSON) describes, every served version, stored, with its validation,
+    /// defaulting, pruning, subresources and columns. An invalid definition is an
+    /// error with the CRD's own field paths.
     pub fn resource(mut self, definition: &Value) -> Result<Self> {
-        let errors = apiextensions::crd::validate_crd(definition);
-        if !errors.is_empty() {
-            let name = apimachinery::meta::name(definition);
-            return Err(anyhow!(
-                "{}",
-                StatusError::invalid(
-                    "apiextensions.k8s.io",
-                    "CustomResourceDefinition",
-                    name,
-                    &errors
-                )
-                .status()
-                .message
-            ));
-        }
-        let mut established = definition.clone();
-        apiextensions::crd::set_condition(&mut established, "Established", "", "");
-        let types = apiextensions::custom_resource::served_types(&established);
-        if types.is_empty() {
-            return Err(anyhow!(
-                "{}: no served version",
-                apimachinery::meta::name(definition)
-            ));
-        }
-        for mut t in types {
-            // Namespaces live on the main server.
-            t.namespace_lifecycle = false;
+        self.types.extend(compile(definition)?);
+        Ok(self)
+    }
+
+    /// Serve a type whose objects `provider` computes when asked (like
+    /// metrics-server's): `get` and `list` (with selectors and tables) only,
+    /// nothing stored. `definition` describes it as for [`resource`](Self::resource).
+    pub fn computed(mut self, definition: &Value, provider: Arc<dyn Provider>) -> Result<Self> {
+        for mut t in compile(definition)? {
+            t.provider = Some(provider.clone());
+            t.verbs = registry::READ_VERBS;
             self.types.push(t);
         }
         Ok(self)

@@ -18,5 +18,7 @@ pub use table::resource_age;
 
 pub use object::{JsonCodec, Object};
 pub use options::{ListOptions, RequestContext, WatchOptions};
-pub use resource::{Admission, Operation, ResourceType, ScalePaths, Strategy, TableColumn};
+pub use resource::{
+    Admission, Operation, Provider, READ_VERBS, ResourceType, ScalePaths, Strategy, TableColumn,
+};
 pub use store::{DeleteOutcome, GenericStore, ListResult, Storage};

@@ -174,6 +174,8 @@ pub struct ResourceType {
     /// resources, `create` only for reviews computed per request.
     pub verbs: &'static [&'static str],
     pub strategy: Box<dyn Strategy>,
+    /// Set for a computed type: reads go to the provider, nothing is stored.
+    pub provider: Option<std::sync::Arc<dyn Provider>>,
     /// Validating admission for writes of this type.
     pub admission: Option<std::sync::Arc<dyn Admission>>,
     /// Creates need their namespace to exist here and not be terminating. Off for
@@ -201,6 +203,30 @@ pub trait Admission: Send + Sync + 'static {
         ctx: &RequestContext,
     ) -> Result<(), apimachinery::StatusError>;
 }
+
+/// Objects computed when asked (like metrics-server's) instead of stored: served
+/// read-only (`get`, `list`).
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync + 'static {
+    /// Every object in `namespace` ("" for all namespaces, or a cluster-scoped type).
+    async fn list(&self, namespace: &str) -> Result<Vec<Value>, apimachinery::StatusError>;
+
+    /// One object; `None` is a 404.
+    async fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, apimachinery::StatusError> {
+        Ok(self
+            .list(namespace)
+            .await?
+            .into_iter()
+            .find(|o| apimachinery::meta::name(o) == name))
+    }
+}
+
+/// The verbs of a computed resource.
+pub const READ_VERBS: &[&str] = &["get", "list"];
 
 /// Every verb of a stored resource.
 pub const ALL_VERBS: &[&str] = &[
@@ -258,6 +284,7 @@ impl ResourceType {
             verbs: ALL_VERBS,
             strategy,
             admission: None,
+            provider: None,
             namespace_lifecycle: true,
         }
     }

@@ -8,6 +8,7 @@ pub mod api;
 pub mod authn;
 pub mod authz;
 pub mod catalog;
+pub mod computed;
 pub mod config;
 pub mod encode;
 pub mod front_proxy;

@@ -124,6 +124,9 @@ async fn serve_inner(
         let body = read_body(req.into_body()).await?;
         return crate::scale::serve(&call, content_type.as_deref(), body).await;
     }
+    if let Some(provider) = call.rtype().provider.clone() {
+        return crate::computed::serve(&call, provider.as_ref()).await;
+    }
     if !call.rtype().is_stored() {
         return match info.verb.as_str() {
             "create" => {
