@@ -6,7 +6,9 @@
 //! requests and GET/LIST latency for ConfigMaps and for custom resources (a CRD with
 //! a validating, defaulting schema), watch delivery latency with W open watches,
 //! and then the raw storage ceiling (the same creates straight into a
-//! `MemoryBackend`, a `SqliteBackend` or the same etcd) in the same run.
+//! `MemoryBackend`, a `SqliteBackend` or the same etcd) in the same run. Then the
+//! CRD phase and the aggregation phase (proxy overhead against a second kubext as
+//! the extension server; discovery while another extension server hangs).
 //!
 //! ```text
 //! cargo build --release -p kubext -p kubext-bench
@@ -16,6 +18,7 @@
 //!
 //! Everything runs on 127.0.0.1; every loop is bounded in count and time.
 
+mod aggregation;
 mod cpu;
 mod crds;
 mod kubext;
@@ -62,6 +65,9 @@ struct Args {
     /// CRDs to create in the CRD phase (0 skips it) [default: 2000, --quick: 100].
     #[arg(long)]
     crds: Option<usize>,
+    /// Skip the aggregation phase (proxy overhead, discovery with a hanging backend).
+    #[arg(long)]
+    skip_aggregation: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -226,6 +232,14 @@ async fn run(args: Args) -> Result<()> {
         match crds::measure(crd_count).await {
             Ok(r) => crds::print(&r),
             Err(e) => eprintln!("CRD phase failed: {e:#}"),
+        }
+    }
+    if !args.skip_aggregation {
+        let gets = if args.quick { 300 } else { 2000 };
+        eprintln!("== Aggregation: {gets} GETs each way ==");
+        match aggregation::measure(gets).await {
+            Ok(r) => aggregation::print(&r),
+            Err(e) => eprintln!("aggregation phase failed: {e:#}"),
         }
     }
     Ok(())

@@ -30,7 +30,7 @@ async fn eventually(
     name: &str,
     check: impl Fn(Option<&DynamicObject>) -> bool,
 ) -> Option<DynamicObject> {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let found = api.get_opt(name).await.unwrap();
         if check(found.as_ref()) {
@@ -782,4 +782,59 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
     assert_eq!(status["reason"], "ServiceUnavailable");
     // Everything else keeps working.
     aggregator.kubectl_ok(&["get", "configmaps", "-A"]);
+}
+
+#[tokio::test]
+async fn a_backend_that_never_answers_is_unavailable_and_harms_nothing_else() {
+    let server = Server::builder().start().unwrap();
+    // Accepts connections (the kernel does) and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    server.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {{name: silent, namespace: default}}
+spec: {{ports: [{{port: 443, protocol: TCP}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: silent-1, namespace: default, labels: {{kubernetes.io/service-name: silent}}}}
+addressType: IPv4
+ports: [{{port: {}, protocol: TCP}}]
+endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: v1.silent.example.com}}
+spec:
+  group: silent.example.com
+  version: v1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  insecureSkipTLSVerify: true
+  service: {{namespace: default, name: silent}}
+"#,
+        silent.local_addr().unwrap().port()
+    ));
+    let api = apiservices(server.client().await.unwrap());
+    let c = available(
+        &api,
+        "v1.silent.example.com",
+        "False",
+        "FailedDiscoveryCheck",
+    )
+    .await;
+    assert!(c["message"].as_str().unwrap().contains("timed out"), "{c}");
+    // Its group-version is refused at once; everything else answers.
+    let out = server.kubectl(&["get", "--raw", "/apis/silent.example.com/v1/foos"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ServiceUnavailable"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.kubectl_ok(&["get", "configmaps", "-A"]);
+    let listed = server.kubectl_ok(&["api-resources"]);
+    assert!(listed.contains("apiservices"), "{listed}");
+    drop(silent);
 }
