@@ -787,7 +787,8 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
 #[tokio::test]
 async fn a_backend_that_never_answers_is_unavailable_and_harms_nothing_else() {
     let server = Server::builder().start().unwrap();
-    // Accepts connections (the kernel does) and never says a word.
+    // Accepts connections (the kernel does) and never says a word. Registered
+    // through a v1 Endpoints object rather than an EndpointSlice.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     server.apply(&format!(
         r#"
@@ -796,12 +797,10 @@ kind: Service
 metadata: {{name: silent, namespace: default}}
 spec: {{ports: [{{port: 443, protocol: TCP}}]}}
 ---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {{name: silent-1, namespace: default, labels: {{kubernetes.io/service-name: silent}}}}
-addressType: IPv4
-ports: [{{port: {}, protocol: TCP}}]
-endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
+apiVersion: v1
+kind: Endpoints
+metadata: {{name: silent, namespace: default}}
+subsets: [{{addresses: [{{ip: 127.0.0.1}}], ports: [{{port: {}, protocol: TCP}}]}}]
 ---
 apiVersion: apiregistration.k8s.io/v1
 kind: APIService

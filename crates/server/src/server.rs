@@ -360,6 +360,7 @@ fn start_availability(
         apiservices: store("apiregistration.k8s.io", "apiservices")?,
         services: store("", "services")?,
         endpointslices: store("discovery.k8s.io", "endpointslices")?,
+        endpoints: store("", "endpoints")?,
     };
     Ok(tokio::spawn(crate::aggregator::availability::run(
         stores,

@@ -119,6 +119,30 @@ pub fn resolve(
     ))
 }
 
+/// A v1 Endpoints object as EndpointSlices (one per subset), for [`resolve`].
+pub fn slices_of_endpoints(endpoints: &Value) -> Vec<Value> {
+    let subsets = endpoints.get("subsets").and_then(Value::as_array);
+    subsets
+        .into_iter()
+        .flatten()
+        .map(|subset| {
+            let addresses = |key: &str, ready: bool| {
+                subset
+                    .get(key)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|a| a.get("ip").cloned())
+                    .map(move |ip| json!({"addresses": [ip], "conditions": {"ready": ready}}))
+                    .collect::<Vec<_>>()
+            };
+            let mut all = addresses("addresses", true);
+            all.extend(addresses("notReadyAddresses", false));
+            json!({"ports": subset.get("ports").cloned().unwrap_or(json!([])), "endpoints": all})
+        })
+        .collect()
+}
+
 /// The backend of an APIService: its TLS client, rebuilt only when the APIService
 /// (resourceVersion) or the resolved address changes.
 #[derive(Default)]
@@ -166,6 +190,7 @@ pub struct Stores {
     pub apiservices: Arc<GenericStore>,
     pub services: Arc<GenericStore>,
     pub endpointslices: Arc<GenericStore>,
+    pub endpoints: Arc<GenericStore>,
 }
 
 async fn list(store: &GenericStore, namespace: &str) -> Vec<Value> {
@@ -201,6 +226,7 @@ pub async fn run(
         let apiservices = list(&stores.apiservices, "").await;
         let services = list(&stores.services, "").await;
         let slices = list(&stores.endpointslices, "").await;
+        let endpoints = list(&stores.endpoints, "").await;
         let mut checks = Vec::new();
         for a in apiservices
             .iter()
@@ -223,6 +249,16 @@ pub async fn run(
                 })
                 .cloned()
                 .collect();
+            // Without EndpointSlices, a v1 Endpoints object of the same name will do.
+            let own = if own.is_empty() {
+                endpoints
+                    .iter()
+                    .find(|e| meta::namespace(e) == ns && meta::name(e) == name)
+                    .map(slices_of_endpoints)
+                    .unwrap_or_default()
+            } else {
+                own
+            };
             let target = resolve(a, service, &own).and_then(|addr| {
                 backends
                     .get(a, &addr, &client)
@@ -450,6 +486,23 @@ mod tests {
         json!({"metadata": {"name": "v1alpha1.wardle.example.com"},
                "spec": {"group": "wardle.example.com", "version": "v1alpha1",
                         "service": {"namespace": "wardle", "name": "api", "port": 443}}})
+    }
+
+    #[test]
+    fn endpoints_resolve_like_slices() {
+        let svc = json!({"spec": {"ports": [{"name": "https", "port": 443}]}});
+        let endpoints = json!({"subsets": [
+            {"notReadyAddresses": [{"ip": "10.0.0.9"}], "ports": [{"name": "https", "port": 9443}]},
+            {"addresses": [{"ip": "10.0.0.1"}], "notReadyAddresses": [{"ip": "10.0.0.2"}],
+             "ports": [{"name": "https", "port": 8443}]},
+        ]});
+        let slices = slices_of_endpoints(&endpoints);
+        assert_eq!(slices.len(), 2);
+        assert_eq!(
+            resolve(&apiservice(), Some(&svc), &slices).unwrap(),
+            "10.0.0.1:8443"
+        );
+        assert!(slices_of_endpoints(&json!({})).is_empty());
     }
 
     #[test]
