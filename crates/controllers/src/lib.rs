@@ -4,6 +4,7 @@
 //! never crash the server: every failure is logged and retried with backoff.
 
 pub mod apiservices;
+pub mod gc;
 pub mod namespace;
 
 use std::sync::Arc;
@@ -15,6 +16,9 @@ pub trait Resources: Send + Sync + 'static {
     fn store(&self, group: &str, plural: &str) -> Option<Arc<GenericStore>>;
     /// Every namespaced resource type currently served (one store per storage path).
     fn namespaced(&self) -> Vec<Arc<GenericStore>>;
+    /// A store for objects of `kind` in `group` (any served version: they share
+    /// storage).
+    fn store_for_kind(&self, group: &str, kind: &str) -> Option<Arc<GenericStore>>;
 }
 
 /// The identity controllers act as.

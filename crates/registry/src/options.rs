@@ -98,3 +98,15 @@ pub struct DeleteOptions {
     pub grace_period_seconds: Option<i64>,
     pub propagation_policy: Option<String>,
 }
+
+impl DeleteOptions {
+    /// The finalizer through which the garbage collector carries out the policy:
+    /// dependents deleted first (`Foreground`) or released (`Orphan`).
+    pub fn propagation_finalizer(&self) -> Option<&'static str> {
+        match self.propagation_policy.as_deref() {
+            Some("Foreground") => Some("foregroundDeletion"),
+            Some("Orphan") => Some("orphan"),
+            _ => None,
+        }
+    }
+}

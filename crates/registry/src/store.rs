@@ -674,8 +674,14 @@ impl GenericStore {
         let gr = self.rtype.group_resource();
         for _ in 0..MAX_CONFLICT_RETRIES {
             let current = self.current(ctx, name).await?;
-            let obj = &self.served_value(current.object.value.clone());
-            check_preconditions(obj, opts, &gr, name)?;
+            let mut served = self.served_value(current.object.value.clone());
+            check_preconditions(&served, opts, &gr, name)?;
+            if meta::deletion_timestamp(&served).is_none()
+                && let Some(finalizer) = opts.propagation_finalizer()
+            {
+                add_finalizer(&mut served, finalizer);
+            }
+            let obj = &served;
             if self.deletion_pending(obj) {
                 if meta::deletion_timestamp(obj).is_some() {
                     return Ok(DeleteOutcome {
@@ -878,4 +884,15 @@ fn random_suffix() -> String {
         .iter()
         .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
         .collect()
+}
+
+/// Add `finalizer` to `metadata.finalizers` unless it is there.
+fn add_finalizer(obj: &mut Value, finalizer: &str) {
+    let md = meta::metadata_mut(obj);
+    let list = md.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(list) = list.as_array_mut()
+        && !list.iter().any(|f| f == finalizer)
+    {
+        list.push(json!(finalizer));
+    }
 }

@@ -451,6 +451,15 @@ async fn delete_options(
     if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
         opts.propagation_policy = Some(p.into());
     }
+    // The deprecated form of `propagationPolicy: Orphan|Background`.
+    if let Some(orphan) = v.get("orphanDependents").and_then(Value::as_bool) {
+        if opts.propagation_policy.is_some() {
+            return Err(StatusError::bad_request(
+                "DeleteOptions: Invalid value: \"orphanDependents\": orphanDependents and propagationPolicy cannot both be set",
+            ));
+        }
+        opts.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
+    }
     if let Some(uid) = v.pointer("/preconditions/uid").and_then(Value::as_str) {
         opts.precondition_uid = Some(uid.into());
     }

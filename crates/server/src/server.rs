@@ -162,9 +162,16 @@ async fn start_controllers(
         namespace_controller.populate(ns).await;
     }
     let namespaces = tokio::spawn(namespace_controller.run());
+    let garbage_collector = tokio::spawn(
+        controllers::gc::GarbageCollector {
+            resources: Arc::new(CatalogResources(api.clone())),
+        }
+        .run(),
+    );
     Ok(tokio::spawn(async move {
         let _ = tokio::join!(
             namespaces,
+            garbage_collector,
             crd_controller,
             apiservice_registration,
             availability
@@ -400,6 +407,14 @@ impl Resources for CatalogResources {
         let catalog = self.0.catalog();
         let (_, versions) = catalog.groups.iter().find(|(g, _)| g == group)?;
         let served = catalog.lookup(group, versions.first()?, plural)?;
+        Some(Arc::new(served.store.clone_handle()))
+    }
+
+    fn store_for_kind(&self, group: &str, kind: &str) -> Option<Arc<GenericStore>> {
+        let catalog = self.0.catalog();
+        let served = catalog
+            .served()
+            .find(|s| s.rtype.group == group && s.rtype.kind == kind)?;
         Some(Arc::new(served.store.clone_handle()))
     }
 

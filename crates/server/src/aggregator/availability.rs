@@ -149,6 +149,12 @@ pub fn slices_of_endpoints(endpoints: &Value) -> Vec<Value> {
 struct Backends(HashMap<String, (String, Backend)>);
 
 impl Backends {
+    /// Keep only the clients of these APIServices.
+    fn retain(&mut self, apiservices: &[Value]) {
+        let names: std::collections::HashSet<&str> = apiservices.iter().map(meta::name).collect();
+        self.0.retain(|name, _| names.contains(name.as_str()));
+    }
+
     fn get(
         &mut self,
         apiservice: &Value,
@@ -295,8 +301,9 @@ pub async fn run(
             claimed.insert(gv, remote);
             results.push((c.apiservice, c.condition));
         }
-        // Documents of group-versions no APIService claims any more are forgotten.
+        // Documents and clients of APIServices that went away are forgotten.
         documents.retain(|gv, _| claimed.contains_key(gv));
+        backends.retain(&apiservices);
         // Routes and discovery first: a client that sees Available=True can use the
         // group-version.
         remotes.replace(claimed);

@@ -1,0 +1,572 @@
+//! The garbage collector: objects whose owners are gone are deleted, and owners
+//! deleted with `propagationPolicy: Foreground` or `Orphan` wait (through the
+//! `foregroundDeletion` / `orphan` finalizers) until their dependents are deleted or
+//! released. Works for every type, built-in or custom, by uid.
+//!
+//! One watch over the whole keyspace feeds an in-memory graph (uid → node, owner uid →
+//! dependents). Events arrive in revision order from the initial state on, so an
+//! owner absent from the graph is absent at that revision: no live lookups needed.
+//! Decisions are pure ([`Graph::decide`]); the runner executes them through the
+//! stores with uid preconditions, retrying failures with backoff.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::meta;
+use registry::options::DeleteOptions;
+use serde_json::{Value, json};
+use storage::{WatchItem, WatchStart};
+
+use crate::{Resources, system_context};
+
+const MANAGER: &str = "kubext-garbage-collector";
+pub const FOREGROUND: &str = "foregroundDeletion";
+pub const ORPHAN: &str = "orphan";
+const RETRY: Duration = Duration::from_millis(500);
+
+/// What the collector knows of one object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub group: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub owners: Vec<Owner>,
+    pub deleting: bool,
+    pub finalizers: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Owner {
+    pub uid: String,
+    pub block_owner_deletion: bool,
+}
+
+impl Node {
+    /// The node of a stored object, with its uid; `None` without a uid.
+    pub fn of(obj: &Value) -> Option<(String, Node)> {
+        let uid = meta::uid(obj);
+        if uid.is_empty() {
+            return None;
+        }
+        let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+        let group = api_version
+            .rsplit_once('/')
+            .map_or("", |(g, _)| g)
+            .to_string();
+        let owners = obj
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                Some(Owner {
+                    uid: r.get("uid")?.as_str()?.to_string(),
+                    block_owner_deletion: r.get("blockOwnerDeletion") == Some(&json!(true)),
+                })
+            })
+            .collect();
+        let finalizers = obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect();
+        Some((
+            uid.to_string(),
+            Node {
+                group,
+                kind: obj["kind"].as_str().unwrap_or_default().to_string(),
+                namespace: meta::namespace(obj).to_string(),
+                name: meta::name(obj).to_string(),
+                owners,
+                deleting: meta::deletion_timestamp(obj).is_some(),
+                finalizers,
+            },
+        ))
+    }
+
+    fn waits_for(&self, finalizer: &str) -> bool {
+        self.deleting && self.finalizers.iter().any(|f| f == finalizer)
+    }
+}
+
+/// What to do about one object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Delete it (its owners are gone, or an owner is deleted in the foreground).
+    Delete { uid: String, foreground: bool },
+    /// Remove its owner reference to `owner` (the owner is deleted as orphaning).
+    Release { uid: String, owner: String },
+    /// Remove the finalizer: the owner's dependents are handled.
+    Finalize {
+        uid: String,
+        finalizer: &'static str,
+    },
+}
+
+#[derive(Default)]
+pub struct Graph {
+    nodes: HashMap<String, Node>,
+    dependents: HashMap<String, HashSet<String>>,
+}
+
+impl Graph {
+    pub fn node(&self, uid: &str) -> Option<&Node> {
+        self.nodes.get(uid)
+    }
+
+    /// Record an object's current state; returns the uids whose decisions may change.
+    pub fn upsert(&mut self, uid: String, node: Node) -> Vec<String> {
+        let mut touched = vec![uid.clone()];
+        if let Some(old) = self.nodes.get(&uid) {
+            if *old == node {
+                return Vec::new();
+            }
+            let old_owners: Vec<String> = old.owners.iter().map(|o| o.uid.clone()).collect();
+            for owner in old_owners {
+                self.unlink(&owner, &uid);
+                touched.push(owner);
+            }
+        }
+        for owner in &node.owners {
+            self.dependents
+                .entry(owner.uid.clone())
+                .or_default()
+                .insert(uid.clone());
+            touched.push(owner.uid.clone());
+        }
+        if let Some(deps) = self.dependents.get(&uid) {
+            touched.extend(deps.iter().cloned());
+        }
+        self.nodes.insert(uid, node);
+        touched
+    }
+
+    /// Forget a deleted object; returns the uids whose decisions may change.
+    pub fn remove(&mut self, uid: &str) -> Vec<String> {
+        let Some(old) = self.nodes.remove(uid) else {
+            return Vec::new();
+        };
+        let mut touched: Vec<String> = old.owners.iter().map(|o| o.uid.clone()).collect();
+        for owner in &old.owners {
+            self.unlink(&owner.uid, uid);
+        }
+        if let Some(deps) = self.dependents.get(uid) {
+            touched.extend(deps.iter().cloned());
+        }
+        touched
+    }
+
+    fn unlink(&mut self, owner: &str, dependent: &str) {
+        if let Some(set) = self.dependents.get_mut(owner) {
+            set.remove(dependent);
+            if set.is_empty() {
+                self.dependents.remove(owner);
+            }
+        }
+    }
+
+    /// Live dependents of `uid` (objects whose owner references name it).
+    fn dependents_of(&self, uid: &str) -> impl Iterator<Item = (&String, &Node)> {
+        self.dependents
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|d| self.nodes.get(d).map(|n| (d, n)))
+    }
+
+    /// An owner reference counts only if the owner exists where the dependent can
+    /// see it: cluster-scoped, or in the dependent's namespace (as upstream looks
+    /// owners up).
+    fn owner(&self, dependent: &Node, owner_uid: &str) -> Option<&Node> {
+        self.nodes
+            .get(owner_uid)
+            .filter(|o| o.namespace.is_empty() || o.namespace == dependent.namespace)
+    }
+
+    /// What to do about `uid` now.
+    pub fn decide(&self, uid: &str) -> Vec<Action> {
+        let Some(node) = self.nodes.get(uid) else {
+            return Vec::new();
+        };
+        let mut actions = Vec::new();
+        if node.waits_for(ORPHAN) {
+            let mut released = 0;
+            for (dependent, d) in self.dependents_of(uid) {
+                if d.owners.iter().any(|o| o.uid == uid) {
+                    actions.push(Action::Release {
+                        uid: dependent.clone(),
+                        owner: uid.to_string(),
+                    });
+                    released += 1;
+                }
+            }
+            if released == 0 {
+                actions.push(Action::Finalize {
+                    uid: uid.to_string(),
+                    finalizer: ORPHAN,
+                });
+            }
+            return actions;
+        }
+        if node.waits_for(FOREGROUND) {
+            let mut blocking = 0;
+            for (dependent, d) in self.dependents_of(uid) {
+                if !d.deleting {
+                    actions.push(Action::Delete {
+                        uid: dependent.clone(),
+                        foreground: self.dependents.contains_key(dependent),
+                    });
+                }
+                if d.owners
+                    .iter()
+                    .any(|o| o.uid == uid && o.block_owner_deletion)
+                {
+                    blocking += 1;
+                }
+            }
+            if blocking == 0 {
+                actions.push(Action::Finalize {
+                    uid: uid.to_string(),
+                    finalizer: FOREGROUND,
+                });
+            }
+            return actions;
+        }
+        if node.deleting || node.owners.is_empty() {
+            return actions;
+        }
+        // Delete when no owner stands: each is gone (dangling) or being deleted in
+        // the foreground (then this one goes in the foreground too).
+        let mut foreground = false;
+        for owner in &node.owners {
+            match self.owner(node, &owner.uid) {
+                None => {}
+                Some(o) if o.waits_for(FOREGROUND) => foreground = true,
+                Some(_) => return actions,
+            }
+        }
+        actions.push(Action::Delete {
+            uid: uid.to_string(),
+            foreground: foreground && self.dependents.contains_key(uid),
+        });
+        actions
+    }
+}
+
+/// Follows every object and acts on the graph.
+pub struct GarbageCollector<R: Resources> {
+    pub resources: Arc<R>,
+}
+
+impl<R: Resources> GarbageCollector<R> {
+    /// Run forever; a watch that ends (fallen behind, storage restart) is started
+    /// again from the current state with a fresh graph.
+    pub async fn run(self) {
+        loop {
+            if let Err(e) = self.watch_once().await {
+                tracing::warn!(error = %e, "garbage collector watch ended; restarting");
+            }
+            tokio::time::sleep(RETRY).await;
+        }
+    }
+
+    async fn watch_once(&self) -> Result<(), String> {
+        // Any store leads to the storage and its key prefix.
+        let anchor = self
+            .resources
+            .store("", "namespaces")
+            .ok_or("namespaces not served")?;
+        let prefix = format!("{}/", anchor.prefix());
+        let mut watcher = anchor
+            .storage()
+            .watch(&prefix, WatchStart::CurrentState, Arc::new(|_| true), false)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut graph = Graph::default();
+        let mut pending: HashSet<String> = HashSet::new();
+        for item in std::mem::take(&mut watcher.initial) {
+            pending.extend(apply(&mut graph, item));
+        }
+        let mut retry_at: Option<tokio::time::Instant> = None;
+        let mut retry: HashSet<String> = HashSet::new();
+        loop {
+            // Act once the queue is drained, so a burst is looked at once.
+            if !pending.is_empty() {
+                let failed = self.act(&graph, std::mem::take(&mut pending)).await;
+                if !failed.is_empty() {
+                    retry.extend(failed);
+                    retry_at.get_or_insert(tokio::time::Instant::now() + RETRY);
+                }
+            }
+            let wake =
+                retry_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                item = watcher.events.recv() => {
+                    let Some(item) = item else { return Err("watch closed".into()) };
+                    pending.extend(apply(&mut graph, item));
+                    while let Ok(item) = watcher.events.try_recv() {
+                        pending.extend(apply(&mut graph, item));
+                    }
+                }
+                _ = tokio::time::sleep_until(wake) => {
+                    pending.extend(retry.drain());
+                    retry_at = None;
+                }
+            }
+        }
+    }
+
+    /// Carry out the decisions for `uids`; returns those that failed.
+    async fn act(&self, graph: &Graph, uids: HashSet<String>) -> Vec<String> {
+        let mut failed = Vec::new();
+        for uid in uids {
+            for action in graph.decide(&uid) {
+                if let Err(e) = self.execute(graph, &action).await {
+                    tracing::warn!(?action, error = %e, "garbage collection step failed; retrying");
+                    failed.push(uid.clone());
+                }
+            }
+        }
+        failed
+    }
+
+    async fn execute(&self, graph: &Graph, action: &Action) -> Result<(), String> {
+        let (uid, node) = match action {
+            Action::Delete { uid, .. }
+            | Action::Release { uid, .. }
+            | Action::Finalize { uid, .. } => match graph.node(uid) {
+                Some(n) => (uid.clone(), n),
+                None => return Ok(()),
+            },
+        };
+        let Some(store) = self.resources.store_for_kind(&node.group, &node.kind) else {
+            return Ok(()); // No longer served (its CRD went away).
+        };
+        let ctx = system_context(&node.namespace, MANAGER);
+        let ignore_gone = |e: apimachinery::StatusError| match e.code() {
+            404 | 409 => Ok(()),
+            _ => Err(e.to_string()),
+        };
+        match action {
+            Action::Delete { foreground, .. } => {
+                tracing::info!(kind = %node.kind, namespace = %node.namespace, name = %node.name, "garbage collecting");
+                let opts = DeleteOptions {
+                    precondition_uid: Some(uid.clone()),
+                    propagation_policy: Some(
+                        if *foreground {
+                            "Foreground"
+                        } else {
+                            "Background"
+                        }
+                        .into(),
+                    ),
+                    ..Default::default()
+                };
+                store
+                    .delete(&ctx, &node.name, &opts)
+                    .await
+                    .map(|_| ())
+                    .or_else(ignore_gone)
+            }
+            Action::Release { owner, .. } => store
+                .update_with(&ctx, &node.name, |current| {
+                    let mut next = current.clone();
+                    if meta::uid(current) != uid {
+                        return Ok(next);
+                    }
+                    if let Some(refs) = next
+                        .pointer_mut("/metadata/ownerReferences")
+                        .and_then(Value::as_array_mut)
+                    {
+                        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner));
+                        if refs.is_empty() {
+                            meta::metadata_mut(&mut next).remove("ownerReferences");
+                        }
+                    }
+                    Ok(next)
+                })
+                .await
+                .map(|_| ())
+                .or_else(ignore_gone),
+            Action::Finalize { finalizer, .. } => store
+                .update_with(&ctx, &node.name, |current| {
+                    let mut next = current.clone();
+                    if meta::uid(current) != uid {
+                        return Ok(next);
+                    }
+                    if let Some(list) = next
+                        .pointer_mut("/metadata/finalizers")
+                        .and_then(Value::as_array_mut)
+                    {
+                        list.retain(|f| f.as_str() != Some(finalizer));
+                    }
+                    Ok(next)
+                })
+                .await
+                .map(|_| ())
+                .or_else(ignore_gone),
+        }
+    }
+}
+
+/// Apply one event to the graph; the uids to look at again.
+fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {
+    match item {
+        WatchItem::Added(o) | WatchItem::Modified(o) => match Node::of(&o.value) {
+            Some((uid, node)) => graph.upsert(uid, node),
+            None => Vec::new(),
+        },
+        WatchItem::Deleted(o) => graph.remove(meta::uid(&o.value)),
+        WatchItem::Bookmark(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(kind: &str, ns: &str, owners: &[(&str, bool)]) -> Node {
+        Node {
+            group: String::new(),
+            kind: kind.into(),
+            namespace: ns.into(),
+            name: kind.to_lowercase(),
+            owners: owners
+                .iter()
+                .map(|(uid, block)| Owner {
+                    uid: uid.to_string(),
+                    block_owner_deletion: *block,
+                })
+                .collect(),
+            deleting: false,
+            finalizers: Vec::new(),
+        }
+    }
+
+    fn deleting(mut n: Node, finalizer: &str) -> Node {
+        n.deleting = true;
+        n.finalizers = vec![finalizer.into()];
+        n
+    }
+
+    #[test]
+    fn dangling_dependents_are_deleted_and_solid_ones_kept() {
+        let mut g = Graph::default();
+        g.upsert("owner".into(), node("Owner", "", &[]));
+        g.upsert("dep".into(), node("Dep", "ns", &[("owner", false)]));
+        assert!(g.decide("dep").is_empty(), "a cluster-scoped owner counts");
+        let touched = g.remove("owner");
+        assert!(touched.contains(&"dep".to_string()));
+        assert_eq!(
+            g.decide("dep"),
+            [Action::Delete {
+                uid: "dep".into(),
+                foreground: false
+            }]
+        );
+        // One owner still standing keeps it.
+        g.upsert("other".into(), node("Owner", "ns", &[]));
+        g.upsert(
+            "dep".into(),
+            node("Dep", "ns", &[("owner", false), ("other", false)]),
+        );
+        assert!(g.decide("dep").is_empty());
+        // An owner in another namespace is not visible: dangling.
+        g.upsert("elsewhere".into(), node("Owner", "other-ns", &[]));
+        g.upsert("dep2".into(), node("Dep", "ns", &[("elsewhere", false)]));
+        assert_eq!(g.decide("dep2").len(), 1);
+    }
+
+    #[test]
+    fn foreground_owners_wait_for_blocking_dependents() {
+        let mut g = Graph::default();
+        g.upsert(
+            "owner".into(),
+            deleting(node("Owner", "ns", &[]), FOREGROUND),
+        );
+        g.upsert("a".into(), node("Dep", "ns", &[("owner", true)]));
+        g.upsert("b".into(), node("Dep", "ns", &[("owner", false)]));
+        let mut actions = g.decide("owner");
+        actions.sort_by_key(|a| format!("{a:?}"));
+        assert_eq!(
+            actions,
+            [
+                Action::Delete {
+                    uid: "a".into(),
+                    foreground: false
+                },
+                Action::Delete {
+                    uid: "b".into(),
+                    foreground: false
+                },
+            ]
+        );
+        // The dependents themselves see their owner going in the foreground.
+        assert_eq!(g.decide("a").len(), 1);
+        g.remove("a");
+        assert_eq!(
+            g.decide("owner"),
+            [
+                Action::Delete {
+                    uid: "b".into(),
+                    foreground: false
+                },
+                Action::Finalize {
+                    uid: "owner".into(),
+                    finalizer: FOREGROUND
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn orphaning_owners_release_their_dependents_first() {
+        let mut g = Graph::default();
+        g.upsert("owner".into(), deleting(node("Owner", "ns", &[]), ORPHAN));
+        g.upsert(
+            "a".into(),
+            node("Dep", "ns", &[("owner", true), ("other", false)]),
+        );
+        assert_eq!(
+            g.decide("owner"),
+            [Action::Release {
+                uid: "a".into(),
+                owner: "owner".into()
+            }]
+        );
+        g.upsert("a".into(), node("Dep", "ns", &[("other", false)]));
+        assert_eq!(
+            g.decide("owner"),
+            [Action::Finalize {
+                uid: "owner".into(),
+                finalizer: ORPHAN
+            }]
+        );
+    }
+
+    #[test]
+    fn nodes_come_from_objects() {
+        let obj = json!({
+            "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "c", "namespace": "ns", "uid": "u1",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u0", "blockOwnerDeletion": true},
+                                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "bad"}]}
+        });
+        let (uid, n) = Node::of(&obj).unwrap();
+        assert_eq!(uid, "u1");
+        assert_eq!(n.group, "stable.example.com");
+        assert_eq!(
+            n.owners,
+            [Owner {
+                uid: "u0".into(),
+                block_owner_deletion: true
+            }]
+        );
+        assert!(Node::of(&json!({"metadata": {"name": "x"}})).is_none());
+    }
+}
