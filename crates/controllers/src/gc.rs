@@ -292,19 +292,31 @@ impl<R: Resources> GarbageCollector<R> {
         for item in std::mem::take(&mut watcher.initial) {
             pending.extend(apply(&mut graph, item));
         }
-        let mut retry_at: Option<tokio::time::Instant> = None;
-        let mut retry: HashSet<String> = HashSet::new();
+        // Failed uids with their attempt count and when to try again.
+        let mut retry: HashMap<String, (u32, tokio::time::Instant)> = HashMap::new();
         loop {
             // Act once the queue is drained, so a burst is looked at once.
             if !pending.is_empty() {
-                let failed = self.act(&graph, std::mem::take(&mut pending)).await;
-                if !failed.is_empty() {
-                    retry.extend(failed);
-                    retry_at.get_or_insert(tokio::time::Instant::now() + RETRY);
+                let uids = std::mem::take(&mut pending);
+                let failed = self.act(&graph, &uids).await;
+                for uid in uids {
+                    if !failed.contains(&uid) {
+                        retry.remove(&uid);
+                    }
+                }
+                for uid in failed {
+                    let attempts = retry.get(&uid).map_or(0, |(n, _)| *n) + 1;
+                    retry.insert(
+                        uid,
+                        (attempts, tokio::time::Instant::now() + backoff(attempts)),
+                    );
                 }
             }
-            let wake =
-                retry_at.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
+            let wake = retry
+                .values()
+                .map(|(_, due)| *due)
+                .min()
+                .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 item = watcher.events.recv() => {
                     let Some(item) = item else { return Err("watch closed".into()) };
@@ -314,21 +326,21 @@ impl<R: Resources> GarbageCollector<R> {
                     }
                 }
                 _ = tokio::time::sleep_until(wake) => {
-                    pending.extend(retry.drain());
-                    retry_at = None;
+                    let now = tokio::time::Instant::now();
+                    pending.extend(retry.iter().filter(|(_, (_, due))| *due <= now).map(|(uid, _)| uid.clone()));
                 }
             }
         }
     }
 
     /// Carry out the decisions for `uids`; returns those that failed.
-    async fn act(&self, graph: &Graph, uids: HashSet<String>) -> Vec<String> {
-        let mut failed = Vec::new();
+    async fn act(&self, graph: &Graph, uids: &HashSet<String>) -> HashSet<String> {
+        let mut failed = HashSet::new();
         for uid in uids {
-            for action in graph.decide(&uid) {
+            for action in graph.decide(uid) {
                 if let Err(e) = self.execute(graph, &action).await {
                     tracing::warn!(?action, error = %e, "garbage collection step failed; retrying");
-                    failed.push(uid.clone());
+                    failed.insert(uid.clone());
                 }
             }
         }
@@ -412,6 +424,11 @@ impl<R: Resources> GarbageCollector<R> {
                 .or_else(ignore_gone),
         }
     }
+}
+
+/// 0.5 s, doubling per failed attempt, at most 30 s.
+fn backoff(attempts: u32) -> Duration {
+    (RETRY * 2u32.saturating_pow(attempts.saturating_sub(1).min(6))).min(Duration::from_secs(30))
 }
 
 /// Apply one event to the graph; the uids to look at again.
