@@ -101,19 +101,21 @@ impl<R: Resources> NamespaceController<R> {
         }
     }
 
-    /// Delete everything in a terminating namespace, then let the namespace go.
+    /// Delete everything in a terminating namespace, reporting progress in its
+    /// conditions, then let the namespace go.
     async fn finalize(&self, namespace: &str) {
         let mut delay = RETRY;
         loop {
-            match self.empty(namespace).await {
-                Ok(0) => break,
-                Ok(remaining) => {
-                    tracing::debug!(namespace, remaining, "namespace content remaining")
-                }
-                Err(e) => {
-                    tracing::warn!(namespace, error = %e, "namespace cleanup failed; retrying")
-                }
+            let pass = self.empty(namespace).await;
+            self.report(namespace, &pass).await;
+            if pass.done() {
+                break;
             }
+            tracing::debug!(
+                namespace,
+                remaining = pass.remaining.values().sum::<usize>(),
+                "namespace content remaining"
+            );
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
         }
@@ -144,28 +146,216 @@ impl<R: Resources> NamespaceController<R> {
         }
     }
 
-    /// One pass of deletions; returns how many objects still exist.
-    async fn empty(&self, namespace: &str) -> Result<usize, apimachinery::StatusError> {
+    /// One pass of deletions over every namespaced type.
+    async fn empty(&self, namespace: &str) -> Pass {
         let ctx = system_context(namespace, MANAGER);
-        let mut remaining = 0;
+        let mut pass = Pass::default();
         for store in self.resources.namespaced() {
-            let items = store.list(&ctx, ListOptions::default()).await?.items;
-            for item in &items {
-                if meta::deletion_timestamp(&item.value).is_some() {
-                    remaining += 1;
+            let rtype = &store.rtype;
+            let resource = format!("{}.{}", rtype.plural, rtype.group);
+            let items = match store.list(&ctx, ListOptions::default()).await {
+                Ok(list) => list.items,
+                Err(e) => {
+                    pass.failures.push(format!("{resource}: {e}"));
                     continue;
                 }
-                match store
-                    .delete(&ctx, meta::name(&item.value), &DeleteOptions::default())
-                    .await
-                {
-                    Ok(outcome) if !outcome.deleted => remaining += 1,
-                    Ok(_) => {}
-                    Err(e) if e.code() == 404 => {}
-                    Err(e) => return Err(e),
+            };
+            for item in &items {
+                let left = if meta::deletion_timestamp(&item.value).is_some() {
+                    Some(item.value.clone())
+                } else {
+                    match store
+                        .delete(&ctx, meta::name(&item.value), &DeleteOptions::default())
+                        .await
+                    {
+                        Ok(outcome) if !outcome.deleted => Some(outcome.object),
+                        Ok(_) => None,
+                        Err(e) if e.code() == 404 => None,
+                        Err(e) => {
+                            pass.failures
+                                .push(format!("{resource} {}: {e}", meta::name(&item.value)));
+                            Some(item.value.clone())
+                        }
+                    }
+                };
+                if let Some(left) = left {
+                    *pass.remaining.entry(resource.clone()).or_default() += 1;
+                    for finalizer in meta::finalizers(&left) {
+                        *pass.finalizers.entry(finalizer.to_string()).or_default() += 1;
+                    }
                 }
             }
         }
-        Ok(remaining)
+        pass
+    }
+
+    /// Write upstream's deletion conditions to the namespace's status (when they
+    /// change).
+    async fn report(&self, namespace: &str, pass: &Pass) {
+        let Some(namespaces) = self.resources.store("", "namespaces") else {
+            return;
+        };
+        let mut ctx = system_context("", MANAGER);
+        ctx.subresource = Some("status".into());
+        let wanted = pass.conditions();
+        let result = namespaces
+            .update_with(&ctx, namespace, |current| {
+                let mut next = current.clone();
+                let old = current
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let now = apimachinery::time::now_rfc3339();
+                let conditions: Vec<Value> = wanted
+                    .iter()
+                    .map(|(kind, status, reason, message)| {
+                        let previous = old.iter().find(|c| c["type"] == *kind);
+                        let since = previous
+                            .filter(|c| c["status"] == *status)
+                            .and_then(|c| c.get("lastTransitionTime").cloned())
+                            .unwrap_or_else(|| json!(now));
+                        json!({"type": kind, "status": status, "lastTransitionTime": since,
+                               "reason": reason, "message": message})
+                    })
+                    .collect();
+                let same = conditions.len() == old.len()
+                    && conditions.iter().zip(&old).all(|(a, b)| {
+                        ["type", "status", "reason", "message"]
+                            .iter()
+                            .all(|k| a[k] == b[k])
+                    });
+                if !same {
+                    next["status"]["conditions"] = json!(conditions);
+                }
+                Ok(next)
+            })
+            .await;
+        if let Err(e) = result
+            && e.code() != 404
+        {
+            tracing::warn!(namespace, error = %e, "cannot record namespace deletion progress");
+        }
+    }
+}
+
+/// What one deletion pass left.
+#[derive(Debug, Default)]
+struct Pass {
+    /// `<resource>.<group>` → objects still there.
+    remaining: std::collections::BTreeMap<String, usize>,
+    /// Finalizer → objects still carrying it.
+    finalizers: std::collections::BTreeMap<String, usize>,
+    failures: Vec<String>,
+}
+
+impl Pass {
+    fn done(&self) -> bool {
+        self.remaining.is_empty() && self.failures.is_empty()
+    }
+
+    /// Upstream's conditions: (type, status, reason, message).
+    fn conditions(&self) -> Vec<(&'static str, &'static str, &'static str, String)> {
+        let list = |m: &std::collections::BTreeMap<String, usize>, word: &str| {
+            m.iter()
+                .map(|(k, n)| format!("{k} {word} {n} resource instances"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        vec![
+            (
+                "NamespaceDeletionDiscoveryFailure",
+                "False",
+                "ResourcesDiscovered",
+                "All resources successfully discovered".into(),
+            ),
+            (
+                "NamespaceDeletionGroupVersionParsingFailure",
+                "False",
+                "ParsedGroupVersions",
+                "All legacy kube types successfully parsed".into(),
+            ),
+            if self.failures.is_empty() {
+                (
+                    "NamespaceDeletionContentFailure",
+                    "False",
+                    "ContentDeleted",
+                    "All content successfully deleted, may be waiting on finalization".into(),
+                )
+            } else {
+                (
+                    "NamespaceDeletionContentFailure",
+                    "True",
+                    "ContentDeletionFailed",
+                    format!(
+                        "Failed to delete all resource types, {} remaining: {}",
+                        self.failures.len(),
+                        self.failures.join(", ")
+                    ),
+                )
+            },
+            if self.remaining.is_empty() {
+                (
+                    "NamespaceContentRemaining",
+                    "False",
+                    "ContentRemoved",
+                    "All content successfully removed".into(),
+                )
+            } else {
+                (
+                    "NamespaceContentRemaining",
+                    "True",
+                    "SomeResourcesRemain",
+                    format!(
+                        "Some resources are remaining: {}",
+                        list(&self.remaining, "has")
+                    ),
+                )
+            },
+            if self.finalizers.is_empty() {
+                (
+                    "NamespaceFinalizersRemaining",
+                    "False",
+                    "ContentHasNoFinalizers",
+                    "All content-preserving finalizers finished".into(),
+                )
+            } else {
+                (
+                    "NamespaceFinalizersRemaining",
+                    "True",
+                    "SomeFinalizersRemain",
+                    format!(
+                        "Some content in the namespace has finalizers remaining: {}",
+                        list(&self.finalizers, "in")
+                    ),
+                )
+            },
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_read_like_upstreams() {
+        let mut pass = Pass::default();
+        pass.remaining.insert("configmaps.".into(), 1);
+        pass.remaining
+            .insert("crontabs.stable.example.com".into(), 2);
+        pass.finalizers.insert("example.com/hold".into(), 1);
+        let c = pass.conditions();
+        assert_eq!(
+            c[3].3,
+            "Some resources are remaining: configmaps. has 1 resource instances, crontabs.stable.example.com has 2 resource instances"
+        );
+        assert_eq!(
+            c[4].3,
+            "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"
+        );
+        assert!(!pass.done());
+        assert_eq!(Pass::default().conditions()[3].2, "ContentRemoved");
+        assert!(Pass::default().done());
     }
 }
