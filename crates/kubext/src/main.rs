@@ -100,6 +100,22 @@ struct ServeArgs {
     /// Header prefixes carrying the extra attributes of proxied requests.
     #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
     requestheader_extra_headers_prefix: Vec<String>,
+    /// The `iss` of service-account tokens, and the default audience.
+    #[arg(long, default_value = "https://kubernetes.default.svc.cluster.local")]
+    service_account_issuer: String,
+    /// Audiences the API accepts in service-account tokens [default: the issuer].
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// PEM (PKCS#8 EC P-256) private key that signs service-account tokens
+    /// [default: generated in <data-dir>/pki/sa.key].
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// More PEM public keys whose service-account tokens are accepted (repeatable).
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
+    /// Longest lifetime a TokenRequest is granted (e.g. 24h) [default: as requested].
+    #[arg(long, value_parser = parse_duration)]
+    service_account_max_token_expiration: Option<Duration>,
     /// How much history is kept for resuming watches; older revisions are compacted (410 Gone).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     compaction_interval: Duration,
@@ -168,6 +184,13 @@ async fn serve(args: ServeArgs) -> Result<()> {
             username_headers: args.requestheader_username_headers,
             group_headers: args.requestheader_group_headers,
             extra_headers_prefix: args.requestheader_extra_headers_prefix,
+        },
+        service_accounts: server::serviceaccounts::ServiceAccountConfig {
+            issuer: args.service_account_issuer,
+            api_audiences: args.api_audiences,
+            signing_key_file: args.service_account_signing_key_file,
+            key_files: args.service_account_key_file,
+            max_token_expiration: args.service_account_max_token_expiration,
         },
         ..Default::default()
     };

@@ -19,6 +19,7 @@ pub use table::resource_age;
 pub use object::{JsonCodec, Object};
 pub use options::{ListOptions, RequestContext, WatchOptions};
 pub use resource::{
-    Admission, Operation, Provider, READ_VERBS, ResourceType, ScalePaths, Strategy, TableColumn,
+    Admission, ExtraSubresource, Operation, Provider, READ_VERBS, ResourceType, ScalePaths,
+    Strategy, TableColumn,
 };
 pub use store::{DeleteOutcome, GenericStore, ListResult, Storage};

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct RequestContext {
     pub user: String,
     pub groups: Vec<String>,
+    pub uid: String,
     /// The user's extra attributes (from a front proxy's `X-Remote-Extra-*`).
     pub extra: std::collections::BTreeMap<String, Vec<String>>,
     /// Namespace from the URL ("" for cluster-wide requests).

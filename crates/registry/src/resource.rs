@@ -174,6 +174,8 @@ pub struct ResourceType {
     /// resources, `create` only for reviews computed per request.
     pub verbs: &'static [&'static str],
     pub strategy: Box<dyn Strategy>,
+    /// Subresources besides `status` and `scale`.
+    pub extra_subresources: &'static [ExtraSubresource],
     /// Set for a computed type: reads go to the provider, nothing is stored.
     pub provider: Option<std::sync::Arc<dyn Provider>>,
     /// Validating admission for writes of this type.
@@ -223,6 +225,17 @@ pub trait Provider: Send + Sync + 'static {
             .into_iter()
             .find(|o| apimachinery::meta::name(o) == name))
     }
+}
+
+/// A subresource served by a handler of its own (e.g. `serviceaccounts/token`),
+/// listed in discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtraSubresource {
+    pub name: &'static str,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub verbs: &'static [&'static str],
 }
 
 /// The verbs of a computed resource.
@@ -285,6 +298,7 @@ impl ResourceType {
             strategy,
             admission: None,
             provider: None,
+            extra_subresources: &[],
             namespace_lifecycle: true,
         }
     }

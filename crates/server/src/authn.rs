@@ -46,6 +46,7 @@ impl UserInfo {
 
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
+    service_accounts: Option<Arc<crate::serviceaccounts::Tokens>>,
     client_cas: Arc<dyn ClientCertVerifier>,
     request_header: RequestHeader,
 }
@@ -91,6 +92,7 @@ impl Authenticator {
         }
         Ok(Authenticator {
             tokens,
+            service_accounts: None,
             client_cas: verifier(client_cas).context("--client-ca-file")?,
             request_header: RequestHeader {
                 verifier: verifier(&[requestheader_ca_pem.to_string()])
@@ -147,11 +149,31 @@ impl Authenticator {
         self.token(bearer)
     }
 
+    /// Also accept service-account tokens (JWTs) checked by `tokens`.
+    pub fn with_service_accounts(mut self, tokens: Arc<crate::serviceaccounts::Tokens>) -> Self {
+        self.service_accounts = Some(tokens);
+        self
+    }
+
+    pub fn service_account_tokens(&self) -> Option<&crate::serviceaccounts::Tokens> {
+        self.service_accounts.as_deref()
+    }
+
     /// The user a bearer token stands for.
     pub fn token(&self, token: &str) -> Option<UserInfo> {
-        self.tokens
-            .get(token.trim())
-            .cloned()
+        self.token_for(token, None)
+    }
+
+    /// The user a bearer token stands for, if it is meant for one of `audiences`
+    /// (service-account tokens; `None`: the API's audiences).
+    pub fn token_for(&self, token: &str, audiences: Option<&[String]>) -> Option<UserInfo> {
+        let token = token.trim();
+        if let Some(user) = self.tokens.get(token) {
+            return Some(user.clone().authenticated());
+        }
+        self.service_accounts
+            .as_ref()?
+            .authenticate(token, audiences)
             .map(UserInfo::authenticated)
     }
 }

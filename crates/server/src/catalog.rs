@@ -442,6 +442,17 @@ fn legacy_resources(served: &[Arc<Served>]) -> Vec<Value> {
                 "verbs": status_verbs(),
             }));
         }
+        for sub in t.extra_subresources {
+            out.push(json!({
+                "name": format!("{}/{}", t.plural, sub.name),
+                "singularName": "",
+                "namespaced": t.namespaced,
+                "group": sub.group,
+                "version": sub.version,
+                "kind": sub.kind,
+                "verbs": sub.verbs,
+            }));
+        }
         if t.scale.is_some() {
             out.push(json!({
                 "name": format!("{}/scale", t.plural),
@@ -489,6 +500,13 @@ fn aggregated_resources(served: &[Arc<Served>]) -> Vec<Value> {
                     "subresource": "scale",
                     "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
                     "verbs": status_verbs(),
+                }));
+            }
+            for sub in t.extra_subresources {
+                subresources.push(json!({
+                    "subresource": sub.name,
+                    "responseKind": {"group": sub.group, "version": sub.version, "kind": sub.kind},
+                    "verbs": sub.verbs,
                 }));
             }
             if !subresources.is_empty() {

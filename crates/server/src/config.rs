@@ -33,6 +33,8 @@ pub struct Config {
     pub bookmark_interval: Duration,
     pub shutdown_grace: Duration,
     pub front_proxy: FrontProxyConfig,
+    /// Service-account token issuing and checking.
+    pub service_accounts: crate::serviceaccounts::ServiceAccountConfig,
     /// Extra names for the generated serving certificate (e.g. `api.wardle.svc`, the
     /// name an aggregator verifies an extension server's certificate against).
     pub serving_hosts: Vec<String>,
@@ -109,6 +111,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(10),
             front_proxy: FrontProxyConfig::default(),
             serving_hosts: Vec::new(),
+            service_accounts: Default::default(),
             extension: None,
         }
     }

@@ -24,6 +24,7 @@ pub mod response;
 pub mod reviews;
 pub mod scale;
 pub mod server;
+pub mod serviceaccounts;
 pub mod tls;
 pub mod watch;
 

@@ -26,6 +26,15 @@ pub struct Pki {
     /// client certificate it signs (CN `front-proxy-client`).
     pub front_proxy_ca: CertPair,
     pub front_proxy_client: CertPair,
+    /// Signs service-account tokens: `sa.key` (PKCS#8) and `sa.pub`.
+    pub service_account_key: KeyPairPem,
+}
+
+/// A PEM private key and its PEM public key.
+#[derive(Clone)]
+pub struct KeyPairPem {
+    pub private_pem: String,
+    pub public_pem: String,
 }
 
 impl Pki {
@@ -62,14 +71,40 @@ impl Pki {
             params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
             sign(params, &fp_issuer)
         })?;
+        let service_account_key = load_or_create_key(dir, "sa")?;
         Ok(Pki {
             ca,
             serving,
             admin,
             front_proxy_ca,
             front_proxy_client,
+            service_account_key,
         })
     }
+}
+
+/// `<dir>/<stem>.key` and `<stem>.pub`: an ECDSA P-256 key pair, created if missing.
+fn load_or_create_key(dir: &Path, stem: &str) -> Result<KeyPairPem> {
+    let (private, public) = (
+        dir.join(format!("{stem}.key")),
+        dir.join(format!("{stem}.pub")),
+    );
+    if private.exists() && public.exists() {
+        return Ok(KeyPairPem {
+            private_pem: std::fs::read_to_string(&private)
+                .with_context(|| format!("reading {}", private.display()))?,
+            public_pem: std::fs::read_to_string(&public)
+                .with_context(|| format!("reading {}", public.display()))?,
+        });
+    }
+    let key = KeyPair::generate().with_context(|| format!("generating {stem} key"))?;
+    let pair = KeyPairPem {
+        private_pem: key.serialize_pem(),
+        public_pem: key.public_key_pem(),
+    };
+    write_private(&private, &pair.private_pem)?;
+    write_private(&public, &pair.public_pem)?;
+    Ok(pair)
 }
 
 fn name(common_name: &str, organization: Option<&str>) -> DistinguishedName {

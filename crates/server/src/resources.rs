@@ -95,6 +95,7 @@ async fn serve_inner(
     let ctx = RequestContext {
         user: user.name.clone(),
         groups: user.groups.clone(),
+        uid: user.uid.clone(),
         extra: user.extra.clone(),
         namespace: if served.rtype.namespaced {
             info.namespace.clone()
@@ -120,6 +121,10 @@ async fn serve_inner(
         ctx,
         accept_encoding: header_str(header::ACCEPT_ENCODING),
     };
+    if info.subresource == "token" {
+        let body = read_body(req.into_body()).await?;
+        return token_request(&call, content_type.as_deref(), &body).await;
+    }
     if info.subresource == "scale" {
         let body = read_body(req.into_body()).await?;
         return crate::scale::serve(&call, content_type.as_deref(), body).await;
@@ -163,6 +168,31 @@ async fn serve_inner(
     }
 }
 
+/// `serviceaccounts/<name>/token`: a TokenRequest answered with a signed token.
+async fn token_request(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Response<Body>> {
+    let request = negotiate::decode(negotiate::body_kind(content_type)?, body)?;
+    if let Some(kind) = request.get("kind").and_then(Value::as_str)
+        && kind != "TokenRequest"
+    {
+        return Err(StatusError::bad_request(format!(
+            "the body must be a TokenRequest, not a {kind}"
+        )));
+    }
+    let tokens = call.api.authn.service_account_tokens().ok_or_else(|| {
+        StatusError::service_unavailable("service-account tokens are not configured")
+    })?;
+    let sa = call.served.store.get(&call.ctx, &call.info.name).await?;
+    let answer = tokens.request(&sa.value, &request)?;
+    Ok(response::json(
+        201,
+        Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),
+    ))
+}
+
 /// Upstream derives the default field manager from the user agent's first segment.
 fn default_manager(user_agent: Option<&str>) -> String {
     let ua = user_agent.unwrap_or("unknown");
@@ -195,6 +225,13 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
         "scale"
             if rtype.scale.is_some()
                 && matches!(info.verb.as_str(), "get" | "update" | "patch") =>
+        {
+            Ok(())
+        }
+        sub if rtype
+            .extra_subresources
+            .iter()
+            .any(|s| s.name == sub && s.verbs.contains(&info.verb.as_str())) =>
         {
             Ok(())
         }

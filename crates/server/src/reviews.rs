@@ -18,6 +18,9 @@ pub fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<Value, 
         "TokenReview" => token_review(api, &obj)?,
         "SelfSubjectReview" => {
             let mut user_info = user_json(&ctx.user, &ctx.groups);
+            if !ctx.uid.is_empty() {
+                user_info["uid"] = json!(ctx.uid);
+            }
             if !ctx.extra.is_empty() {
                 user_info["extra"] = json!(ctx.extra);
             }
@@ -82,6 +85,12 @@ fn string_list(v: Option<&Value>) -> Vec<String> {
         .collect()
 }
 
+/// `spec.audiences` of a TokenReview, when it names any.
+fn audiences_of(review: &Value) -> Option<Vec<String>> {
+    let list = string_list(review.pointer("/spec/audiences"));
+    (!list.is_empty()).then_some(list)
+}
+
 fn user_json(name: &str, groups: &[String]) -> Value {
     json!({"username": name, "groups": groups})
 }
@@ -94,16 +103,21 @@ fn token_review(api: &Api, obj: &Value) -> Result<Value, StatusError> {
         ));
     }
     let audiences = obj.pointer("/spec/audiences").cloned().unwrap_or(json!([]));
-    Ok(match api.authn.token(token) {
-        Some(user) => {
-            let mut user_info = user_json(&user.name, &user.groups);
-            if !user.uid.is_empty() {
-                user_info["uid"] = json!(user.uid);
+    Ok(
+        match api.authn.token_for(token, audiences_of(obj).as_deref()) {
+            Some(user) => {
+                let mut user_info = user_json(&user.name, &user.groups);
+                if !user.uid.is_empty() {
+                    user_info["uid"] = json!(user.uid);
+                }
+                if !user.extra.is_empty() {
+                    user_info["extra"] = json!(user.extra);
+                }
+                json!({"authenticated": true, "user": user_info, "audiences": audiences})
             }
-            json!({"authenticated": true, "user": user_info, "audiences": audiences})
-        }
-        None => json!({"user": {}}),
-    })
+            None => json!({"user": {}}),
+        },
+    )
 }
 
 /// Upstream's `ValidateSubjectAccessReviewSpec` (and the self variant, which has no

@@ -74,7 +74,12 @@ pub async fn start(config: Config) -> Result<Running> {
         &client_cas,
         &front_proxy.requestheader_ca_pem,
         &config.front_proxy,
-    )?;
+    )?
+    .with_service_accounts(Arc::new(crate::serviceaccounts::Tokens::new(
+        &config.service_accounts,
+        &pki.service_account_key,
+        service_account_lookup(&storage, &config.etcd_prefix),
+    )?));
 
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
@@ -177,6 +182,19 @@ async fn start_controllers(
             availability
         );
     }))
+}
+
+/// The uid of a ServiceAccount, from the watch cache (no IO per request).
+fn service_account_lookup(
+    storage: &Arc<registry::Storage>,
+    prefix: &str,
+) -> crate::serviceaccounts::ServiceAccountLookup {
+    let storage = storage.clone();
+    let prefix = prefix.trim_end_matches('/').to_string();
+    Arc::new(move |namespace, name| {
+        let entry = storage.get(&format!("{prefix}/serviceaccounts/{namespace}/{name}"))?;
+        Some(apimachinery::meta::uid(&entry.object.value).to_string())
+    })
 }
 
 fn prepare_data_dir(config: &Config) -> Result<()> {

@@ -79,7 +79,7 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
         ),
         &["type"],
     );
-    let serviceaccounts = columns(
+    let mut serviceaccounts = columns(
         short(
             resource(
                 "",
@@ -97,6 +97,13 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
             "The number of secrets",
         )],
     );
+    serviceaccounts.extra_subresources = &[crate::ExtraSubresource {
+        name: "token",
+        group: "authentication.k8s.io",
+        version: "v1",
+        kind: "TokenRequest",
+        verbs: &["create"],
+    }];
     let events = fields(
         columns(
             short(
