@@ -31,6 +31,9 @@ pub struct CrdController {
     /// Compiled types per CRD, keyed by [`compile_key`]: a change to one CRD
     /// recompiles only that CRD's schemas and JSONPaths.
     pub compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
+    /// Every replica serves what CRDs say; only the leader writes statuses and
+    /// cleans up deleted CRDs.
+    pub leadership: controllers::leader::Leadership,
 }
 
 impl CrdController {
@@ -43,8 +46,14 @@ impl CrdController {
         }
     }
 
+    fn leading(&self) -> bool {
+        *self.leadership.borrow()
+    }
+
     async fn watch_once(&self) -> Result<(), String> {
         let ctx = controllers::system_context("", MANAGER);
+        let mut leadership = self.leadership.clone();
+        leadership.mark_unchanged();
         let mut watcher = self
             .crds
             .watch(&ctx, WatchOptions::default())
@@ -55,15 +64,25 @@ impl CrdController {
             self.observe(&mut known, item);
         }
         self.sync(&mut known).await;
-        while let Some(item) = watcher.events.recv().await {
-            self.observe(&mut known, item);
-            // Drain what else is queued before reconciling and rebuilding routes once.
-            while let Ok(more) = watcher.events.try_recv() {
-                self.observe(&mut known, more);
+        loop {
+            tokio::select! {
+                item = watcher.events.recv() => {
+                    let Some(item) = item else { return Ok(()) };
+                    self.observe(&mut known, item);
+                    // Drain what else is queued before reconciling and rebuilding routes once.
+                    while let Ok(more) = watcher.events.try_recv() {
+                        self.observe(&mut known, more);
+                    }
+                    self.sync(&mut known).await;
+                }
+                // A new leader looks at every CRD again (statuses, cleanups).
+                changed = leadership.changed() => {
+                    if changed.is_err() || self.leading() {
+                        return Ok(());
+                    }
+                }
             }
-            self.sync(&mut known).await;
         }
-        Ok(())
     }
 
     /// Serve what the changed CRDs' statuses are about to say, then write the
@@ -74,6 +93,9 @@ impl CrdController {
         let (groups, names) = known.take_changes();
         let statuses = reconcile(known, &groups);
         self.republish(known, &names, &statuses);
+        if !self.leading() {
+            return;
+        }
         for (name, status) in statuses {
             self.write_status(&name, status).await;
         }
@@ -113,7 +135,7 @@ impl CrdController {
 
     /// Delete every instance (honouring their finalizers), then release the CRD.
     fn start_cleanup(&self, name: &str, crd: &Value) {
-        if !meta::finalizers(crd).contains(&CLEANUP_FINALIZER) {
+        if !meta::finalizers(crd).contains(&CLEANUP_FINALIZER) || !self.leading() {
             return;
         }
         let Ok(mut cleaning) = self.cleaning.lock() else {

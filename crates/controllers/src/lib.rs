@@ -5,6 +5,7 @@
 
 pub mod apiservices;
 pub mod gc;
+pub mod leader;
 pub mod namespace;
 
 use std::sync::Arc;

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use apimachinery::StatusError;
 use controllers::Resources;
+use controllers::leader;
 use controllers::namespace::NamespaceController;
 use registry::{GenericStore, JsonCodec, Storage};
 use storage::{Backend, StoreOptions};
@@ -102,7 +103,7 @@ pub async fn start(config: Config) -> Result<Running> {
     let controllers = match &config.extension {
         // An aggregated API server only serves its types.
         Some(_) => tokio::spawn(async {}),
-        None => start_controllers(&api, &pki, &front_proxy, &client_cas).await?,
+        None => start_controllers(&api, &config, &pki, &front_proxy, &client_cas).await?,
     };
 
     let kubeconfig = pki::kubeconfig_path(&config.data_dir);
@@ -149,32 +150,44 @@ pub async fn start(config: Config) -> Result<Running> {
 /// (before the server reports ready).
 async fn start_controllers(
     api: &Arc<Api>,
+    config: &Config,
     pki: &Pki,
     front_proxy: &crate::front_proxy::FrontProxy,
     client_cas: &[String],
 ) -> Result<tokio::task::JoinHandle<()>> {
     bootstrap(api).await?;
     publish_authentication_configmap(api, front_proxy, &client_cas.join("")).await?;
-    let crd_controller = start_crd_controller(api).await?;
-    let apiservice_registration = start_apiservice_registration(api)?;
-    let availability = start_availability(api, front_proxy)?;
-    let resources = Arc::new(CatalogResources(api.clone()));
+    let (leadership, election) = leader_election(api, config);
+    let crd_controller = start_crd_controller(api, leadership.clone()).await?;
+    let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
+    let availability = start_availability(api, front_proxy, leadership.clone())?;
     let namespace_controller = Arc::new(NamespaceController {
-        resources,
+        resources: Arc::new(CatalogResources(api.clone())),
         root_ca: pki.ca.cert_pem.clone(),
     });
+    // Idempotent creates: every replica may do them before it reports ready.
     for ns in BOOTSTRAP_NAMESPACES {
         namespace_controller.populate(ns).await;
     }
-    let namespaces = tokio::spawn(namespace_controller.run());
-    let garbage_collector = tokio::spawn(
-        controllers::gc::GarbageCollector {
-            resources: Arc::new(CatalogResources(api.clone())),
-        }
-        .run(),
-    );
+    let namespaces = tokio::spawn(leader::while_leading(
+        leadership.clone(),
+        "namespace",
+        move || namespace_controller.clone().run(),
+    ));
+    let resources = Arc::new(CatalogResources(api.clone()));
+    let garbage_collector = tokio::spawn(leader::while_leading(
+        leadership,
+        "garbage-collector",
+        move || {
+            controllers::gc::GarbageCollector {
+                resources: resources.clone(),
+            }
+            .run()
+        },
+    ));
     Ok(tokio::spawn(async move {
         let _ = tokio::join!(
+            election,
             namespaces,
             garbage_collector,
             crd_controller,
@@ -182,6 +195,28 @@ async fn start_controllers(
             availability
         );
     }))
+}
+
+/// Who runs the writing controllers: with etcd (replicas may share it) the holder
+/// of the `kube-system/kubext-controllers` Lease; otherwise this process, always.
+fn leader_election(
+    api: &Arc<Api>,
+    config: &Config,
+) -> (leader::Leadership, tokio::task::JoinHandle<()>) {
+    if config.storage != StorageKind::Etcd {
+        let (tx, rx) = watch::channel(true);
+        return (rx, tokio::spawn(async move { tx.closed().await }));
+    }
+    let (tx, rx) = watch::channel(false);
+    let identity = leader::identity();
+    tracing::info!(%identity, "leader election for kubext's controllers");
+    let election = leader::LeaderElection {
+        resources: Arc::new(CatalogResources(api.clone())),
+        identity,
+        namespace: "kube-system".into(),
+        name: "kubext-controllers".into(),
+    };
+    (rx, tokio::spawn(election.run(tx)))
 }
 
 /// The uid of a ServiceAccount, from the watch cache (no IO per request).
@@ -324,7 +359,10 @@ async fn bind(config: &Config) -> Result<TcpListener> {
 
 /// Start the CRD controller; returns once existing CRDs are served (so a restart
 /// serves them before reporting ready).
-async fn start_crd_controller(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<()>> {
+async fn start_crd_controller(
+    api: &Arc<Api>,
+    leadership: leader::Leadership,
+) -> Result<tokio::task::JoinHandle<()>> {
     let crds = api
         .catalog()
         .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -343,6 +381,7 @@ async fn start_crd_controller(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<
         publish,
         cleaning: Default::default(),
         compiled: Default::default(),
+        leadership,
     });
     let handle = tokio::spawn(controller.run());
     let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
@@ -350,21 +389,32 @@ async fn start_crd_controller(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<
 }
 
 /// Keep a local APIService for every served group-version.
-fn start_apiservice_registration(api: &Arc<Api>) -> Result<tokio::task::JoinHandle<()>> {
+fn start_apiservice_registration(
+    api: &Arc<Api>,
+    leadership: leader::Leadership,
+) -> Result<tokio::task::JoinHandle<()>> {
     let store = api
         .catalog()
         .lookup("apiregistration.k8s.io", "v1", "apiservices")
         .map(|s| Arc::new(s.store.clone_handle()))
         .ok_or_else(|| anyhow!("apiservices are not served"))?;
     let weak = Arc::downgrade(api);
-    let changes = api.catalog_changes();
-    Ok(tokio::spawn(controllers::apiservices::run(
-        store,
-        changes,
+    Ok(tokio::spawn(leader::while_leading(
+        leadership,
+        "apiservice-registration",
         move || {
-            weak.upgrade()
-                .map(|api| api.local_group_versions())
-                .unwrap_or_default()
+            let weak = weak.clone();
+            let changes = weak.upgrade().map(|api| api.catalog_changes());
+            let store = store.clone();
+            async move {
+                let Some(changes) = changes else { return };
+                controllers::apiservices::run(store, changes, move || {
+                    weak.upgrade()
+                        .map(|api| api.local_group_versions())
+                        .unwrap_or_default()
+                })
+                .await;
+            }
         },
     )))
 }
@@ -373,6 +423,7 @@ fn start_apiservice_registration(api: &Arc<Api>) -> Result<tokio::task::JoinHand
 fn start_availability(
     api: &Arc<Api>,
     front_proxy: &crate::front_proxy::FrontProxy,
+    leadership: leader::Leadership,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let catalog = api.catalog();
     let store = |group: &str, plural: &str| {
@@ -396,6 +447,7 @@ fn start_availability(
             let api = api.clone();
             move |remotes| api.publish_remote(remotes)
         },
+        leadership,
     )))
 }
 

@@ -216,6 +216,7 @@ pub async fn run(
     headers: FrontProxyConfig,
     remotes: Remotes,
     publish: impl Fn(Vec<RemoteGroupVersion>),
+    leadership: controllers::leader::Leadership,
 ) {
     let mut backends = Backends::default();
     let mut documents: HashMap<(String, String), Documents> = HashMap::new();
@@ -308,8 +309,11 @@ pub async fn run(
         // group-version.
         remotes.replace(claimed);
         publish(discovered);
-        for (apiservice, condition) in results {
-            write_condition(&stores.apiservices, &apiservice, condition).await;
+        // Every replica routes; only the leader records what it found.
+        if *leadership.borrow() {
+            for (apiservice, condition) in results {
+                write_condition(&stores.apiservices, &apiservice, condition).await;
+            }
         }
         tokio::time::sleep(INTERVAL).await;
     }

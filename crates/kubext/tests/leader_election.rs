@@ -1,0 +1,140 @@
+//! Two kubext replicas on one etcd: one holds the `kube-system/kubext-controllers`
+//! Lease and runs the writing controllers (here: the garbage collector); killed,
+//! the other takes the lease over and the controllers run there.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use testkit::{Etcd, Server, Storage};
+
+/// The identity a replica announced in its log.
+fn identity(server: &Server) -> String {
+    let log = server.log();
+    let line = log
+        .lines()
+        .find(|l| l.contains("leader election for kubext's controllers"))
+        .unwrap_or_else(|| panic!("no identity in the log:\n{log}"));
+    line.split("identity=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+async fn holder(client: &kube::Client) -> Option<String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    leases
+        .get_opt("kubext-controllers")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+}
+
+/// Create an owner and its dependent, then delete the owner.
+async fn orphan_a_dependent(client: &kube::Client, suffix: &str) {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let pp = PostParams::default();
+    let owner: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": format!("owner-{suffix}")}})).unwrap();
+    let owner = cms.create(&pp, &owner).await.unwrap();
+    let dependent: ConfigMap = serde_json::from_value(json!({"metadata": {
+        "name": format!("dependent-{suffix}"),
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{suffix}"),
+                             "uid": owner.metadata.uid.unwrap()}]}}))
+    .unwrap();
+    cms.create(&pp, &dependent).await.unwrap();
+    cms.delete(&format!("owner-{suffix}"), &Default::default())
+        .await
+        .unwrap();
+}
+
+/// The dependent left by [`orphan_a_dependent`] is (eventually) collected.
+async fn collected(client: &kube::Client, suffix: &str) {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while cms
+        .get_opt(&format!("dependent-{suffix}"))
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "dependent-{suffix} not collected"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_other_replica_takes_over_the_controllers() {
+    let etcd = Etcd::start().unwrap();
+    let mut a = Server::builder()
+        .storage(Storage::Etcd(etcd.endpoint()))
+        .start()
+        .unwrap();
+    let mut b = Server::builder()
+        .storage(Storage::Etcd(etcd.endpoint()))
+        .start()
+        .unwrap();
+    let (id_a, id_b) = (identity(&a), identity(&b));
+    assert_ne!(id_a, id_b);
+    let (client_a, client_b) = (a.client().await.unwrap(), b.client().await.unwrap());
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let first = loop {
+        if let Some(h) = holder(&client_a).await {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "nobody took the lease");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(first == id_a || first == id_b, "{first}");
+    // Both replicas agree, and the controllers run (a write through either works).
+    assert_eq!(holder(&client_b).await.as_deref(), Some(first.as_str()));
+    orphan_a_dependent(&client_b, "before").await;
+    collected(&client_b, "before").await;
+
+    let (survivor, survivor_id) = if first == id_a {
+        a.kill9();
+        (&client_b, id_b)
+    } else {
+        b.kill9();
+        (&client_a, id_a)
+    };
+    // Until the lease expires nobody collects garbage: the survivor is not the
+    // leader yet (the lease was renewed at most 2 s ago and lasts 15 s).
+    orphan_a_dependent(survivor, "after").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let cms: Api<ConfigMap> = Api::namespaced(survivor.clone(), "default");
+    assert!(
+        cms.get_opt("dependent-after").await.unwrap().is_some(),
+        "a follower collected garbage"
+    );
+    // Within a lease duration and a retry period, the survivor leads.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while holder(survivor).await.as_deref() != Some(survivor_id.as_str()) {
+        assert!(
+            Instant::now() < deadline,
+            "the survivor never took the lease"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let leases: Api<Lease> = Api::namespaced(survivor.clone(), "kube-system");
+    let lease = leases
+        .get("kubext-controllers")
+        .await
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(lease.lease_transitions, Some(1));
+    assert_eq!(lease.lease_duration_seconds, Some(15));
+    collected(survivor, "after").await;
+}
