@@ -320,3 +320,67 @@ async fn orphan_deletion_releases_dependents() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn malformed_owner_references_are_refused_and_the_collector_carries_on() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let pp = PostParams::default();
+    let refused = |owners: Vec<Value>| {
+        let cms = cms.clone();
+        async move {
+            let err = cms
+                .create(&PostParams::default(), &dependent("bad", owners, &[]))
+                .await
+                .unwrap_err();
+            let status = common::api_error(err);
+            assert_eq!(status.code, 422, "{status:?}");
+            status.message
+        }
+    };
+    let message = refused(vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}),
+    ])
+    .await;
+    assert!(
+        message
+            .contains(r#"metadata.ownerReferences.uid: Invalid value: "": uid must not be empty"#),
+        "{message}"
+    );
+    let message = refused(vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1", "controller": true}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": "2", "controller": true}),
+    ])
+    .await;
+    assert!(
+        message.contains("Only one reference can have Controller set to true"),
+        "{message}"
+    );
+    // A dependent whose owner vanished and was recreated under the same name (new
+    // uid) is still dangling, and the collector keeps working afterwards.
+    let owner = cms
+        .create(&pp, &dependent("owner", vec![], &[]))
+        .await
+        .unwrap();
+    let old_uid = uid(&owner);
+    cms.delete("owner", &Default::default()).await.unwrap();
+    cms.create(&pp, &dependent("owner", vec![], &[]))
+        .await
+        .unwrap();
+    cms.create(
+        &pp,
+        &dependent(
+            "stale",
+            vec![owner_ref("v1", "ConfigMap", "owner", &old_uid, false)],
+            &[],
+        ),
+    )
+    .await
+    .unwrap();
+    gone(&cms, "stale").await;
+    assert!(
+        cms.get_opt("owner").await.unwrap().is_some(),
+        "the new owner stays"
+    );
+}
