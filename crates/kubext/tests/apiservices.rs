@@ -144,6 +144,14 @@ spec:
             .unwrap()
             .is_some()
     );
+    // The availability controller has looked at it by now (it reacts to changes).
+    available(
+        &api,
+        "v1alpha1.wardle.example.com",
+        "False",
+        "ServiceNotFound",
+    )
+    .await;
     let line = server.kubectl_ok(&[
         "get",
         "apiservice",
@@ -152,8 +160,13 @@ spec:
     ]);
     let cells: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(
-        &cells[..3],
-        ["v1alpha1.wardle.example.com", "wardle/api", "Unknown"]
+        &cells[..4],
+        [
+            "v1alpha1.wardle.example.com",
+            "wardle/api",
+            "False",
+            "(ServiceNotFound)"
+        ]
     );
 }
 

@@ -23,7 +23,7 @@ use crate::config::FrontProxyConfig;
 use crate::pki::CertPair;
 
 const MANAGER: &str = "kubext-apiservice-availability";
-/// Between rounds of checks.
+/// Between rounds of checks when nothing changes.
 const INTERVAL: Duration = Duration::from_secs(2);
 /// Upper bound of one discovery check.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -229,6 +229,15 @@ pub async fn run(
         ..Default::default()
     };
     super::proxy::add_identity(&mut identity, &checker, &headers);
+    let changed = Arc::new(tokio::sync::Notify::new());
+    for store in [
+        &stores.apiservices,
+        &stores.services,
+        &stores.endpointslices,
+        &stores.endpoints,
+    ] {
+        tokio::spawn(notify_on_change(store.clone(), changed.clone()));
+    }
     loop {
         let apiservices = list(&stores.apiservices, "").await;
         let services = list(&stores.services, "").await;
@@ -313,6 +322,26 @@ pub async fn run(
         if *leadership.borrow() {
             for (apiservice, condition) in results {
                 write_condition(&stores.apiservices, &apiservice, condition).await;
+            }
+        }
+        // Again when an APIService, Service or endpoint changes, else on the interval
+        // (backends come and go without telling).
+        tokio::select! {
+            () = tokio::time::sleep(INTERVAL) => {}
+            () = changed.notified() => {}
+        }
+    }
+}
+
+/// Wake `changed` on every change to `store`'s objects.
+async fn notify_on_change(store: Arc<GenericStore>, changed: Arc<tokio::sync::Notify>) {
+    let ctx = controllers::system_context("", MANAGER);
+    loop {
+        if let Ok(mut watcher) = store.watch(&ctx, registry::WatchOptions::default()).await {
+            while let Some(item) = watcher.events.recv().await {
+                if !matches!(item, storage::WatchItem::Bookmark(_)) {
+                    changed.notify_one();
+                }
             }
         }
         tokio::time::sleep(INTERVAL).await;
