@@ -3,6 +3,7 @@
 //! object's finalizers), then its `kubernetes` finalizer is removed and it goes.
 
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +21,16 @@ pub struct NamespaceController<R: Resources> {
     pub resources: Arc<R>,
     /// PEM of the cluster CA published in `kube-root-ca.crt`.
     pub root_ca: String,
+    /// Objects served elsewhere (extension API servers), deleted too.
+    pub remote: Option<Arc<dyn RemoteContent>>,
+}
+
+/// Namespaced objects that live outside this server's storage.
+#[async_trait::async_trait]
+pub trait RemoteContent: Send + Sync + 'static {
+    /// Delete what `namespace` holds; what is left, by `<resource>.<group>`, and
+    /// what failed. Sources that cannot be reached are skipped, not waited for.
+    async fn empty(&self, namespace: &str) -> (BTreeMap<String, usize>, Vec<String>);
 }
 
 impl<R: Resources> NamespaceController<R> {
@@ -150,6 +161,11 @@ impl<R: Resources> NamespaceController<R> {
     async fn empty(&self, namespace: &str) -> Pass {
         let ctx = system_context(namespace, MANAGER);
         let mut pass = Pass::default();
+        if let Some(remote) = &self.remote {
+            let (remaining, failures) = remote.empty(namespace).await;
+            pass.remaining.extend(remaining);
+            pass.failures.extend(failures);
+        }
         for store in self.resources.namespaced() {
             let rtype = &store.rtype;
             let resource = format!("{}.{}", rtype.plural, rtype.group);
@@ -243,9 +259,9 @@ impl<R: Resources> NamespaceController<R> {
 #[derive(Debug, Default)]
 struct Pass {
     /// `<resource>.<group>` → objects still there.
-    remaining: std::collections::BTreeMap<String, usize>,
+    remaining: BTreeMap<String, usize>,
     /// Finalizer → objects still carrying it.
-    finalizers: std::collections::BTreeMap<String, usize>,
+    finalizers: BTreeMap<String, usize>,
     failures: Vec<String>,
 }
 
@@ -256,7 +272,7 @@ impl Pass {
 
     /// Upstream's conditions: (type, status, reason, message).
     fn conditions(&self) -> Vec<(&'static str, &'static str, &'static str, String)> {
-        let list = |m: &std::collections::BTreeMap<String, usize>, word: &str| {
+        let list = |m: &BTreeMap<String, usize>, word: &str| {
             m.iter()
                 .map(|(k, n)| format!("{k} {word} {n} resource instances"))
                 .collect::<Vec<_>>()

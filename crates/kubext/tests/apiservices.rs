@@ -848,5 +848,8 @@ spec:
     server.kubectl_ok(&["get", "configmaps", "-A"]);
     let listed = server.kubectl_ok(&["api-resources"]);
     assert!(listed.contains("apiservices"), "{listed}");
+    // Namespace deletion does not wait for it (upstream's would block).
+    server.kubectl_ok(&["create", "namespace", "scratch"]);
+    server.kubectl_ok(&["delete", "namespace", "scratch", "--timeout=20s"]);
     drop(silent);
 }

@@ -159,6 +159,11 @@ impl Api {
         *current = remotes;
     }
 
+    /// The extension servers' group-versions discovery shows.
+    pub fn remote_group_versions(&self) -> Vec<RemoteGroupVersion> {
+        self.remote_discovery.lock().clone()
+    }
+
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().clone()
     }

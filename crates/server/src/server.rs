@@ -164,6 +164,12 @@ async fn start_controllers(
     let namespace_controller = Arc::new(NamespaceController {
         resources: Arc::new(CatalogResources(api.clone())),
         root_ca: pki.ca.cert_pem.clone(),
+        remote: Some(Arc::new(
+            crate::aggregator::namespaces::RemoteNamespaceContent::new(
+                Arc::downgrade(api),
+                &front_proxy.config,
+            ),
+        )),
     });
     // Idempotent creates: every replica may do them before it reports ready.
     for ns in BOOTSTRAP_NAMESPACES {

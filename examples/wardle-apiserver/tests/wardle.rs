@@ -219,6 +219,30 @@ async fn wardle_serves_through_kubext() {
     kubext.kubectl_ok(&["delete", "flunder", "one"]);
     assert!(api.get_opt("one").await.unwrap().is_none());
 
+    // Deleting a namespace deletes its flunders on the extension server too.
+    kubext.kubectl_ok(&["create", "namespace", "team"]);
+    kubext.apply(
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata: {name: member, namespace: team}\nspec: {reference: one}\n",
+    );
+    kubext.kubectl_ok(&["delete", "namespace", "team", "--timeout=30s"]);
+    let direct =
+        std::process::Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into()))
+            .arg("--kubeconfig")
+            .arg(wardle.data_dir.path().join("admin.kubeconfig"))
+            .args(["get", "flunders", "-n", "team", "-o", "name"])
+            .output()
+            .unwrap();
+    assert!(
+        direct.status.success(),
+        "{}",
+        String::from_utf8_lossy(&direct.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&direct.stdout).trim(),
+        "",
+        "left on the extension server"
+    );
+
     // The extension server stops: its group-version is unavailable (503), and the
     // rest of the API is not affected.
     let _ = wardle.child.kill();

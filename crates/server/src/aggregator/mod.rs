@@ -2,5 +2,6 @@
 
 pub mod availability;
 pub mod discovery;
+pub mod namespaces;
 pub mod proxy;
 pub mod transport;

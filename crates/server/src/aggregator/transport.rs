@@ -95,8 +95,22 @@ impl Backend {
         headers: &http::HeaderMap,
         timeout: Duration,
     ) -> Result<(u16, Bytes), String> {
+        self.call(http::Method::GET, path, headers, timeout).await
+    }
+
+    /// `method` on `path` (no body) with `headers`, bounded by `timeout`; the status
+    /// and body, or why there is none.
+    pub async fn call(
+        &self,
+        method: http::Method,
+        path: &str,
+        headers: &http::HeaderMap,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), String> {
         let get = async {
-            let mut req = http::Request::get(path)
+            let mut req = http::Request::builder()
+                .method(method)
+                .uri(path)
                 .header(http::header::ACCEPT, "application/json")
                 .body(Empty::new().map_err(|e| match e {}).boxed())
                 .map_err(|e| e.to_string())?;
