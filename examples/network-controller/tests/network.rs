@@ -111,6 +111,21 @@ fn the_operator_keeps_networks_allocated() {
         "--for=condition=Established",
         "crd/networks.samplecrd.k8s.io",
     ]);
+    // It leads through its Lease.
+    eventually("the Lease", || {
+        kubext
+            .kubectl(&["get", "lease", "network-controller"])
+            .status
+            .success()
+    });
+    let lease = get_json(&kubext, &["get", "lease", "network-controller"]);
+    let pid = operator.child.id();
+    assert!(
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .is_some_and(|h| h.ends_with(&format!("-{pid}"))),
+        "{lease}"
+    );
 
     kubext.apply(&network("192.168.0.0/16", "192.168.0.1"));
     eventually("Ready", || {
