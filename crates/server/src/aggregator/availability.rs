@@ -199,13 +199,31 @@ pub struct Stores {
     pub endpoints: Arc<GenericStore>,
 }
 
-async fn list(store: &GenericStore, namespace: &str) -> Vec<Value> {
-    let ctx = controllers::system_context(namespace, MANAGER);
+/// The objects of `store` that `keep` wants (only those are copied).
+async fn list(store: &GenericStore, keep: fn(&Value) -> bool) -> Vec<Value> {
+    let ctx = controllers::system_context("", MANAGER);
     store
         .list(&ctx, registry::ListOptions::default())
         .await
-        .map(|l| l.items.into_iter().map(|o| o.value.clone()).collect())
+        .map(|l| {
+            l.items
+                .iter()
+                .filter(|o| keep(&o.value))
+                .map(|o| o.value.clone())
+                .collect()
+        })
         .unwrap_or_default()
+}
+
+/// APIServices served by a Service (local ones are not checked).
+fn service_backed(apiservice: &Value) -> bool {
+    apiservice
+        .pointer("/spec/service")
+        .is_some_and(Value::is_object)
+}
+
+fn any(_: &Value) -> bool {
+    true
 }
 
 /// Check every service-backed APIService, forever, and tell the proxy where each
@@ -230,24 +248,23 @@ pub async fn run(
     };
     super::proxy::add_identity(&mut identity, &checker, &headers);
     let changed = Arc::new(tokio::sync::Notify::new());
-    for store in [
-        &stores.apiservices,
-        &stores.services,
-        &stores.endpointslices,
-        &stores.endpoints,
-    ] {
-        tokio::spawn(notify_on_change(store.clone(), changed.clone()));
+    // Local APIServices (one per CRD group-version) come and go with CRDs; only
+    // service-backed ones matter here.
+    tokio::spawn(notify_on_change(
+        stores.apiservices.clone(),
+        service_backed,
+        changed.clone(),
+    ));
+    for store in [&stores.services, &stores.endpointslices, &stores.endpoints] {
+        tokio::spawn(notify_on_change(store.clone(), any, changed.clone()));
     }
     loop {
-        let apiservices = list(&stores.apiservices, "").await;
-        let services = list(&stores.services, "").await;
-        let slices = list(&stores.endpointslices, "").await;
-        let endpoints = list(&stores.endpoints, "").await;
+        let apiservices = list(&stores.apiservices, service_backed).await;
+        let services = list(&stores.services, any).await;
+        let slices = list(&stores.endpointslices, any).await;
+        let endpoints = list(&stores.endpoints, any).await;
         let mut checks = Vec::new();
-        for a in apiservices
-            .iter()
-            .filter(|a| a.pointer("/spec/service").is_some_and(Value::is_object))
-        {
+        for a in &apiservices {
             let (ns, name) = (
                 str_at(a, "/spec/service/namespace"),
                 str_at(a, "/spec/service/name"),
@@ -333,13 +350,23 @@ pub async fn run(
     }
 }
 
-/// Wake `changed` on every change to `store`'s objects.
-async fn notify_on_change(store: Arc<GenericStore>, changed: Arc<tokio::sync::Notify>) {
+/// Wake `changed` on every change to an object of `store` that `matters`.
+async fn notify_on_change(
+    store: Arc<GenericStore>,
+    matters: fn(&Value) -> bool,
+    changed: Arc<tokio::sync::Notify>,
+) {
     let ctx = controllers::system_context("", MANAGER);
     loop {
         if let Ok(mut watcher) = store.watch(&ctx, registry::WatchOptions::default()).await {
             while let Some(item) = watcher.events.recv().await {
-                if !matches!(item, storage::WatchItem::Bookmark(_)) {
+                let object = match &item {
+                    storage::WatchItem::Added(o)
+                    | storage::WatchItem::Modified(o)
+                    | storage::WatchItem::Deleted(o) => o,
+                    storage::WatchItem::Bookmark(_) => continue,
+                };
+                if matters(&object.value) {
                     changed.notify_one();
                 }
             }
