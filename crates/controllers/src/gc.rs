@@ -25,16 +25,28 @@ pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
 const RETRY: Duration = Duration::from_millis(500);
 
-/// What the collector knows of one object.
+/// What the collector knows of one object: kept small, as there is one per object
+/// in the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
-    pub group: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-    pub owners: Vec<Owner>,
+    /// Interned: shared by every object of the namespace.
+    pub namespace: Arc<str>,
+    /// How to reach the object; kept only for objects the collector may act on
+    /// (with owners, or waiting for dependents).
+    pub ident: Option<Box<Ident>>,
+    pub owners: Box<[Owner]>,
     pub deleting: bool,
-    pub finalizers: Vec<String>,
+    /// Carries the `foregroundDeletion` finalizer.
+    pub foreground: bool,
+    /// Carries the `orphan` finalizer.
+    pub orphan: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ident {
+    pub group: Arc<str>,
+    pub kind: Arc<str>,
+    pub name: Box<str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -43,54 +55,29 @@ pub struct Owner {
     pub block_owner_deletion: bool,
 }
 
-impl Node {
-    /// The node of a stored object, with its uid; `None` without a uid.
-    pub fn of(obj: &Value) -> Option<(String, Node)> {
-        let uid = meta::uid(obj);
-        if uid.is_empty() {
-            return None;
-        }
-        let api_version = obj["apiVersion"].as_str().unwrap_or_default();
-        let group = api_version
-            .rsplit_once('/')
-            .map_or("", |(g, _)| g)
-            .to_string();
-        let owners = obj
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|r| {
-                Some(Owner {
-                    uid: r.get("uid")?.as_str()?.to_string(),
-                    block_owner_deletion: r.get("blockOwnerDeletion") == Some(&json!(true)),
-                })
-            })
-            .collect();
-        let finalizers = obj
-            .pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect();
-        Some((
-            uid.to_string(),
-            Node {
-                group,
-                kind: obj["kind"].as_str().unwrap_or_default().to_string(),
-                namespace: meta::namespace(obj).to_string(),
-                name: meta::name(obj).to_string(),
-                owners,
-                deleting: meta::deletion_timestamp(obj).is_some(),
-                finalizers,
-            },
-        ))
-    }
+/// One shared copy of each namespace, group and kind string.
+#[derive(Default)]
+struct Interner(HashSet<Arc<str>>);
 
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(found) = self.0.get(s) {
+            return found.clone();
+        }
+        let new: Arc<str> = s.into();
+        self.0.insert(new.clone());
+        new
+    }
+}
+
+impl Node {
     fn waits_for(&self, finalizer: &str) -> bool {
-        self.deleting && self.finalizers.iter().any(|f| f == finalizer)
+        self.deleting
+            && match finalizer {
+                FOREGROUND => self.foreground,
+                ORPHAN => self.orphan,
+                _ => false,
+            }
     }
 }
 
@@ -112,9 +99,53 @@ pub enum Action {
 pub struct Graph {
     nodes: HashMap<String, Node>,
     dependents: HashMap<String, HashSet<String>>,
+    interned: Interner,
 }
 
 impl Graph {
+    /// The node of a stored object, with its uid; `None` without a uid.
+    pub fn node_of(&mut self, obj: &Value) -> Option<(String, Node)> {
+        let uid = meta::uid(obj);
+        if uid.is_empty() {
+            return None;
+        }
+        let owners: Box<[Owner]> = obj
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                Some(Owner {
+                    uid: r.get("uid")?.as_str()?.to_string(),
+                    block_owner_deletion: r.get("blockOwnerDeletion") == Some(&json!(true)),
+                })
+            })
+            .collect();
+        let finalizers = meta::finalizers(obj);
+        let foreground = finalizers.contains(&FOREGROUND);
+        let orphan = finalizers.contains(&ORPHAN);
+        let ident = (!owners.is_empty() || foreground || orphan).then(|| {
+            let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            Box::new(Ident {
+                group: self.interned.get(group),
+                kind: self.interned.get(obj["kind"].as_str().unwrap_or_default()),
+                name: meta::name(obj).into(),
+            })
+        });
+        Some((
+            uid.to_string(),
+            Node {
+                namespace: self.interned.get(meta::namespace(obj)),
+                ident,
+                owners,
+                deleting: meta::deletion_timestamp(obj).is_some(),
+                foreground,
+                orphan,
+            },
+        ))
+    }
+
     pub fn node(&self, uid: &str) -> Option<&Node> {
         self.nodes.get(uid)
     }
@@ -348,15 +379,18 @@ impl<R: Resources> GarbageCollector<R> {
     }
 
     async fn execute(&self, graph: &Graph, action: &Action) -> Result<(), String> {
-        let (uid, node) = match action {
+        let (uid, node, ident) = match action {
             Action::Delete { uid, .. }
             | Action::Release { uid, .. }
             | Action::Finalize { uid, .. } => match graph.node(uid) {
-                Some(n) => (uid.clone(), n),
+                Some(n) => match &n.ident {
+                    Some(ident) => (uid.clone(), n, ident),
+                    None => return Ok(()),
+                },
                 None => return Ok(()),
             },
         };
-        let Some(store) = self.resources.store_for_kind(&node.group, &node.kind) else {
+        let Some(store) = self.resources.store_for_kind(&ident.group, &ident.kind) else {
             return Ok(()); // No longer served (its CRD went away).
         };
         let ctx = system_context(&node.namespace, MANAGER);
@@ -366,7 +400,7 @@ impl<R: Resources> GarbageCollector<R> {
         };
         match action {
             Action::Delete { foreground, .. } => {
-                tracing::info!(kind = %node.kind, namespace = %node.namespace, name = %node.name, "garbage collecting");
+                tracing::info!(kind = %ident.kind, namespace = %node.namespace, name = %ident.name, "garbage collecting");
                 let opts = DeleteOptions {
                     precondition_uid: Some(uid.clone()),
                     propagation_policy: Some(
@@ -380,13 +414,13 @@ impl<R: Resources> GarbageCollector<R> {
                     ..Default::default()
                 };
                 store
-                    .delete(&ctx, &node.name, &opts)
+                    .delete(&ctx, &ident.name, &opts)
                     .await
                     .map(|_| ())
                     .or_else(ignore_gone)
             }
             Action::Release { owner, .. } => store
-                .update_with(&ctx, &node.name, |current| {
+                .update_with(&ctx, &ident.name, |current| {
                     let mut next = current.clone();
                     if meta::uid(current) != uid {
                         return Ok(next);
@@ -406,7 +440,7 @@ impl<R: Resources> GarbageCollector<R> {
                 .map(|_| ())
                 .or_else(ignore_gone),
             Action::Finalize { finalizer, .. } => store
-                .update_with(&ctx, &node.name, |current| {
+                .update_with(&ctx, &ident.name, |current| {
                     let mut next = current.clone();
                     if meta::uid(current) != uid {
                         return Ok(next);
@@ -434,7 +468,7 @@ fn backoff(attempts: u32) -> Duration {
 /// Apply one event to the graph; the uids to look at again.
 fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {
     match item {
-        WatchItem::Added(o) | WatchItem::Modified(o) => match Node::of(&o.value) {
+        WatchItem::Added(o) | WatchItem::Modified(o) => match graph.node_of(&o.value) {
             Some((uid, node)) => graph.upsert(uid, node),
             None => Vec::new(),
         },
@@ -449,10 +483,12 @@ mod tests {
 
     fn node(kind: &str, ns: &str, owners: &[(&str, bool)]) -> Node {
         Node {
-            group: String::new(),
-            kind: kind.into(),
             namespace: ns.into(),
-            name: kind.to_lowercase(),
+            ident: Some(Box::new(Ident {
+                group: "".into(),
+                kind: kind.into(),
+                name: kind.to_lowercase().into(),
+            })),
             owners: owners
                 .iter()
                 .map(|(uid, block)| Owner {
@@ -461,13 +497,15 @@ mod tests {
                 })
                 .collect(),
             deleting: false,
-            finalizers: Vec::new(),
+            foreground: false,
+            orphan: false,
         }
     }
 
     fn deleting(mut n: Node, finalizer: &str) -> Node {
         n.deleting = true;
-        n.finalizers = vec![finalizer.into()];
+        n.foreground = finalizer == FOREGROUND;
+        n.orphan = finalizer == ORPHAN;
         n
     }
 
@@ -568,22 +606,36 @@ mod tests {
 
     #[test]
     fn nodes_come_from_objects() {
+        let mut g = Graph::default();
         let obj = json!({
             "apiVersion": "stable.example.com/v1", "kind": "CronTab",
             "metadata": {"name": "c", "namespace": "ns", "uid": "u1",
                 "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u0", "blockOwnerDeletion": true},
                                     {"apiVersion": "v1", "kind": "ConfigMap", "name": "bad"}]}
         });
-        let (uid, n) = Node::of(&obj).unwrap();
+        let (uid, n) = g.node_of(&obj).unwrap();
         assert_eq!(uid, "u1");
-        assert_eq!(n.group, "stable.example.com");
+        let ident = n.ident.unwrap();
+        assert_eq!(&*ident.group, "stable.example.com");
+        assert_eq!(&*ident.name, "c");
         assert_eq!(
-            n.owners,
+            &*n.owners,
             [Owner {
                 uid: "u0".into(),
                 block_owner_deletion: true
             }]
         );
-        assert!(Node::of(&json!({"metadata": {"name": "x"}})).is_none());
+        // Objects the collector will not act on keep no name; namespaces are shared.
+        let plain = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "p", "namespace": "ns", "uid": "u2"}});
+        let (_, p) = g.node_of(&plain).unwrap();
+        assert!(p.ident.is_none());
+        assert!(Arc::ptr_eq(&p.namespace, &n.namespace));
+        let waiting = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": "w", "uid": "u3", "finalizers": ["foregroundDeletion"],
+                                          "deletionTimestamp": "2026-01-01T00:00:00Z"}});
+        let (_, w) = g.node_of(&waiting).unwrap();
+        assert!(w.waits_for(FOREGROUND) && w.ident.is_some());
+        assert!(g.node_of(&json!({"metadata": {"name": "x"}})).is_none());
     }
 }
