@@ -33,34 +33,16 @@ spec:
   - {name: v1alpha1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
 "#;
 
-/// A Service, its EndpointSlice on 127.0.0.1:`port`, and an APIService for
-/// `group/version` on it (TLS not verified: the point is the proxy's cost).
+/// Register an extension server on 127.0.0.1:`port` for `group/version` (TLS not
+/// verified: the point is the proxy's cost).
 fn registration(name: &str, group: &str, version: &str, port: u16) -> String {
-    format!(
-        r#"
-apiVersion: v1
-kind: Service
-metadata: {{name: {name}, namespace: default}}
-spec: {{ports: [{{port: 443, protocol: TCP}}]}}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {{name: {name}-1, namespace: default, labels: {{kubernetes.io/service-name: {name}}}}}
-addressType: IPv4
-ports: [{{port: {port}, protocol: TCP}}]
-endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {{name: {version}.{group}}}
-spec:
-  group: {group}
-  version: {version}
-  groupPriorityMinimum: 1000
-  versionPriority: 15
-  insecureSkipTLSVerify: true
-  service: {{namespace: default, name: {name}}}
-"#
+    testkit::extension_registration(
+        "default",
+        name,
+        group,
+        version,
+        port,
+        testkit::BackendTls::Insecure,
     )
 }
 

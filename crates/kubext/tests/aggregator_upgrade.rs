@@ -5,6 +5,8 @@
 //! serves no upgradable resource.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,25 +89,7 @@ async fn echo_server() -> u16 {
 
 /// A raw HTTP/1.1 TLS connection to kubext as the admin.
 async fn admin_tls(server: &Server) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let pki = server.data_dir.join("pki");
-    let read = |f: &str| std::fs::read(pki.join(f)).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut read("ca.crt").as_slice()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let certs: Vec<_> = rustls_pemfile::certs(&mut read("admin.crt").as_slice())
-        .map(Result::unwrap)
-        .collect();
-    let key = rustls_pemfile::private_key(&mut read("admin.key").as_slice())
-        .unwrap()
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_client_auth_cert(certs, key)
-        .unwrap();
+    let config = common::admin_tls_config(server);
     let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(
@@ -121,31 +105,13 @@ async fn admin_tls(server: &Server) -> tokio_rustls::client::TlsStream<tokio::ne
 async fn upgrades_pass_through_the_aggregator() {
     let server = Server::builder().start().unwrap();
     let port = echo_server().await;
-    server.apply(&format!(
-        r#"
-apiVersion: v1
-kind: Service
-metadata: {{name: echo, namespace: default}}
-spec: {{ports: [{{port: 443, protocol: TCP}}]}}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {{name: echo-1, namespace: default, labels: {{kubernetes.io/service-name: echo}}}}
-addressType: IPv4
-ports: [{{port: {port}, protocol: TCP}}]
-endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {{name: v1.echo.example.com}}
-spec:
-  group: echo.example.com
-  version: v1
-  groupPriorityMinimum: 1000
-  versionPriority: 15
-  insecureSkipTLSVerify: true
-  service: {{namespace: default, name: echo}}
-"#
+    server.apply(&testkit::extension_registration(
+        "default",
+        "echo",
+        "echo.example.com",
+        "v1",
+        port,
+        testkit::BackendTls::Insecure,
     ));
     server.kubectl_ok(&[
         "wait",

@@ -350,22 +350,6 @@ async fn client_as(
     kube::Client::try_from(config).unwrap()
 }
 
-/// `userInfo` of a SelfSubjectReview, or the error status code.
-async fn whoami(client: &kube::Client) -> Result<Value, u16> {
-    let body = serde_json::to_vec(&json!({
-        "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
-    .unwrap();
-    let req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
-        .header("content-type", "application/json")
-        .body(body)
-        .unwrap();
-    match client.request::<Value>(req).await {
-        Ok(review) => Ok(review["status"]["userInfo"].clone()),
-        Err(kube::Error::Api(status)) => Err(status.code),
-        Err(e) => panic!("{e}"),
-    }
-}
-
 #[tokio::test]
 async fn identity_headers_count_only_from_a_trusted_front_proxy() {
     let dir = tempfile::tempdir().unwrap();
@@ -380,7 +364,7 @@ async fn identity_headers_count_only_from_a_trusted_front_proxy() {
     ];
     // The front-proxy client certificate vouches for the user in the headers.
     let proxy = client_as(&server, &pki, "front-proxy-client", &asserted).await;
-    let user = whoami(&proxy).await.unwrap();
+    let user = common::whoami(&proxy).await.unwrap();
     assert_eq!(user["username"], "alice", "{user}");
     assert_eq!(
         user["groups"],
@@ -393,12 +377,14 @@ async fn identity_headers_count_only_from_a_trusted_front_proxy() {
     // Without a username header the proxy's certificate proves nothing (it is not
     // signed by a client CA).
     let bare = client_as(&server, &pki, "front-proxy-client", &[]).await;
-    assert_eq!(whoami(&bare).await, Err(401));
+    assert_eq!(common::whoami(&bare).await, Err(401));
     // A client certificate of the cluster CA cannot assert identities: the headers
     // are ignored and the certificate's own user counts.
-    let admin = whoami(&server.client().await.unwrap()).await.unwrap();
+    let admin = common::whoami(&server.client().await.unwrap())
+        .await
+        .unwrap();
     let spoofing = client_as(&server, &pki, "admin", &asserted).await;
-    assert_eq!(whoami(&spoofing).await.unwrap(), admin);
+    assert_eq!(common::whoami(&spoofing).await.unwrap(), admin);
     drop(server);
 
     // A proxy certificate whose name is not allowed is not believed either.
@@ -408,7 +394,7 @@ async fn identity_headers_count_only_from_a_trusted_front_proxy() {
         .start()
         .unwrap();
     let proxy = client_as(&server, &pki, "front-proxy-client", &asserted).await;
-    assert_eq!(whoami(&proxy).await, Err(401));
+    assert_eq!(common::whoami(&proxy).await, Err(401));
 }
 
 /// Poll the `Available` condition until it has `status` (and `reason`).
@@ -628,7 +614,7 @@ endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
     // Requests for the group-version go through to the backend, streaming, as the
     // caller: identity headers the caller made up are replaced.
     let aggregator_client = aggregator.client().await.unwrap();
-    let admin = whoami(&aggregator_client).await.unwrap();
+    let admin = common::whoami(&aggregator_client).await.unwrap();
     let mut spoofing = aggregator.client_config().await.unwrap();
     spoofing.headers = vec![
         ("x-remote-user".parse().unwrap(), "mallory".parse().unwrap()),

@@ -1,6 +1,8 @@
 //! Many watches multiplexed over one HTTP/2 connection (ALPN h2), as client-go does.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -12,25 +14,7 @@ const WATCHERS: usize = 200;
 
 /// An HTTP/2-only TLS connection authenticated with the admin certificate.
 async fn h2_connection(server: &Server) -> hyper::client::conn::http2::SendRequest<Full<Bytes>> {
-    let pki = server.data_dir.join("pki");
-    let read = |f: &str| std::fs::read(pki.join(f)).unwrap();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut read("ca.crt").as_slice()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let certs: Vec<_> = rustls_pemfile::certs(&mut read("admin.crt").as_slice())
-        .map(Result::unwrap)
-        .collect();
-    let key = rustls_pemfile::private_key(&mut read("admin.key").as_slice())
-        .unwrap()
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_client_auth_cert(certs, key)
-        .unwrap();
+    let mut config = common::admin_tls_config(server);
     config.alpn_protocols = vec![b"h2".to_vec()];
     let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();

@@ -4,6 +4,8 @@
 //! pass TokenReview.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use serde_json::{Value, json};
 use testkit::Server;
 
@@ -15,24 +17,6 @@ async fn client_with_token(server: &Server, token: &str) -> kube::Client {
         ..Default::default()
     };
     kube::Client::try_from(config).unwrap()
-}
-
-/// `userInfo` of a SelfSubjectReview, or the error code.
-async fn whoami(client: &kube::Client) -> Result<Value, u16> {
-    let req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
-        .header("content-type", "application/json")
-        .body(
-            serde_json::to_vec(
-                &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
-            )
-            .unwrap(),
-        )
-        .unwrap();
-    match client.request::<Value>(req).await {
-        Ok(r) => Ok(r["status"]["userInfo"].clone()),
-        Err(kube::Error::Api(s)) => Err(s.code),
-        Err(e) => panic!("{e}"),
-    }
 }
 
 async fn post(client: &kube::Client, path: &str, body: Value) -> Result<Value, kube::core::Status> {
@@ -63,7 +47,7 @@ async fn service_account_tokens_authenticate_until_revoked() {
 
     // kube-rs with the token: the ServiceAccount's identity.
     let as_sa = client_with_token(&server, &token).await;
-    let user = whoami(&as_sa).await.unwrap();
+    let user = common::whoami(&as_sa).await.unwrap();
     assert_eq!(user["username"], "system:serviceaccount:default:default");
     assert_eq!(
         user["groups"],
@@ -129,7 +113,7 @@ async fn service_account_tokens_authenticate_until_revoked() {
         .trim()
         .to_string();
     assert_eq!(
-        whoami(&client_with_token(&server, &vault).await).await,
+        common::whoami(&client_with_token(&server, &vault).await).await,
         Err(401)
     );
     let reviewed = post(
@@ -184,7 +168,7 @@ async fn service_account_tokens_authenticate_until_revoked() {
     )
     .unwrap();
     assert_eq!(
-        whoami(&client_with_token(&server, &expired).await).await,
+        common::whoami(&client_with_token(&server, &expired).await).await,
         Err(401)
     );
 
@@ -196,7 +180,7 @@ async fn service_account_tokens_authenticate_until_revoked() {
         .start()
         .unwrap();
     assert!(
-        whoami(&client_with_token(&server, &token).await)
+        common::whoami(&client_with_token(&server, &token).await)
             .await
             .is_ok()
     );
@@ -207,9 +191,9 @@ async fn service_account_tokens_authenticate_until_revoked() {
         .trim()
         .to_string();
     let as_robot = client_with_token(&server, &robot).await;
-    assert!(whoami(&as_robot).await.is_ok());
+    assert!(common::whoami(&as_robot).await.is_ok());
     server.kubectl_ok(&["delete", "serviceaccount", "robot"]);
-    assert_eq!(whoami(&as_robot).await, Err(401));
+    assert_eq!(common::whoami(&as_robot).await, Err(401));
     server.kubectl_ok(&["create", "serviceaccount", "robot"]);
-    assert_eq!(whoami(&as_robot).await, Err(401));
+    assert_eq!(common::whoami(&as_robot).await, Err(401));
 }

@@ -450,3 +450,58 @@ impl Drop for Etcd {
         self.kill9();
     }
 }
+
+/// How an aggregator is to trust an extension server's serving certificate.
+pub enum BackendTls<'a> {
+    /// `insecureSkipTLSVerify: true`.
+    Insecure,
+    /// `caBundle`: this PEM, checked against `<name>.<namespace>.svc`.
+    CaBundle(&'a [u8]),
+}
+
+/// Manifests registering an extension server that listens on 127.0.0.1:`port` for
+/// `group/version`: a Service `name` in `namespace` (no selector), its
+/// EndpointSlice, and the APIService (priorities 1000/15). The namespace must exist.
+pub fn extension_registration(
+    namespace: &str,
+    name: &str,
+    group: &str,
+    version: &str,
+    port: u16,
+    tls: BackendTls<'_>,
+) -> String {
+    use base64::Engine;
+    let trust = match tls {
+        BackendTls::Insecure => "insecureSkipTLSVerify: true".to_string(),
+        BackendTls::CaBundle(pem) => format!(
+            "caBundle: {}",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        ),
+    };
+    format!(
+        r#"
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}, namespace: {namespace}}}
+spec: {{ports: [{{port: 443, protocol: TCP}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: {name}-1, namespace: {namespace}, labels: {{kubernetes.io/service-name: {name}}}}}
+addressType: IPv4
+ports: [{{port: {port}, protocol: TCP}}]
+endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: {version}.{group}}}
+spec:
+  group: {group}
+  version: {version}
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  {trust}
+  service: {{namespace: {namespace}, name: {name}}}
+"#
+    )
+}

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use base64::Engine;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, WatchEvent, WatchParams};
 use testkit::Server;
@@ -46,11 +45,6 @@ impl Wardle {
             log,
         }
     }
-
-    fn ca_bundle(&self) -> String {
-        let ca = std::fs::read(self.data_dir.path().join("pki/ca.crt")).unwrap();
-        base64::engine::general_purpose::STANDARD.encode(ca)
-    }
 }
 
 impl Drop for Wardle {
@@ -66,43 +60,20 @@ impl Drop for Wardle {
     }
 }
 
+/// Namespace `wardle`, then a Service, an EndpointSlice and an APIService with
+/// wardle-apiserver's CA as the caBundle.
 fn registration(wardle: &Wardle) -> String {
-    format!(
-        r#"
-apiVersion: v1
-kind: Namespace
-metadata: {{name: wardle}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: api, namespace: wardle}}
-spec:
-  ports: [{{port: 443, protocol: TCP}}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: api-1
-  namespace: wardle
-  labels: {{kubernetes.io/service-name: api}}
-addressType: IPv4
-ports: [{{port: {port}, protocol: TCP}}]
-endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {{name: v1alpha1.wardle.example.com}}
-spec:
-  group: wardle.example.com
-  version: v1alpha1
-  groupPriorityMinimum: 1000
-  versionPriority: 15
-  service: {{namespace: wardle, name: api}}
-  caBundle: {ca}
-"#,
-        port = wardle.addr.port(),
-        ca = wardle.ca_bundle()
-    )
+    let ca = std::fs::read(wardle.data_dir.path().join("pki/ca.crt")).unwrap();
+    let namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: wardle}\n---";
+    let apiservice = testkit::extension_registration(
+        "wardle",
+        "api",
+        "wardle.example.com",
+        "v1alpha1",
+        wardle.addr.port(),
+        testkit::BackendTls::CaBundle(&ca),
+    );
+    format!("{namespace}{apiservice}")
 }
 
 fn flunders(client: kube::Client) -> Api<DynamicObject> {

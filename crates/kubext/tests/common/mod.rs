@@ -39,3 +39,43 @@ pub async fn send_body(
         .to_bytes();
     (code, bytes)
 }
+
+/// A rustls client config that trusts `server`'s CA and presents its admin
+/// certificate (for raw TLS and HTTP/2 connections).
+pub fn admin_tls_config(server: &testkit::Server) -> rustls::ClientConfig {
+    let pki = server.data_dir.join("pki");
+    let read = |f: &str| std::fs::read(pki.join(f)).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut read("ca.crt").as_slice()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let certs: Vec<_> = rustls_pemfile::certs(&mut read("admin.crt").as_slice())
+        .map(Result::unwrap)
+        .collect();
+    let key = rustls_pemfile::private_key(&mut read("admin.key").as_slice())
+        .unwrap()
+        .unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(certs, key)
+        .unwrap()
+}
+
+/// `status.userInfo` of a SelfSubjectReview made with `client`, or the error code.
+pub async fn whoami(client: &kube::Client) -> Result<serde_json::Value, u16> {
+    let body = serde_json::to_vec(&json!({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+    .unwrap();
+    let req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap();
+    match client.request::<serde_json::Value>(req).await {
+        Ok(review) => Ok(review["status"]["userInfo"].clone()),
+        Err(kube::Error::Api(status)) => Err(status.code),
+        Err(e) => panic!("{e}"),
+    }
+}
