@@ -18,6 +18,7 @@ pub fn crd_resource_type() -> ResourceType {
     t.categories = vec!["api-extensions".into()];
     t.has_status = true;
     t.tracks_generation = true;
+    t.allow_unconditional_update = false;
     t.columns = vec![registry::TableColumn::new(
         "Created At",
         "date",
@@ -34,10 +35,16 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 
 impl Strategy for Crds {
     fn prepare_create(&self, obj: &mut Value) {
-        obj["status"] = json!({"conditions": [], "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []});
+        default_spec(obj);
+        obj["status"] = json!({
+            "conditions": [],
+            "acceptedNames": {"plural": "", "kind": ""},
+            "storedVersions": storage_versions(obj),
+        });
     }
 
     fn prepare_update(&self, new: &mut Value, old: &Value) {
+        default_spec(new);
         new["status"] = old.get("status").cloned().unwrap_or(json!({}));
     }
 
@@ -86,6 +93,26 @@ impl Strategy for Crds {
             "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
         );
     }
+}
+
+/// Upstream's v1 defaults: `spec.conversion` is `{strategy: None}` unless given.
+fn default_spec(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.entry("conversion")
+            .or_insert_with(|| json!({"strategy": "None"}));
+    }
+}
+
+/// A new CRD's `status.storedVersions`: its storage version (upstream sets it on
+/// create, so the create response already carries it).
+fn storage_versions(obj: &Value) -> Value {
+    obj.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .filter_map(|v| v.get("name").cloned())
+        .collect()
 }
 
 /// Holds a deleted CRD until every instance is gone.
@@ -209,6 +236,7 @@ fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
             }
         }
     }
+    errs.extend(validate_scale_paths(versions, path));
     let storage = versions
         .iter()
         .filter(|v| v.get("storage") == Some(&Value::Bool(true)))
@@ -231,6 +259,36 @@ fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
         ));
     }
     errs
+}
+
+/// Scale paths, reported where upstream's internal version keeps them:
+/// `spec.subresources` when every version has the same subresources.
+fn validate_scale_paths(versions: &[Value], path: &FieldPath) -> ErrorList {
+    let subresources = |v: &Value| v.get("subresources").cloned();
+    let shared = versions
+        .windows(2)
+        .all(|w| subresources(&w[0]) == subresources(&w[1]));
+    if shared {
+        return versions
+            .first()
+            .and_then(|v| v.pointer("/subresources/scale"))
+            .map(|scale| {
+                crate::scale::validate_paths(scale, &FieldPath::new("spec").child("subresources"))
+            })
+            .unwrap_or_default();
+    }
+    versions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let scale = v.pointer("/subresources/scale")?;
+            Some(crate::scale::validate_paths(
+                scale,
+                &path.index(i).child("subresources"),
+            ))
+        })
+        .flatten()
+        .collect()
 }
 
 #[cfg(test)]

@@ -68,6 +68,16 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
         .filter(|v| v.get("served") == Some(&Value::Bool(true)))
         .map(|v| {
             let has_status = v.pointer("/subresources/status").is_some();
+            let scale = v
+                .pointer("/subresources/scale")
+                .map(|s| registry::ScalePaths {
+                    spec_replicas: str_at(s, "/specReplicasPath").to_string(),
+                    status_replicas: str_at(s, "/statusReplicasPath").to_string(),
+                    label_selector: s
+                        .get("labelSelectorPath")
+                        .and_then(Value::as_str)
+                        .map(String::from),
+                });
             let (columns, printers) = printer_columns(v);
             let mut t = ResourceType::new(
                 group,
@@ -85,6 +95,7 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                     selectable: selectable_fields(v),
                     api_version: format!("{group}/{}", str_at(v, "/name")),
                     storage_api_version: storage_api_version.clone(),
+                    scale: scale.clone(),
                 }),
             );
             t.selectable_fields = selectable_fields(v)
@@ -95,16 +106,7 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
             t.age_column = false;
             t.structured = false;
             t.patch_schema = crate::list_types::patch_schema(v.pointer("/schema/openAPIV3Schema"));
-            t.scale = v
-                .pointer("/subresources/scale")
-                .map(|s| registry::ScalePaths {
-                    spec_replicas: str_at(s, "/specReplicasPath").to_string(),
-                    status_replicas: str_at(s, "/statusReplicasPath").to_string(),
-                    label_selector: s
-                        .get("labelSelectorPath")
-                        .and_then(Value::as_str)
-                        .map(String::from),
-                });
+            t.scale = scale;
             if v.get("deprecated") == Some(&Value::Bool(true)) {
                 let warning = match v.get("deprecationWarning").and_then(Value::as_str) {
                     Some(w) => w.to_string(),
@@ -123,7 +125,7 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
             t.storage_path = format!("{group}/{plural}");
             t.has_status = has_status;
             t.tracks_generation = true;
-            t.return_deleted_object = true;
+            t.allow_unconditional_update = false;
             t.openapi_schema = v.pointer("/schema/openAPIV3Schema").cloned();
             t.refuse_create = terminating.then(|| {
                 "create not allowed while custom resource definition is terminating".to_string()
@@ -188,6 +190,7 @@ struct CustomResources {
     /// rewrites only `apiVersion`).
     api_version: String,
     storage_api_version: String,
+    scale: Option<registry::ScalePaths>,
 }
 
 fn with_api_version(obj: &Value, api_version: &str) -> Option<Value> {
@@ -234,27 +237,46 @@ fn selectable_fields(version: &Value) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+impl CustomResources {
+    fn validate_scale(&self, obj: &Value) -> apimachinery::ErrorList {
+        self.scale
+            .as_ref()
+            .map(|scale| crate::scale::validate_object(obj, scale, false))
+            .unwrap_or_default()
+    }
+}
+
 impl Strategy for CustomResources {
+    /// Fields the schema does not know, and root `metadata` fields ObjectMeta does
+    /// not know (upstream drops both).
     fn prune(&self, obj: &mut Value) -> Option<Vec<String>> {
-        let schema = self.schema.as_ref()?;
-        Some(schema::prune(obj, schema, true))
+        let mut unknown = match &self.schema {
+            Some(schema) => schema::prune(obj, schema, true),
+            None => Vec::new(),
+        };
+        unknown.extend(schema::prune_root_metadata(obj));
+        Some(unknown)
     }
 
     fn validate(&self, obj: &Value) -> apimachinery::ErrorList {
-        match &self.schema {
+        let mut errs = match &self.schema {
             Some(schema) => schema::validate(obj, None, schema, &apimachinery::FieldPath::root()),
             None => Vec::new(),
-        }
+        };
+        errs.extend(self.validate_scale(obj));
+        errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> apimachinery::ErrorList {
         // Ratcheting: unchanged invalid values may stay.
-        match &self.schema {
+        let mut errs = match &self.schema {
             Some(schema) => {
                 schema::validate(new, Some(old), schema, &apimachinery::FieldPath::root())
             }
             None => Vec::new(),
-        }
+        };
+        errs.extend(self.validate_scale(new));
+        errs
     }
 
     /// Conversion `None` (apiVersion only), and defaults applied on read, so a

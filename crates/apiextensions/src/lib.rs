@@ -11,6 +11,7 @@ pub mod controller;
 pub mod crd;
 pub mod custom_resource;
 pub mod list_types;
+pub mod scale;
 
 pub use controller::CrdController;
 pub use crd::crd_resource_type;

@@ -80,8 +80,24 @@ impl ErrorType {
 pub struct FieldError {
     pub kind: ErrorType,
     pub field: String,
-    pub bad_value: Option<Value>,
+    pub bad_value: Option<BadValue>,
     pub detail: String,
+}
+
+/// The offending value as the message shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BadValue {
+    /// A JSON value, rendered as upstream renders unstructured values.
+    Json(Value),
+    /// Already in Go's `%#v` form, where a typed Go value prints differently
+    /// (an `int64` zero is `0x0`).
+    Go(String),
+}
+
+impl From<Value> for BadValue {
+    fn from(v: Value) -> Self {
+        BadValue::Json(v)
+    }
 }
 
 pub type ErrorList = Vec<FieldError>;
@@ -91,7 +107,17 @@ impl FieldError {
         FieldError {
             kind,
             field: path.0.clone(),
-            bad_value,
+            bad_value: bad_value.map(BadValue::Json),
+            detail: detail.to_string(),
+        }
+    }
+
+    /// `Invalid value` with a value in Go's own rendering (e.g. `0x0`).
+    pub fn invalid_go(path: &FieldPath, go_value: &str, detail: &str) -> Self {
+        FieldError {
+            kind: ErrorType::Invalid,
+            field: path.0.clone(),
+            bad_value: Some(BadValue::Go(go_value.to_string())),
             detail: detail.to_string(),
         }
     }
@@ -157,9 +183,16 @@ impl FieldError {
     /// The message without the leading `field: ` (used for `StatusCause.message`).
     pub fn message_without_field(&self) -> String {
         let mut s = self.kind.text().to_string();
-        if let Some(v) = &self.bad_value {
-            s.push_str(": ");
-            s.push_str(&render_value(v));
+        match &self.bad_value {
+            Some(BadValue::Json(v)) => {
+                s.push_str(": ");
+                s.push_str(&render_value(v));
+            }
+            Some(BadValue::Go(v)) => {
+                s.push_str(": ");
+                s.push_str(v);
+            }
+            None => {}
         }
         if !self.detail.is_empty() {
             s.push_str(": ");

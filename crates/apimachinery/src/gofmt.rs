@@ -58,3 +58,32 @@ pub fn format_float(f: f64) -> String {
     }
     f.to_string()
 }
+
+/// Go's `%#v` of a decoded JSON value (`map[string]interface{}` and friends), as
+/// field errors print structured bad values:
+/// `map[string]interface {}{"port":80, "protocol":"TCP"}`.
+pub fn go_syntax(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "interface {}(nil)".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.to_string(),
+            None => format_float(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => quote(s),
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(go_syntax).collect();
+            format!("[]interface {{}}{{{}}}", inner.join(", "))
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", quote(k), go_syntax(&map[k])))
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", inner.join(", "))
+        }
+    }
+}

@@ -106,3 +106,33 @@ pub fn parse_resource_version(rv: &str) -> Result<Option<i64>, String> {
         .map(Some)
         .ok_or_else(|| format!("invalid resource version: {rv:?}"))
 }
+
+/// Serializes an object with `kind` and `apiVersion` first, as upstream writes
+/// typed objects (its `TypeMeta` leads every struct); the rest keep their order.
+pub struct TypeMetaFirst<'a>(pub &'a Value);
+
+impl serde::Serialize for TypeMetaFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(map) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let mut out = serializer.serialize_map(Some(map.len()))?;
+        for key in ["kind", "apiVersion"] {
+            if let Some(v) = map.get(key) {
+                out.serialize_entry(key, v)?;
+            }
+        }
+        for (k, v) in map {
+            if k != "kind" && k != "apiVersion" {
+                out.serialize_entry(k, v)?;
+            }
+        }
+        out.end()
+    }
+}
+
+/// The JSON bytes of an object, `kind` and `apiVersion` first.
+pub fn to_json_vec(obj: &Value) -> Vec<u8> {
+    serde_json::to_vec(&TypeMetaFirst(obj)).unwrap_or_default()
+}

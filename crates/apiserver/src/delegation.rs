@@ -63,6 +63,8 @@ pub async fn trust(client: &kube::Client, dir: &Path) -> Result<Trust> {
             username_headers: list("requestheader-username-headers")?,
             group_headers: list("requestheader-group-headers")?,
             extra_headers_prefix: list("requestheader-extra-headers-prefix")?,
+            // Published by servers that forward UIDs (1.33); absent before.
+            uid_headers: list("requestheader-uid-headers")?,
             ..FrontProxyConfig::default()
         },
     })

@@ -100,6 +100,18 @@ struct ServeArgs {
     /// Header prefixes carrying the extra attributes of proxied requests.
     #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
     requestheader_extra_headers_prefix: Vec<String>,
+    /// Headers carrying the UID of proxied requests (e.g. X-Remote-Uid); none by default.
+    #[arg(long, value_delimiter = ',')]
+    requestheader_uid_headers: Vec<String>,
+    /// CIDR (IPv4) Services get cluster IPs from; the first address is default/kubernetes's.
+    #[arg(long, default_value = "10.0.0.0/24")]
+    service_cluster_ip_range: String,
+    /// Port range NodePort and LoadBalancer Services get node ports from.
+    #[arg(long, default_value = "30000-32767")]
+    service_node_port_range: String,
+    /// Bound on requests other than watches and connection upgrades (504 after it).
+    #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
+    request_timeout: Duration,
     /// The `iss` of service-account tokens, and the default audience.
     #[arg(long, default_value = "https://kubernetes.default.svc.cluster.local")]
     service_account_issuer: String,
@@ -127,21 +139,36 @@ struct ServeArgs {
     log_format: LogFormat,
 }
 
-/// `300`, `300s`, `5m`, `1h`, `250ms`.
+/// Go durations: `300` (seconds), `300s`, `5m`, `1h`, `250ms`, `1m0s`, `1h30m`.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
-    Ok(match unit {
-        "" | "s" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
-        _ => {
-            return Err(format!(
-                "invalid duration unit in {s:?} (use ms, s, m or h)"
-            ));
-        }
-    })
+    let invalid = || format!("invalid duration {s:?} (use e.g. 250ms, 30s, 5m, 1h, 1m30s)");
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().map(Duration::from_secs).map_err(|_| invalid());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(invalid)?;
+        let n: u64 = rest[..digits].parse().map_err(|_| invalid())?;
+        let unit_len = rest[digits..]
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len() - digits);
+        let unit = match &rest[digits..digits + unit_len] {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n * 60),
+            "h" => Duration::from_secs(n * 3600),
+            _ => return Err(invalid()),
+        };
+        total += unit;
+        rest = &rest[digits + unit_len..];
+    }
+    if total.is_zero() && s.is_empty() {
+        return Err(invalid());
+    }
+    Ok(total)
 }
 
 fn init_logging(format: LogFormat) {
@@ -184,7 +211,14 @@ async fn serve(args: ServeArgs) -> Result<()> {
             username_headers: args.requestheader_username_headers,
             group_headers: args.requestheader_group_headers,
             extra_headers_prefix: args.requestheader_extra_headers_prefix,
+            uid_headers: args.requestheader_uid_headers,
         },
+        service_ranges: registry::builtin::ServiceRanges::parse(
+            &args.service_cluster_ip_range,
+            &args.service_node_port_range,
+        )
+        .map_err(anyhow::Error::msg)?,
+        request_timeout: args.request_timeout,
         service_accounts: server::serviceaccounts::ServiceAccountConfig {
             issuer: args.service_account_issuer,
             api_audiences: args.api_audiences,
@@ -204,10 +238,27 @@ async fn serve(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
+/// Raise the soft open-files limit to the hard one, as Go's runtime does for
+/// kube-apiserver: every watch and connection is a file descriptor.
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!(error = %e, "cannot raise the open-files limit");
+        }
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let Command::Serve(args) = cli.command;
     init_logging(args.log_format);
+    raise_open_files_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

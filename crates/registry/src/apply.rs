@@ -228,13 +228,22 @@ pub fn apply(
     // A field the configuration clears (null) is a change like any other.
     let cleared = applied.intersection(&cmp.removed);
     let touched = cmp.modified.union(&cmp.added).union(&cleared);
+    // kubectl taking over from its client-side apply: fields whose live value is
+    // still what `last-applied-configuration` says are not conflicts.
+    let contested = match (force, writer.manager == KUBECTL_MANAGER) {
+        (false, true) => match last_applied_fields(&live_obj, writer.api_version, schema) {
+            Some(forgiven) => touched.difference(&forgiven),
+            None => touched.clone(),
+        },
+        _ => touched.clone(),
+    };
     let mut conflicts: Vec<(String, Conflict)> = Vec::new();
     for e in &entries {
         let id = e.identifier();
         if id == applier {
             continue;
         }
-        for path in e.fields.intersection(&touched).paths() {
+        for path in e.fields.intersection(&contested).paths() {
             conflicts.push((
                 id.clone(),
                 Conflict {
@@ -265,7 +274,69 @@ pub fn apply(
     }
     let mut result = if changed { new_obj } else { live_obj };
     set_managed_fields(&mut result, entries);
+    if writer.manager == KUBECTL_MANAGER {
+        refresh_last_applied(&mut result, &config);
+    }
     Ok(result)
+}
+
+/// The field manager `kubectl apply --server-side` uses.
+const KUBECTL_MANAGER: &str = "kubectl";
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The fields of the live object's `last-applied-configuration` that still hold
+/// the value it records (upstream's `lastAppliedManager`); `None` when there is
+/// no usable annotation for this apiVersion.
+fn last_applied_fields(
+    live: &Value,
+    api_version: &str,
+    schema: &dyn PatchMeta,
+) -> Option<FieldSet> {
+    let text = live
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())?;
+    let last_applied: Value = serde_json::from_str(text).ok()?;
+    if meta::api_version(&last_applied) != api_version {
+        return None;
+    }
+    let differs = compare(&last_applied, live, schema);
+    Some(
+        field_set_of(&last_applied, schema)
+            .difference(&differs.modified)
+            .difference(&differs.added)
+            .difference(&differs.removed),
+    )
+}
+
+/// After kubectl's server-side apply, an existing `last-applied-configuration`
+/// records the applied configuration (upstream's `lastAppliedUpdater`), so a
+/// later client-side apply computes its patch from it.
+fn refresh_last_applied(obj: &mut Value, config: &Value) {
+    let present = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+        .is_some_and(|t| !t.is_empty());
+    if !present {
+        return;
+    }
+    let mut recorded = config.clone();
+    if let Some(annotations) = recorded
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(LAST_APPLIED);
+    }
+    // Go's encoder: sorted keys, HTML-escaped, newline-terminated.
+    let text = serde_json::to_string(&recorded)
+        .unwrap_or_default()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        + "\n";
+    obj["metadata"]["annotations"][LAST_APPLIED] = Value::String(text);
 }
 
 /// Merge `r` (configuration) over `l` (live); `None` removes the field.

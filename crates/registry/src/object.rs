@@ -24,7 +24,7 @@ impl Object {
     /// The JSON encoding, computed on first use and shared by every reader and watcher.
     pub fn json(&self) -> &Bytes {
         self.json
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.value).unwrap_or_default()))
+            .get_or_init(|| Bytes::from(meta::to_json_vec(&self.value)))
     }
 }
 

@@ -98,6 +98,9 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     pub grace_period_seconds: Option<i64>,
     pub propagation_policy: Option<String>,
+    /// The deprecated `orphanDependents`, as given (it also sets
+    /// `propagation_policy`); an explicit `false` makes a pending delete a 202.
+    pub orphan_dependents: Option<bool>,
 }
 
 impl DeleteOptions {

@@ -143,8 +143,12 @@ pub struct ResourceType {
     pub has_status: bool,
     /// `metadata.generation` is bumped on every change outside status/metadata.
     pub tracks_generation: bool,
-    /// DELETE answers with the object (custom resources) instead of a Status.
+    /// DELETE answers with the deleted object instead of a `Status` (upstream's
+    /// `ReturnDeletedObject`, set for some core types).
     pub return_deleted_object: bool,
+    /// PUT may leave out `metadata.resourceVersion` (upstream's
+    /// `AllowUnconditionalUpdate`; custom resources, CRDs and APIServices may not).
+    pub allow_unconditional_update: bool,
     /// Columns after `Name` for `as=Table`; `Age` is added unless `age_column` is off.
     pub columns: Vec<TableColumn>,
     /// Add the `Age` column (custom resources list their own columns instead).
@@ -180,9 +184,41 @@ pub struct ResourceType {
     pub provider: Option<std::sync::Arc<dyn Provider>>,
     /// Validating admission for writes of this type.
     pub admission: Option<std::sync::Arc<dyn Admission>>,
+    /// Allocation from a pool shared by every object of the type.
+    pub allocator: Option<std::sync::Arc<dyn Allocator>>,
     /// Creates need their namespace to exist here and not be terminating. Off for
     /// an aggregated API server's types: namespaces live on the main server.
     pub namespace_lifecycle: bool,
+}
+
+/// Hands out values from a pool shared by every object of a type (Services:
+/// cluster IPs and node ports) when objects are written.
+pub trait Allocator: Send + Sync + 'static {
+    /// Fill in and check what `obj` takes from the pool. `old` is the stored object
+    /// on updates; `existing` the other stored objects of the type. The returned
+    /// [`Allocation`] holds what was taken until the write is stored or fails.
+    fn allocate(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        existing: &mut dyn Iterator<Item = &Value>,
+    ) -> Result<Allocation, apimachinery::StatusError>;
+}
+
+/// Values reserved by an [`Allocator`] for one write; dropping it releases them
+/// (by then the stored object holds them, or the write failed).
+pub struct Allocation(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for Allocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Allocation")
+    }
+}
+
+impl Allocation {
+    pub fn new(reserved: impl Send + Sync + 'static) -> Self {
+        Allocation(Box::new(reserved))
+    }
 }
 
 /// What a write does, for admission.
@@ -284,6 +320,8 @@ impl ResourceType {
             has_status: false,
             tracks_generation: false,
             return_deleted_object: false,
+            allow_unconditional_update: true,
+            allocator: None,
             columns: Vec::new(),
             age_column: true,
             selectable_fields: Vec::new(),

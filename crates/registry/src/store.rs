@@ -18,7 +18,7 @@ use crate::object::{JsonCodec, Object, encode_for_storage};
 use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };
-use crate::resource::{Operation, ResourceType};
+use crate::resource::{Allocation, Operation, ResourceType};
 
 pub type Storage = storage::Store<JsonCodec>;
 
@@ -84,6 +84,24 @@ impl GenericStore {
         } else {
             format!("{}/{}/{name}", self.prefix, self.rtype.storage_path)
         }
+    }
+
+    /// Reserve what `obj` takes from its type's shared pool (Services: cluster IPs,
+    /// node ports), seeing every other stored object of the type.
+    async fn allocate(&self, obj: &mut Value, old: Option<&Value>) -> Result<Option<Allocation>> {
+        let Some(allocator) = &self.rtype.allocator else {
+            return Ok(None);
+        };
+        // Every acknowledged write (a delete that freed an IP) must be seen.
+        self.sync().await?;
+        let own_key = self.key(meta::namespace(obj), meta::name(obj));
+        let stored = self.storage.list(&self.collection(""), None, 0, &|_| true);
+        let mut others = stored
+            .items
+            .iter()
+            .filter(|e| *e.key != *own_key)
+            .map(|e| &e.object.value);
+        allocator.allocate(obj, old, &mut others).map(Some)
     }
 
     /// Key prefix of a collection: one namespace, or all.
@@ -398,6 +416,8 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(meta::name(&obj), &errs));
         }
+        // Held until the object is stored (or the create fails).
+        let _allocation = self.allocate(&mut obj, None).await?;
         self.admit_namespace(&ctx.namespace).await?;
         if let Some(admission) = &self.rtype.admission {
             admission.admit(Operation::Create, &obj, None, ctx).await?;
@@ -494,8 +514,24 @@ impl GenericStore {
                 )],
             )
         })?;
-        self.update_with(ctx, name, |_current| Ok(obj.clone()))
-            .await
+        let unconditional = requested_rv.is_empty() || requested_rv == "0";
+        self.update_with(ctx, name, |_current| {
+            if unconditional && !self.rtype.allow_unconditional_update {
+                // Upstream names the resource (plural) here, not the kind.
+                return Err(StatusError::invalid(
+                    &self.rtype.group,
+                    &self.rtype.plural,
+                    name,
+                    &vec![FieldError::invalid_go(
+                        &FieldPath::new("metadata").child("resourceVersion"),
+                        "0x0",
+                        "must be specified for an update",
+                    )],
+                ));
+            }
+            Ok(obj.clone())
+        })
+        .await
     }
 
     fn set_namespace_for_update(
@@ -548,6 +584,7 @@ impl GenericStore {
                 meta::set_str(&mut new, "namespace", &ctx.namespace);
             }
             self.prepare_update(ctx, &mut new, old)?;
+            let _allocation = self.allocate(&mut new, Some(old)).await?;
             if is_noop(old, &new) {
                 return Ok(presented);
             }

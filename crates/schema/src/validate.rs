@@ -2,7 +2,7 @@
 //! kube-openapi's message texts as converted by apiextensions-apiserver, plus
 //! list-type (set/map) and embedded-resource checks, and validation ratcheting.
 
-use apimachinery::field::ErrorType;
+use apimachinery::field::{BadValue, ErrorType};
 use apimachinery::gofmt::{format_float, quote};
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value};
@@ -59,6 +59,7 @@ pub fn validate_with(
         base: path,
         rules,
         errs: ErrorList::new(),
+        matched: 0,
     };
     v.node(value, old, schema, "");
     let mut errs = v.errs;
@@ -74,17 +75,22 @@ pub fn validate_values_only(value: &Value, schema: &Structural, path: &FieldPath
         base: path,
         rules: None,
         errs: ErrorList::new(),
+        matched: 0,
     };
     v.node(value, None, schema, "");
     v.errs
 }
 
-/// Whether a JSON number decodes to an integer upstream (apimachinery's JSON
-/// decoding turns integral floats such as `3.0` into int64).
+/// Whether upstream's decoder would hold this number as an `int64`: integers that
+/// fit do; larger ones and anything with a fraction or exponent become `float64`.
 fn integral(n: &serde_json::Number) -> bool {
-    !n.is_f64()
-        || n.as_f64()
-            .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+    n.is_i64()
+}
+
+/// go-openapi's `IsFloat64AJSONInteger`: a float an `integer` schema accepts.
+fn float_is_json_integer(f: f64) -> bool {
+    const MAX_JSON_INTEGER: f64 = ((1u64 << 53) - 1) as f64;
+    f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_JSON_INTEGER
 }
 
 /// JSON deep equality with upstream's number semantics (`1 == 1.0`).
@@ -153,10 +159,29 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The outcome of validating a value against one branch of a junctor.
+struct Branch {
+    errs: ErrorList,
+    matched: usize,
+}
+
+impl Branch {
+    /// The failing branch with the most validators applied; the first on a tie.
+    fn better(best: Option<Branch>, candidate: Branch) -> Option<Branch> {
+        match best {
+            Some(b) if b.matched >= candidate.matched => Some(b),
+            _ => Some(candidate),
+        }
+    }
+}
+
 struct Validator<'a> {
     base: &'a FieldPath,
     rules: Option<&'a dyn RuleEvaluator>,
     errs: ErrorList,
+    /// kube-openapi's `MatchCount`: how many validators applied. Of the failing
+    /// branches of `anyOf`/`oneOf`, upstream reports the one with the most.
+    matched: usize,
 }
 
 impl Validator<'_> {
@@ -186,6 +211,14 @@ impl Validator<'_> {
         self.errs.push(e);
     }
 
+    /// Report the errors of the failing branch upstream picked.
+    fn take(&mut self, branch: Option<Branch>) {
+        if let Some(b) = branch {
+            self.matched += b.matched;
+            self.errs.extend(b.errs);
+        }
+    }
+
     /// A junctor error: upstream reports it as a plain error at the root path.
     fn junctor(&mut self, msg: String) {
         let e = FieldError::invalid(self.base, Value::String(String::new()), &msg);
@@ -194,13 +227,33 @@ impl Validator<'_> {
 
     /// Validates one sub-schema in isolation, returning its errors.
     fn sub(&self, v: &Value, s: &Structural, name: &str) -> ErrorList {
+        self.branch(v, s, name).errs
+    }
+
+    /// Validates one branch of a junctor in isolation.
+    fn branch(&self, v: &Value, s: &Structural, name: &str) -> Branch {
         let mut sub = Validator {
             base: self.base,
             rules: None,
             errs: ErrorList::new(),
+            matched: 0,
         };
         sub.node(v, None, s, name);
-        sub.errs
+        Branch {
+            errs: sub.errs,
+            matched: sub.matched,
+        }
+    }
+
+    /// Count the validators kube-openapi applies to this value at this node: the
+    /// schema itself, type, junctors, enum, and the one for the value's kind.
+    fn count_match(&mut self, v: &Value, s: &Structural) {
+        let kind = match v {
+            Value::String(_) => 1 + usize::from(s.validation.format.is_some()),
+            Value::Number(_) | Value::Array(_) | Value::Object(_) => 1,
+            _ => 0,
+        };
+        self.matched += 4 + kind;
     }
 
     fn node(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
@@ -212,8 +265,7 @@ impl Validator<'_> {
             }
             return;
         }
-        // As upstream, `x-kubernetes-int-or-string` adds no type check of its
-        // own: the `anyOf: [{type: integer}, {type: string}]` pattern does it.
+        self.count_match(v, s);
         self.check_type(v, s, name);
         self.junctors(v, s, name);
         match v {
@@ -293,6 +345,15 @@ impl Validator<'_> {
 
     /// kube-openapi's type validator, quirks included.
     fn check_type(&mut self, v: &Value, s: &Structural, name: &str) {
+        // `x-kubernetes-int-or-string` is the type `["integer","string"]` upstream.
+        if s.extensions.int_or_string {
+            let allowed_null = v.is_null() && s.nullable;
+            if !(v.is_string() || v.as_number().is_some_and(integral) || allowed_null) {
+                let sch_type = type_name(v);
+                self.type_invalid(name, Value::from(sch_type), "integer,string", sch_type);
+            }
+            return;
+        }
         let ty = s.type_.as_str();
         let format = s.validation.format.as_deref().unwrap_or("");
         if ty.is_empty() && format.is_empty() {
@@ -312,8 +373,7 @@ impl Validator<'_> {
         };
         let float_int = sch_type == "number"
             && ty == "integer"
-            && v.as_f64()
-                .is_some_and(|f| f.fract() == 0.0 && f.is_finite());
+            && v.as_f64().is_some_and(float_is_json_integer);
         let int_float = sch_type == "integer" && ty == "number";
         let str_or_arr = v.is_string() || v.is_array();
         let type_ok = ty == sch_type || float_int || int_float;
@@ -353,34 +413,32 @@ impl Validator<'_> {
             }
         }
         if !vv.any_of.is_empty() {
-            let mut best: Option<ErrorList> = None;
+            let mut best: Option<Branch> = None;
             let mut ok = false;
             for sch in &vv.any_of {
-                let errs = self.sub(v, sch, name);
-                if errs.is_empty() {
+                let branch = self.branch(v, sch, name);
+                if branch.errs.is_empty() {
                     ok = true;
                     break;
                 }
-                if best.as_ref().is_none_or(|b| errs.len() < b.len()) {
-                    best = Some(errs);
-                }
+                best = Branch::better(best, branch);
             }
             if !ok {
                 self.junctor(format!(
                     "{quoted} must validate at least one schema (anyOf)"
                 ));
-                self.errs.extend(best.unwrap_or_default());
+                self.take(best);
             }
         }
         if !vv.one_of.is_empty() {
-            let mut best: Option<ErrorList> = None;
+            let mut best: Option<Branch> = None;
             let mut valid = 0;
             for sch in &vv.one_of {
-                let errs = self.sub(v, sch, name);
-                if errs.is_empty() {
+                let branch = self.branch(v, sch, name);
+                if branch.errs.is_empty() {
                     valid += 1;
-                } else if best.as_ref().is_none_or(|b| errs.len() < b.len()) {
-                    best = Some(errs);
+                } else {
+                    best = Branch::better(best, branch);
                 }
             }
             if valid != 1 {
@@ -393,7 +451,7 @@ impl Validator<'_> {
                     "{quoted} must validate one and only one schema (oneOf). {extra}"
                 ));
                 if valid == 0 {
-                    self.errs.extend(best.unwrap_or_default());
+                    self.take(best);
                 }
             }
         }
@@ -719,7 +777,11 @@ fn validate_list_map(a: &[Value], s: &Structural, path: &FieldPath) -> ErrorList
         .collect();
     non_unique(&keys)
         .into_iter()
-        .map(|i| FieldError::duplicate(&path.index(i), keys[i].clone()))
+        .map(|i| {
+            let mut e = FieldError::duplicate(&path.index(i), Value::Null);
+            e.bad_value = Some(BadValue::Go(apimachinery::gofmt::go_syntax(&keys[i])));
+            e
+        })
         .collect()
 }
 

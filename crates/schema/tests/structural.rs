@@ -382,7 +382,7 @@ fn cases() -> Vec<Case> {
                 "items": {"type": "object", "required": ["k"], "properties": {"k": {"type": "string"}}},
                 "default": [{"k": "a"}, {"k": "a"}]}}),
             ),
-            &[r#"P.properties[l].default[1]: Duplicate value: {"k":"a"}"#],
+            &[r#"P.properties[l].default[1]: Duplicate value: map[string]interface {}{"k":"a"}"#],
         ),
     ]
 }

@@ -173,11 +173,24 @@ fn cases() -> Vec<Case> {
             &["spec.f: Invalid value: 1.25: spec.f in body should be a multiple of 0.5"],
         ),
         c(
-            "integral floats are integers",
+            // Upstream decodes `3.0` as a float64: a "number" that integer schemas
+            // accept when it is whole and within 2^53 (go-openapi's rule).
+            "integral floats are numbers integer schemas accept",
             obj_with(json!({"s": {"type": "string"}, "e": {"type": "integer", "enum": [1, 2]}})),
             json!({"spec": {"s": 3.0, "e": 2.0}}),
             &[
-                r#"spec.s: Invalid value: "integer": spec.s in body must be of type string: "integer""#,
+                r#"spec.s: Invalid value: "number": spec.s in body must be of type string: "number""#,
+            ],
+        ),
+        c(
+            "integers beyond int64 and 2^53 are not integers",
+            obj_with(
+                json!({"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}),
+            ),
+            json!({"spec": {"a": 9223372036854775808_u64, "b": 1e30, "c": 9007199254740991.0}}),
+            &[
+                r#"spec.a: Invalid value: "number": spec.a in body must be of type integer: "number""#,
+                r#"spec.b: Invalid value: "number": spec.b in body must be of type integer: "number""#,
             ],
         ),
         c(
@@ -274,14 +287,23 @@ fn cases() -> Vec<Case> {
             json!({"spec": {"p": true}}),
             &[
                 r#": Invalid value: "": "spec.p" must validate at least one schema (anyOf)"#,
+                r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer,string: "boolean""#,
                 r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer: "boolean""#,
             ],
         ),
         c(
-            "bare int-or-string has no type check of its own",
-            obj_with(json!({"p": {"x-kubernetes-int-or-string": true}})),
-            json!({"spec": {"p": true}}),
-            &[],
+            // Upstream types int-or-string as ["integer","string"]
+            // (apiextensions-apiserver's validation_test.go).
+            "bare int-or-string is typed integer,string",
+            obj_with(
+                json!({"p": {"x-kubernetes-int-or-string": true}, "q": {"x-kubernetes-int-or-string": true}, "r": {"x-kubernetes-int-or-string": true}, "ok": {"x-kubernetes-int-or-string": true}}),
+            ),
+            json!({"spec": {"p": {"a": 1}, "q": null, "r": 1.2, "ok": 42}}),
+            &[
+                r#"spec.p: Invalid value: "object": spec.p in body must be of type integer,string: "object""#,
+                r#"spec.q: Invalid value: "null": spec.q in body must be of type integer,string: "null""#,
+                r#"spec.r: Invalid value: "number": spec.r in body must be of type integer,string: "number""#,
+            ],
         ),
         c(
             "format date-time",
@@ -405,7 +427,7 @@ fn cases() -> Vec<Case> {
                 "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}}),
             ),
             json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}]}}),
-            &[r#"spec.ports[1]: Duplicate value: {"name":"http"}"#],
+            &[r#"spec.ports[1]: Duplicate value: map[string]interface {}{"name":"http"}"#],
         ),
         c(
             "list-type map multiple keys (defaults are applied before validation)",
@@ -414,7 +436,9 @@ fn cases() -> Vec<Case> {
                 "items": {"type": "object", "required": ["port"], "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}}}),
             ),
             json!({"spec": {"ports": [{"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "TCP"}, {"port": 80, "protocol": "UDP"}, {"port": 80, "protocol": "TCP"}]}}),
-            &[r#"spec.ports[1]: Duplicate value: {"port":80,"protocol":"TCP"}"#],
+            &[
+                r#"spec.ports[1]: Duplicate value: map[string]interface {}{"port":80, "protocol":"TCP"}"#,
+            ],
         ),
         c(
             "list-type map non-object item",
@@ -438,7 +462,7 @@ fn cases() -> Vec<Case> {
             ),
             json!({"spec": {"ports": [{}, null, {"name": "a"}]}}),
             &[
-                "spec.ports[1]: Duplicate value: {}",
+                "spec.ports[1]: Duplicate value: map[string]interface {}{}",
                 r#"spec.ports[1]: Invalid value: "null": spec.ports[1] in body must be of type object: "null""#,
             ],
         ),
@@ -499,6 +523,26 @@ fn cases() -> Vec<Case> {
             &[
                 r#": Invalid value: "": "spec.x" must validate one and only one schema (oneOf). Found none valid"#,
                 "spec.x: Invalid value: 5: spec.x in body should be greater than or equal to 10",
+            ],
+        ),
+        c(
+            // Gateway API's address shape: of the failing branches upstream reports
+            // the one where most validators applied (kube-openapi's MatchCount),
+            // not the one with the fewest errors.
+            "oneOf reports the branch with the most validators applied",
+            obj_with(json!({"addresses": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"type": {"type": "string"}, "value": {"type": "string"}},
+                "oneOf": [
+                    {"properties": {"type": {"enum": ["IPAddress"]}, "value": {"anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}}},
+                    {"properties": {"type": {"not": {"enum": ["IPAddress"]}}}},
+                ],
+            }}})),
+            json!({"spec": {"addresses": [{"type": "IPAddress", "value": "x"}]}}),
+            &[
+                r#": Invalid value: "": "spec.addresses[0]" must validate one and only one schema (oneOf). Found none valid"#,
+                r#": Invalid value: "": "spec.addresses[0].value" must validate at least one schema (anyOf)"#,
+                r#"spec.addresses[0].value: Invalid value: "x": spec.addresses[0].value in body must be of type ipv4: "x""#,
             ],
         ),
         c(

@@ -44,6 +44,30 @@ pub struct Api {
     pub remotes: crate::aggregator::proxy::Remotes,
     /// Identity header names sent to extension servers.
     pub front_proxy_headers: crate::config::FrontProxyConfig,
+    /// Bound on requests that are not long-running (`--request-timeout`).
+    pub request_timeout: std::time::Duration,
+}
+
+/// Watches and connection upgrades may outlive `--request-timeout` (upstream's
+/// long-running check: watch and the connect verbs).
+fn is_long_running(info: &RequestInfo, req: &Request<Incoming>) -> bool {
+    info.verb == "watch"
+        || matches!(
+            info.subresource.as_str(),
+            "exec" | "attach" | "portforward" | "proxy" | "log"
+        )
+        || req.headers().contains_key(header::UPGRADE)
+}
+
+/// What upstream's timeout filter writes when a request outlives
+/// `--request-timeout` (a Status without `kind`, as it builds it by hand).
+fn request_timed_out() -> Response<Body> {
+    response::json(
+        504,
+        Bytes::from_static(
+            b"{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n",
+        ),
+    )
 }
 
 /// Paths anyone may read (upstream's system:public-info-viewer).
@@ -81,12 +105,21 @@ impl Api {
             remote_discovery: Default::default(),
             front_proxy_headers,
             authorizer,
+            request_timeout: std::time::Duration::from_secs(60),
         }
     }
 
+    /// Bound non-long-running requests by `timeout` instead of the default 60 s.
+    pub fn with_request_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
     /// kubext's own types: the built-ins and CustomResourceDefinitions.
-    pub fn kubext_types() -> Vec<Arc<ResourceType>> {
-        registry::builtin::resource_types()
+    pub fn kubext_types(
+        service_ranges: registry::builtin::ServiceRanges,
+    ) -> Vec<Arc<ResourceType>> {
+        registry::builtin::resource_types_with(service_ranges)
             .into_iter()
             .chain(std::iter::once(
                 Arc::new(apiextensions::crd_resource_type()),
@@ -192,15 +225,24 @@ impl Api {
             &path,
             crate::query::Query::parse(req.uri().query()).flag("watch"),
         );
-        let resp = match user {
+        let mut resp = match user {
             None if !is_public(&path) => {
                 response::error(&StatusError::unauthorized("Unauthorized"))
             }
             user => {
                 let user = user.unwrap_or_else(UserInfo::anonymous);
-                self.route(req, &info, &path, user).await
+                if is_long_running(&info, &req) {
+                    self.route(req, &info, &path, user).await
+                } else {
+                    let timeout = self.request_timeout;
+                    match tokio::time::timeout(timeout, self.route(req, &info, &path, user)).await {
+                        Ok(resp) => resp,
+                        Err(_) => request_timed_out(),
+                    }
+                }
             }
         };
+        response::add_standard_headers(&mut resp);
         self.metrics
             .observe(&info, resp.status().as_u16(), started.elapsed());
         if !info.verb.is_empty() && info.verb != "watch" {

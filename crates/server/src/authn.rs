@@ -212,9 +212,15 @@ impl RequestHeader {
                 extra.entry(key).or_default().push(v.to_string());
             }
         }
+        let uid = cfg
+            .uid_headers
+            .iter()
+            .flat_map(|h| values(h))
+            .find(|v| !v.is_empty())
+            .unwrap_or_default();
         Some(UserInfo {
             name,
-            uid: String::new(),
+            uid,
             groups,
             extra,
         })

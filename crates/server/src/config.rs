@@ -40,6 +40,10 @@ pub struct Config {
     pub serving_hosts: Vec<String>,
     /// Set when this is an aggregated API server rather than kubext itself.
     pub extension: Option<Arc<Extension>>,
+    /// Where Services get cluster IPs and node ports.
+    pub service_ranges: registry::builtin::ServiceRanges,
+    /// Bound on non-long-running requests (`--request-timeout`).
+    pub request_timeout: Duration,
 }
 
 /// An aggregated API server built on kubext (`kubext-apiserver`): it serves only
@@ -77,6 +81,9 @@ pub struct FrontProxyConfig {
     pub username_headers: Vec<String>,
     pub group_headers: Vec<String>,
     pub extra_headers_prefix: Vec<String>,
+    /// Headers carrying the user's UID (`--requestheader-uid-headers`; empty by
+    /// default, as upstream). The aggregator always sends `X-Remote-Uid`.
+    pub uid_headers: Vec<String>,
 }
 
 impl Default for FrontProxyConfig {
@@ -89,6 +96,7 @@ impl Default for FrontProxyConfig {
             username_headers: vec!["X-Remote-User".into()],
             group_headers: vec!["X-Remote-Group".into()],
             extra_headers_prefix: vec!["X-Remote-Extra-".into()],
+            uid_headers: Vec::new(),
         }
     }
 }
@@ -108,6 +116,8 @@ impl Default for Config {
             token_auth_file: None,
             compaction_interval: Duration::from_secs(300),
             bookmark_interval: Duration::from_secs(60),
+            service_ranges: Default::default(),
+            request_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             front_proxy: FrontProxyConfig::default(),
             serving_hosts: Vec::new(),

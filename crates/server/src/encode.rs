@@ -73,9 +73,10 @@ pub fn object(
     opts: &TableOptions,
 ) -> Bytes {
     match output {
+        // Without the newline: watch frames embed it (responses add it).
         Output::Json => cached
             .cloned()
-            .unwrap_or_else(|| Bytes::from(serde_json::to_vec(value).unwrap_or_default())),
+            .unwrap_or_else(|| Bytes::from(apimachinery::meta::to_json_vec(value))),
         Output::Yaml => Bytes::from(to_yaml(value)),
         Output::Table(v) => {
             let md = json!({"resourceVersion": apimachinery::meta::resource_version(value)});
@@ -139,7 +140,7 @@ fn json_list(rtype: &ResourceType, items: &[Arc<Object>], meta: &ListMeta) -> By
         list_metadata(meta)
     );
     let size: usize = items.iter().map(|o| o.json().len() + 1).sum();
-    let mut buf = BytesMut::with_capacity(head.len() + size + 2);
+    let mut buf = BytesMut::with_capacity(head.len() + size + 3);
     buf.put_slice(head.as_bytes());
     for (i, o) in items.iter().enumerate() {
         if i > 0 {
@@ -147,10 +148,21 @@ fn json_list(rtype: &ResourceType, items: &[Arc<Object>], meta: &ListMeta) -> By
         }
         buf.put_slice(o.json());
     }
-    buf.put_slice(b"]}");
+    buf.put_slice(b"]}\n");
     buf.freeze()
 }
 
+/// A JSON response body, newline-terminated as Go's JSON encoder writes it.
 pub fn to_bytes(v: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+    let mut json = apimachinery::meta::to_json_vec(v);
+    json.push(b'\n');
+    Bytes::from(json)
+}
+
+/// `json` newline-terminated (a copy), for a response body.
+pub fn with_newline(json: &Bytes) -> Bytes {
+    let mut buf = BytesMut::with_capacity(json.len() + 1);
+    buf.put_slice(json);
+    buf.put_u8(b'\n');
+    buf.freeze()
 }

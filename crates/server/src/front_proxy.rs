@@ -68,6 +68,7 @@ impl FrontProxy {
                 "requestheader-username-headers": list(&self.config.username_headers),
                 "requestheader-group-headers": list(&self.config.group_headers),
                 "requestheader-extra-headers-prefix": list(&self.config.extra_headers_prefix),
+                "requestheader-uid-headers": list(&self.config.uid_headers),
             },
         })
     }

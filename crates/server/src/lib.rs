@@ -12,6 +12,7 @@ pub mod computed;
 pub mod config;
 pub mod encode;
 pub mod front_proxy;
+pub mod kubernetes_service;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;

@@ -116,12 +116,18 @@ pub enum BodyKind {
 }
 
 pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
+    // No Content-Type means JSON; one that does not parse as a media type is refused.
+    let content_type = content_type.map(str::trim).unwrap_or("");
+    if content_type.is_empty() {
+        return Ok(BodyKind::Json);
+    }
     let essence = content_type
-        .and_then(|c| c.split(';').next())
+        .split(';')
+        .next()
         .map(|s| s.trim().to_ascii_lowercase())
-        .unwrap_or_else(|| "application/json".into());
+        .unwrap_or_default();
     Ok(match essence.as_str() {
-        "application/json" | "" | "*/*" => BodyKind::Json,
+        "application/json" | "*/*" => BodyKind::Json,
         "application/yaml" | "application/x-yaml" | "text/yaml" => BodyKind::Yaml,
         "application/json-patch+json" => BodyKind::JsonPatch,
         "application/merge-patch+json" => BodyKind::MergePatch,

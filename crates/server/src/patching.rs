@@ -50,14 +50,18 @@ pub async fn patch(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
+    let json_patch = match kind {
+        BodyKind::JsonPatch => Some(decode_json_patch(&patch_doc)?),
+        _ => None,
+    };
     let schema = &call.rtype().patch_schema;
     let rtype = call.rtype();
     let warnings = std::sync::Mutex::new(Vec::new());
     let mutate = |current: &Value| -> Result<Value> {
-        let mut patched = match kind {
-            BodyKind::JsonPatch => patch::json_patch::apply(current, &patch_doc),
-            BodyKind::MergePatch => patch::merge_patch::apply(current, &patch_doc),
-            _ => patch::strategic::apply(current, &patch_doc, schema),
+        let mut patched = match (&json_patch, kind) {
+            (Some(ops), _) => ops.apply(current),
+            (None, BodyKind::MergePatch) => patch::merge_patch::apply(current, &patch_doc),
+            (None, _) => patch::strategic::apply(current, &patch_doc, schema),
         }
         .map_err(patch_error)?;
         check_type(rtype, &patched)?;
@@ -74,6 +78,19 @@ pub async fn patch(
         .await?;
     let warnings = warnings.into_inner().unwrap_or_default();
     Ok(object_response(call, 200, &updated, &warnings))
+}
+
+/// Decode a JSON patch once (not per retry) and enforce upstream's operation limit.
+fn decode_json_patch(doc: &Value) -> Result<patch::json_patch::JsonPatch> {
+    let ops = patch::json_patch::JsonPatch::from_value(doc).map_err(patch_error)?;
+    if ops.len() > patch::json_patch::MAX_OPERATIONS {
+        return Err(StatusError::too_large(format!(
+            "The allowed maximum operations in a JSON patch is {}, got {}",
+            patch::json_patch::MAX_OPERATIONS,
+            ops.len()
+        )));
+    }
+    Ok(ops)
 }
 
 /// Server-side apply: `registry::apply` merges the configuration into the live

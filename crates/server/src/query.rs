@@ -26,6 +26,18 @@ impl Query {
         matches!(self.get(key), Some("true" | "1"))
     }
 
+    /// A boolean parameter as Go's `strconv.ParseBool` reads it.
+    fn bool_value(&self, key: &str) -> Result<Option<bool>, StatusError> {
+        match self.get(key) {
+            None | Some("") => Ok(None),
+            Some("1" | "t" | "T" | "true" | "TRUE" | "True") => Ok(Some(true)),
+            Some("0" | "f" | "F" | "false" | "FALSE" | "False") => Ok(Some(false)),
+            Some(v) => Err(StatusError::bad_request(format!(
+                "invalid value for {key}: {v:?}"
+            ))),
+        }
+    }
+
     fn int(&self, key: &str) -> Result<Option<i64>, StatusError> {
         match self.get(key) {
             None | Some("") => Ok(None),
@@ -34,6 +46,40 @@ impl Query {
                 .map(Some)
                 .map_err(|_| StatusError::bad_request(format!("invalid value for {key}: {v:?}"))),
         }
+    }
+
+    /// `fieldValidation`: `Ignore`, `Warn` or `Strict` (`None` when absent or empty).
+    pub fn field_validation(&self) -> Result<Option<&str>, StatusError> {
+        match self.get("fieldValidation") {
+            None | Some("") => Ok(None),
+            Some(v @ ("Ignore" | "Warn" | "Strict")) => Ok(Some(v)),
+            Some(other) => Err(Self::unsupported_field_validation(other, "CreateOptions")),
+        }
+    }
+
+    /// Reject an unknown `fieldValidation` as upstream's options validation does
+    /// (422 on `CreateOptions`/`UpdateOptions`/`PatchOptions`).
+    pub fn check_field_validation(&self, options_kind: &str) -> Result<(), StatusError> {
+        match self.field_validation() {
+            Err(_) => Err(Self::unsupported_field_validation(
+                self.get("fieldValidation").unwrap_or_default(),
+                options_kind,
+            )),
+            Ok(_) => Ok(()),
+        }
+    }
+
+    fn unsupported_field_validation(value: &str, options_kind: &str) -> StatusError {
+        StatusError::invalid(
+            "meta.k8s.io",
+            options_kind,
+            "",
+            &vec![apimachinery::FieldError::not_supported(
+                &apimachinery::FieldPath::new("fieldValidation"),
+                serde_json::Value::String(value.to_string()),
+                &["", "Ignore", "Strict", "Warn"],
+            )],
+        )
     }
 
     pub fn dry_run(&self) -> Result<bool, StatusError> {
@@ -134,9 +180,17 @@ impl Query {
 
     /// DELETE options from the query (the body, if any, is merged by the caller).
     pub fn delete_options(&self) -> Result<DeleteOptions, StatusError> {
+        let orphan_dependents = self.bool_value("orphanDependents")?;
+        let propagation_policy = match (self.get("propagationPolicy"), orphan_dependents) {
+            (Some(policy), _) => Some(policy.to_string()),
+            (None, Some(true)) => Some("Orphan".to_string()),
+            (None, Some(false)) => Some("Background".to_string()),
+            (None, None) => None,
+        };
         Ok(DeleteOptions {
             grace_period_seconds: self.int("gracePeriodSeconds")?,
-            propagation_policy: self.get("propagationPolicy").map(String::from),
+            propagation_policy,
+            orphan_dependents,
             ..Default::default()
         })
     }

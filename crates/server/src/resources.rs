@@ -111,6 +111,9 @@ async fn serve_inner(
         no_headers: false,
     };
     let content_type = header_str(header::CONTENT_TYPE);
+    if let Some(options_kind) = write_options_kind(&info.verb) {
+        query.check_field_validation(options_kind)?;
+    }
     let call = Call {
         api,
         served,
@@ -191,6 +194,16 @@ async fn token_request(
         201,
         Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),
     ))
+}
+
+/// The options type upstream validates a write's query parameters as.
+fn write_options_kind(verb: &str) -> Option<&'static str> {
+    match verb {
+        "create" => Some("CreateOptions"),
+        "update" => Some("UpdateOptions"),
+        "patch" => Some("PatchOptions"),
+        _ => None,
+    }
 }
 
 /// Upstream derives the default field manager from the user agent's first segment.
@@ -313,22 +326,14 @@ pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> 
     if unknown.is_empty() {
         return Ok(Vec::new());
     }
-    let directive = call.query.get("fieldValidation").unwrap_or("Warn");
-    match directive {
-        "Strict" => {
-            return Err(StatusError::bad_request(format!(
-                "{kind} in version \"{version}\" cannot be handled as a {kind}: {}",
-                openapi::strict_decoding_error(&unknown),
-                kind = rtype.kind,
-                version = rtype.version,
-            )));
-        }
-        "Warn" | "Ignore" => {}
-        other => {
-            return Err(StatusError::bad_request(format!(
-                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
-            )));
-        }
+    let directive = call.query.field_validation()?.unwrap_or("Warn");
+    if directive == "Strict" {
+        return Err(StatusError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: {}",
+            openapi::strict_decoding_error(&unknown),
+            kind = rtype.kind,
+            version = rtype.version,
+        )));
     }
     if !pruned {
         for path in &unknown {
@@ -386,9 +391,26 @@ async fn decode_object(
         ));
     }
     let bytes = read_body(body).await?;
-    let obj = negotiate::decode(kind, &bytes)?;
+    let mut obj = negotiate::decode(kind, &bytes)?;
+    default_type(call.rtype(), &mut obj);
     check_type(call.rtype(), &obj)?;
     Ok(obj)
+}
+
+/// A body for a built-in type may leave out `apiVersion` and `kind`: upstream's
+/// typed decoder takes them from the URL. Custom resources are decoded as
+/// unstructured objects and must name them.
+fn default_type(rtype: &ResourceType, obj: &mut Value) {
+    let Some(map) = obj.as_object_mut().filter(|_| rtype.structured) else {
+        return;
+    };
+    let missing = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
+    if missing(map.get("kind")) {
+        map.insert("kind".into(), Value::String(rtype.kind.clone()));
+    }
+    if missing(map.get("apiVersion")) {
+        map.insert("apiVersion".into(), Value::String(rtype.api_version()));
+    }
 }
 
 /// Encode one object in the negotiated representation.
@@ -399,7 +421,10 @@ pub fn object_response(
     warnings: &[String],
 ) -> Response<Body> {
     let cached = matches!(call.output, Output::Json).then(|| obj.json());
-    let body = encode::object(&call.output, call.rtype(), &obj.value, cached, &call.table);
+    let mut body = encode::object(&call.output, call.rtype(), &obj.value, cached, &call.table);
+    if matches!(call.output, Output::Json) {
+        body = encode::with_newline(&body);
+    }
     let mut resp = response::maybe_gzip(
         call.accept_encoding.as_deref(),
         code,
@@ -490,6 +515,7 @@ async fn delete_options(
     }
     // The deprecated form of `propagationPolicy: Orphan|Background`.
     if let Some(orphan) = v.get("orphanDependents").and_then(Value::as_bool) {
+        opts.orphan_dependents = Some(orphan);
         if opts.propagation_policy.is_some() {
             return Err(StatusError::bad_request(
                 "DeleteOptions: Invalid value: \"orphanDependents\": orphanDependents and propagationPolicy cannot both be set",
@@ -531,10 +557,17 @@ async fn delete(
         .store
         .delete(&ctx, &call.info.name, &opts)
         .await?;
+    // A pending deletion answers with the object; 202 only for the explicit,
+    // deprecated `orphanDependents: false` (upstream's quirk).
     if !outcome.deleted {
+        let code = if opts.orphan_dependents == Some(false) {
+            202
+        } else {
+            200
+        };
         return Ok(object_response(
             call,
-            202,
+            code,
             &Object::new(outcome.object),
             &[],
         ));
@@ -547,20 +580,30 @@ async fn delete(
             &[],
         ));
     }
-    let rtype = call.rtype();
-    let status = json!({
+    Ok(response::json(
+        200,
+        encode::to_bytes(&deleted_status(
+            call.rtype(),
+            &call.info.name,
+            &outcome.object,
+        )),
+    ))
+}
+
+/// What a completed DELETE answers for most types: a `Success` Status whose
+/// `details.kind` is the resource (plural), as upstream's store fills it in.
+fn deleted_status(rtype: &ResourceType, name: &str, deleted: &Value) -> Value {
+    let mut details = json!({"name": name, "kind": rtype.plural, "uid": meta::uid(deleted)});
+    if !rtype.group.is_empty() {
+        details["group"] = json!(rtype.group);
+    }
+    json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": {
-            "name": call.info.name,
-            "group": rtype.group,
-            "kind": rtype.plural,
-            "uid": meta::uid(&outcome.object),
-        },
-    });
-    Ok(response::json(200, encode::to_bytes(&status)))
+        "details": details,
+    })
 }
 
 async fn delete_collection(

@@ -30,8 +30,32 @@ pub fn json(code: u16, body: impl Into<Bytes>) -> Response<Body> {
     respond(code, "application/json", body)
 }
 
+/// A `Status` body, newline-terminated as Go's JSON encoder writes it.
 pub fn error(err: &StatusError) -> Response<Body> {
-    json(err.code(), err.to_json())
+    let mut body = err.to_json();
+    body.push(b'\n');
+    json(err.code(), body)
+}
+
+/// Headers upstream puts on every response (unless the handler set them): API
+/// answers must not be cached by intermediaries; plain-text errors and 403s (Go's
+/// `http.Error` and the authorization filter) must not be content-sniffed.
+pub fn add_standard_headers(resp: &mut Response<Body>) {
+    let plain_text_error = resp.status().as_u16() >= 400
+        && resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|c| c.as_bytes().starts_with(b"text/plain"));
+    let nosniff = plain_text_error || resp.status() == StatusCode::FORBIDDEN;
+    let headers = resp.headers_mut();
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-cache, private"));
+    if nosniff {
+        headers
+            .entry(header::X_CONTENT_TYPE_OPTIONS)
+            .or_insert(HeaderValue::from_static("nosniff"));
+    }
 }
 
 pub fn text(code: u16, body: &'static str) -> Response<Body> {

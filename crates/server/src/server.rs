@@ -85,25 +85,28 @@ pub async fn start(config: Config) -> Result<Running> {
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let api = Arc::new(Api::new(
-        storage.clone(),
-        &config.etcd_prefix,
-        authn,
-        shutdown_rx.clone(),
-        config.front_proxy.clone(),
-        match &config.extension {
-            Some(extension) => extension.types.clone(),
-            None => Api::kubext_types(),
-        },
-        match &config.extension {
-            Some(extension) => extension.authorizer.clone(),
-            None => Arc::new(crate::authz::AllowAuthenticated),
-        },
-    ));
+    let api = Arc::new(
+        Api::new(
+            storage.clone(),
+            &config.etcd_prefix,
+            authn,
+            shutdown_rx.clone(),
+            config.front_proxy.clone(),
+            match &config.extension {
+                Some(extension) => extension.types.clone(),
+                None => Api::kubext_types(config.service_ranges),
+            },
+            match &config.extension {
+                Some(extension) => extension.authorizer.clone(),
+                None => Arc::new(crate::authz::AllowAuthenticated),
+            },
+        )
+        .with_request_timeout(config.request_timeout),
+    );
     let controllers = match &config.extension {
         // An aggregated API server only serves its types.
         Some(_) => tokio::spawn(async {}),
-        None => start_controllers(&api, &config, &pki, &front_proxy, &client_cas).await?,
+        None => start_controllers(&api, &config, &pki, &front_proxy, &client_cas, addr).await?,
     };
 
     let kubeconfig = pki::kubeconfig_path(&config.data_dir);
@@ -154,8 +157,10 @@ async fn start_controllers(
     pki: &Pki,
     front_proxy: &crate::front_proxy::FrontProxy,
     client_cas: &[String],
+    addr: SocketAddr,
 ) -> Result<tokio::task::JoinHandle<()>> {
     bootstrap(api).await?;
+    crate::kubernetes_service::publish(api, &config.service_ranges, advertised(addr)).await?;
     publish_authentication_configmap(api, front_proxy, &client_cas.join("")).await?;
     let (leadership, election) = leader_election(api, config);
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
@@ -457,6 +462,16 @@ fn start_availability(
     )))
 }
 
+/// The address `default/kubernetes` points at: the bound address, or loopback
+/// when bound to all interfaces.
+fn advertised(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
 /// The namespaces every cluster has.
 async fn bootstrap(api: &Api) -> Result<()> {
     let catalog = api.catalog();
@@ -505,6 +520,10 @@ impl Resources for CatalogResources {
     }
 }
 
+/// Upstream's `ReadHeaderTimeout`: a connection must complete its TLS handshake
+/// and send a request's headers within this long.
+const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+
 async fn serve(
     listener: TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
@@ -516,26 +535,45 @@ async fn serve(
 ) {
     let graceful = GracefulShutdown::new();
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(READ_HEADER_TIMEOUT);
     builder.http2().max_concurrent_streams(1000);
+    let mut backoff = AcceptBackoff::default();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                let Ok((tcp, _peer)) = accepted else { continue };
+                let tcp = match accepted {
+                    Ok((tcp, _peer)) => { backoff.reset(); tcp }
+                    Err(e) => { backoff.wait(&e).await; continue; }
+                };
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let api = api.clone();
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else { return };
+                    let Ok(Ok(tls)) = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(tcp)).await else { return };
                     let peer = Arc::new(api.authn.peer(tls.get_ref().1.peer_certificates().unwrap_or_default()));
+                    let first_request = Arc::new(tokio::sync::Notify::new());
+                    let seen = first_request.clone();
                     let service = hyper::service::service_fn(move |req| {
+                        seen.notify_one();
                         let api = api.clone();
                         let peer = peer.clone();
                         async move { Ok::<_, std::convert::Infallible>(handle_catching_panics(api, req, peer).await) }
                     });
                     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-                    let _ = watcher.watch(conn.into_owned()).await;
+                    let conn = watcher.watch(conn.into_owned());
+                    // hyper bounds later requests' headers; the first one (and the
+                    // protocol sniffing before it) is bounded here.
+                    tokio::select! {
+                        _ = conn => {}
+                        () = no_request_within(READ_HEADER_TIMEOUT, &first_request) => {
+                            tracing::debug!("closing a connection that sent no request within {READ_HEADER_TIMEOUT:?}");
+                        }
+                    }
                 });
             }
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
@@ -552,6 +590,40 @@ async fn serve(
     controllers.abort();
     backend.close().await;
     tracing::info!("storage closed; bye");
+}
+
+/// Completes only if no request arrived within `timeout`.
+async fn no_request_within(timeout: Duration, first_request: &tokio::sync::Notify) {
+    if tokio::time::timeout(timeout, first_request.notified())
+        .await
+        .is_ok()
+    {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Go's `http.Server` backs off on accept errors (5 ms doubling to 1 s) instead of
+/// spinning, e.g. while file descriptors are exhausted.
+#[derive(Default)]
+struct AcceptBackoff {
+    delay: Option<Duration>,
+}
+
+impl AcceptBackoff {
+    fn reset(&mut self) {
+        self.delay = None;
+    }
+
+    async fn wait(&mut self, error: &std::io::Error) {
+        let delay = self.delay.map_or(Duration::from_millis(5), |d| {
+            (d * 2).min(Duration::from_secs(1))
+        });
+        if self.delay.is_none() {
+            tracing::warn!(%error, "accept failed; backing off");
+        }
+        self.delay = Some(delay);
+        tokio::time::sleep(delay).await;
+    }
 }
 
 /// A panic in a handler becomes a 500 Status, not a dropped connection.

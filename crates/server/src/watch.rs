@@ -32,12 +32,27 @@ const FRAME_BUFFER: usize = 64;
 /// kube-apiserver's default --min-request-timeout; watches end between 1x and 2x.
 const MIN_REQUEST_TIMEOUT: u64 = 1800;
 
+/// Upstream computes `timeoutSeconds * 1s` in int64 nanoseconds and lets it wrap:
+/// zero means a random timeout between 1x and 2x --min-request-timeout, a negative
+/// product ends the watch at once.
+fn watch_timeout(seconds: Option<i64>) -> Duration {
+    match seconds.unwrap_or(0).wrapping_mul(1_000_000_000) {
+        0 => Duration::from_secs(MIN_REQUEST_TIMEOUT + rand_below(MIN_REQUEST_TIMEOUT)),
+        nanos if nanos < 0 => Duration::ZERO,
+        nanos => Duration::from_nanos(nanos.unsigned_abs()),
+    }
+}
+
+/// `now + timeout`, saturating: `timeoutSeconds` may be as large as `i64::MAX`.
+fn deadline_after(timeout: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
 pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
     let opts = call.query.watch_options()?;
-    let timeout = match call.query.timeout_seconds()? {
-        Some(s) if s > 0 => Duration::from_secs(s as u64),
-        _ => Duration::from_secs(MIN_REQUEST_TIMEOUT + rand_below(MIN_REQUEST_TIMEOUT)),
-    };
+    let timeout = watch_timeout(call.query.timeout_seconds()?);
     let initial_events_end = opts.send_initial_events;
     let encoder = EventEncoder {
         output: call.output.clone(),
@@ -49,7 +64,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
     match call.served.store.watch(&call.ctx, opts).await {
         Ok(watcher) => {
             let ends = Ends {
-                deadline: tokio::time::Instant::now() + timeout,
+                deadline: deadline_after(timeout),
                 shutdown: call.api.shutdown.clone(),
                 retired: call.served.retired.subscribe(),
             };
@@ -173,6 +188,7 @@ impl EventEncoder {
 }
 
 fn frame(kind: &str, object: &[u8]) -> Bytes {
+    let object = object.strip_suffix(b"\n").unwrap_or(object);
     let mut buf = BytesMut::with_capacity(object.len() + 32);
     buf.put_slice(b"{\"type\":\"");
     buf.put_slice(kind.as_bytes());

@@ -5,6 +5,9 @@ mod configmaps;
 mod core;
 mod events;
 mod secrets;
+mod services;
+
+pub use services::{ServiceAllocator, ServiceRanges};
 
 use std::sync::Arc;
 
@@ -38,10 +41,17 @@ fn fields(mut r: ResourceType, fields: &[&str]) -> ResourceType {
     r
 }
 
-/// Every built-in resource type, in discovery order within each group.
+/// Every built-in resource type, in discovery order within each group, with the
+/// default Service ranges.
 pub fn resource_types() -> Vec<Arc<ResourceType>> {
+    resource_types_with(ServiceRanges::default())
+}
+
+/// Every built-in resource type; Services allocate from `service_ranges`.
+pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceType>> {
     let mut namespaces = resource("", "v1", "Namespace", "namespaces", false, core::Namespaces);
     namespaces.has_status = true;
+    namespaces.return_deleted_object = true;
     namespaces.name_validation = name_is_dns_label;
     let namespaces = fields(
         columns(
@@ -97,6 +107,7 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
             "The number of secrets",
         )],
     );
+    serviceaccounts.return_deleted_object = true;
     serviceaccounts.extra_subresources = &[crate::ExtraSubresource {
         name: "token",
         group: "authentication.k8s.io",
@@ -116,12 +127,14 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
     );
     let mut services = columns(
         short(
-            resource("", "v1", "Service", "services", true, core::Services),
+            resource("", "v1", "Service", "services", true, services::Services),
             &["svc"],
         ),
         core::SERVICE_COLUMNS.to_vec(),
     );
     services.has_status = true;
+    services.return_deleted_object = true;
+    services.allocator = Some(Arc::new(ServiceAllocator::new(service_ranges)));
     services.name_validation = apimachinery::validation::name_is_dns1035_label;
     services.categories = vec!["all".into()];
     let services = services;
@@ -186,6 +199,7 @@ pub fn resource_types() -> Vec<Arc<ResourceType>> {
         apiregistration::COLUMNS.to_vec(),
     );
     apiservices.has_status = true;
+    apiservices.allow_unconditional_update = false;
     apiservices.storage_path = "apiregistration.k8s.io/apiservices".into();
     apiservices.categories = vec!["api-extensions".into()];
     apiservices.name_validation = apimachinery::validation::name_is_path_segment;

@@ -173,7 +173,9 @@ fn strip_identity(h: &mut http::HeaderMap, cfg: &FrontProxyConfig) {
             .username_headers
             .iter()
             .chain(&cfg.group_headers)
+            .chain(&cfg.uid_headers)
             .any(|x| n.eq_ignore_ascii_case(x))
+            || n.eq_ignore_ascii_case(UID_HEADER)
             || cfg
                 .extra_headers_prefix
                 .iter()
@@ -185,8 +187,20 @@ fn strip_identity(h: &mut http::HeaderMap, cfg: &FrontProxyConfig) {
     }
 }
 
+/// The header the aggregator sends the caller's UID in (upstream 1.33, its
+/// `RemoteRequestHeaderUID` feature on by default), when the UID is known.
+const UID_HEADER: &str = "X-Remote-Uid";
+
 pub fn add_identity(h: &mut http::HeaderMap, user: &UserInfo, cfg: &FrontProxyConfig) {
     let header = |s: &str| HeaderName::from_bytes(s.as_bytes()).ok();
+    if !user.uid.is_empty()
+        && let (Some(name), Ok(value)) = (
+            header(cfg.uid_headers.first().map_or(UID_HEADER, String::as_str)),
+            HeaderValue::from_str(&user.uid),
+        )
+    {
+        h.insert(name, value);
+    }
     if let (Some(name), Ok(value)) = (
         cfg.username_headers.first().and_then(|s| header(s)),
         HeaderValue::from_str(&user.name),
