@@ -26,8 +26,9 @@ pub type Compiled = (String, Vec<Arc<ResourceType>>);
 pub struct CrdController {
     pub crds: Arc<GenericStore>,
     pub publish: Publish,
-    /// CRDs whose instances are being deleted right now.
-    pub cleaning: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// CRDs (by uid: a re-created CRD is another one) whose instances are being
+    /// deleted right now.
+    pub cleaning: Arc<std::sync::Mutex<HashSet<String>>>,
     /// Compiled types per CRD, keyed by [`compile_key`]: a change to one CRD
     /// recompiles only that CRD's schemas and JSONPaths.
     pub compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
@@ -138,17 +139,26 @@ impl CrdController {
         if !meta::finalizers(crd).contains(&CLEANUP_FINALIZER) || !self.leading() {
             return;
         }
-        let Ok(mut cleaning) = self.cleaning.lock() else {
-            return;
-        };
-        if !cleaning.insert(name.to_string()) {
+        let uid = meta::uid(crd).to_string();
+        let started = self
+            .cleaning
+            .lock()
+            .is_ok_and(|mut cleaning| cleaning.insert(uid.clone()));
+        if !started {
             return;
         }
         let crds = self.crds.clone();
-        let (name, crd) = (name.to_string(), crd.clone());
+        let cleaning = self.cleaning.clone();
+        let cleanup = Cleanup {
+            name: name.to_string(),
+            uid,
+        };
+        let crd = crd.clone();
         tokio::spawn(async move {
-            delete_instances(&crds, &crd).await;
-            release(&crds, &name).await;
+            cleanup.run(&crds, &crd).await;
+            if let Ok(mut set) = cleaning.lock() {
+                set.remove(&cleanup.uid);
+            }
         });
     }
 
@@ -447,56 +457,138 @@ fn desired_status(crd: &Value, conflict: Option<(&'static str, String)>) -> Opti
 }
 
 /// Delete all instances of a CRD until none is left.
-async fn delete_instances(crds: &GenericStore, crd: &Value) {
-    let Some(rtype) = storage_type(crd) else {
-        return;
-    };
-    let store = GenericStore::new(Arc::new(rtype), crds.storage().clone(), crds.prefix());
-    let mut delay = Duration::from_millis(100);
-    loop {
-        let ctx = controllers::system_context("", MANAGER);
-        match store.list(&ctx, registry::ListOptions::default()).await {
-            Ok(list) if list.items.is_empty() => return,
-            Ok(list) => {
-                for item in list
-                    .items
-                    .iter()
-                    .filter(|i| meta::deletion_timestamp(&i.value).is_none())
-                {
-                    let ctx = controllers::system_context(meta::namespace(&item.value), MANAGER);
-                    let name = meta::name(&item.value);
-                    if let Err(e) = store.delete(&ctx, name, &Default::default()).await
-                        && e.code() != 404
-                    {
-                        tracing::warn!(name, error = %e, "cannot delete custom resource");
-                    }
-                }
+/// Upstream waits this long for the instances to go before it reports
+/// `InstanceDeletionCheck` and starts over.
+const INSTANCE_DELETION_WAIT: Duration = Duration::from_secs(60);
+
+/// The deletion of one CRD's instances, with upstream's `Terminating` conditions:
+/// `InstanceDeletionInProgress`, `InstanceDeletionCheck` while instances remain
+/// after a round, `InstanceDeletionCompleted` (False) with the finalizer's removal.
+struct Cleanup {
+    name: String,
+    uid: String,
+}
+
+impl Cleanup {
+    async fn run(&self, crds: &GenericStore, crd: &Value) {
+        self.set_terminating(
+            crds,
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+            false,
+        )
+        .await;
+        if let Some(rtype) = storage_type(crd) {
+            let store = GenericStore::new(Arc::new(rtype), crds.storage().clone(), crds.prefix());
+            let mut backoff = Duration::from_secs(1);
+            while let Err(why) = delete_instances(&store).await {
+                let message = format!("could not confirm zero CustomResources remaining: {why}");
+                self.set_terminating(crds, "True", "InstanceDeletionCheck", &message, false)
+                    .await;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(30));
             }
-            Err(e) => tracing::warn!(error = %e, "cannot list custom resources for cleanup"),
         }
-        tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
+        self.set_terminating(
+            crds,
+            "False",
+            "InstanceDeletionCompleted",
+            "removed all instances",
+            false,
+        )
+        .await;
+        self.set_terminating(
+            crds,
+            "False",
+            "InstanceDeletionCompleted",
+            "removed all instances",
+            true,
+        )
+        .await;
+    }
+
+    /// Write the Terminating condition through `status`, or with `release` drop the
+    /// cleanup finalizer (the store then deletes the CRD); never to a CRD
+    /// re-created under the same name.
+    async fn set_terminating(
+        &self,
+        crds: &GenericStore,
+        status: &str,
+        reason: &str,
+        message: &str,
+        release: bool,
+    ) {
+        let mut ctx = controllers::system_context("", MANAGER);
+        if !release {
+            ctx.subresource = Some("status".into());
+        }
+        let result = crds
+            .update_with(&ctx, &self.name, |current| {
+                if meta::uid(current) != self.uid {
+                    return Err(apimachinery::StatusError::conflict(
+                        &crds.rtype.group_resource(),
+                        &self.name,
+                        "the CRD was re-created",
+                    ));
+                }
+                let mut next = current.clone();
+                if !release {
+                    crate::crd::set_condition_status(
+                        &mut next,
+                        "Terminating",
+                        status,
+                        reason,
+                        message,
+                    );
+                } else if let Some(list) = next
+                    .pointer_mut("/metadata/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
+                    list.retain(|f| f != CLEANUP_FINALIZER);
+                }
+                Ok(next)
+            })
+            .await;
+        if let Err(e) = result
+            && e.code() != 404
+        {
+            tracing::warn!(crd = %self.name, error = %e, reason, "cannot update a terminating CRD");
+        }
     }
 }
 
-/// Remove the cleanup finalizer; the store then deletes the CRD.
-async fn release(crds: &GenericStore, name: &str) {
+/// Delete every instance (honouring their finalizers) and wait up to
+/// [`INSTANCE_DELETION_WAIT`] for them to be gone; the error says why not.
+async fn delete_instances(store: &GenericStore) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + INSTANCE_DELETION_WAIT;
+    let mut delay = Duration::from_millis(100);
     let ctx = controllers::system_context("", MANAGER);
-    let result = crds
-        .update_with(&ctx, name, |current| {
-            let mut next = current.clone();
-            if let Some(list) = next
-                .pointer_mut("/metadata/finalizers")
-                .and_then(Value::as_array_mut)
+    loop {
+        let list = store
+            .list(&ctx, registry::ListOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        if list.items.is_empty() {
+            return Ok(());
+        }
+        for item in list
+            .items
+            .iter()
+            .filter(|i| meta::deletion_timestamp(&i.value).is_none())
+        {
+            let ctx = controllers::system_context(meta::namespace(&item.value), MANAGER);
+            let name = meta::name(&item.value);
+            if let Err(e) = store.delete(&ctx, name, &Default::default()).await
+                && e.code() != 404
             {
-                list.retain(|f| f != CLEANUP_FINALIZER);
+                tracing::warn!(name, error = %e, "cannot delete custom resource");
             }
-            Ok(next)
-        })
-        .await;
-    if let Err(e) = result
-        && e.code() != 404
-    {
-        tracing::warn!(crd = name, error = %e, "cannot remove the cleanup finalizer");
+        }
+        if tokio::time::Instant::now() + delay > deadline {
+            return Err("context deadline exceeded".into());
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
     }
 }

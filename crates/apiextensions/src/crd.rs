@@ -120,20 +120,40 @@ pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 
 /// Set (or replace) a True condition in `status.conditions`.
 pub fn set_condition(obj: &mut Value, kind: &str, reason: &str, message: &str) {
+    set_condition_status(obj, kind, "True", reason, message);
+}
+
+/// Set (or replace) a condition in `status.conditions`; its transition time moves
+/// only when its status changes (upstream's `SetCRDCondition`).
+pub fn set_condition_status(
+    obj: &mut Value,
+    kind: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) {
     if !obj.get("status").is_some_and(Value::is_object) {
         obj["status"] = json!({});
     }
-    let status = &mut obj["status"];
-    if !status.get("conditions").is_some_and(Value::is_array) {
-        status["conditions"] = json!([]);
+    let object_status = &mut obj["status"];
+    if !object_status.get("conditions").is_some_and(Value::is_array) {
+        object_status["conditions"] = json!([]);
     }
+    let Some(list) = object_status["conditions"].as_array_mut() else {
+        return;
+    };
+    let since = list
+        .iter()
+        .find(|c| c["type"] == kind && c["status"] == status)
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(apimachinery::time::now_rfc3339()));
     let condition = json!({
-        "type": kind, "status": "True", "reason": reason, "message": message,
-        "lastTransitionTime": apimachinery::time::now_rfc3339(),
+        "type": kind, "status": status, "reason": reason, "message": message,
+        "lastTransitionTime": since,
     });
-    if let Some(list) = status["conditions"].as_array_mut() {
-        list.retain(|c| c["type"] != kind);
-        list.push(condition);
+    match list.iter_mut().find(|c| c["type"] == kind) {
+        Some(existing) => *existing = condition,
+        None => list.push(condition),
     }
 }
 

@@ -737,3 +737,63 @@ fn meta_remove(obj: &mut Value, field: &str) {
         md.remove(field);
     }
 }
+
+/// The CRD as JSON, or `None` once it is gone.
+fn crd_json(server: &Server, name: &str) -> Option<Value> {
+    let out = server.kubectl(&["get", "crd", name, "-o", "json"]);
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_crd_deleted_recreated_and_deleted_again_goes_and_reports_progress() {
+    let server = Server::builder().start().unwrap();
+    let crd = "widgets.fidelity.example.com";
+    install_widgets(&server);
+    server.apply("apiVersion: fidelity.example.com/v1\nkind: Widget\nmetadata:\n  name: held\n  finalizers: [example.com/hold]\n");
+    server.kubectl_ok(&["delete", "crd", crd, "--wait=false"]);
+    // Held by the instance's finalizer: upstream's in-progress condition.
+    wait_for("InstanceDeletionInProgress", || {
+        crd_json(&server, crd).is_some_and(|c| {
+            c["status"]["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|cond| {
+                    cond["type"] == "Terminating"
+                        && cond["status"] == "True"
+                        && cond["reason"] == "InstanceDeletionInProgress"
+                        && cond["message"] == "CustomResource deletion is in progress"
+                })
+        })
+    });
+    server.kubectl_ok(&[
+        "patch",
+        "widget",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    wait_for("the CRD to go", || crd_json(&server, crd).is_none());
+
+    // The same name again: deleting it must not wait on the old cleanup.
+    install_widgets(&server);
+    server.apply("apiVersion: fidelity.example.com/v1\nkind: Widget\nmetadata:\n  name: again\n");
+    server.kubectl_ok(&["delete", "crd", crd, "--wait=false"]);
+    wait_for("the re-created CRD to go", || {
+        crd_json(&server, crd).is_none()
+    });
+}
