@@ -1,0 +1,197 @@
+//! Connection-level faults are bounded as in kube-apiserver: connections that
+//! never finish a handshake or a request's headers are closed after its 32 s
+//! `ReadHeaderTimeout`, a body that never arrives ends with `--request-timeout`,
+//! and running out of file descriptors neither spins the accept loop nor stops
+//! the server for good.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+use testkit::Server;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Upstream's `ReadHeaderTimeout`, and how late a close may come.
+const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+const SLACK: Duration = Duration::from_secs(6);
+
+/// How long until the peer closes `stream` (reading and dropping whatever it sends).
+async fn closed_after<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: Duration,
+) -> Duration {
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(
+            limit.saturating_sub(started.elapsed()),
+            stream.read(&mut buf),
+        )
+        .await
+        {
+            Ok(Ok(0)) | Ok(Err(_)) => return started.elapsed(),
+            Ok(Ok(_)) => continue,
+            Err(_) => panic!("the connection was still open after {limit:?}"),
+        }
+    }
+}
+
+async fn tls(server: &Server) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let connector =
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(common::admin_tls_config(server)));
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    connector.connect(name, tcp).await.unwrap()
+}
+
+#[tokio::test]
+async fn silent_and_trickling_connections_are_closed_after_the_header_timeout() {
+    let server = Server::builder().start().unwrap();
+    let limit = READ_HEADER_TIMEOUT + SLACK;
+    // No ClientHello at all.
+    let silent_tcp = async {
+        let mut tcp = TcpStream::connect(server.addr).await.unwrap();
+        closed_after(&mut tcp, limit).await
+    };
+    // A TLS session that never sends a request.
+    let silent_tls = async {
+        let mut stream = tls(&server).await;
+        closed_after(&mut stream, limit).await
+    };
+    // Request headers a byte a second (HTTP/1.1 over TLS).
+    let trickle = async {
+        let stream = tls(&server).await;
+        let (mut reader, mut writer) = tokio::io::split(stream);
+        let head = b"GET /api/v1/namespaces HTTP/1.1\r\nHost: localhost\r\nX-Slow: ";
+        let writing = async move {
+            for byte in head.iter().chain(std::iter::repeat(&b'a')) {
+                if writer.write_all(&[*byte]).await.is_err() || writer.flush().await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        };
+        tokio::select! {
+            _ = writing => panic!("the writer stopped first"),
+            closed = closed_after(&mut reader, limit) => closed,
+        }
+    };
+    let (tcp, tls_idle, trickled) = tokio::join!(silent_tcp, silent_tls, trickle);
+    for (what, after) in [("tcp", tcp), ("tls", tls_idle), ("trickle", trickled)] {
+        assert!(
+            after >= READ_HEADER_TIMEOUT - Duration::from_secs(2),
+            "{what}: closed too early ({after:?})"
+        );
+    }
+    // The server still serves.
+    let client = server.client().await.unwrap();
+    assert!(common::whoami(&client).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_body_that_never_arrives_ends_with_the_request_timeout() {
+    let server = Server::builder()
+        .arg("--request-timeout=2s")
+        .start()
+        .unwrap();
+    let mut stream = tls(&server).await;
+    let head = "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"metadata\":";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("\"code\":504") {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed without an answer: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 504"), "{text}");
+    assert!(
+        text.contains(r#"{"metadata":{},"status":"Failure","message":"Timeout: request did not complete within the allotted timeout","reason":"Timeout","details":{},"code":504}"#),
+        "{text}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// `Max open files` soft and hard limits of a process.
+fn open_files_limits(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields[3].to_string(), fields[4].to_string())
+}
+
+/// User plus system CPU time of a process, from `/proc/<pid>/stat` (in ticks).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[tokio::test]
+async fn running_out_of_file_descriptors_backs_off_and_recovers() {
+    // A low hard limit (the server raises its soft limit to it, as Go does).
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("kubext-limited");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexec prlimit --nofile=64:128 {} \"$@\"\n",
+            testkit::kubext_binary().unwrap().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let server = Server::builder().binary(&wrapper).start().unwrap();
+    let pid = server.pid().unwrap();
+    assert_eq!(open_files_limits(pid), ("128".into(), "128".into()));
+
+    // Hold more connections than the server has descriptors for.
+    let mut held = Vec::new();
+    for _ in 0..200 {
+        if let Ok(Ok(tcp)) =
+            tokio::time::timeout(Duration::from_secs(2), TcpStream::connect(server.addr)).await
+        {
+            held.push(tcp);
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = cpu_ticks(pid);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let spent = cpu_ticks(pid) - before;
+    // A spinning accept loop burns ~300 ticks (100 Hz) in 3 s.
+    assert!(
+        spent < 60,
+        "the server spent {spent} ticks in 3 s while out of descriptors"
+    );
+
+    drop(held);
+    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(server.client().await.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while namespaces.list(&Default::default()).await.is_err() {
+        assert!(Instant::now() < deadline, "the server did not recover");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
