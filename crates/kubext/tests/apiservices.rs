@@ -395,6 +395,30 @@ async fn identity_headers_count_only_from_a_trusted_front_proxy() {
         .unwrap();
     let proxy = client_as(&server, &pki, "front-proxy-client", &asserted).await;
     assert_eq!(common::whoami(&proxy).await, Err(401));
+    drop(server);
+
+    // The UID counts only from the headers --requestheader-uid-headers names.
+    let with_uid = [("X-Remote-User", "alice"), ("X-Remote-Uid", "1234")];
+    let server = Server::builder().data_dir(dir.path()).start().unwrap();
+    let proxy = client_as(&server, &pki, "front-proxy-client", &with_uid).await;
+    assert!(common::whoami(&proxy).await.unwrap().get("uid").is_none());
+    drop(server);
+    let server = Server::builder()
+        .data_dir(dir.path())
+        .arg("--requestheader-uid-headers=X-Remote-Uid")
+        .start()
+        .unwrap();
+    let proxy = client_as(&server, &pki, "front-proxy-client", &with_uid).await;
+    assert_eq!(common::whoami(&proxy).await.unwrap()["uid"], "1234");
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(server.client().await.unwrap(), "kube-system");
+    let data = cms
+        .get("extension-apiserver-authentication")
+        .await
+        .unwrap()
+        .data
+        .unwrap();
+    assert_eq!(data["requestheader-uid-headers"], r#"["X-Remote-Uid"]"#);
 }
 
 /// Poll the `Available` condition until it has `status` (and `reason`).

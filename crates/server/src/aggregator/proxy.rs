@@ -290,5 +290,25 @@ mod tests {
         assert!(h.get("impersonate-user").is_none());
         assert!(h.get("authorization").is_none());
         assert_eq!(h.get("accept").unwrap(), "application/json");
+        assert!(h.get("x-remote-uid").is_none(), "no UID, no header");
+    }
+
+    #[test]
+    fn the_callers_uid_travels_and_spoofed_ones_do_not() {
+        let cfg = FrontProxyConfig::default();
+        let mut h = http::HeaderMap::new();
+        h.insert("x-remote-uid", HeaderValue::from_static("spoofed"));
+        strip_identity(&mut h, &cfg);
+        assert!(h.get("x-remote-uid").is_none());
+        let user = UserInfo {
+            name: "system:serviceaccount:default:robot".into(),
+            uid: "4b8a5a4e-0000-4000-8000-000000000001".into(),
+            ..Default::default()
+        };
+        add_identity(&mut h, &user, &cfg);
+        assert_eq!(
+            h.get("x-remote-uid").unwrap(),
+            "4b8a5a4e-0000-4000-8000-000000000001"
+        );
     }
 }
