@@ -523,6 +523,7 @@ impl Resources for CatalogResources {
 /// Upstream's `ReadHeaderTimeout`: a connection must complete its TLS handshake
 /// and send a request's headers within this long.
 const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+const TLS_SEND_BUFFER: usize = 16 * 1024;
 
 async fn serve(
     listener: TcpListener,
@@ -554,7 +555,10 @@ async fn serve(
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    let Ok(Ok(tls)) = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(tcp)).await else { return };
+                    let Ok(Ok(mut tls)) = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(tcp)).await else { return };
+                    // What a client that stops reading can make this process hold
+                    // in encrypted, unsent bytes (rustls's default is 64 KiB).
+                    tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
                     let peer = Arc::new(api.authn.peer(tls.get_ref().1.peer_certificates().unwrap_or_default()));
                     let first_request = Arc::new(tokio::sync::Notify::new());
                     let seen = first_request.clone();

@@ -27,8 +27,9 @@ use crate::response::Body;
 
 type Result<T> = std::result::Result<T, StatusError>;
 
-/// Frames buffered between the watch task and the connection.
-const FRAME_BUFFER: usize = 64;
+/// Frames encoded ahead of the connection: a few, so a client that stops reading
+/// holds shared events in its queue rather than its own copies of them.
+const FRAME_BUFFER: usize = 4;
 /// kube-apiserver's default --min-request-timeout; watches end between 1x and 2x.
 const MIN_REQUEST_TIMEOUT: u64 = 1800;
 
@@ -118,20 +119,49 @@ async fn pump(
     {
         return;
     }
+    // Encode an event only once the connection can take it: events wait in the
+    // watcher's queue as shared objects, not as per-watcher bytes.
     loop {
-        tokio::select! {
+        let permit = tokio::select! {
+            permit = tx.reserve() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+            () = ends.reached() => return,
+            () = cache_gave_up(&watcher.events) => return,
+        };
+        let item = tokio::select! {
             item = watcher.events.recv() => match item {
-                Some(item) => {
-                    if tx.send(encoder.item(&item)).await.is_err() {
-                        return;
-                    }
-                }
+                Some(item) => item,
                 None => return,
             },
-            _ = tokio::time::sleep_until(ends.deadline) => return,
-            _ = async { let _ = ends.shutdown.wait_for(|s| *s).await; } => return,
-            _ = async { let _ = ends.retired.wait_for(|r| *r).await; } => return,
+            () = ends.reached() => return,
             _ = tx.closed() => return,
+        };
+        permit.send(encoder.item(&item));
+    }
+}
+
+/// Completes once the cache has ended this watcher (it fell too far behind, or
+/// storage failed): the client must relist, so what is still queued is dropped
+/// with the stream instead of waiting for a reader that may never come.
+async fn cache_gave_up<T>(events: &mpsc::Receiver<T>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        if events.is_closed() {
+            return;
+        }
+    }
+}
+
+impl Ends {
+    /// The deadline passed, the server is shutting down, or the resource went.
+    async fn reached(&mut self) {
+        tokio::select! {
+            _ = tokio::time::sleep_until(self.deadline) => {}
+            _ = self.shutdown.wait_for(|s| *s) => {}
+            _ = self.retired.wait_for(|r| *r) => {}
         }
     }
 }
