@@ -797,3 +797,30 @@ fn a_crd_deleted_recreated_and_deleted_again_goes_and_reports_progress() {
         crd_json(&server, crd).is_none()
     });
 }
+
+#[test]
+fn gateway_api_addresses_get_the_oneof_branch_upstream_reports() {
+    let server = Server::builder().start().unwrap();
+    let crd = include_str!("data/gateway-api/gateways.yaml");
+    server.apply(crd);
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/gateways.gateway.networking.k8s.io",
+        "--timeout=10s",
+    ]);
+    let gateway = "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw}\nspec:\n  gatewayClassName: example\n  listeners: [{name: http, protocol: HTTP, port: 80}]\n  addresses: [{type: IPAddress, value: not-an-ip}]\n";
+    let (ok, out) = kubectl_stdin(&server, &["create", "-f", "-"], gateway);
+    assert!(!ok, "{out}");
+    for expected in [
+        r#""spec.addresses[0]" must validate one and only one schema (oneOf). Found none valid"#,
+        r#""spec.addresses[0].value" must validate at least one schema (anyOf)"#,
+        r#"spec.addresses[0].value: Invalid value: "not-an-ip": spec.addresses[0].value in body must be of type ipv4: "not-an-ip""#,
+    ] {
+        assert!(out.contains(expected), "missing {expected}\nin: {out}");
+    }
+    assert!(!out.contains("must not validate the schema (not)"), "{out}");
+    let valid = gateway.replace("not-an-ip", "192.0.2.10");
+    let (ok, out) = kubectl_stdin(&server, &["create", "-f", "-"], &valid);
+    assert!(ok, "{out}");
+}
