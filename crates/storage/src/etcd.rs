@@ -5,8 +5,11 @@
 //! transactions that compare revisions, so every trait error (`AlreadyExists`,
 //! `NotFound`, `Conflict`) is decided by etcd atomically. Reads are linearizable.
 //! Transport and server failures become `Error::Unavailable`; a broken watch stream
-//! ends with one `Err(Error::Unavailable)` item. There is no reconnect logic yet:
-//! the caller (the watch cache) fails and must be reopened.
+//! ends with one `Err(Error::Unavailable)` item, and the caller (the watch cache)
+//! opens a new one from its last revision. Every request carries etcd's
+//! require-leader flag (Go's `WithRequireLeader`), so a member that lost its leader
+//! (partitioned, or quorum gone) cancels watches and fails requests at once instead
+//! of serving a stalled stream.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -65,7 +68,8 @@ impl EtcdBackend {
         let deadline = tokio::time::Instant::now() + timeout;
         let options = ConnectOptions::new()
             .with_connect_timeout(timeout)
-            .with_keep_alive(Duration::from_secs(15), Duration::from_secs(10));
+            .with_keep_alive(Duration::from_secs(15), Duration::from_secs(10))
+            .with_require_leader(true);
         let client = match tokio::time::timeout_at(
             deadline,
             Client::connect(endpoints, Some(options)),
