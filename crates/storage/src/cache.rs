@@ -773,7 +773,11 @@ impl<C: Codec> Store<C> {
         };
         self.revision_tx.send_replace(self.revision());
         self.written.lock().clear();
-        tracing::warn!(revision, ended, "storage history was compacted; relisted and ended all watches");
+        tracing::warn!(
+            revision,
+            ended,
+            "storage history was compacted; relisted and ended all watches"
+        );
     }
 
     /// Revision to compact to: the oldest history we still promise to keep.
@@ -1385,9 +1389,15 @@ mod tests {
         backend.go_down();
         until_healthy(&s, false).await;
         let inner = &backend.inner;
-        let r2 = inner.create("/registry/a/2", Bytes::from("two")).await.unwrap();
+        let r2 = inner
+            .create("/registry/a/2", Bytes::from("two"))
+            .await
+            .unwrap();
         inner.delete("/registry/a/1", None).await.unwrap();
-        let r4 = inner.create("/registry/a/3", Bytes::from("3")).await.unwrap();
+        let r4 = inner
+            .create("/registry/a/3", Bytes::from("3"))
+            .await
+            .unwrap();
         inner.compact(r4).await.unwrap();
         backend.up();
         until_healthy(&s, true).await;

@@ -29,6 +29,8 @@ use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
 const MAX_MESSAGE_SIZE: usize = 1 << 30;
 /// Default per-request deadline; see [`EtcdBackend::with_request_timeout`].
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pause before sending a request again that reached no member.
+const RESEND_DELAY: Duration = Duration::from_millis(20);
 /// How long to wait for etcd to report its compaction revision.
 const COMPACTION_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -41,6 +43,8 @@ pub struct EtcdBackend {
     /// The endpoints as given, for error messages.
     endpoints: String,
     request_timeout: Duration,
+    /// How often a request that reached no member is sent (twice per endpoint, plus one).
+    attempts: usize,
     /// The highest compaction revision this process has seen (by compacting or
     /// from etcd's answers); lets `watch` fail early like the other backends.
     compacted: Arc<AtomicI64>,
@@ -90,6 +94,7 @@ impl EtcdBackend {
             prefix: prefix.to_owned(),
             endpoints: shown.clone(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            attempts: 2 * endpoints.len() + 1,
             compacted: Arc::new(AtomicI64::new(0)),
             closed: AtomicBool::new(false),
         };
@@ -127,17 +132,33 @@ impl EtcdBackend {
         }
     }
 
-    /// Run one etcd request under the request deadline.
-    async fn call<T>(
-        &self,
-        fut: impl Future<Output = std::result::Result<T, etcd_client::Error>>,
-    ) -> std::result::Result<T, Failure> {
+    /// Run one KV request (`op` on a clone of the client) under the request deadline.
+    /// The client balances over every endpoint and may pick a member that is down;
+    /// such a request never reached etcd, so it is sent again (a few times, then the
+    /// connect error is the answer: all of etcd may be down).
+    async fn call<T, F, Fut>(&self, op: F) -> std::result::Result<T, Failure>
+    where
+        F: Fn(KvClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
         if self.closed.load(Ordering::Acquire) {
             return Err(Failure::Etcd(etcd_client::Error::Internal(
                 "backend closed".into(),
             )));
         }
-        match tokio::time::timeout(self.request_timeout, fut).await {
+        let attempts = async {
+            let mut attempt = 1;
+            loop {
+                match op(self.kv.clone()).await {
+                    Err(e) if never_sent(&e) && attempt < self.attempts => {
+                        attempt += 1;
+                        tokio::time::sleep(RESEND_DELAY).await;
+                    }
+                    result => return result,
+                }
+            }
+        };
+        match tokio::time::timeout(self.request_timeout, attempts).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(Failure::Etcd(e)),
             Err(_) => Err(Failure::Timeout),
@@ -145,12 +166,12 @@ impl EtcdBackend {
     }
 
     /// Like `call`, with every failure mapped to `Unavailable`.
-    async fn request<T>(
-        &self,
-        op: &str,
-        fut: impl Future<Output = std::result::Result<T, etcd_client::Error>>,
-    ) -> Result<T> {
-        self.call(fut).await.map_err(|f| self.unavailable(op, f))
+    async fn request<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
+    where
+        F: Fn(KvClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.call(op).await.map_err(|f| self.unavailable(name, f))
     }
 
     fn unavailable(&self, op: &str, failure: Failure) -> Error {
@@ -219,6 +240,15 @@ impl EtcdBackend {
     }
 }
 
+/// The request failed before it reached any etcd member (no connection to the one
+/// picked): safe to send again, even a write.
+fn never_sent(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => status.message().contains("connect error"),
+        _ => false,
+    }
+}
+
 fn is_compacted(e: &etcd_client::Error) -> bool {
     e.to_string()
         .contains("required revision has been compacted")
@@ -227,6 +257,21 @@ fn is_compacted(e: &etcd_client::Error) -> bool {
 fn is_future(e: &etcd_client::Error) -> bool {
     e.to_string()
         .contains("required revision is a future revision")
+}
+
+type TxnFuture = std::pin::Pin<
+    Box<
+        dyn Future<Output = std::result::Result<etcd_client::TxnResponse, etcd_client::Error>>
+            + Send,
+    >,
+>;
+
+/// A request sending `txn` (again, when it reached no member).
+fn txn_op(txn: &Txn) -> impl Fn(KvClient) -> TxnFuture + '_ {
+    move |mut kv| {
+        let txn = txn.clone();
+        Box::pin(async move { kv.txn(txn).await })
+    }
 }
 
 fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<i64> {
@@ -378,13 +423,18 @@ impl Backend for EtcdBackend {
     async fn current_revision(&self) -> Result<i64> {
         let options = GetOptions::new().with_count_only();
         let resp = self
-            .request("read", self.kv.clone().get(self.probe_key(), Some(options)))
+            .request("read", |mut kv| {
+                let options = options.clone();
+                async move { kv.get(self.probe_key(), Some(options)).await }
+            })
             .await?;
         header_revision(resp.header())
     }
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let mut resp = self.request("get", self.kv.clone().get(key, None)).await?;
+        let mut resp = self
+            .request("get", |mut kv| async move { kv.get(key, None).await })
+            .await?;
         resp.take_kvs().into_iter().next().map(owned_kv).transpose()
     }
 
@@ -407,7 +457,11 @@ impl Backend for EtcdBackend {
         if revision != 0 {
             options = options.with_revision(revision);
         }
-        let mut resp = match self.call(self.kv.clone().get(start, Some(options))).await {
+        let get = |mut kv: KvClient| {
+            let options = options.clone();
+            async move { kv.get(start, Some(options)).await }
+        };
+        let mut resp = match self.call(get).await {
             Ok(resp) => resp,
             Err(failure) => return Err(self.range_failure(failure, revision).await),
         };
@@ -429,7 +483,7 @@ impl Backend for EtcdBackend {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value.to_vec(), None)]);
-        let resp = self.request("create", self.kv.clone().txn(txn)).await?;
+        let resp = self.request("create", txn_op(&txn)).await?;
         if !resp.succeeded() {
             return Err(Error::AlreadyExists(key.into()));
         }
@@ -445,7 +499,7 @@ impl Backend for EtcdBackend {
             ])
             .and_then([TxnOp::put(key, value.to_vec(), None)])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.request("update", self.kv.clone().txn(txn)).await?;
+        let resp = self.request("update", txn_op(&txn)).await?;
         if resp.succeeded() {
             return header_revision(resp.header());
         }
@@ -470,7 +524,7 @@ impl Backend for EtcdBackend {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.request("delete", self.kv.clone().txn(txn)).await?;
+        let resp = self.request("delete", txn_op(&txn)).await?;
         if !resp.succeeded() {
             return match txn_current(&resp)? {
                 None => Err(Error::NotFound(key.into())),
@@ -536,7 +590,10 @@ impl Backend for EtcdBackend {
         }
         let options = CompactionOptions::new();
         match self
-            .call(self.kv.clone().compact(revision, Some(options)))
+            .call(|mut kv| {
+                let options = options.clone();
+                async move { kv.compact(revision, Some(options)).await }
+            })
             .await
         {
             Ok(_) => {
