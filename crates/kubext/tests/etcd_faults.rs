@@ -211,6 +211,15 @@ async fn etcd_restart_under_load_recovers() {
 
     etcd.kill9();
     let down = until_readyz(&client, 500, Duration::from_secs(10)).await;
+    let why = client
+        .request_text(http::Request::get("/readyz").body(vec![]).unwrap())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("[-]etcd failed: reason withheld\nreadyz check failed"),
+        "{why}"
+    );
     let list = tokio::time::timeout(
         Duration::from_secs(40),
         api.list(&ListParams::default().limit(1)),
