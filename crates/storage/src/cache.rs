@@ -221,6 +221,9 @@ pub struct StoreOptions {
     pub watcher_queue: usize,
     /// How often watchers that asked for bookmarks get one.
     pub bookmark_interval: Duration,
+    /// How long a consistent read waits for the cache to catch up with the backend
+    /// (then 503, and the watch is taken for stalled and reconnected).
+    pub sync_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -231,6 +234,7 @@ impl Default for StoreOptions {
             history_limit: 100_000,
             watcher_queue: 1024,
             bookmark_interval: Duration::from_secs(60),
+            sync_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -253,6 +257,9 @@ pub struct Store<C: Codec> {
     revision_tx: watch::Sender<i64>,
     next_watcher: AtomicU64,
     failed: Mutex<Option<Error>>,
+    /// Told when a consistent read found the backend ahead of a cache that stopped
+    /// receiving events: the follow task then reconnects the watch.
+    stalled: Arc<tokio::sync::Notify>,
     /// Objects their writer already decoded, by revision, taken by the follow task
     /// instead of decoding the stored bytes again.
     written: Mutex<BTreeMap<i64, Written<C::Object>>>,
@@ -290,11 +297,13 @@ impl<C: Codec> Store<C> {
             revision_tx,
             next_watcher: AtomicU64::new(1),
             failed: Mutex::new(None),
+            stalled: Arc::new(tokio::sync::Notify::new()),
             written: Mutex::new(BTreeMap::new()),
             options,
         });
         let stream = backend.watch(initial.revision)?;
-        tokio::spawn(follow(Arc::downgrade(&store), stream, None));
+        let stalled = store.stalled.clone();
+        tokio::spawn(follow(Arc::downgrade(&store), stream, stalled));
         tokio::spawn(bookmarks(Arc::downgrade(&store)));
         tokio::spawn(compactor(Arc::downgrade(&store)));
         Ok(store)
@@ -352,8 +361,18 @@ impl<C: Codec> Store<C> {
     /// Make the cache at least as new as the backend's latest commit (a consistent read).
     pub async fn sync(&self) -> Result<i64> {
         let revision = self.backend.current_revision().await?;
-        self.wait_for(revision, Duration::from_secs(10)).await?;
-        Ok(revision)
+        let caught_up = self.wait_for(revision, self.options.sync_timeout).await;
+        if caught_up.is_err() && self.is_healthy() {
+            // The backend is ahead but no event came: the watch stalled silently
+            // (its member frozen or cut off without noticing). Open a new one.
+            tracing::warn!(
+                revision,
+                at = self.revision(),
+                "storage watch stalled; reconnecting"
+            );
+            self.stalled.notify_one();
+        }
+        caught_up.map(|()| revision)
     }
 
     pub fn get(&self, key: &str) -> Option<Arc<Entry<C::Object>>> {
@@ -891,14 +910,16 @@ type EventStream = futures::stream::BoxStream<'static, Result<Vec<Event>>>;
 
 /// Apply the backend's watch stream for as long as the store lives. When the stream
 /// fails or ends, reconnect with backoff and resume after the last applied revision
-/// (or relist when that history was compacted). `catch_up` is the backend revision
-/// the cache must reach before it reports itself healthy again.
+/// (or relist when that history was compacted); also when `stalled` says a
+/// consistent read waited for events that never came. `catch_up` is the backend
+/// revision the cache must reach before it reports itself healthy again.
 async fn follow<C: Codec>(
     store: std::sync::Weak<Store<C>>,
     mut stream: EventStream,
-    mut catch_up: Option<i64>,
+    stalled: Arc<tokio::sync::Notify>,
 ) {
     let mut backoff = Backoff::default();
+    let mut catch_up: Option<i64> = None;
     loop {
         if let Some(target) = catch_up {
             let Some(s) = store.upgrade() else { return };
@@ -908,7 +929,13 @@ async fn follow<C: Codec>(
                 catch_up = None;
             }
         }
-        let error = match stream.next().await {
+        let next = tokio::select! {
+            next = stream.next() => next,
+            () = stalled.notified() => Some(Err(Error::Unavailable(
+                "storage watch stalled: the backend is ahead and no event came".into(),
+            ))),
+        };
+        let error = match next {
             Some(Ok(batch)) => {
                 let Some(s) = store.upgrade() else { return };
                 s.apply(batch);
@@ -1256,6 +1283,8 @@ mod tests {
         inner: MemoryBackend,
         cut: watch::Sender<u32>,
         down: std::sync::atomic::AtomicBool,
+        /// Watch streams opened while set go silent (open, no events) once cut.
+        silent: std::sync::atomic::AtomicBool,
     }
 
     impl Flaky {
@@ -1264,6 +1293,7 @@ mod tests {
                 inner: MemoryBackend::new(),
                 cut: watch::Sender::new(0),
                 down: Default::default(),
+                silent: Default::default(),
             })
         }
 
@@ -1317,6 +1347,9 @@ mod tests {
             let stream = self.inner.watch(after)?.take_until(async move {
                 let _ = cut.changed().await;
             });
+            if self.silent.load(Ordering::SeqCst) {
+                return Ok(stream.chain(futures::stream::pending()).boxed());
+            }
             Ok(stream.boxed())
         }
         async fn compact(&self, revision: i64) -> Result<()> {
@@ -1422,5 +1455,28 @@ mod tests {
             Some(WatchItem::Added(o)) => assert_eq!(o.1, r5),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    /// A watch that silently stops delivering (its member frozen, say) is noticed
+    /// by the next consistent read, which fails, and reconnected; reads then work.
+    #[tokio::test]
+    async fn stalled_watch_is_reconnected_by_a_consistent_read() {
+        let backend = Flaky::new();
+        backend.silent.store(true, Ordering::SeqCst);
+        let options = StoreOptions {
+            sync_timeout: Duration::from_millis(300),
+            ..Default::default()
+        };
+        let s = Store::open(backend.clone(), Utf8, options).await.unwrap();
+        backend.silent.store(false, Ordering::SeqCst);
+        backend.cut.send_modify(|g| *g += 1);
+        let r1 = s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
+        assert!(matches!(s.sync().await, Err(Error::Unavailable(_))));
+        let started = Instant::now();
+        while s.sync().await.is_err() {
+            assert!(started.elapsed() < Duration::from_secs(5), "still stalled");
+        }
+        assert_eq!(s.get("/registry/a/1").unwrap().mod_revision, r1);
+        assert!(s.is_healthy());
     }
 }
