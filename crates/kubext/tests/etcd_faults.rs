@@ -229,14 +229,16 @@ async fn etcd_restart_under_load_recovers() {
     let code = api_error(list.unwrap_err()).code;
     assert!(matches!(code, 503 | 504), "list while etcd is down: {code}");
 
+    let restarting = Instant::now();
     tokio::task::block_in_place(|| etcd.restart()).unwrap();
+    let etcd_up = restarting.elapsed();
     let up = until_readyz(&client, 200, Duration::from_secs(15)).await;
     let writes = load.progress(50, Duration::from_secs(15)).await;
     let (failed, acked) = (load.failed(), load.acked());
     let acked_set = load.stop().await;
     eprintln!(
-        "readyz 500 {down:?} after kill; 200 {up:?} after restart; writes resumed in \
-         {writes:?}; {acked} creates acked, {failed} failed"
+        "readyz 500 {down:?} after kill; etcd restarted in {etcd_up:?}, readyz 200 {up:?} \
+         later; writes resumed in {writes:?}; {acked} creates acked, {failed} failed"
     );
 
     assert_all_listed(&client, &acked_set).await;
@@ -321,4 +323,51 @@ async fn etcd_cluster_member_and_quorum_loss_recover() {
     );
     assert_all_listed(&client, &acked_set).await;
     assert_watch_works(&client, "all-members-back").await;
+}
+
+/// A member that freezes (SIGSTOP: its connections stay open, nothing answers)
+/// while carrying kubext's watch. Known gap, hence ignored: require-leader does
+/// not help (a frozen member cancels nothing) and etcd-client's balancer keeps
+/// sending requests to it. Measured: the first consistent list hangs ~25 s (HTTP/2
+/// keep-alive 15 s + 10 s) and then fails with 503, and creates stall because every
+/// request routed to the member waits for its deadline (TCP connects to a stopped
+/// process still succeed). A real partition differs: the member is alive, loses
+/// its leader, and with require-leader cancels the watch and fails fast.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "known gap: a frozen etcd member stalls requests the balancer routes to it"]
+async fn etcd_cluster_frozen_watch_member_recovers() {
+    let cluster = EtcdCluster::start(3).unwrap();
+    let server = Server::builder()
+        .storage(Storage::Etcd(cluster.endpoints()))
+        .start()
+        .unwrap();
+    let client = server.client().await.unwrap();
+    let load = Load::start(&client, WRITERS);
+    load.progress(50, Duration::from_secs(20)).await;
+    let frozen = (0..3)
+        .find(|&i| cluster.members[i].watcher_count() > 0)
+        .expect("some member serves kubext's watch");
+    cluster.members[frozen].freeze(true);
+    let started = Instant::now();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    loop {
+        let list = tokio::time::timeout(
+            Duration::from_secs(20),
+            api.list(&ListParams::default().limit(1)),
+        )
+        .await;
+        if matches!(list, Ok(Ok(_))) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "consistent lists still fail"
+        );
+    }
+    let reads_back = started.elapsed();
+    let writes = load.progress(50, Duration::from_secs(20)).await;
+    eprintln!("frozen watch member: lists work after {reads_back:?}; 50 creates in {writes:?}");
+    cluster.members[frozen].freeze(false);
+    let acked = load.stop().await;
+    assert_all_listed(&client, &acked).await;
 }

@@ -381,6 +381,18 @@ impl Etcd {
         format!("http://127.0.0.1:{}", self.peer_port)
     }
 
+    /// Freeze (SIGSTOP) or thaw (SIGCONT) the server: its connections stay open
+    /// but nothing answers, like a member cut off by a partition.
+    pub fn freeze(&self, frozen: bool) {
+        if let Some(c) = &self.child {
+            let signal = if frozen { "-STOP" } else { "-CONT" };
+            let _ = Command::new("kill")
+                .arg(signal)
+                .arg(c.id().to_string())
+                .status();
+        }
+    }
+
     pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
