@@ -260,6 +260,8 @@ pub struct Store<C: Codec> {
     /// Told when a consistent read found the backend ahead of a cache that stopped
     /// receiving events: the follow task then reconnects the watch.
     stalled: Arc<tokio::sync::Notify>,
+    /// Set by `close`: a watch that ends is then not reconnected.
+    closed: std::sync::atomic::AtomicBool,
     /// Objects their writer already decoded, by revision, taken by the follow task
     /// instead of decoding the stored bytes again.
     written: Mutex<BTreeMap<i64, Written<C::Object>>>,
@@ -298,6 +300,7 @@ impl<C: Codec> Store<C> {
             next_watcher: AtomicU64::new(1),
             failed: Mutex::new(None),
             stalled: Arc::new(tokio::sync::Notify::new()),
+            closed: Default::default(),
             written: Mutex::new(BTreeMap::new()),
             options,
         });
@@ -307,6 +310,12 @@ impl<C: Codec> Store<C> {
         tokio::spawn(bookmarks(Arc::downgrade(&store)));
         tokio::spawn(compactor(Arc::downgrade(&store)));
         Ok(store)
+    }
+
+    /// Stop following the backend and close it (at shutdown).
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.backend.close().await;
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -944,6 +953,13 @@ async fn follow<C: Codec>(
             Some(Err(e)) => e,
             None => Error::Unavailable("storage watch stream ended".into()),
         };
+        // Closing ends memory and SQLite streams: nothing to reconnect to.
+        if store
+            .upgrade()
+            .is_none_or(|s| s.closed.load(Ordering::Acquire))
+        {
+            return;
+        }
         let Some((next, target)) = reconnect(&store, error, &mut backoff).await else {
             return;
         };
