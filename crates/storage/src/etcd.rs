@@ -29,7 +29,7 @@ use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
 const MAX_MESSAGE_SIZE: usize = 1 << 30;
 /// Default per-request deadline; see [`EtcdBackend::with_request_timeout`].
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// Pause before sending a request again that reached no member.
+/// Pause before sending again a request no member processed.
 const RESEND_DELAY: Duration = Duration::from_millis(20);
 /// How long to wait for etcd to report its compaction revision.
 const COMPACTION_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -43,7 +43,7 @@ pub struct EtcdBackend {
     /// The endpoints as given, for error messages.
     endpoints: String,
     request_timeout: Duration,
-    /// How often a request that reached no member is sent (twice per endpoint, plus one).
+    /// How often a request no member processed is sent (twice per endpoint, plus one).
     attempts: usize,
     /// The highest compaction revision this process has seen (by compacting or
     /// from etcd's answers); lets `watch` fail early like the other backends.
@@ -133,9 +133,9 @@ impl EtcdBackend {
     }
 
     /// Run one KV request (`op` on a clone of the client) under the request deadline.
-    /// The client balances over every endpoint and may pick a member that is down;
-    /// such a request never reached etcd, so it is sent again (a few times, then the
-    /// connect error is the answer: all of etcd may be down).
+    /// The client balances over every endpoint and may pick a member that is down
+    /// or has no leader; no member processed such a request, so it is sent again (a
+    /// few times, then that error is the answer: all of etcd may be down).
     async fn call<T, F, Fut>(&self, op: F) -> std::result::Result<T, Failure>
     where
         F: Fn(KvClient) -> Fut,
@@ -240,11 +240,16 @@ impl EtcdBackend {
     }
 }
 
-/// The request failed before it reached any etcd member (no connection to the one
-/// picked): safe to send again, even a write.
+/// The request was not processed by any etcd member, so it is safe to send again,
+/// even a write: no connection to the member picked, or the member rejected it for
+/// having no leader (etcd checks require-leader before handling a request; a
+/// partitioned member answers every request so).
 fn never_sent(e: &etcd_client::Error) -> bool {
     match e {
-        etcd_client::Error::GRpcStatus(status) => status.message().contains("connect error"),
+        etcd_client::Error::GRpcStatus(status) => {
+            status.message().contains("connect error")
+                || status.message() == "etcdserver: no leader"
+        }
         _ => false,
     }
 }
@@ -266,7 +271,7 @@ type TxnFuture = std::pin::Pin<
     >,
 >;
 
-/// A request sending `txn` (again, when it reached no member).
+/// A request sending `txn` (again, when no member processed it).
 fn txn_op(txn: &Txn) -> impl Fn(KvClient) -> TxnFuture + '_ {
     move |mut kv| {
         let txn = txn.clone();
