@@ -286,16 +286,7 @@ impl Api {
         let path = path.trim_end_matches('/');
         match path {
             "/healthz" | "/livez" | "/healthz/ping" | "/livez/ping" => response::text(200, "ok"),
-            "/readyz" | "/readyz/ping" => {
-                if self.ready.load(Ordering::Acquire) && !*self.shutdown.borrow() {
-                    response::text(200, "ok")
-                } else {
-                    response::text(
-                        500,
-                        "[-]kubext-ready failed: not ready\nreadyz check failed",
-                    )
-                }
-            }
+            "/readyz" | "/readyz/ping" => self.readyz(),
             "/version" => response::json(200, version_json()),
             "/metrics" => response::respond(
                 200,
@@ -306,6 +297,25 @@ impl Api {
             p if p.starts_with("/openapi/") => openapi::serve(self, p, accept),
             p => self.discovery_group(p),
         }
+    }
+
+    /// `/readyz` in upstream's format: a `[-]<check> failed` line per failing check.
+    /// Storage is not ready while the watch cache is not following it (its watch
+    /// broke and is being reconnected): reads would only wait and fail.
+    fn readyz(&self) -> Response<Body> {
+        let mut failed = Vec::new();
+        if let Some(error) = self.storage.health_error() {
+            tracing::debug!(%error, "readyz: etcd check failed");
+            failed.push("[-]etcd failed: reason withheld");
+        }
+        if !self.ready.load(Ordering::Acquire) || *self.shutdown.borrow() {
+            failed.push("[-]kubext-ready failed: not ready");
+        }
+        if failed.is_empty() {
+            return response::text(200, "ok");
+        }
+        let body = format!("{}\nreadyz check failed", failed.join("\n"));
+        response::respond(500, "text/plain; charset=utf-8", body)
     }
 
     fn discovery_root(&self, path: &str, accept: &str) -> Response<Body> {

@@ -56,7 +56,7 @@ pub async fn start(config: Config) -> Result<Running> {
         bookmark_interval: config.bookmark_interval,
         ..Default::default()
     };
-    let storage = Storage::open(backend.clone(), JsonCodec, options)
+    let storage = Storage::open(backend, JsonCodec, options)
         .await
         .context("loading storage")?;
     let pki = Pki::load_or_create(&config.data_dir.join("pki"), &serving_hosts(&config))?;
@@ -136,7 +136,6 @@ pub async fn start(config: Config) -> Result<Running> {
         tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
         api.clone(),
         shutdown_rx,
-        backend,
         controllers,
         config.shutdown_grace,
     ));
@@ -530,7 +529,6 @@ async fn serve(
     acceptor: tokio_rustls::TlsAcceptor,
     api: Arc<Api>,
     mut shutdown: watch::Receiver<bool>,
-    backend: Arc<dyn Backend>,
     controllers: tokio::task::JoinHandle<()>,
     grace: Duration,
 ) {
@@ -592,7 +590,7 @@ async fn serve(
         tracing::warn!("some connections did not finish within {grace:?}");
     }
     controllers.abort();
-    backend.close().await;
+    api.storage.close().await;
     tracing::info!("storage closed; bye");
 }
 

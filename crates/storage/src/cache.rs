@@ -8,6 +8,11 @@
 //! to watchers with `try_send`. Writers never wait for watchers: a watcher whose
 //! queue is full is ended, and its client relists.
 //!
+//! When the backend's watch breaks (etcd restarted, its member lost), the task
+//! reconnects with backoff and resumes after the last applied revision; watchers
+//! keep their streams. If that history was compacted meanwhile it relists and ends
+//! every watcher. Until the cache is current again it reports itself unhealthy.
+//!
 //! Hot path: `get`, `list`, fan-out. No awaits while a lock is held.
 
 use bytes::Bytes;
@@ -216,6 +221,9 @@ pub struct StoreOptions {
     pub watcher_queue: usize,
     /// How often watchers that asked for bookmarks get one.
     pub bookmark_interval: Duration,
+    /// How long a consistent read waits for the cache to catch up with the backend
+    /// (then 503, and the watch is taken for stalled and reconnected).
+    pub sync_timeout: Duration,
 }
 
 impl Default for StoreOptions {
@@ -226,6 +234,7 @@ impl Default for StoreOptions {
             history_limit: 100_000,
             watcher_queue: 1024,
             bookmark_interval: Duration::from_secs(60),
+            sync_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -248,6 +257,11 @@ pub struct Store<C: Codec> {
     revision_tx: watch::Sender<i64>,
     next_watcher: AtomicU64,
     failed: Mutex<Option<Error>>,
+    /// Told when a consistent read found the backend ahead of a cache that stopped
+    /// receiving events: the follow task then reconnects the watch.
+    stalled: Arc<tokio::sync::Notify>,
+    /// Set by `close`: a watch that ends is then not reconnected.
+    closed: std::sync::atomic::AtomicBool,
     /// Objects their writer already decoded, by revision, taken by the follow task
     /// instead of decoding the stored bytes again.
     written: Mutex<BTreeMap<i64, Written<C::Object>>>,
@@ -285,14 +299,23 @@ impl<C: Codec> Store<C> {
             revision_tx,
             next_watcher: AtomicU64::new(1),
             failed: Mutex::new(None),
+            stalled: Arc::new(tokio::sync::Notify::new()),
+            closed: Default::default(),
             written: Mutex::new(BTreeMap::new()),
             options,
         });
         let stream = backend.watch(initial.revision)?;
-        tokio::spawn(follow(Arc::downgrade(&store), stream));
+        let stalled = store.stalled.clone();
+        tokio::spawn(follow(Arc::downgrade(&store), stream, stalled));
         tokio::spawn(bookmarks(Arc::downgrade(&store)));
         tokio::spawn(compactor(Arc::downgrade(&store)));
         Ok(store)
+    }
+
+    /// Stop following the backend and close it (at shutdown).
+    pub async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.backend.close().await;
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -306,6 +329,17 @@ impl<C: Codec> Store<C> {
     /// The newest revision the cache has applied.
     pub fn revision(&self) -> i64 {
         self.state.read().revision
+    }
+
+    /// Whether the cache is following the backend (false while its watch is broken
+    /// and being reconnected; readiness reports it).
+    pub fn is_healthy(&self) -> bool {
+        self.failed.lock().is_none()
+    }
+
+    /// Why the cache is not following the backend, if it is not.
+    pub fn health_error(&self) -> Option<Error> {
+        self.failed.lock().clone()
     }
 
     /// Number of watchers currently registered.
@@ -336,8 +370,18 @@ impl<C: Codec> Store<C> {
     /// Make the cache at least as new as the backend's latest commit (a consistent read).
     pub async fn sync(&self) -> Result<i64> {
         let revision = self.backend.current_revision().await?;
-        self.wait_for(revision, Duration::from_secs(10)).await?;
-        Ok(revision)
+        let caught_up = self.wait_for(revision, self.options.sync_timeout).await;
+        if caught_up.is_err() && self.is_healthy() {
+            // The backend is ahead but no event came: the watch stalled silently
+            // (its member frozen or cut off without noticing). Open a new one.
+            tracing::warn!(
+                revision,
+                at = self.revision(),
+                "storage watch stalled; reconnecting"
+            );
+            self.stalled.notify_one();
+        }
+        caught_up.map(|()| revision)
     }
 
     pub fn get(&self, key: &str) -> Option<Arc<Entry<C::Object>>> {
@@ -689,12 +733,79 @@ impl<C: Codec> Store<C> {
         watchers.count -= ended;
     }
 
-    fn fail(&self, error: Error) {
-        tracing::error!(%error, "storage watch failed; ending all watches");
-        *self.failed.lock() = Some(error);
-        let mut watchers = self.watchers.lock();
-        watchers.by_prefix.clear();
-        watchers.count = 0;
+    /// The backend's watch broke: reads that wait for the cache fail with this
+    /// until it follows again. Watchers stay registered (a resumed watch loses no
+    /// event); only a relist ends them.
+    fn disconnected(&self, error: &Error) {
+        let mut failed = self.failed.lock();
+        if failed.is_none() {
+            tracing::warn!(%error, "storage watch broke; reconnecting");
+        }
+        *failed = Some(Error::Unavailable(format!(
+            "watch cache is not following storage: {error}"
+        )));
+    }
+
+    fn reconnected(&self) {
+        if self.failed.lock().take().is_some() {
+            tracing::info!(revision = self.revision(), "storage watch resumed");
+        }
+    }
+
+    /// Watch the backend again after the last applied revision; if that history is
+    /// gone (`relist`), load the current state instead. Returns the stream and the
+    /// backend's revision the cache must reach to be current again.
+    async fn resume(&self, relist: bool) -> Result<(EventStream, i64)> {
+        if !relist {
+            let target = self.backend.current_revision().await?;
+            match self.backend.watch(self.revision()) {
+                Ok(stream) => return Ok((stream, target)),
+                Err(Error::Compacted { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.relist().await
+    }
+
+    /// Replace the cached state by the backend's current one and end every watcher
+    /// (their clients relist, as upstream's cacher makes them do after a relist).
+    async fn relist(&self) -> Result<(EventStream, i64)> {
+        let end = crate::prefix_end(&self.options.prefix);
+        let range = self.backend.range(&self.options.prefix, &end, 0, 0).await?;
+        let stream = self.backend.watch(range.revision)?;
+        let mut objects = BTreeMap::new();
+        for kv in range.kvs {
+            match decode_entry(&*self.codec, &kv) {
+                Ok(entry) => {
+                    objects.insert(kv.key.clone(), Arc::new(entry));
+                }
+                Err(e) => tracing::error!(error = %e, "undecodable value in storage; skipping"),
+            }
+        }
+        self.replace(range.revision, objects);
+        Ok((stream, range.revision))
+    }
+
+    fn replace(&self, revision: i64, objects: BTreeMap<Arc<str>, Arc<Entry<C::Object>>>) {
+        let ended = {
+            let mut state = self.state.write();
+            state.objects = objects;
+            state.history.clear();
+            state.revision = state.revision.max(revision);
+            state.history_start = state.revision;
+            // Same lock order as `watch`: state, then watchers.
+            let mut watchers = self.watchers.lock();
+            watchers.by_prefix.clear();
+            watchers.dispatched = state.revision;
+            std::mem::take(&mut watchers.count)
+        };
+        self.revision_tx.send_replace(self.revision());
+        self.written.lock().clear();
+        tracing::warn!(
+            revision,
+            ended,
+            "storage history was compacted; relisted and ended all watches"
+        );
     }
 
     /// Revision to compact to: the oldest history we still promise to keep.
@@ -804,20 +915,115 @@ fn key_prefixes(key: &str) -> impl Iterator<Item = &str> {
         .chain(std::iter::once(key))
 }
 
+type EventStream = futures::stream::BoxStream<'static, Result<Vec<Event>>>;
+
+/// Apply the backend's watch stream for as long as the store lives. When the stream
+/// fails or ends, reconnect with backoff and resume after the last applied revision
+/// (or relist when that history was compacted); also when `stalled` says a
+/// consistent read waited for events that never came. `catch_up` is the backend
+/// revision the cache must reach before it reports itself healthy again.
 async fn follow<C: Codec>(
     store: std::sync::Weak<Store<C>>,
-    mut stream: futures::stream::BoxStream<'static, Result<Vec<Event>>>,
+    mut stream: EventStream,
+    stalled: Arc<tokio::sync::Notify>,
 ) {
-    while let Some(batch) = stream.next().await {
-        let Some(store) = store.upgrade() else { return };
-        match batch {
-            Ok(batch) => store.apply(batch),
+    let mut backoff = Backoff::default();
+    let mut catch_up: Option<i64> = None;
+    loop {
+        if let Some(target) = catch_up {
+            let Some(s) = store.upgrade() else { return };
+            if s.revision() >= target {
+                s.reconnected();
+                backoff.reset();
+                catch_up = None;
+            }
+        }
+        let next = tokio::select! {
+            next = stream.next() => next,
+            () = stalled.notified() => Some(Err(Error::Unavailable(
+                "storage watch stalled: the backend is ahead and no event came".into(),
+            ))),
+        };
+        let error = match next {
+            Some(Ok(batch)) => {
+                let Some(s) = store.upgrade() else { return };
+                s.apply(batch);
+                continue;
+            }
+            Some(Err(e)) => e,
+            None => Error::Unavailable("storage watch stream ended".into()),
+        };
+        // Closing ends memory and SQLite streams: nothing to reconnect to.
+        if store
+            .upgrade()
+            .is_none_or(|s| s.closed.load(Ordering::Acquire))
+        {
+            return;
+        }
+        let Some((next, target)) = reconnect(&store, error, &mut backoff).await else {
+            return;
+        };
+        stream = next;
+        catch_up = Some(target);
+    }
+}
+
+/// Retry `Store::resume` with backoff until it succeeds (None once the store is gone).
+async fn reconnect<C: Codec>(
+    store: &std::sync::Weak<Store<C>>,
+    mut error: Error,
+    backoff: &mut Backoff,
+) -> Option<(EventStream, i64)> {
+    loop {
+        let relist = matches!(error, Error::Compacted { .. });
+        store.upgrade()?.disconnected(&error);
+        tokio::time::sleep(backoff.next_delay()).await;
+        match store.upgrade()?.resume(relist).await {
+            Ok(resumed) => return Some(resumed),
             Err(e) => {
-                store.fail(e);
-                return;
+                tracing::debug!(error = %e, "storage watch reconnect failed");
+                // A failed relist must be retried as a relist.
+                if !relist {
+                    error = e;
+                }
             }
         }
     }
+}
+
+/// Delays between reconnect attempts: 100 ms doubling to 5 s, plus up to 25%
+/// jitter so replicas sharing one etcd don't reconnect in lockstep.
+struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(5);
+
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+
+    fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = (delay * 2).min(Self::MAX);
+        delay + delay.mul_f64(jitter() * 0.25)
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { next: Self::FIRST }
+    }
+}
+
+/// A number in [0, 1) from the process's random hasher seed (no RNG dependency).
+fn jitter() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0);
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 async fn bookmarks<C: Codec>(store: std::sync::Weak<Store<C>>) {
@@ -1085,5 +1291,208 @@ mod tests {
                 ("DELETED", "red".to_string(), r4),
             ]
         );
+    }
+
+    /// A memory backend whose watch streams can be cut and which can be "down"
+    /// (reads and new watches fail), like an etcd being restarted.
+    struct Flaky {
+        inner: MemoryBackend,
+        cut: watch::Sender<u32>,
+        down: std::sync::atomic::AtomicBool,
+        /// Watch streams opened while set go silent (open, no events) once cut.
+        silent: std::sync::atomic::AtomicBool,
+    }
+
+    impl Flaky {
+        fn new() -> Arc<Self> {
+            Arc::new(Flaky {
+                inner: MemoryBackend::new(),
+                cut: watch::Sender::new(0),
+                down: Default::default(),
+                silent: Default::default(),
+            })
+        }
+
+        /// Break every watch stream and refuse requests until `up`.
+        fn go_down(&self) {
+            self.down.store(true, Ordering::SeqCst);
+            self.cut.send_modify(|g| *g += 1);
+        }
+
+        fn up(&self) {
+            self.down.store(false, Ordering::SeqCst);
+        }
+
+        fn check(&self) -> Result<()> {
+            match self.down.load(Ordering::SeqCst) {
+                true => Err(Error::Unavailable("down".into())),
+                false => Ok(()),
+            }
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Backend for Flaky {
+        async fn current_revision(&self) -> Result<i64> {
+            self.check()?;
+            self.inner.current_revision().await
+        }
+        async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
+            self.check()?;
+            self.inner.get(key).await
+        }
+        async fn range(&self, start: &str, end: &str, revision: i64, limit: i64) -> Result<Range> {
+            self.check()?;
+            self.inner.range(start, end, revision, limit).await
+        }
+        async fn create(&self, key: &str, value: Bytes) -> Result<i64> {
+            self.check()?;
+            self.inner.create(key, value).await
+        }
+        async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
+            self.check()?;
+            self.inner.update(key, value, expected).await
+        }
+        async fn delete(&self, key: &str, expected: Option<i64>) -> Result<(i64, KeyValue)> {
+            self.check()?;
+            self.inner.delete(key, expected).await
+        }
+        fn watch(&self, after: i64) -> Result<EventStream> {
+            self.check()?;
+            let mut cut = self.cut.subscribe();
+            let stream = self.inner.watch(after)?.take_until(async move {
+                let _ = cut.changed().await;
+            });
+            if self.silent.load(Ordering::SeqCst) {
+                return Ok(stream.chain(futures::stream::pending()).boxed());
+            }
+            Ok(stream.boxed())
+        }
+        async fn compact(&self, revision: i64) -> Result<()> {
+            self.inner.compact(revision).await
+        }
+    }
+
+    async fn until_healthy(s: &Store<Utf8>, healthy: bool) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while s.is_healthy() != healthy {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("health did not change within 10s");
+    }
+
+    fn all() -> Predicate<(String, i64)> {
+        Arc::new(|_: &_| true)
+    }
+
+    /// A broken watch is resumed from the last applied revision: writes made while
+    /// it was down reach the cache and the watchers that were already running.
+    #[tokio::test]
+    async fn broken_watch_resumes_and_keeps_watchers() {
+        let backend = Flaky::new();
+        let s = Store::open(backend.clone(), Utf8, StoreOptions::default())
+            .await
+            .unwrap();
+        s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
+        s.sync().await.unwrap();
+        let mut w = s
+            .watch("/registry/a/", WatchStart::CurrentState, all(), false)
+            .await
+            .unwrap();
+        backend.go_down();
+        until_healthy(&s, false).await;
+        assert!(matches!(s.sync().await, Err(Error::Unavailable(_))));
+        // Written while the cache is disconnected (another replica, say).
+        let r2 = backend
+            .inner
+            .create("/registry/a/2", Bytes::from("two"))
+            .await
+            .unwrap();
+        backend.up();
+        until_healthy(&s, true).await;
+        assert_eq!(s.sync().await.unwrap(), r2);
+        assert_eq!(s.get("/registry/a/2").unwrap().object.0, "two");
+        match w.events.recv().await {
+            Some(WatchItem::Added(o)) => assert_eq!(*o, ("two".to_string(), r2)),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(s.watcher_count(), 1);
+    }
+
+    /// When the history to resume from was compacted meanwhile, the cache relists:
+    /// its state is the backend's, and every watcher is ended (clients relist).
+    #[tokio::test]
+    async fn compacted_while_down_relists_and_ends_watchers() {
+        let backend = Flaky::new();
+        let s = Store::open(backend.clone(), Utf8, StoreOptions::default())
+            .await
+            .unwrap();
+        s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
+        s.sync().await.unwrap();
+        let mut w = s
+            .watch("/registry/a/", WatchStart::CurrentState, all(), false)
+            .await
+            .unwrap();
+        backend.go_down();
+        until_healthy(&s, false).await;
+        let inner = &backend.inner;
+        let r2 = inner
+            .create("/registry/a/2", Bytes::from("two"))
+            .await
+            .unwrap();
+        inner.delete("/registry/a/1", None).await.unwrap();
+        let r4 = inner
+            .create("/registry/a/3", Bytes::from("3"))
+            .await
+            .unwrap();
+        inner.compact(r4).await.unwrap();
+        backend.up();
+        until_healthy(&s, true).await;
+        assert_eq!(s.sync().await.unwrap(), r4);
+        assert!(s.get("/registry/a/1").is_none());
+        assert_eq!(s.get("/registry/a/2").unwrap().mod_revision, r2);
+        assert!(w.events.recv().await.is_none(), "the watcher was ended");
+        assert_eq!(s.watcher_count(), 0);
+        // Resuming from before the relist is a 410; new watches work.
+        let err = s
+            .watch("/registry/a/", WatchStart::After(r2), all(), false)
+            .await
+            .err();
+        assert!(matches!(err, Some(Error::Compacted { .. })), "{err:?}");
+        let mut fresh = s
+            .watch("/registry/a/", WatchStart::CurrentState, all(), false)
+            .await
+            .unwrap();
+        assert_eq!(fresh.initial.len(), 2);
+        let r5 = s.create("/registry/a/5", Bytes::from("5")).await.unwrap();
+        match fresh.events.recv().await {
+            Some(WatchItem::Added(o)) => assert_eq!(o.1, r5),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// A watch that silently stops delivering (its member frozen, say) is noticed
+    /// by the next consistent read, which fails, and reconnected; reads then work.
+    #[tokio::test]
+    async fn stalled_watch_is_reconnected_by_a_consistent_read() {
+        let backend = Flaky::new();
+        backend.silent.store(true, Ordering::SeqCst);
+        let options = StoreOptions {
+            sync_timeout: Duration::from_millis(300),
+            ..Default::default()
+        };
+        let s = Store::open(backend.clone(), Utf8, options).await.unwrap();
+        backend.silent.store(false, Ordering::SeqCst);
+        backend.cut.send_modify(|g| *g += 1);
+        let r1 = s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
+        assert!(matches!(s.sync().await, Err(Error::Unavailable(_))));
+        let started = Instant::now();
+        while s.sync().await.is_err() {
+            assert!(started.elapsed() < Duration::from_secs(5), "still stalled");
+        }
+        assert_eq!(s.get("/registry/a/1").unwrap().mod_revision, r1);
+        assert!(s.is_healthy());
     }
 }

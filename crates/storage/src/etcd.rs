@@ -5,8 +5,11 @@
 //! transactions that compare revisions, so every trait error (`AlreadyExists`,
 //! `NotFound`, `Conflict`) is decided by etcd atomically. Reads are linearizable.
 //! Transport and server failures become `Error::Unavailable`; a broken watch stream
-//! ends with one `Err(Error::Unavailable)` item. There is no reconnect logic yet:
-//! the caller (the watch cache) fails and must be reopened.
+//! ends with one `Err(Error::Unavailable)` item, and the caller (the watch cache)
+//! opens a new one from its last revision. Every request carries etcd's
+//! require-leader flag (Go's `WithRequireLeader`), so a member that lost its leader
+//! (partitioned, or quorum gone) cancels watches and fails requests at once instead
+//! of serving a stalled stream.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -26,6 +29,8 @@ use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
 const MAX_MESSAGE_SIZE: usize = 1 << 30;
 /// Default per-request deadline; see [`EtcdBackend::with_request_timeout`].
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pause before sending again a request no member processed.
+const RESEND_DELAY: Duration = Duration::from_millis(20);
 /// How long to wait for etcd to report its compaction revision.
 const COMPACTION_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -38,6 +43,8 @@ pub struct EtcdBackend {
     /// The endpoints as given, for error messages.
     endpoints: String,
     request_timeout: Duration,
+    /// How often a request no member processed is sent (twice per endpoint, plus one).
+    attempts: usize,
     /// The highest compaction revision this process has seen (by compacting or
     /// from etcd's answers); lets `watch` fail early like the other backends.
     compacted: Arc<AtomicI64>,
@@ -65,7 +72,8 @@ impl EtcdBackend {
         let deadline = tokio::time::Instant::now() + timeout;
         let options = ConnectOptions::new()
             .with_connect_timeout(timeout)
-            .with_keep_alive(Duration::from_secs(15), Duration::from_secs(10));
+            .with_keep_alive(Duration::from_secs(15), Duration::from_secs(10))
+            .with_require_leader(true);
         let client = match tokio::time::timeout_at(
             deadline,
             Client::connect(endpoints, Some(options)),
@@ -86,6 +94,7 @@ impl EtcdBackend {
             prefix: prefix.to_owned(),
             endpoints: shown.clone(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            attempts: 2 * endpoints.len() + 1,
             compacted: Arc::new(AtomicI64::new(0)),
             closed: AtomicBool::new(false),
         };
@@ -123,17 +132,33 @@ impl EtcdBackend {
         }
     }
 
-    /// Run one etcd request under the request deadline.
-    async fn call<T>(
-        &self,
-        fut: impl Future<Output = std::result::Result<T, etcd_client::Error>>,
-    ) -> std::result::Result<T, Failure> {
+    /// Run one KV request (`op` on a clone of the client) under the request deadline.
+    /// The client balances over every endpoint and may pick a member that is down
+    /// or has no leader; no member processed such a request, so it is sent again (a
+    /// few times, then that error is the answer: all of etcd may be down).
+    async fn call<T, F, Fut>(&self, op: F) -> std::result::Result<T, Failure>
+    where
+        F: Fn(KvClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
         if self.closed.load(Ordering::Acquire) {
             return Err(Failure::Etcd(etcd_client::Error::Internal(
                 "backend closed".into(),
             )));
         }
-        match tokio::time::timeout(self.request_timeout, fut).await {
+        let attempts = async {
+            let mut attempt = 1;
+            loop {
+                match op(self.kv.clone()).await {
+                    Err(e) if never_sent(&e) && attempt < self.attempts => {
+                        attempt += 1;
+                        tokio::time::sleep(RESEND_DELAY).await;
+                    }
+                    result => return result,
+                }
+            }
+        };
+        match tokio::time::timeout(self.request_timeout, attempts).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(Failure::Etcd(e)),
             Err(_) => Err(Failure::Timeout),
@@ -141,12 +166,12 @@ impl EtcdBackend {
     }
 
     /// Like `call`, with every failure mapped to `Unavailable`.
-    async fn request<T>(
-        &self,
-        op: &str,
-        fut: impl Future<Output = std::result::Result<T, etcd_client::Error>>,
-    ) -> Result<T> {
-        self.call(fut).await.map_err(|f| self.unavailable(op, f))
+    async fn request<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
+    where
+        F: Fn(KvClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.call(op).await.map_err(|f| self.unavailable(name, f))
     }
 
     fn unavailable(&self, op: &str, failure: Failure) -> Error {
@@ -215,6 +240,20 @@ impl EtcdBackend {
     }
 }
 
+/// The request was not processed by any etcd member, so it is safe to send again,
+/// even a write: no connection to the member picked, or the member rejected it for
+/// having no leader (etcd checks require-leader before handling a request; a
+/// partitioned member answers every request so).
+fn never_sent(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => {
+            status.message().contains("connect error")
+                || status.message() == "etcdserver: no leader"
+        }
+        _ => false,
+    }
+}
+
 fn is_compacted(e: &etcd_client::Error) -> bool {
     e.to_string()
         .contains("required revision has been compacted")
@@ -223,6 +262,21 @@ fn is_compacted(e: &etcd_client::Error) -> bool {
 fn is_future(e: &etcd_client::Error) -> bool {
     e.to_string()
         .contains("required revision is a future revision")
+}
+
+type TxnFuture = std::pin::Pin<
+    Box<
+        dyn Future<Output = std::result::Result<etcd_client::TxnResponse, etcd_client::Error>>
+            + Send,
+    >,
+>;
+
+/// A request sending `txn` (again, when no member processed it).
+fn txn_op(txn: &Txn) -> impl Fn(KvClient) -> TxnFuture + '_ {
+    move |mut kv| {
+        let txn = txn.clone();
+        Box::pin(async move { kv.txn(txn).await })
+    }
 }
 
 fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<i64> {
@@ -374,13 +428,18 @@ impl Backend for EtcdBackend {
     async fn current_revision(&self) -> Result<i64> {
         let options = GetOptions::new().with_count_only();
         let resp = self
-            .request("read", self.kv.clone().get(self.probe_key(), Some(options)))
+            .request("read", |mut kv| {
+                let options = options.clone();
+                async move { kv.get(self.probe_key(), Some(options)).await }
+            })
             .await?;
         header_revision(resp.header())
     }
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
-        let mut resp = self.request("get", self.kv.clone().get(key, None)).await?;
+        let mut resp = self
+            .request("get", |mut kv| async move { kv.get(key, None).await })
+            .await?;
         resp.take_kvs().into_iter().next().map(owned_kv).transpose()
     }
 
@@ -403,7 +462,11 @@ impl Backend for EtcdBackend {
         if revision != 0 {
             options = options.with_revision(revision);
         }
-        let mut resp = match self.call(self.kv.clone().get(start, Some(options))).await {
+        let get = |mut kv: KvClient| {
+            let options = options.clone();
+            async move { kv.get(start, Some(options)).await }
+        };
+        let mut resp = match self.call(get).await {
             Ok(resp) => resp,
             Err(failure) => return Err(self.range_failure(failure, revision).await),
         };
@@ -425,7 +488,7 @@ impl Backend for EtcdBackend {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value.to_vec(), None)]);
-        let resp = self.request("create", self.kv.clone().txn(txn)).await?;
+        let resp = self.request("create", txn_op(&txn)).await?;
         if !resp.succeeded() {
             return Err(Error::AlreadyExists(key.into()));
         }
@@ -441,7 +504,7 @@ impl Backend for EtcdBackend {
             ])
             .and_then([TxnOp::put(key, value.to_vec(), None)])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.request("update", self.kv.clone().txn(txn)).await?;
+        let resp = self.request("update", txn_op(&txn)).await?;
         if resp.succeeded() {
             return header_revision(resp.header());
         }
@@ -466,7 +529,7 @@ impl Backend for EtcdBackend {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.request("delete", self.kv.clone().txn(txn)).await?;
+        let resp = self.request("delete", txn_op(&txn)).await?;
         if !resp.succeeded() {
             return match txn_current(&resp)? {
                 None => Err(Error::NotFound(key.into())),
@@ -532,7 +595,10 @@ impl Backend for EtcdBackend {
         }
         let options = CompactionOptions::new();
         match self
-            .call(self.kv.clone().compact(revision, Some(options)))
+            .call(|mut kv| {
+                let options = options.clone();
+                async move { kv.compact(revision, Some(options)).await }
+            })
             .await
         {
             Ok(_) => {

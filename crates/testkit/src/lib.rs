@@ -321,12 +321,16 @@ pub fn free_port() -> u16 {
         .unwrap_or(0)
 }
 
-/// A private etcd server in a temp dir, SIGKILLed on drop.
+/// A private etcd server in a temp dir, SIGKILLed on drop. Alone, or one member of
+/// an [`EtcdCluster`].
 pub struct Etcd {
     child: Option<Child>,
     dir: tempfile::TempDir,
     pub client_port: u16,
     peer_port: u16,
+    name: String,
+    /// `--initial-cluster`: every member's `name=peer-url`.
+    initial_cluster: String,
 }
 
 pub fn etcd_binary() -> PathBuf {
@@ -346,12 +350,8 @@ impl Etcd {
         let binary = etcd_binary();
         let mut last = String::new();
         for _ in 0..5 {
-            let mut etcd = Etcd {
-                child: None,
-                dir: tempfile::Builder::new().prefix("kubext-etcd").tempdir()?,
-                client_port: free_port(),
-                peer_port: free_port(),
-            };
+            let mut etcd = Etcd::member("test")?;
+            etcd.initial_cluster = format!("test={}", etcd.peer_url());
             etcd.spawn(&binary)?;
             match etcd.wait_ready() {
                 Ok(()) => return Ok(etcd),
@@ -361,8 +361,56 @@ impl Etcd {
         bail!("etcd did not start: {last}")
     }
 
+    /// A member not yet started, on free ports, with its own data dir.
+    fn member(name: &str) -> Result<Etcd> {
+        Ok(Etcd {
+            child: None,
+            dir: tempfile::Builder::new().prefix("kubext-etcd").tempdir()?,
+            client_port: free_port(),
+            peer_port: free_port(),
+            name: name.into(),
+            initial_cluster: String::new(),
+        })
+    }
+
     pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    /// Freeze (SIGSTOP) or thaw (SIGCONT) the server: its connections stay open
+    /// but nothing answers, like a member cut off by a partition.
+    pub fn freeze(&self, frozen: bool) {
+        if let Some(c) = &self.child {
+            let signal = if frozen { "-STOP" } else { "-CONT" };
+            let _ = Command::new("kill")
+                .arg(signal)
+                .arg(c.id().to_string())
+                .status();
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// How many watchers this member serves now (its `etcd_debugging_mvcc_watcher_total`
+    /// metric); 0 if it does not answer.
+    pub fn watcher_count(&self) -> u64 {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.client_port)) else {
+            return 0;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        body.lines()
+            .find_map(|l| l.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0, |v| v as u64)
     }
 
     /// SIGKILL the server (no chance to flush anything).
@@ -394,13 +442,13 @@ impl Etcd {
 
     fn spawn(&mut self, binary: &Path) -> Result<()> {
         let client = self.endpoint();
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let peer = self.peer_url();
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.path().join("etcd.log"))?;
         let child = Command::new(binary)
-            .arg("--name=test")
+            .arg(format!("--name={}", self.name))
             .arg(format!(
                 "--data-dir={}",
                 self.dir.path().join("data").display()
@@ -409,7 +457,7 @@ impl Etcd {
             .arg(format!("--advertise-client-urls={client}"))
             .arg(format!("--listen-peer-urls={peer}"))
             .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=test={peer}"))
+            .arg(format!("--initial-cluster={}", self.initial_cluster))
             .arg("--initial-cluster-state=new")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
@@ -448,6 +496,49 @@ impl Etcd {
 impl Drop for Etcd {
     fn drop(&mut self) {
         self.kill9();
+    }
+}
+
+/// A private etcd cluster of several members on free loopback ports. Members are
+/// started, killed and restarted one by one through [`EtcdCluster::members`].
+pub struct EtcdCluster {
+    pub members: Vec<Etcd>,
+}
+
+impl EtcdCluster {
+    /// Start `size` members and wait until each reports healthy (a leader is elected).
+    pub fn start(size: usize) -> Result<EtcdCluster> {
+        let binary = etcd_binary();
+        let mut last = String::new();
+        for _ in 0..3 {
+            let mut members = (0..size)
+                .map(|i| Etcd::member(&format!("m{i}")))
+                .collect::<Result<Vec<_>>>()?;
+            let initial_cluster = members
+                .iter()
+                .map(|m| format!("{}={}", m.name, m.peer_url()))
+                .collect::<Vec<_>>()
+                .join(",");
+            for m in &mut members {
+                m.initial_cluster = initial_cluster.clone();
+                m.spawn(&binary)?;
+            }
+            match members.iter_mut().try_for_each(Etcd::wait_ready) {
+                Ok(()) => return Ok(EtcdCluster { members }),
+                // A port taken between picking and binding: start over on new ones.
+                Err(e) => last = e.to_string(),
+            }
+        }
+        bail!("etcd cluster did not start: {last}")
+    }
+
+    /// Every member's client URL, comma-separated (for `--etcd-servers`).
+    pub fn endpoints(&self) -> String {
+        self.members
+            .iter()
+            .map(Etcd::endpoint)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 

@@ -1,0 +1,373 @@
+//! kubext on etcd that fails under it (issue 10): etcd killed and restarted, a
+//! cluster member lost, quorum lost. kubext must report itself not ready while its
+//! watch cache cannot follow etcd, recover on its own once etcd is back, and lose no
+//! acknowledged write. Each test starts its own etcd (or cluster) and kubext.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+use common::*;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use testkit::{Etcd, EtcdCluster, Server, Storage};
+
+/// Concurrent creators in each test.
+const WRITERS: usize = 4;
+
+/// `/readyz`'s status code (0 if no answer within 5 s).
+async fn readyz(client: &kube::Client) -> u16 {
+    let req = http::Request::get("/readyz")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), client.send(req)).await {
+        Ok(Ok(resp)) => resp.status().as_u16(),
+        _ => 0,
+    }
+}
+
+/// Wait until `/readyz` answers `code`; how long that took.
+async fn until_readyz(client: &kube::Client, code: u16, limit: Duration) -> Duration {
+    let started = Instant::now();
+    while readyz(client).await != code {
+        assert!(
+            started.elapsed() < limit,
+            "/readyz not {code} within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    started.elapsed()
+}
+
+/// Writers creating ConfigMaps in a loop, remembering every acknowledged name.
+/// Failures (etcd down) are remembered and retried.
+struct Load {
+    acked: Arc<Mutex<BTreeSet<String>>>,
+    failed: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(client: &kube::Client, writers: usize) -> Load {
+        let load = Load {
+            acked: Default::default(),
+            failed: Default::default(),
+            stop: Default::default(),
+            tasks: Vec::new(),
+        };
+        let tasks = (0..writers)
+            .map(|w| {
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+                let (acked, failed, stop) =
+                    (load.acked.clone(), load.failed.clone(), load.stop.clone());
+                tokio::spawn(async move {
+                    for i in 0.. {
+                        if stop.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        let name = format!("w{w}-{i}");
+                        match api.create(&PostParams::default(), &cm(&name)).await {
+                            Ok(_) => {
+                                acked.lock().unwrap().insert(name);
+                            }
+                            Err(e) => {
+                                failed.lock().unwrap().push(e.to_string());
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Load { tasks, ..load }
+    }
+
+    fn failed(&self) -> usize {
+        self.failed.lock().unwrap().len()
+    }
+
+    /// The errors after the first `skip`.
+    fn errors_since(&self, skip: usize) -> Vec<String> {
+        self.failed.lock().unwrap()[skip..].to_vec()
+    }
+
+    fn acked(&self) -> usize {
+        self.acked.lock().unwrap().len()
+    }
+
+    /// Wait until `more` further creates were acknowledged; how long that took.
+    async fn progress(&self, more: usize, limit: Duration) -> Duration {
+        let started = Instant::now();
+        let target = self.acked() + more;
+        while self.acked() < target {
+            assert!(
+                started.elapsed() < limit,
+                "writes did not progress within {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        started.elapsed()
+    }
+
+    async fn stop(self) -> BTreeSet<String> {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.tasks {
+            t.await.unwrap();
+        }
+        self.acked.lock().unwrap().clone()
+    }
+}
+
+/// Every acknowledged create is listed (a consistent list), and the list works.
+async fn assert_all_listed(client: &kube::Client, acked: &BTreeSet<String>) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let present: BTreeSet<String> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    let lost: Vec<_> = acked.difference(&present).take(5).collect();
+    assert!(
+        lost.is_empty(),
+        "acknowledged creates lost, e.g. {lost:?} ({} acked)",
+        acked.len()
+    );
+}
+
+/// A new watch sees a create made after it started.
+async fn assert_watch_works(client: &kube::Client, name: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = api
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let stream = api.watch(&WatchParams::default(), &rv).await.unwrap();
+    api.create(&PostParams::default(), &cm(name)).await.unwrap();
+    assert!(sees(stream, name).await, "new watch missed {name}");
+}
+
+/// Whether `stream` delivers an ADDED for `name` within 10 s (false if it ends).
+async fn sees(
+    stream: impl futures::Stream<Item = kube::Result<WatchEvent<ConfigMap>>>,
+    name: &str,
+) -> bool {
+    let mut stream = std::pin::pin!(stream);
+    let found = async {
+        while let Ok(Some(event)) = stream.try_next().await {
+            if let WatchEvent::Added(c) = event
+                && c.metadata.name.as_deref() == Some(name)
+            {
+                return true;
+            }
+        }
+        false
+    };
+    tokio::time::timeout(Duration::from_secs(10), found)
+        .await
+        .unwrap_or(false)
+}
+
+/// A create, and whether it failed with 503 (or 504), and how long it took.
+async fn create_outcome(client: &kube::Client, name: &str) -> (Option<u16>, Duration) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let started = Instant::now();
+    let code = match api.create(&PostParams::default(), &cm(name)).await {
+        Ok(_) => None,
+        Err(e) => Some(api_error(e).code),
+    };
+    (code, started.elapsed())
+}
+
+/// Issue 10: kill -9 the only etcd under load and restart it. kubext goes not
+/// ready, comes back by itself, and every acknowledged create is there; a watch
+/// that was open across the outage resumes, and new watches work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_restart_under_load_recovers() {
+    let mut etcd = Etcd::start().unwrap();
+    let server = Server::builder()
+        .storage(Storage::Etcd(etcd.endpoint()))
+        .start()
+        .unwrap();
+    let client = server.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let across = api
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let load = Load::start(&client, WRITERS);
+    load.progress(100, Duration::from_secs(20)).await;
+
+    etcd.kill9();
+    let down = until_readyz(&client, 500, Duration::from_secs(10)).await;
+    let why = client
+        .request_text(http::Request::get("/readyz").body(vec![]).unwrap())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("[-]etcd failed: reason withheld\nreadyz check failed"),
+        "{why}"
+    );
+    let list = tokio::time::timeout(
+        Duration::from_secs(40),
+        api.list(&ListParams::default().limit(1)),
+    )
+    .await
+    .expect("a list while etcd is down answers");
+    let code = api_error(list.unwrap_err()).code;
+    assert!(matches!(code, 503 | 504), "list while etcd is down: {code}");
+
+    let restarting = Instant::now();
+    tokio::task::block_in_place(|| etcd.restart()).unwrap();
+    let etcd_up = restarting.elapsed();
+    let up = until_readyz(&client, 200, Duration::from_secs(15)).await;
+    let writes = load.progress(50, Duration::from_secs(15)).await;
+    let (failed, acked) = (load.failed(), load.acked());
+    let acked_set = load.stop().await;
+    eprintln!(
+        "readyz 500 {down:?} after kill; etcd restarted in {etcd_up:?}, readyz 200 {up:?} \
+         later; writes resumed in {writes:?}; {acked} creates acked, {failed} failed"
+    );
+
+    assert_all_listed(&client, &acked_set).await;
+    api.create(&PostParams::default(), &cm("after-restart"))
+        .await
+        .unwrap();
+    assert!(
+        sees(across, "after-restart").await,
+        "the watch open across the restart did not resume"
+    );
+    assert_watch_works(&client, "new-watch").await;
+}
+
+/// Issue 10 on a 3-member cluster: losing the member that carries kubext's watch
+/// costs nothing visible; losing quorum makes writes fail with 503 in bounded time
+/// and readyz 500; restarting the members brings everything back, no acknowledged
+/// create lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_cluster_member_and_quorum_loss_recover() {
+    let mut cluster = EtcdCluster::start(3).unwrap();
+    let server = Server::builder()
+        .storage(Storage::Etcd(cluster.endpoints()))
+        .start()
+        .unwrap();
+    let client = server.client().await.unwrap();
+    let load = Load::start(&client, WRITERS);
+    load.progress(100, Duration::from_secs(20)).await;
+
+    // The member serving kubext's watch (etcd's own metric says which).
+    let first = (0..3)
+        .find(|&i| cluster.members[i].watcher_count() > 0)
+        .expect("some member serves kubext's watch");
+    let failed_before = load.failed();
+    cluster.members[first].kill9();
+    let survived = load.progress(100, Duration::from_secs(15)).await;
+    // Creates in flight on the killed member's connection, or during a leader
+    // election when it led, may fail; none may fail for trying the dead member.
+    let errors = load.errors_since(failed_before);
+    let failed_one_down = errors.len();
+    let misrouted: Vec<_> = errors
+        .iter()
+        .filter(|e| e.contains("connect error"))
+        .collect();
+    assert!(
+        misrouted.is_empty(),
+        "creates sent to the dead member: {misrouted:?}"
+    );
+    until_readyz(&client, 200, Duration::from_secs(10)).await;
+    let moved = Instant::now();
+    while !cluster.members.iter().any(|m| m.watcher_count() > 0) {
+        assert!(
+            moved.elapsed() < Duration::from_secs(10),
+            "watch not re-established"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_watch_works(&client, "one-member-down").await;
+
+    let second = (0..3).find(|&i| i != first).expect("another member");
+    cluster.members[second].kill9();
+    let not_ready = until_readyz(&client, 500, Duration::from_secs(15)).await;
+    let (code, took) = create_outcome(&client, "no-quorum").await;
+    assert!(
+        matches!(code, Some(503 | 504)),
+        "create without quorum: {code:?} after {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(35),
+        "create without quorum took {took:?}"
+    );
+
+    tokio::task::block_in_place(|| cluster.members[second].restart()).unwrap();
+    let ready = until_readyz(&client, 200, Duration::from_secs(20)).await;
+    tokio::task::block_in_place(|| cluster.members[first].restart()).unwrap();
+    let writes = load.progress(50, Duration::from_secs(15)).await;
+    let (failed, acked) = (load.failed(), load.acked());
+    let acked_set = load.stop().await;
+    eprintln!(
+        "one member down: 100 more writes in {survived:?} ({failed_one_down} failed); quorum lost: readyz 500 after \
+         {not_ready:?}, create failed with {code:?} in {took:?}; readyz 200 {ready:?} after \
+         quorum was back; writes resumed in {writes:?}; {acked} creates acked, {failed} failed"
+    );
+    assert_all_listed(&client, &acked_set).await;
+    assert_watch_works(&client, "all-members-back").await;
+}
+
+/// A member that freezes (SIGSTOP: its connections stay open, nothing answers)
+/// while carrying kubext's watch. Known gap, hence ignored: require-leader does
+/// not help (a frozen member cancels nothing) and etcd-client's balancer keeps
+/// sending requests to it. Measured: the first consistent list hangs ~25 s (HTTP/2
+/// keep-alive 15 s + 10 s) and then fails with 503, and creates stall because every
+/// request routed to the member waits for its deadline (TCP connects to a stopped
+/// process still succeed). A real partition differs: the member is alive, loses
+/// its leader, and with require-leader cancels the watch and fails fast.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "known gap: a frozen etcd member stalls requests the balancer routes to it"]
+async fn etcd_cluster_frozen_watch_member_recovers() {
+    let cluster = EtcdCluster::start(3).unwrap();
+    let server = Server::builder()
+        .storage(Storage::Etcd(cluster.endpoints()))
+        .start()
+        .unwrap();
+    let client = server.client().await.unwrap();
+    let load = Load::start(&client, WRITERS);
+    load.progress(50, Duration::from_secs(20)).await;
+    let frozen = (0..3)
+        .find(|&i| cluster.members[i].watcher_count() > 0)
+        .expect("some member serves kubext's watch");
+    cluster.members[frozen].freeze(true);
+    let started = Instant::now();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    loop {
+        let list = tokio::time::timeout(
+            Duration::from_secs(20),
+            api.list(&ListParams::default().limit(1)),
+        )
+        .await;
+        if matches!(list, Ok(Ok(_))) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "consistent lists still fail"
+        );
+    }
+    let reads_back = started.elapsed();
+    let writes = load.progress(50, Duration::from_secs(20)).await;
+    eprintln!("frozen watch member: lists work after {reads_back:?}; 50 creates in {writes:?}");
+    cluster.members[frozen].freeze(false);
+    let acked = load.stop().await;
+    assert_all_listed(&client, &acked).await;
+}
