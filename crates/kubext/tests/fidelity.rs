@@ -629,6 +629,17 @@ async fn custom_resources_follow_upstreams_rules() {
     ]))
     .unwrap();
     assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
+    // The create response already records the storage version.
+    let (code, body) = send_body(
+        &client,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "application/json",
+        &sibling_crd(&crd, "sprockets", "Sprocket"),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(json_of(&body)["status"]["storedVersions"], json!(["v1"]));
 
     let widget = |name: &str, spec: Value| {
         json!({"apiVersion": "fidelity.example.com/v1", "kind": "Widget",
@@ -730,6 +741,18 @@ async fn custom_resources_follow_upstreams_rules() {
         out.contains(r#"spec.subresources.scale.specReplicasPath: Invalid value: ".foo.replicas": should be a json path under .spec"#),
         "{out}"
     );
+}
+
+/// A CRD with `crd`'s group and versions under other names, as a client posts it.
+fn sibling_crd(crd: &Value, plural: &str, kind: &str) -> Value {
+    let mut spec = crd["spec"].clone();
+    spec["names"] = json!({"plural": plural, "kind": kind});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.fidelity.example.com")},
+        "spec": spec,
+    })
 }
 
 fn meta_remove(obj: &mut Value, field: &str) {
