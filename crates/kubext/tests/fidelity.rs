@@ -304,16 +304,29 @@ fn server_side_apply_takes_over_from_client_side_apply() {
     assert!(out.contains("conflict") && out.contains(".data.a"), "{out}");
 }
 
+/// `default/kubernetes` of kind `K`, as JSON.
+async fn default_kubernetes<K>(client: &kube::Client) -> Value
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let object = Api::<K>::namespaced(client.clone(), "default")
+        .get("kubernetes")
+        .await
+        .unwrap();
+    serde_json::to_value(object).unwrap()
+}
+
 #[tokio::test]
 async fn the_kubernetes_service_points_at_this_server() {
     let server = Server::builder().start().unwrap();
     let client = server.client().await.unwrap();
     let port = i32::from(server.addr.port());
-    let svc = Api::<Service>::namespaced(client.clone(), "default")
-        .get("kubernetes")
-        .await
-        .unwrap();
-    let v = serde_json::to_value(&svc).unwrap();
+    let v = default_kubernetes::<Service>(&client).await;
     assert_eq!(
         v["metadata"]["labels"],
         json!({"component": "apiserver", "provider": "kubernetes"})
@@ -325,20 +338,12 @@ async fn the_kubernetes_service_points_at_this_server() {
         json!([{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}])
     );
     assert_eq!(v["spec"]["ipFamilies"], json!(["IPv4"]));
-    let endpoints = Api::<Endpoints>::namespaced(client.clone(), "default")
-        .get("kubernetes")
-        .await
-        .unwrap();
-    let e = serde_json::to_value(&endpoints).unwrap();
+    let e = default_kubernetes::<Endpoints>(&client).await;
     assert_eq!(
         e["subsets"],
         json!([{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}])
     );
-    let slice = Api::<EndpointSlice>::namespaced(client.clone(), "default")
-        .get("kubernetes")
-        .await
-        .unwrap();
-    let s = serde_json::to_value(&slice).unwrap();
+    let s = default_kubernetes::<EndpointSlice>(&client).await;
     assert_eq!(
         s["metadata"]["labels"],
         json!({"kubernetes.io/service-name": "kubernetes"})

@@ -1387,22 +1387,28 @@ mod tests {
         Arc::new(|_: &_| true)
     }
 
-    /// A broken watch is resumed from the last applied revision: writes made while
-    /// it was down reach the cache and the watchers that were already running.
-    #[tokio::test]
-    async fn broken_watch_resumes_and_keeps_watchers() {
+    /// A store with one object and one watcher, whose backend then goes down.
+    async fn watching_then_down() -> (Arc<Flaky>, Arc<Store<Utf8>>, Watcher<(String, i64)>) {
         let backend = Flaky::new();
         let s = Store::open(backend.clone(), Utf8, StoreOptions::default())
             .await
             .unwrap();
         s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
         s.sync().await.unwrap();
-        let mut w = s
+        let w = s
             .watch("/registry/a/", WatchStart::CurrentState, all(), false)
             .await
             .unwrap();
         backend.go_down();
         until_healthy(&s, false).await;
+        (backend, s, w)
+    }
+
+    /// A broken watch is resumed from the last applied revision: writes made while
+    /// it was down reach the cache and the watchers that were already running.
+    #[tokio::test]
+    async fn broken_watch_resumes_and_keeps_watchers() {
+        let (backend, s, mut w) = watching_then_down().await;
         assert!(matches!(s.sync().await, Err(Error::Unavailable(_))));
         // Written while the cache is disconnected (another replica, say).
         let r2 = backend
@@ -1425,18 +1431,7 @@ mod tests {
     /// its state is the backend's, and every watcher is ended (clients relist).
     #[tokio::test]
     async fn compacted_while_down_relists_and_ends_watchers() {
-        let backend = Flaky::new();
-        let s = Store::open(backend.clone(), Utf8, StoreOptions::default())
-            .await
-            .unwrap();
-        s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
-        s.sync().await.unwrap();
-        let mut w = s
-            .watch("/registry/a/", WatchStart::CurrentState, all(), false)
-            .await
-            .unwrap();
-        backend.go_down();
-        until_healthy(&s, false).await;
+        let (backend, s, mut w) = watching_then_down().await;
         let inner = &backend.inner;
         let r2 = inner
             .create("/registry/a/2", Bytes::from("two"))
