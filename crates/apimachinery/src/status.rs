@@ -233,12 +233,14 @@ impl StatusError {
         Self::new(413, "RequestEntityTooLarge", message)
     }
 
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// 415 listing what the endpoint accepts (upstream names no offending type).
+    pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {content_type:?}"
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
             ),
         )
     }

@@ -674,8 +674,8 @@ async fn openapi_publishes_each_crd_version_and_follows_changes() {
         let (new_hash, doc) = crontab_openapi(&client).await.unwrap();
         let color = &doc["components"]["schemas"]["com.example.stable.v1.CronTab"]["properties"]["spec"]
             ["properties"]["color"];
-        if color.is_object() {
-            assert_ne!(new_hash, hash);
+        // The index and the document are two reads: the change may land between them.
+        if color.is_object() && new_hash != hash {
             break;
         }
         assert!(

@@ -591,6 +591,10 @@ async fn request_limits_and_bad_parameters_get_upstreams_errors() {
     )
     .await;
     assert_eq!(code, 415, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        json_of(&body)["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
 
     let (code, body) = send_body(
         &client,

@@ -115,6 +115,30 @@ pub enum BodyKind {
     Protobuf,
 }
 
+/// What object bodies (create, update) may be sent as.
+pub const OBJECT_MEDIA_TYPES: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+
+/// What patches may be sent as, in upstream's order; custom resources take no
+/// strategic merge patch.
+pub fn patch_media_types(structured: bool) -> &'static [&'static str] {
+    const ALL: [&str; 4] = [
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+    const UNSTRUCTURED: [&str; 3] = [
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+    if structured { &ALL } else { &UNSTRUCTURED }
+}
+
 pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
     // No Content-Type means JSON; one that does not parse as a media type is refused.
     let content_type = content_type.map(str::trim).unwrap_or("");
@@ -134,7 +158,7 @@ pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
         "application/strategic-merge-patch+json" => BodyKind::StrategicMergePatch,
         "application/apply-patch+yaml" | "application/apply-patch+json" => BodyKind::ApplyPatch,
         "application/vnd.kubernetes.protobuf" => BodyKind::Protobuf,
-        other => return Err(StatusError::unsupported_media_type(other)),
+        _ => return Err(StatusError::unsupported_media_type(&OBJECT_MEDIA_TYPES)),
     })
 }
 

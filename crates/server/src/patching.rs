@@ -28,9 +28,9 @@ pub async fn patch(
 ) -> Result<Response<Body>> {
     let kind = negotiate::body_kind(content_type)?;
     let patch_doc = match kind {
-        BodyKind::Json | BodyKind::Yaml => {
+        BodyKind::Json | BodyKind::Yaml | BodyKind::Protobuf => {
             return Err(StatusError::unsupported_media_type(
-                content_type.unwrap_or(""),
+                negotiate::patch_media_types(call.rtype().structured),
             ));
         }
         BodyKind::ApplyPatch => negotiate::decode(kind, &body)?,
@@ -44,10 +44,8 @@ pub async fn patch(
         return apply(call, patch_doc).await;
     }
     if kind == BodyKind::StrategicMergePatch && !call.rtype().structured {
-        return Err(StatusError::new(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        return Err(StatusError::unsupported_media_type(
+            negotiate::patch_media_types(false),
         ));
     }
     let json_patch = match kind {

@@ -387,7 +387,7 @@ async fn decode_object(
     let kind = negotiate::body_kind(content_type)?;
     if !matches!(kind, BodyKind::Json | BodyKind::Yaml | BodyKind::Protobuf) {
         return Err(StatusError::unsupported_media_type(
-            content_type.unwrap_or(""),
+            &negotiate::OBJECT_MEDIA_TYPES,
         ));
     }
     let bytes = read_body(body).await?;
