@@ -38,9 +38,20 @@ async fn closed_after<S: tokio::io::AsyncRead + Unpin>(
 }
 
 async fn tls(server: &Server) -> tokio_rustls::client::TlsStream<TcpStream> {
+    tls_over(server, TcpStream::connect(server.addr).await.unwrap()).await
+}
+
+/// A TLS connection whose socket takes in little: the server's sends back up soon
+/// after the client stops reading, as over a slow network.
+async fn tls_small_window(server: &Server) -> tokio_rustls::client::TlsStream<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    tls_over(server, socket.connect(server.addr).await.unwrap()).await
+}
+
+async fn tls_over(server: &Server, tcp: TcpStream) -> tokio_rustls::client::TlsStream<TcpStream> {
     let connector =
         tokio_rustls::TlsConnector::from(std::sync::Arc::new(common::admin_tls_config(server)));
-    let tcp = TcpStream::connect(server.addr).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     connector.connect(name, tcp).await.unwrap()
 }
@@ -194,4 +205,56 @@ async fn running_out_of_file_descriptors_backs_off_and_recovers() {
         assert!(Instant::now() < deadline, "the server did not recover");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// RSS growth of a fresh server while `watchers` clients watch ConfigMaps and
+/// never read, and 2,000 ConfigMaps of 8 KiB are created (more than socket
+/// buffers and a watcher's queue hold, so the cache gives up on every watcher).
+async fn rss_growth_with_stalled_watchers(watchers: usize) -> u64 {
+    let server = Server::builder().start().unwrap();
+    let pid = server.pid().unwrap();
+    let mut stalled = Vec::new();
+    for _ in 0..watchers {
+        let mut stream = tls_small_window(&server).await;
+        stream
+            .write_all(b"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .await
+            .unwrap();
+        stalled.push(stream);
+    }
+    let before = rss_kib(pid);
+    let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(server.client().await.unwrap(), "default");
+    let payload = "x".repeat(8 * 1024);
+    for i in 0..2000 {
+        let mut cm = common::cm(&format!("cm-{i}"));
+        cm.data = Some([("k".to_string(), payload.clone())].into());
+        cms.create(&Default::default(), &cm).await.unwrap();
+    }
+    // Let every watcher be ended (the pump notices within a second).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let growth = rss_kib(pid).saturating_sub(before);
+    drop(stalled);
+    growth
+}
+
+#[tokio::test]
+async fn watchers_that_never_read_cost_a_bounded_amount() {
+    const WATCHERS: u64 = 200;
+    let baseline = rss_growth_with_stalled_watchers(0).await;
+    let with_watchers = rss_growth_with_stalled_watchers(WATCHERS as usize).await;
+    let per_watcher = with_watchers.saturating_sub(baseline) / WATCHERS;
+    // Each watcher may hold a few encoded frames, a TLS send buffer and HTTP
+    // buffers, but not copies of the events it fell behind on (which cost
+    // ~900 KiB per watcher here before they were bounded).
+    assert!(
+        per_watcher < 300,
+        "{per_watcher} KiB per stalled watcher (baseline growth {baseline} KiB, with watchers {with_watchers} KiB)"
+    );
 }

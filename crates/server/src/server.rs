@@ -523,6 +523,10 @@ impl Resources for CatalogResources {
 /// and send a request's headers within this long.
 const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
 const TLS_SEND_BUFFER: usize = 16 * 1024;
+/// hyper's HTTP/1 buffer bound (default ~400 KiB): response bytes queued for a
+/// client that stops reading, and the largest request head (upstream allows 1 MiB
+/// of headers; 64 KiB is far beyond what clients send).
+const HTTP1_BUFFER: usize = 64 * 1024;
 
 async fn serve(
     listener: TcpListener,
@@ -537,7 +541,8 @@ async fn serve(
     builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(READ_HEADER_TIMEOUT);
+        .header_read_timeout(READ_HEADER_TIMEOUT)
+        .max_buf_size(HTTP1_BUFFER);
     builder.http2().max_concurrent_streams(1000);
     let mut backoff = AcceptBackoff::default();
     loop {
