@@ -279,10 +279,14 @@ impl Strategy for CustomResources {
         errs
     }
 
-    /// Conversion `None` (apiVersion only), and defaults applied on read, so a
-    /// default added to the schema later shows up on existing objects.
+    /// Conversion `None` (apiVersion only) pruned to this version's schema, as
+    /// upstream's converter does, and defaults applied on read, so a default
+    /// added to the schema later shows up on existing objects.
     fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
-        let converted = with_api_version(obj, &self.api_version);
+        let mut converted = with_api_version(obj, &self.api_version);
+        if let (Some(value), Some(schema)) = (converted.as_mut(), self.schema.as_ref()) {
+            schema::prune(value, schema, true);
+        }
         let Some(schema) = self.schema.as_ref().filter(|_| self.has_defaults) else {
             return converted;
         };

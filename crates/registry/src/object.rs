@@ -2,15 +2,22 @@
 
 use bytes::Bytes;
 use serde_json::Value;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use apimachinery::meta;
+
+/// How many served versions' presentations an object keeps.
+const MAX_PRESENTATIONS: usize = 4;
 
 /// A stored object as readers see it: `metadata.resourceVersion` already set.
 #[derive(Debug)]
 pub struct Object {
     pub value: Value,
     json: OnceLock<Bytes>,
+    /// This object version as other served versions present it, by
+    /// [`crate::ResourceType::presentation`]: converted, pruned and defaulted once,
+    /// then shared by every GET, LIST and watcher of that version.
+    presented: parking_lot::Mutex<Vec<(u64, Arc<Object>)>>,
 }
 
 impl Object {
@@ -18,7 +25,34 @@ impl Object {
         Object {
             value,
             json: OnceLock::new(),
+            presented: parking_lot::Mutex::new(Vec::new()),
         }
+    }
+
+    /// The object as presentation `key` shows it, made by `make` the first time
+    /// (`None` from `make`: the stored form is the presented form).
+    pub fn presented(
+        self: &Arc<Self>,
+        key: u64,
+        make: impl FnOnce(&Value) -> Option<Value>,
+    ) -> Arc<Object> {
+        if let Some((_, p)) = self.presented.lock().iter().find(|(k, _)| *k == key) {
+            return p.clone();
+        }
+        let presented = match make(&self.value) {
+            Some(value) => Arc::new(Object::new(value)),
+            None => self.clone(),
+        };
+        // Only other objects are kept: the object itself would be a cycle. A few
+        // suffice (served versions); types replaced by a CRD change age out.
+        if !Arc::ptr_eq(&presented, self) {
+            let mut cache = self.presented.lock();
+            if cache.len() >= MAX_PRESENTATIONS {
+                cache.remove(0);
+            }
+            cache.push((key, presented.clone()));
+        }
+        presented
     }
 
     /// The JSON encoding, computed on first use and shared by every reader and watcher.

@@ -130,6 +130,9 @@ impl TableColumn {
 
 /// Everything the server and generic store need to serve one resource at one version.
 pub struct ResourceType {
+    /// Unique per constructed type (a CRD change builds new ones): the key under
+    /// which objects cache how this type presents them.
+    pub presentation: u64,
     pub group: String,
     pub version: String,
     pub kind: String,
@@ -307,7 +310,10 @@ impl ResourceType {
         namespaced: bool,
         strategy: Box<dyn Strategy>,
     ) -> Self {
+        static NEXT_PRESENTATION: std::sync::atomic::AtomicU64 =
+            std::sync::atomic::AtomicU64::new(1);
         ResourceType {
+            presentation: NEXT_PRESENTATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             group: group.into(),
             version: version.into(),
             kind: kind.into(),

@@ -142,11 +142,13 @@ impl GenericStore {
 
     /// A stored object as this resource serves it (converted if the served
     /// version is not the storage version; otherwise shared as is).
+    /// The presentation boundary: a stored object as this type serves it
+    /// (converted, pruned, read-time defaults), made once per object version and
+    /// served version, shared by get, list and watch.
     pub fn present(&self, obj: &Arc<Object>) -> Arc<Object> {
-        match self.rtype.strategy.convert_from_storage(&obj.value) {
-            Some(converted) => Arc::new(Object::new(converted)),
-            None => obj.clone(),
-        }
+        obj.presented(self.rtype.presentation, |value| {
+            self.rtype.strategy.convert_from_storage(value)
+        })
     }
 
     /// The stored bytes for a served object.

@@ -180,6 +180,8 @@ impl EventEncoder {
             WatchItem::Deleted(o) => ("DELETED", o),
             WatchItem::Bookmark(rv) => return self.bookmark(*rv, false),
         };
+        // The same presentation as get and list: this version's shape and defaults.
+        let obj = self.served.store.present(obj);
         let body = encode::object(
             &self.output,
             &self.served.rtype,
