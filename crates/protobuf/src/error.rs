@@ -1,3 +1,5 @@
+//! Decoding errors of protobuf request bodies.
+
 use thiserror::Error;
 
 /// Why a protobuf request body could not be decoded. Every variant describes

@@ -1,3 +1,5 @@
+//! Field selector parsing and matching, table and property tests.
+
 use super::*;
 use proptest::prelude::*;
 use serde_json::json;
