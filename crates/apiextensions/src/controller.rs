@@ -15,7 +15,6 @@ use crate::crd::CLEANUP_FINALIZER;
 use crate::custom_resource::{served_types, storage_type};
 
 const MANAGER: &str = "kubext-crd-controller";
-const RETRY: Duration = Duration::from_millis(500);
 
 /// Receives the full set of custom resource types after every change.
 pub type Publish = Arc<dyn Fn(Vec<Arc<ResourceType>>) + Send + Sync>;
@@ -39,12 +38,7 @@ pub struct CrdController {
 
 impl CrdController {
     pub async fn run(self: Arc<Self>) {
-        loop {
-            if let Err(e) = self.watch_once().await {
-                tracing::warn!(error = %e, "CRD controller watch ended; restarting");
-            }
-            tokio::time::sleep(RETRY).await;
-        }
+        controllers::runtime::keep_running("crd", || self.watch_once()).await;
     }
 
     fn leading(&self) -> bool {

@@ -298,12 +298,7 @@ impl<R: Resources> GarbageCollector<R> {
     /// Run forever; a watch that ends (fallen behind, storage restart) is started
     /// again from the current state with a fresh graph.
     pub async fn run(self) {
-        loop {
-            if let Err(e) = self.watch_once().await {
-                tracing::warn!(error = %e, "garbage collector watch ended; restarting");
-            }
-            tokio::time::sleep(RETRY).await;
-        }
+        crate::runtime::keep_running("garbage-collector", || self.watch_once()).await;
     }
 
     async fn watch_once(&self) -> Result<(), String> {

@@ -7,6 +7,7 @@ pub mod apiservices;
 pub mod gc;
 pub mod leader;
 pub mod namespace;
+pub mod runtime;
 
 use std::sync::Arc;
 

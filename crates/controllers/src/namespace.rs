@@ -36,12 +36,7 @@ pub trait RemoteContent: Send + Sync + 'static {
 impl<R: Resources> NamespaceController<R> {
     /// Run forever: follow namespace events and act on each.
     pub async fn run(self: Arc<Self>) {
-        loop {
-            if let Err(e) = self.clone().watch_once().await {
-                tracing::warn!(error = %e, "namespace controller watch ended; restarting");
-            }
-            tokio::time::sleep(RETRY).await;
-        }
+        crate::runtime::keep_running("namespace", || self.clone().watch_once()).await;
     }
 
     async fn watch_once(self: Arc<Self>) -> Result<(), String> {

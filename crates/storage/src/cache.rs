@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
+use crate::backoff::Backoff;
 
 /// Turns stored bytes into the caller's object type, once per event.
 pub trait Codec: Send + Sync + 'static {
@@ -927,7 +928,9 @@ async fn follow<C: Codec>(
     mut stream: EventStream,
     stalled: Arc<tokio::sync::Notify>,
 ) {
-    let mut backoff = Backoff::default();
+    // 100 ms doubling to 5 s, jittered so replicas sharing one etcd don't
+    // reconnect in lockstep.
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut catch_up: Option<i64> = None;
     loop {
         if let Some(target) = catch_up {
@@ -989,41 +992,6 @@ async fn reconnect<C: Codec>(
             }
         }
     }
-}
-
-/// Delays between reconnect attempts: 100 ms doubling to 5 s, plus up to 25%
-/// jitter so replicas sharing one etcd don't reconnect in lockstep.
-struct Backoff {
-    next: Duration,
-}
-
-impl Backoff {
-    const FIRST: Duration = Duration::from_millis(100);
-    const MAX: Duration = Duration::from_secs(5);
-
-    fn reset(&mut self) {
-        self.next = Self::FIRST;
-    }
-
-    fn next_delay(&mut self) -> Duration {
-        let delay = self.next;
-        self.next = (delay * 2).min(Self::MAX);
-        delay + delay.mul_f64(jitter() * 0.25)
-    }
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff { next: Self::FIRST }
-    }
-}
-
-/// A number in [0, 1) from the process's random hasher seed (no RNG dependency).
-fn jitter() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0);
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 async fn bookmarks<C: Codec>(store: std::sync::Weak<Store<C>>) {

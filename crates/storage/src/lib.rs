@@ -8,6 +8,7 @@
 //! `etcd`. All pass the same `conformance` suite.
 
 pub mod backend;
+pub mod backoff;
 pub mod cache;
 pub mod conformance;
 pub mod etcd;
@@ -15,6 +16,7 @@ pub mod memory;
 pub mod sqlite;
 
 pub use backend::{Backend, Error, Event, KeyValue, Range, Result};
+pub use backoff::Backoff;
 pub use cache::{Codec, Entry, Store, StoreOptions, WatchItem, WatchStart, Watcher};
 
 /// The exclusive end of the key range that starts with `prefix`
