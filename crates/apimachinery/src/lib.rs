@@ -11,7 +11,9 @@ pub mod selector;
 pub mod status;
 pub mod time;
 pub mod validation;
+pub mod verb;
 
 pub use field::{ErrorList, FieldError, FieldPath};
 pub use gvk::{GroupResource, GroupVersion, GroupVersionKind};
 pub use status::{Status, StatusCause, StatusError};
+pub use verb::Verb;

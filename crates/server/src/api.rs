@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::watch;
 
-use apimachinery::StatusError;
+use apimachinery::{StatusError, Verb};
 use registry::{ResourceType, Storage};
 
 use crate::aggregator::discovery::RemoteGroupVersion;
@@ -51,7 +51,7 @@ pub struct Api {
 /// Watches and connection upgrades may outlive `--request-timeout` (upstream's
 /// long-running check: watch and the connect verbs).
 fn is_long_running(info: &RequestInfo, req: &Request<Incoming>) -> bool {
-    info.verb == "watch"
+    info.verb == Verb::Watch
         || matches!(
             info.subresource.as_str(),
             "exec" | "attach" | "portforward" | "proxy" | "log"
@@ -245,7 +245,7 @@ impl Api {
         response::add_standard_headers(&mut resp);
         self.metrics
             .observe(&info, resp.status().as_u16(), started.elapsed());
-        if !info.verb.is_empty() && info.verb != "watch" {
+        if !matches!(info.verb, Verb::None | Verb::Watch) {
             tracing::debug!(verb = %info.verb, %path, code = resp.status().as_u16(), user = %user_name.as_deref().unwrap_or_default(), "request");
         }
         resp

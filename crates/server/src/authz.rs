@@ -27,7 +27,7 @@ impl<'a> Attributes<'a> {
     pub fn of(info: &'a RequestInfo, path: &'a str, user: &'a UserInfo) -> Self {
         Attributes {
             user,
-            verb: &info.verb,
+            verb: info.verb.as_str(),
             group: &info.group,
             version: &info.version,
             resource: &info.resource,

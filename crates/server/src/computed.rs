@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use apimachinery::{StatusError, meta};
+use apimachinery::{StatusError, Verb, meta};
 use registry::{Object, Provider};
 use serde_json::{Value, json};
 
@@ -16,8 +16,8 @@ type Result<T> = std::result::Result<T, StatusError>;
 
 pub async fn serve(call: &Call<'_>, provider: &dyn Provider) -> Result<http::Response<Body>> {
     let namespace = call.ctx.namespace.as_str();
-    match call.info.verb.as_str() {
-        "get" => {
+    match call.info.verb {
+        Verb::Get => {
             let name = &call.info.name;
             let obj = provider
                 .get(namespace, name)
@@ -30,7 +30,7 @@ pub async fn serve(call: &Call<'_>, provider: &dyn Provider) -> Result<http::Res
                 &[],
             ))
         }
-        "list" => {
+        Verb::List => {
             let opts = call.query.list_options()?;
             let items: Vec<Arc<Object>> = provider
                 .list(namespace)
@@ -70,7 +70,7 @@ pub async fn serve(call: &Call<'_>, provider: &dyn Provider) -> Result<http::Res
         }
         verb => Err(StatusError::method_not_supported(
             &call.rtype().group_resource(),
-            verb,
+            verb.as_str(),
         )),
     }
 }

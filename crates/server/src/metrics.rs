@@ -6,23 +6,19 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::Duration;
 
+use apimachinery::Verb;
 use registry::Storage;
 
 use crate::request_info::RequestInfo;
 
 #[derive(Default)]
 pub struct Metrics {
-    requests: Mutex<HashMap<(String, String, String, u16), u64>>,
+    requests: Mutex<HashMap<(Verb, String, String, u16), u64>>,
 }
 
 impl Metrics {
     pub fn observe(&self, info: &RequestInfo, code: u16, _elapsed: Duration) {
-        let key = (
-            info.verb.clone(),
-            info.group.clone(),
-            info.resource.clone(),
-            code,
-        );
+        let key = (info.verb, info.group.clone(), info.resource.clone(), code);
         *self.requests.lock().entry(key).or_default() += 1;
     }
 
@@ -37,10 +33,9 @@ impl Metrics {
             .collect();
         rows.sort();
         for ((verb, group, resource, code), n) in rows {
-            let verb = if verb.is_empty() {
-                "NONRESOURCE".into()
-            } else {
-                verb.to_uppercase()
+            let verb = match verb {
+                Verb::None => "NONRESOURCE".into(),
+                verb => verb.as_str().to_uppercase(),
             };
             let _ = writeln!(
                 out,

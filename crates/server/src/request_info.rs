@@ -1,13 +1,15 @@
 //! Parse a request path and method into what it asks for (upstream's RequestInfo).
 //! Pure: strings in, struct out.
 
+use apimachinery::Verb;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestInfo {
     /// False for `/healthz`, `/version`, discovery roots, `/openapi/...`.
     pub is_resource: bool,
     /// `api` or `apis` for resource requests.
     pub prefix: String,
-    pub verb: String,
+    pub verb: Verb,
     pub group: String,
     pub version: String,
     pub namespace: String,
@@ -71,22 +73,12 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
     if let Some(sub) = rest.get(2) {
         info.subresource = sub.to_string();
     }
-    let extra_parts = rest.len() > 3;
-    info.verb = match (method, info.name.is_empty()) {
-        ("GET" | "HEAD", true) if is_watch => "watch",
-        ("GET" | "HEAD", true) => "list",
-        ("GET" | "HEAD", false) => "get",
-        ("POST", _) => "create",
-        ("PUT", _) => "update",
-        ("PATCH", _) => "patch",
-        ("DELETE", true) => "deletecollection",
-        ("DELETE", false) => "delete",
-        _ => "unknown",
-    }
-    .to_string();
-    if extra_parts {
-        info.verb = "unknown".into();
-    }
+    // More segments than resource/name/subresource match no verb.
+    info.verb = if rest.len() > 3 {
+        Verb::Unknown
+    } else {
+        Verb::of(method, !info.name.is_empty(), is_watch)
+    };
     info
 }
 

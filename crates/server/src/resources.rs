@@ -7,7 +7,7 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use apimachinery::{StatusError, meta};
+use apimachinery::{StatusError, Verb, meta};
 use registry::options::DeleteOptions;
 use registry::{Object, RequestContext, ResourceType};
 
@@ -111,7 +111,7 @@ async fn serve_inner(
         no_headers: false,
     };
     let content_type = header_str(header::CONTENT_TYPE);
-    if let Some(options_kind) = write_options_kind(&info.verb) {
+    if let Some(options_kind) = write_options_kind(info.verb) {
         query.check_field_validation(options_kind)?;
     }
     let call = Call {
@@ -136,8 +136,8 @@ async fn serve_inner(
         return crate::computed::serve(&call, provider.as_ref()).await;
     }
     if !call.rtype().is_stored() {
-        return match info.verb.as_str() {
-            "create" => {
+        return match info.verb {
+            Verb::Create => {
                 let obj = decode_object(&call, content_type.as_deref(), req.into_body()).await?;
                 let reviewed = crate::reviews::review(api, &call.ctx, obj)?;
                 Ok(object_response(&call, 201, &Object::new(reviewed), &[]))
@@ -147,13 +147,13 @@ async fn serve_inner(
             )),
         };
     }
-    match info.verb.as_str() {
-        "get" => get(&call).await,
-        "list" => list(&call).await,
-        "watch" => watch::serve(&call).await,
-        "create" => create(&call, content_type.as_deref(), req.into_body()).await,
-        "update" => update(&call, content_type.as_deref(), req.into_body()).await,
-        "patch" => {
+    match info.verb {
+        Verb::Get => get(&call).await,
+        Verb::List => list(&call).await,
+        Verb::Watch => watch::serve(&call).await,
+        Verb::Create => create(&call, content_type.as_deref(), req.into_body()).await,
+        Verb::Update => update(&call, content_type.as_deref(), req.into_body()).await,
+        Verb::Patch => {
             patching::patch(
                 &call,
                 content_type.as_deref(),
@@ -161,8 +161,8 @@ async fn serve_inner(
             )
             .await
         }
-        "delete" => delete(&call, content_type.as_deref(), req.into_body()).await,
-        "deletecollection" => {
+        Verb::Delete => delete(&call, content_type.as_deref(), req.into_body()).await,
+        Verb::DeleteCollection => {
             delete_collection(&call, content_type.as_deref(), req.into_body()).await
         }
         _ => Err(StatusError::method_not_allowed(
@@ -197,11 +197,11 @@ async fn token_request(
 }
 
 /// The options type upstream validates a write's query parameters as.
-fn write_options_kind(verb: &str) -> Option<&'static str> {
+fn write_options_kind(verb: Verb) -> Option<&'static str> {
     match verb {
-        "create" => Some("CreateOptions"),
-        "update" => Some("UpdateOptions"),
-        "patch" => Some("PatchOptions"),
+        Verb::Create => Some("CreateOptions"),
+        Verb::Update => Some("UpdateOptions"),
+        Verb::Patch => Some("PatchOptions"),
         _ => None,
     }
 }
@@ -224,20 +224,20 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
     }
     if rtype.namespaced
         && info.namespace.is_empty()
-        && !matches!(info.verb.as_str(), "list" | "watch")
+        && !matches!(info.verb, Verb::List | Verb::Watch)
     {
         return Err(StatusError::path_not_found());
     }
     match info.subresource.as_str() {
         "" => Ok(()),
         "status"
-            if rtype.has_status && matches!(info.verb.as_str(), "get" | "update" | "patch") =>
+            if rtype.has_status && matches!(info.verb, Verb::Get | Verb::Update | Verb::Patch) =>
         {
             Ok(())
         }
         "scale"
             if rtype.scale.is_some()
-                && matches!(info.verb.as_str(), "get" | "update" | "patch") =>
+                && matches!(info.verb, Verb::Get | Verb::Update | Verb::Patch) =>
         {
             Ok(())
         }

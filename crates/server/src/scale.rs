@@ -102,7 +102,7 @@ pub async fn serve(
     };
     let store = &call.served.store;
     let name = &call.info.name;
-    if call.info.verb == "get" {
+    if call.info.verb == apimachinery::Verb::Get {
         let obj = store.get(&call.ctx, name).await?;
         return Ok(scale_response(call, &scale_of(&obj.value, &paths)));
     }
@@ -119,7 +119,7 @@ pub async fn serve(
             &body,
         )?,
     };
-    let is_update = call.info.verb == "update";
+    let is_update = call.info.verb == apimachinery::Verb::Update;
     let mut ctx = call.ctx.clone();
     ctx.subresource = Some("scale".into());
     let updated = store
