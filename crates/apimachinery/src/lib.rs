@@ -7,6 +7,7 @@ pub mod field;
 pub mod gofmt;
 pub mod gvk;
 pub mod meta;
+pub mod options;
 pub mod selector;
 pub mod status;
 pub mod time;

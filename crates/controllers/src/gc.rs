@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::meta;
-use registry::options::DeleteOptions;
+use registry::options::{DeleteOptions, PropagationPolicy};
 use serde_json::{Value, json};
 use storage::{WatchItem, WatchStart};
 
@@ -398,14 +398,11 @@ impl<R: Resources> GarbageCollector<R> {
                 tracing::info!(kind = %ident.kind, namespace = %node.namespace, name = %ident.name, "garbage collecting");
                 let opts = DeleteOptions {
                     precondition_uid: Some(uid.clone()),
-                    propagation_policy: Some(
-                        if *foreground {
-                            "Foreground"
-                        } else {
-                            "Background"
-                        }
-                        .into(),
-                    ),
+                    propagation_policy: Some(if *foreground {
+                        PropagationPolicy::Foreground
+                    } else {
+                        PropagationPolicy::Background
+                    }),
                     ..Default::default()
                 };
                 store

@@ -91,13 +91,15 @@ impl ContinueToken {
     }
 }
 
+pub use apimachinery::options::PropagationPolicy;
+
 /// DELETE options (body `DeleteOptions` or query parameters).
 #[derive(Debug, Clone, Default)]
 pub struct DeleteOptions {
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
     pub grace_period_seconds: Option<i64>,
-    pub propagation_policy: Option<String>,
+    pub propagation_policy: Option<PropagationPolicy>,
     /// The deprecated `orphanDependents`, as given (it also sets
     /// `propagation_policy`); an explicit `false` makes a pending delete a 202.
     pub orphan_dependents: Option<bool>,
@@ -107,9 +109,9 @@ impl DeleteOptions {
     /// The finalizer through which the garbage collector carries out the policy:
     /// dependents deleted first (`Foreground`) or released (`Orphan`).
     pub fn propagation_finalizer(&self) -> Option<&'static str> {
-        match self.propagation_policy.as_deref() {
-            Some("Foreground") => Some("foregroundDeletion"),
-            Some("Orphan") => Some("orphan"),
+        match self.propagation_policy {
+            Some(PropagationPolicy::Foreground) => Some("foregroundDeletion"),
+            Some(PropagationPolicy::Orphan) => Some("orphan"),
             _ => None,
         }
     }

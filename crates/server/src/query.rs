@@ -3,7 +3,7 @@
 use apimachinery::StatusError;
 use apimachinery::meta::parse_resource_version;
 use apimachinery::selector::{FieldSelector, LabelSelector};
-use registry::options::{ContinueToken, DeleteOptions, ReadFreshness};
+use registry::options::{ContinueToken, DeleteOptions, PropagationPolicy, ReadFreshness};
 use registry::{ListOptions, WatchOptions};
 use std::collections::HashMap;
 
@@ -182,9 +182,8 @@ impl Query {
     pub fn delete_options(&self) -> Result<DeleteOptions, StatusError> {
         let orphan_dependents = self.bool_value("orphanDependents")?;
         let propagation_policy = match (self.get("propagationPolicy"), orphan_dependents) {
-            (Some(policy), _) => Some(policy.to_string()),
-            (None, Some(true)) => Some("Orphan".to_string()),
-            (None, Some(false)) => Some("Background".to_string()),
+            (Some(policy), _) => Some(parse_propagation_policy(policy)?),
+            (None, Some(orphan)) => Some(PropagationPolicy::from_orphan_dependents(orphan)),
             (None, None) => None,
         };
         Ok(DeleteOptions {
@@ -194,4 +193,13 @@ impl Query {
             ..Default::default()
         })
     }
+}
+
+/// A `propagationPolicy` value, or upstream's error for an unknown one.
+pub fn parse_propagation_policy(policy: &str) -> Result<PropagationPolicy, StatusError> {
+    PropagationPolicy::parse(policy).ok_or_else(|| {
+        StatusError::bad_request(format!(
+            "DeleteOptions.propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
+        ))
+    })
 }

@@ -7,6 +7,7 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+use apimachinery::options::{DeleteOptionsBody, PropagationPolicy};
 use apimachinery::{StatusError, Verb, meta};
 use registry::options::DeleteOptions;
 use registry::{Object, RequestContext, ResourceType};
@@ -502,42 +503,34 @@ async fn delete_options(
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(opts);
     }
-    let v = match negotiate::body_kind(content_type)? {
+    let decoded = match negotiate::body_kind(content_type)? {
         BodyKind::Protobuf => negotiate::decode(BodyKind::Protobuf, &bytes)?,
         _ => serde_json::from_slice(&bytes)
             .map_err(|e| StatusError::bad_request(format!("invalid DeleteOptions: {e}")))?,
     };
-    if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
-        opts.grace_period_seconds = Some(g);
+    let body: DeleteOptionsBody = serde_json::from_value(decoded)
+        .map_err(|e| StatusError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+    if let Some(grace) = body.grace_period_seconds {
+        opts.grace_period_seconds = Some(grace);
     }
-    if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
-        opts.propagation_policy = Some(p.into());
+    if let Some(policy) = &body.propagation_policy {
+        opts.propagation_policy = Some(crate::query::parse_propagation_policy(policy)?);
     }
     // The deprecated form of `propagationPolicy: Orphan|Background`.
-    if let Some(orphan) = v.get("orphanDependents").and_then(Value::as_bool) {
+    if let Some(orphan) = body.orphan_dependents {
         opts.orphan_dependents = Some(orphan);
         if opts.propagation_policy.is_some() {
             return Err(StatusError::bad_request(
                 "DeleteOptions: Invalid value: \"orphanDependents\": orphanDependents and propagationPolicy cannot both be set",
             ));
         }
-        opts.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
+        opts.propagation_policy = Some(PropagationPolicy::from_orphan_dependents(orphan));
     }
-    if let Some(uid) = v.pointer("/preconditions/uid").and_then(Value::as_str) {
-        opts.precondition_uid = Some(uid.into());
-    }
-    if let Some(rv) = v
-        .pointer("/preconditions/resourceVersion")
-        .and_then(Value::as_str)
-    {
-        opts.precondition_resource_version = Some(rv.into());
-    }
-    if let Some(policy) = &opts.propagation_policy
-        && !matches!(policy.as_str(), "Orphan" | "Background" | "Foreground")
-    {
-        return Err(StatusError::bad_request(format!(
-            "DeleteOptions.propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
-        )));
+    if let Some(preconditions) = body.preconditions {
+        opts.precondition_uid = preconditions.uid.or(opts.precondition_uid);
+        opts.precondition_resource_version = preconditions
+            .resource_version
+            .or(opts.precondition_resource_version);
     }
     Ok(opts)
 }
