@@ -220,11 +220,8 @@ impl Api {
             user.as_ref()
                 .map_or_else(|| "system:anonymous".into(), |u| u.name.clone())
         });
-        let info = request_info::parse(
-            method.as_str(),
-            &path,
-            crate::query::Query::parse(req.uri().query()).flag("watch"),
-        );
+        let query = crate::query::Query::parse(req.uri().query());
+        let info = request_info::parse(method.as_str(), &path, query.flag("watch"));
         let mut resp = match user {
             None if !is_public(&path) => {
                 response::error(&StatusError::unauthorized("Unauthorized"))
@@ -232,10 +229,12 @@ impl Api {
             user => {
                 let user = user.unwrap_or_else(UserInfo::anonymous);
                 if is_long_running(&info, &req) {
-                    self.route(req, &info, &path, user).await
+                    self.route(req, &info, &path, user, query).await
                 } else {
                     let timeout = self.request_timeout;
-                    match tokio::time::timeout(timeout, self.route(req, &info, &path, user)).await {
+                    match tokio::time::timeout(timeout, self.route(req, &info, &path, user, query))
+                        .await
+                    {
                         Ok(resp) => resp,
                         Err(_) => request_timed_out(),
                     }
@@ -257,6 +256,7 @@ impl Api {
         info: &RequestInfo,
         path: &str,
         user: UserInfo,
+        query: crate::query::Query,
     ) -> Response<Body> {
         let remote = self.claimed(info, path);
         if remote.is_some() || info.is_resource {
@@ -270,7 +270,7 @@ impl Api {
                 .await;
         }
         if info.is_resource {
-            return resources::serve(self, req, info, user).await;
+            return resources::serve(self, req, info, user, query).await;
         }
         if req.method() != Method::GET && req.method() != Method::HEAD {
             return response::error(&StatusError::method_not_allowed(format!(

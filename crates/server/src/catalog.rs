@@ -194,9 +194,37 @@ impl Group {
     }
 }
 
+/// Served resources by group, version and plural: looked up on every request
+/// with borrowed strings (no allocation).
+#[derive(Default)]
+struct ResourceIndex(HashMap<String, HashMap<String, HashMap<String, Arc<Served>>>>);
+
+impl ResourceIndex {
+    fn insert(&mut self, served: Arc<Served>) {
+        let t = &served.rtype;
+        self.0
+            .entry(t.group.clone())
+            .or_default()
+            .entry(t.version.clone())
+            .or_default()
+            .insert(t.plural.clone(), served.clone());
+    }
+
+    fn get(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<Served>> {
+        self.0.get(group)?.get(version)?.get(resource)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Arc<Served>> {
+        self.0
+            .values()
+            .flat_map(HashMap::values)
+            .flat_map(HashMap::values)
+    }
+}
+
 #[derive(Default)]
 pub struct Catalog {
-    resources: HashMap<(String, String, String), Arc<Served>>,
+    resources: ResourceIndex,
     group_versions: HashMap<(String, String), Arc<GroupVersion>>,
     group_entries: HashMap<String, Arc<Group>>,
     pub discovery: Discovery,
@@ -250,13 +278,10 @@ impl Catalog {
         remotes: &[RemoteGroupVersion],
     ) -> Catalog {
         let mut by_gv: BTreeMap<(String, String), Vec<Arc<Served>>> = BTreeMap::new();
-        let mut resources = HashMap::with_capacity(served.len());
+        let mut resources = ResourceIndex::default();
         for s in served {
             let t = &s.rtype;
-            resources.insert(
-                (t.group.clone(), t.version.clone(), t.plural.clone()),
-                s.clone(),
-            );
+            resources.insert(s.clone());
             by_gv
                 .entry((t.group.clone(), t.version.clone()))
                 .or_default()
@@ -380,8 +405,7 @@ impl Catalog {
     }
 
     pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<Served>> {
-        self.resources
-            .get(&(group.to_string(), version.to_string(), resource.to_string()))
+        self.resources.get(group, version, resource)
     }
 
     pub fn served(&self) -> impl Iterator<Item = &Arc<Served>> {

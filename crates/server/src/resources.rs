@@ -52,17 +52,22 @@ pub async fn serve(
     req: Request<Incoming>,
     info: &RequestInfo,
     user: UserInfo,
+    query: Query,
 ) -> Response<Body> {
-    let mut resp = match serve_inner(api, req, info, user).await {
+    let Some(served) = api
+        .catalog()
+        .lookup(&info.group, &info.version, &info.resource)
+        .cloned()
+    else {
+        return response::error(&StatusError::path_not_found());
+    };
+    let deprecation = served.rtype.deprecation_warning.clone();
+    let mut resp = match serve_inner(api, served, req, info, user, query).await {
         Ok(resp) => resp,
         Err(e) => response::error(&e),
     };
     // Deprecated versions warn on every request, as upstream does.
-    if let Some(served) = api
-        .catalog()
-        .lookup(&info.group, &info.version, &info.resource)
-        && let Some(warning) = &served.rtype.deprecation_warning
-    {
+    if let Some(warning) = &deprecation {
         response::add_warnings(&mut resp, std::slice::from_ref(warning));
     }
     resp
@@ -70,15 +75,12 @@ pub async fn serve(
 
 async fn serve_inner(
     api: &Api,
+    served: Arc<Served>,
     req: Request<Incoming>,
     info: &RequestInfo,
     user: UserInfo,
+    query: Query,
 ) -> Result<Response<Body>> {
-    let catalog = api.catalog();
-    let served = catalog
-        .lookup(&info.group, &info.version, &info.resource)
-        .cloned()
-        .ok_or_else(StatusError::path_not_found)?;
     check_scope(&served.rtype, info)?;
     let headers = req.headers();
     let header_str = |h: header::HeaderName| {
@@ -87,7 +89,6 @@ async fn serve_inner(
             .and_then(|v| v.to_str().ok())
             .map(String::from)
     };
-    let query = Query::parse(req.uri().query());
     let output = negotiate::negotiate(header_str(header::ACCEPT).as_deref())?;
     let field_manager = query
         .get("fieldManager")
