@@ -1,9 +1,10 @@
 //! `/metrics` in the Prometheus text format, with kube-apiserver's metric names
 //! where one exists.
 
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use apimachinery::Verb;
@@ -11,28 +12,58 @@ use registry::Storage;
 
 use crate::request_info::RequestInfo;
 
+/// Request counts by group, resource, verb and code. Counting takes a shared
+/// lock and an atomic add: no allocation once a combination has been seen.
 #[derive(Default)]
 pub struct Metrics {
-    requests: Mutex<HashMap<(Verb, String, String, u16), u64>>,
+    requests: RwLock<Counters>,
 }
+
+type Counters = HashMap<String, HashMap<String, HashMap<(Verb, u16), AtomicU64>>>;
 
 impl Metrics {
     pub fn observe(&self, info: &RequestInfo, code: u16, _elapsed: Duration) {
-        let key = (info.verb, info.group.clone(), info.resource.clone(), code);
-        *self.requests.lock().entry(key).or_default() += 1;
+        let key = (info.verb, code);
+        if let Some(counter) = self
+            .requests
+            .read()
+            .get(info.group.as_str())
+            .and_then(|r| r.get(info.resource.as_str()))
+            .and_then(|c| c.get(&key))
+        {
+            counter.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.requests
+            .write()
+            .entry(info.group.clone())
+            .or_default()
+            .entry(info.resource.clone())
+            .or_default()
+            .entry(key)
+            .or_default()
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn render(&self, storage: &Storage) -> String {
         let mut out = String::new();
         out.push_str("# HELP apiserver_request_total Counter of apiserver requests broken out for each verb, group, resource and HTTP response code.\n# TYPE apiserver_request_total counter\n");
-        let mut rows: Vec<_> = self
-            .requests
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
+        let mut rows: Vec<_> = Vec::new();
+        for (group, resources) in self.requests.read().iter() {
+            for (resource, counters) in resources {
+                for ((verb, code), n) in counters {
+                    rows.push((
+                        *verb,
+                        group.clone(),
+                        resource.clone(),
+                        *code,
+                        n.load(Ordering::Relaxed),
+                    ));
+                }
+            }
+        }
         rows.sort();
-        for ((verb, group, resource, code), n) in rows {
+        for (verb, group, resource, code, n) in rows {
             let verb = match verb {
                 Verb::None => "NONRESOURCE".into(),
                 verb => verb.as_str().to_uppercase(),
