@@ -62,7 +62,11 @@ pub fn unknown_fields(doc: &Value, gvk: &Gvk, obj: &Value) -> Vec<String> {
 /// [`unknown_fields`] against the built-in schemas; `None` if `gvk` is not a
 /// built-in kind (e.g. a custom resource).
 pub fn builtin_unknown_fields(gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
-    unknown_fields_in(&builtin().components, gvk, obj)
+    let schemas = &builtin().components;
+    let schema = schemas.get(*builtin_schema_names().get(gvk)?)?;
+    let mut out = Vec::new();
+    walk(schemas, schema, obj, "", &mut out);
+    Some(out)
 }
 
 fn unknown_fields_in(schemas: &Map<String, Value>, gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
@@ -70,6 +74,28 @@ fn unknown_fields_in(schemas: &Map<String, Value>, gvk: &Gvk, obj: &Value) -> Op
     let mut out = Vec::new();
     walk(schemas, schema, obj, "", &mut out);
     Some(out)
+}
+
+/// Built-in kind → its component schema's name, indexed once: every write
+/// looks its kind up here instead of scanning every schema.
+fn builtin_schema_names() -> &'static std::collections::HashMap<Gvk, &'static str> {
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<Gvk, &'static str>> =
+        std::sync::OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index = std::collections::HashMap::new();
+        for (name, schema) in &builtin().components {
+            let gvks = schema
+                .get("x-kubernetes-group-version-kind")
+                .and_then(Value::as_array);
+            for g in gvks.into_iter().flatten() {
+                let field = |k: &str| g.get(k).and_then(Value::as_str).unwrap_or("");
+                index
+                    .entry(Gvk::new(field("group"), field("version"), field("kind")))
+                    .or_insert(name.as_str());
+            }
+        }
+        index
+    })
 }
 
 /// The error message upstream's strict decoding gives (`fieldValidation=Strict`):
