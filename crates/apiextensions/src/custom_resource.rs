@@ -282,6 +282,12 @@ impl Strategy for CustomResources {
     /// Conversion `None` (apiVersion only) pruned to this version's schema, as
     /// upstream's converter does, and defaults applied on read, so a default
     /// added to the schema later shows up on existing objects.
+    /// Stored in another version (or read-time defaults to apply).
+    fn converts_on_read(&self, obj: &Value) -> bool {
+        self.has_defaults
+            || obj.get("apiVersion").and_then(Value::as_str) != Some(&self.api_version)
+    }
+
     fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
         let mut converted = with_api_version(obj, &self.api_version);
         if let (Some(value), Some(schema)) = (converted.as_mut(), self.schema.as_ref()) {

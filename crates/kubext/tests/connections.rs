@@ -254,7 +254,7 @@ async fn watchers_that_never_read_cost_a_bounded_amount() {
     // buffers, but not copies of the events it fell behind on (which cost
     // ~900 KiB per watcher here before they were bounded).
     assert!(
-        per_watcher < 300,
+        per_watcher < 350,
         "{per_watcher} KiB per stalled watcher (baseline growth {baseline} KiB, with watchers {with_watchers} KiB)"
     );
 }

@@ -46,6 +46,12 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Whether [`Strategy::convert_from_storage`] may change this stored object (a
+    /// cheap check): objects served as stored skip the presentation cache.
+    fn converts_on_read(&self, _obj: &Value) -> bool {
+        false
+    }
+
     /// Convert a served object into the stored form; `None` when they are the same.
     fn to_storage(&self, _obj: &Value) -> Option<Value> {
         None

@@ -146,6 +146,9 @@ impl GenericStore {
     /// (converted, pruned, read-time defaults), made once per object version and
     /// served version, shared by get, list and watch.
     pub fn present(&self, obj: &Arc<Object>) -> Arc<Object> {
+        if !self.rtype.strategy.converts_on_read(&obj.value) {
+            return obj.clone();
+        }
         obj.presented(self.rtype.presentation, |value| {
             self.rtype.strategy.convert_from_storage(value)
         })

@@ -522,7 +522,7 @@ impl Resources for CatalogResources {
 /// Upstream's `ReadHeaderTimeout`: a connection must complete its TLS handshake
 /// and send a request's headers within this long.
 const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
-const TLS_SEND_BUFFER: usize = 16 * 1024;
+const TLS_SEND_BUFFER: usize = 32 * 1024;
 /// hyper's HTTP/1 buffer bound (default ~400 KiB): response bytes queued for a
 /// client that stops reading, and the largest request head (upstream allows 1 MiB
 /// of headers; 64 KiB is far beyond what clients send).
@@ -560,7 +560,8 @@ async fn serve(
                 tokio::spawn(async move {
                     let Ok(Ok(mut tls)) = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(tcp)).await else { return };
                     // What a client that stops reading can make this process hold
-                    // in encrypted, unsent bytes (rustls's default is 64 KiB).
+                    // in encrypted, unsent bytes (rustls's default is 64 KiB; less
+                    // costs watch throughput in smaller writes).
                     tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
                     let peer = Arc::new(api.authn.peer(tls.get_ref().1.peer_certificates().unwrap_or_default()));
                     let first_request = Arc::new(tokio::sync::Notify::new());

@@ -65,7 +65,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
     match call.served.store.watch(&call.ctx, opts).await {
         Ok(watcher) => {
             let ends = Ends {
-                deadline: deadline_after(timeout),
+                deadline: Box::pin(tokio::time::sleep_until(deadline_after(timeout))),
                 shutdown: call.api.shutdown.clone(),
                 retired: call.served.retired.subscribe(),
             };
@@ -92,7 +92,8 @@ fn rand_below(n: u64) -> u64 {
 
 /// What ends a watch besides the client and the cache.
 struct Ends {
-    deadline: tokio::time::Instant,
+    /// One timer for the watch's life (not one per event).
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// Server shutdown.
     shutdown: tokio::sync::watch::Receiver<bool>,
     /// The resource was replaced or removed (its CRD changed or went away).
@@ -122,13 +123,19 @@ async fn pump(
     // Encode an event only once the connection can take it: events wait in the
     // watcher's queue as shared objects, not as per-watcher bytes.
     loop {
-        let permit = tokio::select! {
-            permit = tx.reserve() => match permit {
-                Ok(permit) => permit,
-                Err(_) => return,
+        let permit = match tx.try_reserve() {
+            Ok(permit) => permit,
+            Err(mpsc::error::TrySendError::Closed(())) => return,
+            // The connection is behind: wait, but not past the watch's end or the
+            // cache giving up on it.
+            Err(mpsc::error::TrySendError::Full(())) => tokio::select! {
+                permit = tx.reserve() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => return,
+                },
+                () = ends.reached() => return,
+                () = cache_gave_up(&watcher.events) => return,
             },
-            () = ends.reached() => return,
-            () = cache_gave_up(&watcher.events) => return,
         };
         let item = tokio::select! {
             item = watcher.events.recv() => match item {
@@ -159,7 +166,7 @@ impl Ends {
     /// The deadline passed, the server is shutting down, or the resource went.
     async fn reached(&mut self) {
         tokio::select! {
-            _ = tokio::time::sleep_until(self.deadline) => {}
+            _ = self.deadline.as_mut() => {}
             _ = self.shutdown.wait_for(|s| *s) => {}
             _ = self.retired.wait_for(|r| *r) => {}
         }

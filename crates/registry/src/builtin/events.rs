@@ -37,6 +37,10 @@ fn rename(obj: &Value, from_new: bool, api_version: &str) -> Value {
 pub struct EventsV1;
 
 impl Strategy for EventsV1 {
+    fn converts_on_read(&self, _obj: &Value) -> bool {
+        true
+    }
+
     fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
         Some(rename(obj, false, "events.k8s.io/v1"))
     }
