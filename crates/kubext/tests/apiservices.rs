@@ -309,14 +309,7 @@ async fn extension_apiserver_authentication_configmap() {
         .arg("--requestheader-username-headers=X-Remote-User,X-Forwarded-User")
         .start()
         .unwrap();
-    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(server.client().await.unwrap(), "kube-system");
-    let data = cms
-        .get("extension-apiserver-authentication")
-        .await
-        .unwrap()
-        .data
-        .unwrap();
+    let data = authentication_configmap(&server).await;
     assert_eq!(
         data["requestheader-allowed-names"],
         r#"["aggregator","front-proxy-client"]"#
@@ -325,6 +318,17 @@ async fn extension_apiserver_authentication_configmap() {
         data["requestheader-username-headers"],
         r#"["X-Remote-User","X-Forwarded-User"]"#
     );
+}
+
+/// The data of `kube-system/extension-apiserver-authentication`.
+async fn authentication_configmap(server: &Server) -> std::collections::BTreeMap<String, String> {
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(server.client().await.unwrap(), "kube-system");
+    cms.get("extension-apiserver-authentication")
+        .await
+        .unwrap()
+        .data
+        .unwrap()
 }
 
 /// A client of `server` presenting the certificate `<stem>.crt` of `pki` and
@@ -410,14 +414,7 @@ async fn identity_headers_count_only_from_a_trusted_front_proxy() {
         .unwrap();
     let proxy = client_as(&server, &pki, "front-proxy-client", &with_uid).await;
     assert_eq!(common::whoami(&proxy).await.unwrap()["uid"], "1234");
-    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(server.client().await.unwrap(), "kube-system");
-    let data = cms
-        .get("extension-apiserver-authentication")
-        .await
-        .unwrap()
-        .data
-        .unwrap();
+    let data = authentication_configmap(&server).await;
     assert_eq!(data["requestheader-uid-headers"], r#"["X-Remote-Uid"]"#);
 }
 

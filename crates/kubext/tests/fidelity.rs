@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::send_body;
+use common::{send_body, send_raw};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -56,29 +56,6 @@ const WIDGETS: &str = "/apis/fidelity.example.com/v1/namespaces/default/widgets"
 fn json_of(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
-
-async fn send_raw(
-    client: &kube::Client,
-    method: &str,
-    uri: &str,
-    content_type: &str,
-    body: Vec<u8>,
-) -> (u16, http::HeaderMap, bytes::Bytes) {
-    let req = http::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", content_type)
-        .body(kube::client::Body::from(body))
-        .unwrap();
-    let resp = client.send(req).await.unwrap();
-    let code = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
-    (code, headers, bytes)
 }
 
 #[tokio::test]

@@ -25,19 +25,39 @@ pub async fn send_body(
     content_type: &str,
     body: &serde_json::Value,
 ) -> (u16, bytes::Bytes) {
+    let (code, _, bytes) = send_raw(
+        client,
+        method,
+        uri,
+        content_type,
+        serde_json::to_vec(body).unwrap(),
+    )
+    .await;
+    (code, bytes)
+}
+
+/// Send raw bytes; the status code, headers and raw response body.
+pub async fn send_raw(
+    client: &kube::Client,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, http::HeaderMap, bytes::Bytes) {
     let req = http::Request::builder()
         .method(method)
         .uri(uri)
         .header("content-type", content_type)
-        .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
+        .body(kube::client::Body::from(body))
         .unwrap();
     let resp = client.send(req).await.unwrap();
     let code = resp.status().as_u16();
+    let headers = resp.headers().clone();
     let bytes = http_body_util::BodyExt::collect(resp.into_body())
         .await
         .unwrap()
         .to_bytes();
-    (code, bytes)
+    (code, headers, bytes)
 }
 
 /// A rustls client config that trusts `server`'s CA and presents its admin
