@@ -1,18 +1,16 @@
-//! CustomResourceDefinitions: the `apiextensions.k8s.io/v1` resource, the
-//! resource types that serve custom resources, and the controller that turns an
-//! accepted CRD into served routes.
+//! CustomResourceDefinitions: the `apiextensions.k8s.io/v1` resource and the
+//! compilation of a CRD's versions into the resource types that serve custom
+//! resources (the CRD controller in `controllers::crd` runs it).
 //!
-//! Invariant: no HTTP. The server receives the custom resource types through
-//! the `Publish` callback and swaps its catalog.
+//! Invariant: pure compilation and strategies: no HTTP, no tasks. Aggregated
+//! servers (`kubext-apiserver`) compile their types with it too.
 //!
 //! Conversion webhooks and CEL validation rules are not implemented yet.
 
-pub mod controller;
 pub mod crd;
 pub mod custom_resource;
 pub mod list_types;
 pub mod scale;
 
-pub use controller::CrdController;
 pub use crd::crd_resource_type;
 pub use custom_resource::served_types;

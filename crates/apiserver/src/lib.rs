@@ -194,14 +194,16 @@ impl ApiServer {
             client_ca_file: Some(trust.client_ca_file),
             front_proxy: trust.front_proxy,
             serving_hosts: self.serving_hosts,
-            extension: Some(Arc::new(server::config::Extension {
-                name: self.name,
-                types: self.types.into_iter().map(Arc::new).collect(),
-                authorizer: Arc::new(SubjectAccessReviews::new(client)),
-            })),
             ..Default::default()
         };
-        let running = server::start(config).await?;
+        let serving = server::Serving {
+            name: self.name,
+            types: self.types.into_iter().map(Arc::new).collect(),
+            authorizer: Arc::new(SubjectAccessReviews::new(client)),
+            // An aggregated server answers everything it serves itself.
+            delegation: None,
+        };
+        let running = server::start(config, serving).await?;
         self.objects.bind(running.api.clone());
         Ok(running)
     }

@@ -9,35 +9,10 @@ use std::time::Duration;
 
 use apimachinery::meta;
 use registry::GenericStore;
-use registry::builtin::apiregistration::AUTOMANAGED_LABEL;
+use registry::builtin::apiregistration::{AUTOMANAGED_LABEL, builtin_priority};
 use serde_json::{Value, json};
 
 const MANAGER: &str = "kubext-apiservice-registration";
-
-/// Upstream's `{groupPriorityMinimum, versionPriority}` of built-in group-versions.
-const BUILTIN_PRIORITIES: &[(&str, &str, i64, i64)] = &[
-    ("", "v1", 18000, 1),
-    ("apps", "v1", 17800, 15),
-    ("events.k8s.io", "v1", 17750, 15),
-    ("authentication.k8s.io", "v1", 17700, 15),
-    ("authorization.k8s.io", "v1", 17600, 15),
-    ("autoscaling", "v1", 17500, 15),
-    ("autoscaling", "v2", 17500, 30),
-    ("rbac.authorization.k8s.io", "v1", 17000, 15),
-    ("apiextensions.k8s.io", "v1", 16700, 15),
-    ("admissionregistration.k8s.io", "v1", 16700, 15),
-    ("coordination.k8s.io", "v1", 16500, 15),
-    ("discovery.k8s.io", "v1", 16200, 15),
-];
-
-/// `(groupPriorityMinimum, versionPriority)` of a group-version served here:
-/// upstream's for built-ins, 1000/100 (what CRDs get) otherwise.
-pub fn local_priority(group: &str, version: &str) -> (i64, i64) {
-    BUILTIN_PRIORITIES
-        .iter()
-        .find(|(g, v, _, _)| *g == group && *v == version)
-        .map_or((1000, 100), |(_, _, g, v)| (*g, *v))
-}
 
 /// A group-version served here: built in, or from a CRD.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -55,10 +30,8 @@ pub fn desired(served: &[LocalGroupVersion]) -> BTreeMap<String, Value> {
         .filter(|gv| gv.group != "apiregistration.k8s.io")
         .filter_map(|gv| {
             let (group_priority, version_priority, managed) = if gv.builtin {
-                let (_, _, g, v) = BUILTIN_PRIORITIES
-                    .iter()
-                    .find(|(g, v, _, _)| *g == gv.group && *v == gv.version)?;
-                (*g, *v, "onstart")
+                let (g, v) = builtin_priority(&gv.group, &gv.version)?;
+                (g, v, "onstart")
             } else {
                 (1000, 100, "true")
             };

@@ -4,6 +4,7 @@
 //! never crash the server: every failure is logged and retried with backoff.
 
 pub mod apiservices;
+pub mod crd;
 pub mod gc;
 pub mod leader;
 pub mod namespace;

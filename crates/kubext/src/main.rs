@@ -1,4 +1,4 @@
-//! `kubext`: flags → config → server. Thin by design.
+//! `kubext`: flags → `controlplane::Config` → `controlplane::start`. Thin by design.
 
 use anyhow::Result;
 
@@ -186,49 +186,51 @@ fn init_logging(format: LogFormat) {
 }
 
 async fn serve(args: ServeArgs) -> Result<()> {
-    let config = server::Config {
-        data_dir: args.data_dir,
-        bind_address: args.bind_address,
-        secure_port: args.secure_port,
-        storage: match args.storage {
-            StorageArg::Embedded => server::StorageKind::Embedded,
-            StorageArg::Memory => server::StorageKind::Memory,
-            StorageArg::Etcd => server::StorageKind::Etcd,
-        },
-        etcd_servers: args.etcd_servers,
-        etcd_prefix: args.etcd_prefix,
-        tls_cert_file: args.tls_cert_file,
-        tls_private_key_file: args.tls_private_key_file,
-        client_ca_file: args.client_ca_file,
-        token_auth_file: args.token_auth_file,
-        compaction_interval: args.compaction_interval,
-        bookmark_interval: args.bookmark_interval,
-        front_proxy: server::config::FrontProxyConfig {
-            proxy_client_cert_file: args.proxy_client_cert_file,
-            proxy_client_key_file: args.proxy_client_key_file,
-            requestheader_client_ca_file: args.requestheader_client_ca_file,
-            allowed_names: args.requestheader_allowed_names,
-            username_headers: args.requestheader_username_headers,
-            group_headers: args.requestheader_group_headers,
-            extra_headers_prefix: args.requestheader_extra_headers_prefix,
-            uid_headers: args.requestheader_uid_headers,
+    let config = controlplane::Config {
+        server: server::Config {
+            data_dir: args.data_dir,
+            bind_address: args.bind_address,
+            secure_port: args.secure_port,
+            storage: match args.storage {
+                StorageArg::Embedded => server::StorageKind::Embedded,
+                StorageArg::Memory => server::StorageKind::Memory,
+                StorageArg::Etcd => server::StorageKind::Etcd,
+            },
+            etcd_servers: args.etcd_servers,
+            etcd_prefix: args.etcd_prefix,
+            tls_cert_file: args.tls_cert_file,
+            tls_private_key_file: args.tls_private_key_file,
+            client_ca_file: args.client_ca_file,
+            token_auth_file: args.token_auth_file,
+            compaction_interval: args.compaction_interval,
+            bookmark_interval: args.bookmark_interval,
+            front_proxy: server::config::FrontProxyConfig {
+                proxy_client_cert_file: args.proxy_client_cert_file,
+                proxy_client_key_file: args.proxy_client_key_file,
+                requestheader_client_ca_file: args.requestheader_client_ca_file,
+                allowed_names: args.requestheader_allowed_names,
+                username_headers: args.requestheader_username_headers,
+                group_headers: args.requestheader_group_headers,
+                extra_headers_prefix: args.requestheader_extra_headers_prefix,
+                uid_headers: args.requestheader_uid_headers,
+            },
+            request_timeout: args.request_timeout,
+            service_accounts: server::serviceaccounts::ServiceAccountConfig {
+                issuer: args.service_account_issuer,
+                api_audiences: args.api_audiences,
+                signing_key_file: args.service_account_signing_key_file,
+                key_files: args.service_account_key_file,
+                max_token_expiration: args.service_account_max_token_expiration,
+            },
+            ..Default::default()
         },
         service_ranges: registry::builtin::ServiceRanges::parse(
             &args.service_cluster_ip_range,
             &args.service_node_port_range,
         )
         .map_err(anyhow::Error::msg)?,
-        request_timeout: args.request_timeout,
-        service_accounts: server::serviceaccounts::ServiceAccountConfig {
-            issuer: args.service_account_issuer,
-            api_audiences: args.api_audiences,
-            signing_key_file: args.service_account_signing_key_file,
-            key_files: args.service_account_key_file,
-            max_token_expiration: args.service_account_max_token_expiration,
-        },
-        ..Default::default()
     };
-    let running = server::start(config).await?;
+    let running = controlplane::start(config).await?;
     // Machine-readable line for scripts and test harnesses.
     println!("kubeconfig: {}", running.kubeconfig.display());
     println!("listening: https://{}", running.addr);

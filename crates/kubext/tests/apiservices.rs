@@ -478,7 +478,7 @@ async fn availability_follows_service_endpoints_and_the_backend() {
             "--requestheader-client-ca-file={}",
             front_proxy_ca.display()
         ))
-        .log_filter("info,kubext_server::api=debug")
+        .log_filter("info,kubext_server::chain=debug")
         .start()
         .unwrap();
     backend.apply(

@@ -11,8 +11,7 @@ use std::sync::{Arc, OnceLock};
 use apimachinery::gvk::compare_versions;
 use registry::{GenericStore, ResourceType};
 
-use crate::aggregator;
-use crate::aggregator::discovery::RemoteGroupVersion;
+use crate::remote_discovery::{self, RemoteGroupVersion};
 
 /// One served resource at one version.
 pub struct Served {
@@ -86,7 +85,7 @@ impl GroupVersion {
             aggregated,
             openapi_hash: OnceLock::new(),
             openapi: OnceLock::new(),
-            priority: controllers::apiservices::local_priority(group, version),
+            priority: registry::builtin::apiregistration::local_priority(group, version),
             remote: None,
         }
     }
@@ -95,7 +94,7 @@ impl GroupVersion {
     fn remote(r: &RemoteGroupVersion) -> Option<Self> {
         let legacy = r.resources.clone()?;
         let list: Value = serde_json::from_slice(&legacy).ok()?;
-        let aggregated = bytes(aggregator::discovery::aggregated_version(
+        let aggregated = bytes(remote_discovery::aggregated_version(
             &r.version, &list, r.fresh,
         ));
         // The backend's OpenAPI v3 document is served as fetched.

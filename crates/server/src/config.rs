@@ -1,13 +1,9 @@
-//! Server configuration (what `kubext serve` flags turn into).
+//! Serving configuration: what kube-apiserver's serving, storage and
+//! authentication flags turn into.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
-
-use registry::ResourceType;
-
-use crate::authz::Authorizer;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageKind {
@@ -38,34 +34,8 @@ pub struct Config {
     /// Extra names for the generated serving certificate (e.g. `api.wardle.svc`, the
     /// name an aggregator verifies an extension server's certificate against).
     pub serving_hosts: Vec<String>,
-    /// Set when this is an aggregated API server rather than kubext itself.
-    pub extension: Option<Arc<Extension>>,
-    /// Where Services get cluster IPs and node ports.
-    pub service_ranges: registry::builtin::ServiceRanges,
     /// Bound on non-long-running requests (`--request-timeout`).
     pub request_timeout: Duration,
-}
-
-/// An aggregated API server built on kubext (`kubext-apiserver`): it serves only
-/// `types` (no built-ins, no CRDs), runs none of kubext's controllers, and asks
-/// `authorizer` who may do what.
-pub struct Extension {
-    /// Names the server in logs.
-    pub name: String,
-    pub types: Vec<Arc<ResourceType>>,
-    pub authorizer: Arc<dyn Authorizer>,
-}
-
-impl std::fmt::Debug for Extension {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Extension")
-            .field("name", &self.name)
-            .field(
-                "types",
-                &self.types.iter().map(|t| t.gvk()).collect::<Vec<_>>(),
-            )
-            .finish()
-    }
 }
 
 /// How this server proves itself to extension API servers (the aggregator's client
@@ -116,13 +86,11 @@ impl Default for Config {
             token_auth_file: None,
             compaction_interval: Duration::from_secs(300),
             bookmark_interval: Duration::from_secs(60),
-            service_ranges: Default::default(),
             request_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             front_proxy: FrontProxyConfig::default(),
             serving_hosts: Vec::new(),
             service_accounts: Default::default(),
-            extension: None,
         }
     }
 }

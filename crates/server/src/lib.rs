@@ -3,22 +3,24 @@
 //!
 //! Invariant: all HTTP lives here. Every error leaves as a `metav1.Status`.
 
-pub mod aggregator;
 pub mod api;
 pub mod authn;
 pub mod authz;
 pub mod catalog;
+pub mod chain;
 pub mod computed;
 pub mod config;
+pub mod delegation;
 pub mod encode;
+pub mod endpoints;
 pub mod front_proxy;
-pub mod kubernetes_service;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;
 pub mod patching;
 pub mod pki;
 pub mod query;
+pub mod remote_discovery;
 pub mod request_info;
 pub mod resources;
 pub mod response;
@@ -29,5 +31,6 @@ pub mod serviceaccounts;
 pub mod tls;
 pub mod watch;
 
+pub use api::Serving;
 pub use config::{Config, StorageKind};
-pub use server::{Running, start, wait_for_shutdown_signal};
+pub use server::{Prepared, Running, prepare, start, wait_for_shutdown_signal};

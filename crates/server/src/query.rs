@@ -7,6 +7,7 @@ use registry::options::{ContinueToken, DeleteOptions, PropagationPolicy, ReadFre
 use registry::{ListOptions, WatchOptions};
 use std::collections::HashMap;
 
+#[derive(Default)]
 pub struct Query(HashMap<String, String>);
 
 impl Query {

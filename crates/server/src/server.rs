@@ -4,7 +4,6 @@ use anyhow::{Context, Result, anyhow};
 use futures::FutureExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::GracefulShutdown;
-use serde_json::json;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,15 +13,13 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use apimachinery::StatusError;
-use controllers::Resources;
-use controllers::leader;
-use controllers::namespace::NamespaceController;
-use registry::{GenericStore, JsonCodec, Storage};
+use registry::{JsonCodec, Storage};
 use storage::{Backend, StoreOptions};
 
-use crate::api::Api;
+use crate::api::{Api, Serving};
 use crate::authn::Authenticator;
 use crate::config::{Config, StorageKind};
+use crate::front_proxy::FrontProxy;
 use crate::pki::{self, Pki};
 use crate::response;
 
@@ -43,10 +40,37 @@ impl Running {
     }
 }
 
-const BOOTSTRAP_NAMESPACES: [&str; 4] =
-    ["default", "kube-system", "kube-public", "kube-node-lease"];
+/// A server that is bound and has its state, but does not answer yet: what runs
+/// next to it (controllers, bootstrap objects) starts here, before it reports
+/// ready.
+pub struct Prepared {
+    pub api: Arc<Api>,
+    pub addr: SocketAddr,
+    pub pki: Pki,
+    pub front_proxy: FrontProxy,
+    /// The CAs that verify client certificates (published for extension servers).
+    pub client_cas: Vec<String>,
+    listener: TcpListener,
+    tls: rustls::ServerConfig,
+    trust_pem: String,
+    data_dir: PathBuf,
+    storage_kind: StorageKind,
+    shutdown_grace: Duration,
+    shutdown_tx: watch::Sender<bool>,
+    shutdown_rx: watch::Receiver<bool>,
+    started: Instant,
+}
 
-pub async fn start(config: Config) -> Result<Running> {
+/// Serve `serving` with nothing running next to it.
+pub async fn start(config: Config, serving: Serving) -> Result<Running> {
+    prepare(config, serving)
+        .await?
+        .serve(tokio::spawn(async {}))
+}
+
+/// Open storage, load or create the certificates, bind, and build the server's
+/// state.
+pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
     let started = Instant::now();
     prepare_data_dir(&config)?;
     let backend = open_backend(&config).await?;
@@ -61,7 +85,7 @@ pub async fn start(config: Config) -> Result<Running> {
         .context("loading storage")?;
     let pki = Pki::load_or_create(&config.data_dir.join("pki"), &serving_hosts(&config))?;
     let client_cas = client_ca_bundle(&config, &pki)?;
-    let front_proxy = crate::front_proxy::FrontProxy::resolve(&config.front_proxy, &pki)?;
+    let front_proxy = FrontProxy::resolve(&config.front_proxy, &pki)?;
     // The handshake accepts certificates of either CA; authentication then decides
     // what each proves.
     let handshake_cas = [
@@ -87,146 +111,73 @@ pub async fn start(config: Config) -> Result<Running> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let api = Arc::new(
         Api::new(
-            storage.clone(),
+            storage,
             &config.etcd_prefix,
             authn,
             shutdown_rx.clone(),
-            config.front_proxy.clone(),
-            match &config.extension {
-                Some(extension) => extension.types.clone(),
-                None => Api::kubext_types(config.service_ranges),
-            },
-            match &config.extension {
-                Some(extension) => extension.authorizer.clone(),
-                None => Arc::new(crate::authz::AllowAuthenticated),
-            },
+            serving,
         )
         .with_request_timeout(config.request_timeout),
     );
-    let controllers = match &config.extension {
-        // An aggregated API server only serves its types.
-        Some(_) => tokio::spawn(async {}),
-        None => start_controllers(&api, &config, &pki, &front_proxy, &client_cas, addr).await?,
-    };
-
-    let kubeconfig = pki::kubeconfig_path(&config.data_dir);
-    let host = match addr.ip() {
-        ip if ip.is_unspecified() => "127.0.0.1".to_string(),
-        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-        ip => ip.to_string(),
-    };
-    let server_url = format!("https://{host}:{}", addr.port());
-    pki::write_private(
-        &kubeconfig,
-        &pki::kubeconfig(&server_url, &trust_pem, &pki.admin),
-    )?;
-
-    api.ready.store(true, Ordering::Release);
-    tracing::info!(
-        address = %addr,
-        kubeconfig = %kubeconfig.display(),
-        storage = ?config.storage,
-        startup_ms = started.elapsed().as_millis() as u64,
-        "{} is ready; use KUBECONFIG={}",
-        config.extension.as_ref().map_or("kubext", |e| e.name.as_str()),
-        kubeconfig.display()
-    );
-    let done = tokio::spawn(serve(
-        listener,
-        tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
-        api.clone(),
-        shutdown_rx,
-        controllers,
-        config.shutdown_grace,
-    ));
-    Ok(Running {
-        addr,
-        kubeconfig,
+    Ok(Prepared {
         api,
+        addr,
+        pki,
+        front_proxy,
+        client_cas,
+        listener,
+        tls,
+        trust_pem,
+        data_dir: config.data_dir,
+        storage_kind: config.storage,
+        shutdown_grace: config.shutdown_grace,
         shutdown_tx,
-        done,
+        shutdown_rx,
+        started,
     })
 }
 
-/// kubext's own controllers, started once the bootstrap namespaces are complete
-/// (before the server reports ready).
-async fn start_controllers(
-    api: &Arc<Api>,
-    config: &Config,
-    pki: &Pki,
-    front_proxy: &crate::front_proxy::FrontProxy,
-    client_cas: &[String],
-    addr: SocketAddr,
-) -> Result<tokio::task::JoinHandle<()>> {
-    bootstrap(api).await?;
-    crate::kubernetes_service::publish(api, &config.service_ranges, advertised(addr)).await?;
-    publish_authentication_configmap(api, front_proxy, &client_cas.join("")).await?;
-    let (leadership, election) = leader_election(api, config);
-    let crd_controller = start_crd_controller(api, leadership.clone()).await?;
-    let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
-    let availability = start_availability(api, front_proxy, leadership.clone())?;
-    let namespace_controller = Arc::new(NamespaceController {
-        resources: Arc::new(CatalogResources(api.clone())),
-        root_ca: pki.ca.cert_pem.clone(),
-        remote: Some(Arc::new(
-            crate::aggregator::namespaces::RemoteNamespaceContent::new(
-                Arc::downgrade(api),
-                &front_proxy.config,
-            ),
-        )),
-    });
-    // Idempotent creates: every replica may do them before it reports ready.
-    for ns in BOOTSTRAP_NAMESPACES {
-        namespace_controller.populate(ns).await;
-    }
-    let namespaces = tokio::spawn(leader::while_leading(
-        leadership.clone(),
-        "namespace",
-        move || namespace_controller.clone().run(),
-    ));
-    let resources = Arc::new(CatalogResources(api.clone()));
-    let garbage_collector = tokio::spawn(leader::while_leading(
-        leadership,
-        "garbage-collector",
-        move || {
-            controllers::gc::GarbageCollector {
-                resources: resources.clone(),
-            }
-            .run()
-        },
-    ));
-    Ok(tokio::spawn(async move {
-        let _ = tokio::join!(
-            election,
-            namespaces,
-            garbage_collector,
-            crd_controller,
-            apiservice_registration,
-            availability
+impl Prepared {
+    /// Write the kubeconfig, report ready and serve. `background` (what runs next
+    /// to the server) is stopped at shutdown, before storage closes.
+    pub fn serve(self, background: tokio::task::JoinHandle<()>) -> Result<Running> {
+        let kubeconfig = pki::kubeconfig_path(&self.data_dir);
+        let host = match self.addr.ip() {
+            ip if ip.is_unspecified() => "127.0.0.1".to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        };
+        let server_url = format!("https://{host}:{}", self.addr.port());
+        pki::write_private(
+            &kubeconfig,
+            &pki::kubeconfig(&server_url, &self.trust_pem, &self.pki.admin),
+        )?;
+        self.api.ready.store(true, Ordering::Release);
+        tracing::info!(
+            address = %self.addr,
+            kubeconfig = %kubeconfig.display(),
+            storage = ?self.storage_kind,
+            startup_ms = self.started.elapsed().as_millis() as u64,
+            "{} is ready; use KUBECONFIG={}",
+            self.api.name,
+            kubeconfig.display()
         );
-    }))
-}
-
-/// Who runs the writing controllers: with etcd (replicas may share it) the holder
-/// of the `kube-system/kubext-controllers` Lease; otherwise this process, always.
-fn leader_election(
-    api: &Arc<Api>,
-    config: &Config,
-) -> (leader::Leadership, tokio::task::JoinHandle<()>) {
-    if config.storage != StorageKind::Etcd {
-        let (tx, rx) = watch::channel(true);
-        return (rx, tokio::spawn(async move { tx.closed().await }));
+        let done = tokio::spawn(serve(
+            self.listener,
+            tokio_rustls::TlsAcceptor::from(Arc::new(self.tls)),
+            self.api.clone(),
+            self.shutdown_rx,
+            background,
+            self.shutdown_grace,
+        ));
+        Ok(Running {
+            addr: self.addr,
+            kubeconfig,
+            api: self.api,
+            shutdown_tx: self.shutdown_tx,
+            done,
+        })
     }
-    let (tx, rx) = watch::channel(false);
-    let identity = leader::identity();
-    tracing::info!(%identity, "leader election for kubext's controllers");
-    let election = leader::LeaderElection {
-        resources: Arc::new(CatalogResources(api.clone())),
-        identity,
-        namespace: "kube-system".into(),
-        name: "kubext-controllers".into(),
-    };
-    (rx, tokio::spawn(election.run(tx)))
 }
 
 /// The uid of a ServiceAccount, from the watch cache (no IO per request).
@@ -326,37 +277,6 @@ fn client_ca_bundle(config: &Config, pki: &Pki) -> Result<Vec<String>> {
     Ok(cas)
 }
 
-/// Create or refresh `kube-system/extension-apiserver-authentication`.
-async fn publish_authentication_configmap(
-    api: &Api,
-    front_proxy: &crate::front_proxy::FrontProxy,
-    client_ca_pem: &str,
-) -> Result<()> {
-    let catalog = api.catalog();
-    let configmaps = catalog
-        .lookup("", "v1", "configmaps")
-        .ok_or_else(|| anyhow!("configmaps are not served"))?;
-    let want = front_proxy.authentication_configmap(client_ca_pem);
-    let ctx = controllers::system_context(crate::front_proxy::CONFIGMAP_NAMESPACE, "kubext");
-    match configmaps.store.create(&ctx, want.clone()).await {
-        Ok(_) => Ok(()),
-        Err(e) if e.code() == 409 => configmaps
-            .store
-            .update_with(&ctx, crate::front_proxy::CONFIGMAP_NAME, |current| {
-                let mut next = current.clone();
-                next["data"] = want["data"].clone();
-                Ok(next)
-            })
-            .await
-            .map(|_| ())
-            .map_err(|e| anyhow!("updating {}: {e}", crate::front_proxy::CONFIGMAP_NAME)),
-        Err(e) => Err(anyhow!(
-            "creating {}: {e}",
-            crate::front_proxy::CONFIGMAP_NAME
-        )),
-    }
-}
-
 async fn bind(config: &Config) -> Result<TcpListener> {
     let addr = SocketAddr::new(config.bind_address, config.secure_port);
     TcpListener::bind(addr).await.map_err(|e| match e.kind() {
@@ -365,158 +285,6 @@ async fn bind(config: &Config) -> Result<TcpListener> {
         ),
         _ => anyhow!("cannot listen on {addr}: {e}"),
     })
-}
-
-/// Start the CRD controller; returns once existing CRDs are served (so a restart
-/// serves them before reporting ready).
-async fn start_crd_controller(
-    api: &Arc<Api>,
-    leadership: leader::Leadership,
-) -> Result<tokio::task::JoinHandle<()>> {
-    let crds = api
-        .catalog()
-        .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        .map(|s| Arc::new(s.store.clone_handle()))
-        .ok_or_else(|| anyhow!("customresourcedefinitions are not served"))?;
-    let (first_tx, mut first_rx) = watch::channel(false);
-    let weak = Arc::downgrade(api);
-    let publish: apiextensions::controller::Publish = Arc::new(move |types| {
-        if let Some(api) = weak.upgrade() {
-            api.publish_custom(types);
-        }
-        let _ = first_tx.send(true);
-    });
-    let controller = Arc::new(apiextensions::CrdController {
-        crds,
-        publish,
-        cleaning: Default::default(),
-        compiled: Default::default(),
-        leadership,
-    });
-    let handle = tokio::spawn(controller.run());
-    let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
-    Ok(handle)
-}
-
-/// Keep a local APIService for every served group-version.
-fn start_apiservice_registration(
-    api: &Arc<Api>,
-    leadership: leader::Leadership,
-) -> Result<tokio::task::JoinHandle<()>> {
-    let store = api
-        .catalog()
-        .lookup("apiregistration.k8s.io", "v1", "apiservices")
-        .map(|s| Arc::new(s.store.clone_handle()))
-        .ok_or_else(|| anyhow!("apiservices are not served"))?;
-    let weak = Arc::downgrade(api);
-    Ok(tokio::spawn(leader::while_leading(
-        leadership,
-        "apiservice-registration",
-        move || {
-            let weak = weak.clone();
-            let changes = weak.upgrade().map(|api| api.catalog_changes());
-            let store = store.clone();
-            async move {
-                let Some(changes) = changes else { return };
-                controllers::apiservices::run(store, changes, move || {
-                    weak.upgrade()
-                        .map(|api| api.local_group_versions())
-                        .unwrap_or_default()
-                })
-                .await;
-            }
-        },
-    )))
-}
-
-/// Check the backends of service-backed APIServices.
-fn start_availability(
-    api: &Arc<Api>,
-    front_proxy: &crate::front_proxy::FrontProxy,
-    leadership: leader::Leadership,
-) -> Result<tokio::task::JoinHandle<()>> {
-    let catalog = api.catalog();
-    let store = |group: &str, plural: &str| {
-        catalog
-            .lookup(group, "v1", plural)
-            .map(|s| Arc::new(s.store.clone_handle()))
-            .ok_or_else(|| anyhow!("{plural} are not served"))
-    };
-    let stores = crate::aggregator::availability::Stores {
-        apiservices: store("apiregistration.k8s.io", "apiservices")?,
-        services: store("", "services")?,
-        endpointslices: store("discovery.k8s.io", "endpointslices")?,
-        endpoints: store("", "endpoints")?,
-    };
-    Ok(tokio::spawn(crate::aggregator::availability::run(
-        stores,
-        front_proxy.client.clone(),
-        front_proxy.config.clone(),
-        api.remotes.clone(),
-        {
-            let api = api.clone();
-            move |remotes| api.publish_remote(remotes)
-        },
-        leadership,
-    )))
-}
-
-/// The address `default/kubernetes` points at: the bound address, or loopback
-/// when bound to all interfaces.
-fn advertised(addr: SocketAddr) -> SocketAddr {
-    let ip = match addr.ip() {
-        ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
-        ip => ip,
-    };
-    SocketAddr::new(ip, addr.port())
-}
-
-/// The namespaces every cluster has.
-async fn bootstrap(api: &Api) -> Result<()> {
-    let catalog = api.catalog();
-    let namespaces = catalog
-        .lookup("", "v1", "namespaces")
-        .ok_or_else(|| anyhow!("namespaces are not served"))?;
-    let ctx = controllers::system_context("", "kubext");
-    for name in BOOTSTRAP_NAMESPACES {
-        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        match namespaces.store.create(&ctx, ns).await {
-            Ok(_) => {}
-            Err(e) if e.code() == 409 => {}
-            Err(e) => return Err(anyhow!("creating namespace {name}: {e}")),
-        }
-    }
-    Ok(())
-}
-
-/// Controllers see the catalog's current stores.
-struct CatalogResources(Arc<Api>);
-
-impl Resources for CatalogResources {
-    fn store(&self, group: &str, plural: &str) -> Option<Arc<GenericStore>> {
-        let catalog = self.0.catalog();
-        let (_, versions) = catalog.groups.iter().find(|(g, _)| g == group)?;
-        let served = catalog.lookup(group, versions.first()?, plural)?;
-        Some(Arc::new(served.store.clone_handle()))
-    }
-
-    fn store_for_kind(&self, group: &str, kind: &str) -> Option<Arc<GenericStore>> {
-        let catalog = self.0.catalog();
-        let served = catalog
-            .served()
-            .find(|s| s.rtype.group == group && s.rtype.kind == kind)?;
-        Some(Arc::new(served.store.clone_handle()))
-    }
-
-    fn namespaced(&self) -> Vec<Arc<GenericStore>> {
-        let catalog = self.0.catalog();
-        let mut seen = std::collections::HashSet::new();
-        catalog
-            .served()
-            .filter(|s| s.rtype.namespaced && seen.insert(s.rtype.storage_path.clone()))
-            .map(|s| Arc::new(s.store.clone_handle()))
-            .collect()
-    }
 }
 
 /// Upstream's `ReadHeaderTimeout`: a connection must complete its TLS handshake
@@ -533,7 +301,7 @@ async fn serve(
     acceptor: tokio_rustls::TlsAcceptor,
     api: Arc<Api>,
     mut shutdown: watch::Receiver<bool>,
-    controllers: tokio::task::JoinHandle<()>,
+    background: tokio::task::JoinHandle<()>,
     grace: Duration,
 ) {
     let graceful = GracefulShutdown::new();
@@ -595,7 +363,7 @@ async fn serve(
     {
         tracing::warn!("some connections did not finish within {grace:?}");
     }
-    controllers.abort();
+    background.abort();
     api.storage.close().await;
     tracing::info!("storage closed; bye");
 }
@@ -640,7 +408,7 @@ async fn handle_catching_panics(
     req: hyper::Request<hyper::body::Incoming>,
     peer: Arc<crate::authn::PeerIdentity>,
 ) -> hyper::Response<response::Body> {
-    match std::panic::AssertUnwindSafe(api.handle(req, &peer))
+    match std::panic::AssertUnwindSafe(crate::chain::handle(api, req, &peer))
         .catch_unwind()
         .await
     {

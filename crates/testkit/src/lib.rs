@@ -212,7 +212,7 @@ impl Builder {
     }
 
     /// The server's `KUBEXT_LOG` filter (default: the test's `KUBEXT_LOG`, else
-    /// `info`), e.g. `info,kubext_server::api=debug` to log every request.
+    /// `info`), e.g. `info,kubext_server::chain=debug` to log every request.
     pub fn log_filter(mut self, filter: impl Into<String>) -> Self {
         self.log_filter = Some(filter.into());
         self

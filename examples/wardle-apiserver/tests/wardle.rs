@@ -93,7 +93,7 @@ fn kubectl_err(server: &Server, args: &[&str]) -> String {
 #[tokio::test]
 async fn wardle_serves_through_kubext() {
     let kubext = Server::builder()
-        .log_filter("info,kubext_server::api=debug")
+        .log_filter("info,kubext_server::chain=debug")
         .start()
         .unwrap();
     let mut wardle = Wardle::start(&kubext.kubeconfig);

@@ -29,6 +29,36 @@ pub fn local_available_condition() -> Value {
     })
 }
 
+/// Upstream's `{groupPriorityMinimum, versionPriority}` of built-in group-versions.
+const BUILTIN_PRIORITIES: &[(&str, &str, i64, i64)] = &[
+    ("", "v1", 18000, 1),
+    ("apps", "v1", 17800, 15),
+    ("events.k8s.io", "v1", 17750, 15),
+    ("authentication.k8s.io", "v1", 17700, 15),
+    ("authorization.k8s.io", "v1", 17600, 15),
+    ("autoscaling", "v1", 17500, 15),
+    ("autoscaling", "v2", 17500, 30),
+    ("rbac.authorization.k8s.io", "v1", 17000, 15),
+    ("apiextensions.k8s.io", "v1", 16700, 15),
+    ("admissionregistration.k8s.io", "v1", 16700, 15),
+    ("coordination.k8s.io", "v1", 16500, 15),
+    ("discovery.k8s.io", "v1", 16200, 15),
+];
+
+/// `(groupPriorityMinimum, versionPriority)` of a group-version served here:
+/// upstream's for built-ins, 1000/100 (what CRDs get) otherwise.
+pub fn local_priority(group: &str, version: &str) -> (i64, i64) {
+    builtin_priority(group, version).unwrap_or((1000, 100))
+}
+
+/// Upstream's priorities of a built-in group-version.
+pub fn builtin_priority(group: &str, version: &str) -> Option<(i64, i64)> {
+    BUILTIN_PRIORITIES
+        .iter()
+        .find(|(g, v, _, _)| *g == group && *v == version)
+        .map(|(_, _, g, v)| (*g, *v))
+}
+
 pub struct ApiServices;
 
 fn is_local(obj: &Value) -> bool {

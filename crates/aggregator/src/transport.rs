@@ -17,8 +17,8 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use crate::pki::CertPair;
-use crate::tls::{certs, private_key, provider};
+use server::pki::CertPair;
+use server::tls::{certs, private_key, provider};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// What the aggregator sends to a backend: a client's body, streamed, or nothing.

@@ -11,8 +11,8 @@ use apimachinery::meta;
 use registry::{GenericStore, ResourceType, WatchOptions};
 use storage::WatchItem;
 
-use crate::crd::CLEANUP_FINALIZER;
-use crate::custom_resource::{served_types, storage_type};
+use apiextensions::crd::CLEANUP_FINALIZER;
+use apiextensions::custom_resource::{served_types, storage_type};
 
 const MANAGER: &str = "kubext-crd-controller";
 
@@ -33,12 +33,12 @@ pub struct CrdController {
     pub compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
     /// Every replica serves what CRDs say; only the leader writes statuses and
     /// cleans up deleted CRDs.
-    pub leadership: controllers::leader::Leadership,
+    pub leadership: crate::leader::Leadership,
 }
 
 impl CrdController {
     pub async fn run(self: Arc<Self>) {
-        controllers::runtime::keep_running("crd", || self.watch_once()).await;
+        crate::runtime::keep_running("crd", || self.watch_once()).await;
     }
 
     fn leading(&self) -> bool {
@@ -46,7 +46,7 @@ impl CrdController {
     }
 
     async fn watch_once(&self) -> Result<(), String> {
-        let ctx = controllers::system_context("", MANAGER);
+        let ctx = crate::system_context("", MANAGER);
         let mut leadership = self.leadership.clone();
         leadership.mark_unchanged();
         let mut watcher = self
@@ -111,7 +111,7 @@ impl CrdController {
     }
 
     async fn write_status(&self, name: &str, status: Value) {
-        let mut ctx = controllers::system_context("", MANAGER);
+        let mut ctx = crate::system_context("", MANAGER);
         ctx.subresource = Some("status".into());
         let result = self
             .crds
@@ -513,7 +513,7 @@ impl Cleanup {
         message: &str,
         release: bool,
     ) {
-        let mut ctx = controllers::system_context("", MANAGER);
+        let mut ctx = crate::system_context("", MANAGER);
         if !release {
             ctx.subresource = Some("status".into());
         }
@@ -528,7 +528,7 @@ impl Cleanup {
                 }
                 let mut next = current.clone();
                 if !release {
-                    crate::crd::set_condition_status(
+                    apiextensions::crd::set_condition_status(
                         &mut next,
                         "Terminating",
                         status,
@@ -557,7 +557,7 @@ impl Cleanup {
 async fn delete_instances(store: &GenericStore) -> Result<(), String> {
     let deadline = tokio::time::Instant::now() + INSTANCE_DELETION_WAIT;
     let mut delay = Duration::from_millis(100);
-    let ctx = controllers::system_context("", MANAGER);
+    let ctx = crate::system_context("", MANAGER);
     loop {
         let list = store
             .list(&ctx, registry::ListOptions::default())
@@ -571,7 +571,7 @@ async fn delete_instances(store: &GenericStore) -> Result<(), String> {
             .iter()
             .filter(|i| meta::deletion_timestamp(&i.value).is_none())
         {
-            let ctx = controllers::system_context(meta::namespace(&item.value), MANAGER);
+            let ctx = crate::system_context(meta::namespace(&item.value), MANAGER);
             let name = meta::name(&item.value);
             if let Err(e) = store.delete(&ctx, name, &Default::default()).await
                 && e.code() != 404

@@ -15,12 +15,12 @@ use serde_json::{Value, json};
 use apimachinery::meta;
 use registry::GenericStore;
 
-use super::discovery::RemoteGroupVersion;
-use super::proxy::{Remote, Remotes};
-use super::transport::Backend;
-use crate::authn::UserInfo;
-use crate::config::FrontProxyConfig;
-use crate::pki::CertPair;
+use crate::proxy::{Remote, Remotes};
+use crate::transport::Backend;
+use server::authn::UserInfo;
+use server::config::FrontProxyConfig;
+use server::pki::CertPair;
+use server::remote_discovery::RemoteGroupVersion;
 
 const MANAGER: &str = "kubext-apiservice-availability";
 /// Between rounds of checks when nothing changes.
@@ -246,7 +246,7 @@ pub async fn run(
         groups: vec!["system:masters".into()],
         ..Default::default()
     };
-    super::proxy::add_identity(&mut identity, &checker, &headers);
+    crate::proxy::add_identity(&mut identity, &checker, &headers);
     let changed = Arc::new(tokio::sync::Notify::new());
     // Local APIServices (one per CRD group-version) come and go with CRDs; only
     // service-backed ones matter here.

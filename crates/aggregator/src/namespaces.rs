@@ -9,21 +9,26 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::proxy::{Remote, add_identity};
-use crate::api::Api;
-use crate::authn::UserInfo;
+use crate::proxy::{Remote, Remotes, add_identity};
+use server::api::Api;
+use server::authn::UserInfo;
 
 /// One bounded call per collection.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct RemoteNamespaceContent {
-    pub api: Weak<Api>,
-    pub identity: http::HeaderMap,
+    api: Weak<Api>,
+    remotes: Remotes,
+    identity: http::HeaderMap,
 }
 
 impl RemoteNamespaceContent {
     /// Calls carry upstream's namespace-controller identity.
-    pub fn new(api: Weak<Api>, headers: &crate::config::FrontProxyConfig) -> Self {
+    pub fn new(
+        api: Weak<Api>,
+        remotes: Remotes,
+        headers: &server::config::FrontProxyConfig,
+    ) -> Self {
         let mut identity = http::HeaderMap::new();
         let user = UserInfo {
             name: "system:serviceaccount:kube-system:namespace-controller".into(),
@@ -35,7 +40,11 @@ impl RemoteNamespaceContent {
             ..Default::default()
         };
         add_identity(&mut identity, &user, headers);
-        RemoteNamespaceContent { api, identity }
+        RemoteNamespaceContent {
+            api,
+            remotes,
+            identity,
+        }
     }
 }
 
@@ -47,7 +56,7 @@ impl controllers::namespace::RemoteContent for RemoteNamespaceContent {
             return (remaining, failures);
         };
         for gv in api.remote_group_versions() {
-            let Some(Remote::Available(backend)) = api.remotes.get(&gv.group, &gv.version) else {
+            let Some(Remote::Available(backend)) = self.remotes.get(&gv.group, &gv.version) else {
                 continue;
             };
             let Some(list) = gv

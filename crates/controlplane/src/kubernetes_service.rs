@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use registry::GenericStore;
 use registry::builtin::ServiceRanges;
 
-use crate::api::Api;
+use server::api::Api;
 
 const NAME: &str = "kubernetes";
 const NAMESPACE: &str = "default";

@@ -18,10 +18,11 @@ use parking_lot::RwLock;
 
 use apimachinery::StatusError;
 
-use super::transport::{Backend, BoxError};
-use crate::authn::UserInfo;
-use crate::config::FrontProxyConfig;
-use crate::response::{self, Body};
+use crate::transport::{Backend, BoxError};
+use server::authn::UserInfo;
+use server::config::FrontProxyConfig;
+use server::delegation::{Claim, Delegation};
+use server::response::{self, Body};
 
 /// Time for a backend to start its answer; the body is not bounded (watches stream
 /// for as long as they last).
@@ -35,25 +36,57 @@ pub enum Remote {
     Unavailable,
 }
 
-/// Claimed group-versions, shared by the availability controller and the proxy.
-#[derive(Clone, Default)]
-pub struct Remotes(Arc<RwLock<HashMap<(String, String), Remote>>>);
+/// Claimed group-versions, shared by the availability controller and the filter
+/// chain (as its `Delegation`), and the identity headers sent to backends.
+#[derive(Clone)]
+pub struct Remotes {
+    routes: Arc<RwLock<HashMap<(String, String), Remote>>>,
+    headers: Arc<FrontProxyConfig>,
+}
 
 impl Remotes {
+    pub fn new(headers: FrontProxyConfig) -> Self {
+        Remotes {
+            routes: Default::default(),
+            headers: Arc::new(headers),
+        }
+    }
+
     pub fn get(&self, group: &str, version: &str) -> Option<Remote> {
-        self.0
+        self.routes
             .read()
             .get(&(group.to_string(), version.to_string()))
             .cloned()
     }
 
     pub fn replace(&self, all: HashMap<(String, String), Remote>) {
-        *self.0.write() = all;
+        *self.routes.write() = all;
+    }
+}
+
+#[async_trait::async_trait]
+impl Delegation for Remotes {
+    fn claim(&self, group: &str, version: &str) -> Option<Claim> {
+        self.get(group, version).map(|remote| match remote {
+            Remote::Available(_) => Claim::Available,
+            Remote::Unavailable => Claim::Unavailable,
+        })
+    }
+
+    async fn forward(
+        &self,
+        group: &str,
+        version: &str,
+        req: Request<Incoming>,
+        user: &UserInfo,
+    ) -> Response<Body> {
+        let remote = self.get(group, version).unwrap_or(Remote::Unavailable);
+        serve(remote, req, user, &self.headers).await
     }
 }
 
 /// Forward `req` for `user` to `remote`.
-pub async fn serve(
+async fn serve(
     remote: Remote,
     mut req: Request<Incoming>,
     user: &UserInfo,
@@ -284,7 +317,7 @@ mod tests {
             .collect();
         assert_eq!(scopes, ["a", "b"]);
         assert_eq!(
-            crate::authn::percent_decode("example.com%2Fscopes"),
+            server::authn::percent_decode("example.com%2Fscopes"),
             "example.com/scopes"
         );
         assert!(h.get("impersonate-user").is_none());

@@ -1,0 +1,346 @@
+//! The control plane: kubext's serving library with everything that runs next
+//! to it — the built-in types and CRDs, bootstrap objects, leader election, the
+//! controllers and the aggregator — wired together. `kubext serve` is this.
+//!
+//! Invariant: wiring only. Behaviour lives in `server`, `registry`,
+//! `controllers` and `aggregator`; this crate decides what runs and in which
+//! order (bootstrap before controllers, controllers before ready).
+
+mod kubernetes_service;
+
+use anyhow::{Result, anyhow};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+use aggregator::Remotes;
+use controllers::Resources;
+use controllers::leader;
+use controllers::namespace::NamespaceController;
+use registry::{GenericStore, ResourceType};
+use server::api::{Api, Serving};
+use server::front_proxy::FrontProxy;
+use server::{Prepared, Running, StorageKind};
+
+/// What `kubext serve` configures.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    pub server: server::Config,
+    /// Where Services get cluster IPs and node ports.
+    pub service_ranges: registry::builtin::ServiceRanges,
+}
+
+const BOOTSTRAP_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Start kubext: serve the built-in types and CRDs, with bootstrap objects and
+/// every controller running before the server reports ready.
+pub async fn start(config: Config) -> Result<Running> {
+    let remotes = Remotes::new(config.server.front_proxy.clone());
+    let serving = Serving {
+        name: "kubext".into(),
+        types: kubext_types(config.service_ranges),
+        authorizer: Arc::new(server::authz::AllowAuthenticated),
+        delegation: Some(Arc::new(remotes.clone())),
+    };
+    let storage = config.server.storage;
+    let prepared = server::prepare(config.server, serving).await?;
+    let controllers =
+        start_controllers(&prepared, storage, &config.service_ranges, remotes).await?;
+    prepared.serve(controllers)
+}
+
+/// kubext's own types: the built-ins and CustomResourceDefinitions.
+fn kubext_types(service_ranges: registry::builtin::ServiceRanges) -> Vec<Arc<ResourceType>> {
+    registry::builtin::resource_types_with(service_ranges)
+        .into_iter()
+        .chain(std::iter::once(
+            Arc::new(apiextensions::crd_resource_type()),
+        ))
+        .collect()
+}
+
+/// kubext's own controllers, started once the bootstrap namespaces are complete
+/// (before the server reports ready).
+async fn start_controllers(
+    prepared: &Prepared,
+    storage: StorageKind,
+    service_ranges: &registry::builtin::ServiceRanges,
+    remotes: Remotes,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let api = &prepared.api;
+    let front_proxy = &prepared.front_proxy;
+    bootstrap(api).await?;
+    kubernetes_service::publish(api, service_ranges, advertised(prepared.addr)).await?;
+    publish_authentication_configmap(api, front_proxy, &prepared.client_cas.join("")).await?;
+    let (leadership, election) = leader_election(api, storage);
+    let crd_controller = start_crd_controller(api, leadership.clone()).await?;
+    let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
+    let availability = start_availability(api, front_proxy, remotes.clone(), leadership.clone())?;
+    let namespace_controller = Arc::new(NamespaceController {
+        resources: Arc::new(CatalogResources(api.clone())),
+        root_ca: prepared.pki.ca.cert_pem.clone(),
+        remote: Some(Arc::new(
+            aggregator::namespaces::RemoteNamespaceContent::new(
+                Arc::downgrade(api),
+                remotes,
+                &front_proxy.config,
+            ),
+        )),
+    });
+    // Idempotent creates: every replica may do them before it reports ready.
+    for ns in BOOTSTRAP_NAMESPACES {
+        namespace_controller.populate(ns).await;
+    }
+    let namespaces = tokio::spawn(leader::while_leading(
+        leadership.clone(),
+        "namespace",
+        move || namespace_controller.clone().run(),
+    ));
+    let resources = Arc::new(CatalogResources(api.clone()));
+    let garbage_collector = tokio::spawn(leader::while_leading(
+        leadership,
+        "garbage-collector",
+        move || {
+            controllers::gc::GarbageCollector {
+                resources: resources.clone(),
+            }
+            .run()
+        },
+    ));
+    Ok(tokio::spawn(async move {
+        let _ = tokio::join!(
+            election,
+            namespaces,
+            garbage_collector,
+            crd_controller,
+            apiservice_registration,
+            availability
+        );
+    }))
+}
+
+/// Who runs the writing controllers: with etcd (replicas may share it) the holder
+/// of the `kube-system/kubext-controllers` Lease; otherwise this process, always.
+fn leader_election(
+    api: &Arc<Api>,
+    storage: StorageKind,
+) -> (leader::Leadership, tokio::task::JoinHandle<()>) {
+    if storage != StorageKind::Etcd {
+        let (tx, rx) = watch::channel(true);
+        return (rx, tokio::spawn(async move { tx.closed().await }));
+    }
+    let (tx, rx) = watch::channel(false);
+    let identity = leader::identity();
+    tracing::info!(%identity, "leader election for kubext's controllers");
+    let election = leader::LeaderElection {
+        resources: Arc::new(CatalogResources(api.clone())),
+        identity,
+        namespace: "kube-system".into(),
+        name: "kubext-controllers".into(),
+    };
+    (rx, tokio::spawn(election.run(tx)))
+}
+
+/// Create or refresh `kube-system/extension-apiserver-authentication`.
+async fn publish_authentication_configmap(
+    api: &Api,
+    front_proxy: &FrontProxy,
+    client_ca_pem: &str,
+) -> Result<()> {
+    let catalog = api.catalog();
+    let configmaps = catalog
+        .lookup("", "v1", "configmaps")
+        .ok_or_else(|| anyhow!("configmaps are not served"))?;
+    let want = front_proxy.authentication_configmap(client_ca_pem);
+    let ctx = controllers::system_context(server::front_proxy::CONFIGMAP_NAMESPACE, "kubext");
+    match configmaps.store.create(&ctx, want.clone()).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == 409 => configmaps
+            .store
+            .update_with(&ctx, server::front_proxy::CONFIGMAP_NAME, |current| {
+                let mut next = current.clone();
+                next["data"] = want["data"].clone();
+                Ok(next)
+            })
+            .await
+            .map(|_| ())
+            .map_err(|e| anyhow!("updating {}: {e}", server::front_proxy::CONFIGMAP_NAME)),
+        Err(e) => Err(anyhow!(
+            "creating {}: {e}",
+            server::front_proxy::CONFIGMAP_NAME
+        )),
+    }
+}
+
+/// Start the CRD controller; returns once existing CRDs are served (so a restart
+/// serves them before reporting ready).
+async fn start_crd_controller(
+    api: &Arc<Api>,
+    leadership: leader::Leadership,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let crds = api
+        .catalog()
+        .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .map(|s| Arc::new(s.store.clone_handle()))
+        .ok_or_else(|| anyhow!("customresourcedefinitions are not served"))?;
+    let (first_tx, mut first_rx) = watch::channel(false);
+    let weak = Arc::downgrade(api);
+    let publish: controllers::crd::Publish = Arc::new(move |types| {
+        if let Some(api) = weak.upgrade() {
+            api.publish_custom(types);
+        }
+        let _ = first_tx.send(true);
+    });
+    let controller = Arc::new(controllers::crd::CrdController {
+        crds,
+        publish,
+        cleaning: Default::default(),
+        compiled: Default::default(),
+        leadership,
+    });
+    let handle = tokio::spawn(controller.run());
+    let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
+    Ok(handle)
+}
+
+/// Keep a local APIService for every served group-version.
+fn start_apiservice_registration(
+    api: &Arc<Api>,
+    leadership: leader::Leadership,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let store = api
+        .catalog()
+        .lookup("apiregistration.k8s.io", "v1", "apiservices")
+        .map(|s| Arc::new(s.store.clone_handle()))
+        .ok_or_else(|| anyhow!("apiservices are not served"))?;
+    let weak = Arc::downgrade(api);
+    Ok(tokio::spawn(leader::while_leading(
+        leadership,
+        "apiservice-registration",
+        move || {
+            let weak = weak.clone();
+            let changes = weak.upgrade().map(|api| api.catalog_changes());
+            let store = store.clone();
+            async move {
+                let Some(changes) = changes else { return };
+                controllers::apiservices::run(store, changes, move || {
+                    weak.upgrade()
+                        .map(|api| local_group_versions(&api))
+                        .unwrap_or_default()
+                })
+                .await;
+            }
+        },
+    )))
+}
+
+/// Check the backends of service-backed APIServices.
+fn start_availability(
+    api: &Arc<Api>,
+    front_proxy: &FrontProxy,
+    remotes: Remotes,
+    leadership: leader::Leadership,
+) -> Result<tokio::task::JoinHandle<()>> {
+    let catalog = api.catalog();
+    let store = |group: &str, plural: &str| {
+        catalog
+            .lookup(group, "v1", plural)
+            .map(|s| Arc::new(s.store.clone_handle()))
+            .ok_or_else(|| anyhow!("{plural} are not served"))
+    };
+    let stores = aggregator::availability::Stores {
+        apiservices: store("apiregistration.k8s.io", "apiservices")?,
+        services: store("", "services")?,
+        endpointslices: store("discovery.k8s.io", "endpointslices")?,
+        endpoints: store("", "endpoints")?,
+    };
+    Ok(tokio::spawn(aggregator::availability::run(
+        stores,
+        front_proxy.client.clone(),
+        front_proxy.config.clone(),
+        remotes,
+        {
+            let api = api.clone();
+            move |remotes| api.publish_remote(remotes)
+        },
+        leadership,
+    )))
+}
+
+/// The address `default/kubernetes` points at: the bound address, or loopback
+/// when bound to all interfaces.
+fn advertised(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+/// The namespaces every cluster has.
+async fn bootstrap(api: &Api) -> Result<()> {
+    let catalog = api.catalog();
+    let namespaces = catalog
+        .lookup("", "v1", "namespaces")
+        .ok_or_else(|| anyhow!("namespaces are not served"))?;
+    let ctx = controllers::system_context("", "kubext");
+    for name in BOOTSTRAP_NAMESPACES {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        match namespaces.store.create(&ctx, ns).await {
+            Ok(_) => {}
+            Err(e) if e.code() == 409 => {}
+            Err(e) => return Err(anyhow!("creating namespace {name}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// Controllers see the catalog's current stores.
+struct CatalogResources(Arc<Api>);
+
+impl Resources for CatalogResources {
+    fn store(&self, group: &str, plural: &str) -> Option<Arc<GenericStore>> {
+        let catalog = self.0.catalog();
+        let (_, versions) = catalog.groups.iter().find(|(g, _)| g == group)?;
+        let served = catalog.lookup(group, versions.first()?, plural)?;
+        Some(Arc::new(served.store.clone_handle()))
+    }
+
+    fn store_for_kind(&self, group: &str, kind: &str) -> Option<Arc<GenericStore>> {
+        let catalog = self.0.catalog();
+        let served = catalog
+            .served()
+            .find(|s| s.rtype.group == group && s.rtype.kind == kind)?;
+        Some(Arc::new(served.store.clone_handle()))
+    }
+
+    fn namespaced(&self) -> Vec<Arc<GenericStore>> {
+        let catalog = self.0.catalog();
+        let mut seen = std::collections::HashSet::new();
+        catalog
+            .served()
+            .filter(|s| s.rtype.namespaced && seen.insert(s.rtype.storage_path.clone()))
+            .map(|s| Arc::new(s.store.clone_handle()))
+            .collect()
+    }
+}
+
+/// Every group-version served here, and whether it is built in.
+fn local_group_versions(api: &Api) -> Vec<controllers::apiservices::LocalGroupVersion> {
+    let catalog = api.catalog();
+    catalog
+        .groups
+        .iter()
+        .flat_map(|(group, versions)| versions.iter().map(move |v| (group, v)))
+        .map(
+            |(group, version)| controllers::apiservices::LocalGroupVersion {
+                builtin: api.is_builtin(group, version),
+                group: group.clone(),
+                version: version.clone(),
+            },
+        )
+        .collect()
+}
