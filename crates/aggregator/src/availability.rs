@@ -13,6 +13,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use apimachinery::meta;
+use controllers::runtime::{Event, Reflector};
 use registry::GenericStore;
 
 use crate::proxy::{Remote, Remotes};
@@ -356,22 +357,15 @@ async fn notify_on_change(
     matters: fn(&Value) -> bool,
     changed: Arc<tokio::sync::Notify>,
 ) {
-    let ctx = controllers::system_context("", MANAGER);
+    let mut reflector = Reflector::new(store, MANAGER);
     loop {
-        if let Ok(mut watcher) = store.watch(&ctx, registry::WatchOptions::default()).await {
-            while let Some(item) = watcher.events.recv().await {
-                let object = match &item {
-                    storage::WatchItem::Added(o)
-                    | storage::WatchItem::Modified(o)
-                    | storage::WatchItem::Deleted(o) => o,
-                    storage::WatchItem::Bookmark(_) => continue,
-                };
-                if matters(&object.value) {
-                    changed.notify_one();
-                }
-            }
+        let relevant = match reflector.next().await {
+            Event::Restarted(all) => all.iter().any(|o| matters(&o.value)),
+            Event::Applied(o) | Event::Deleted(o) => matters(&o.value),
+        };
+        if relevant {
+            changed.notify_one();
         }
-        tokio::time::sleep(INTERVAL).await;
     }
 }
 

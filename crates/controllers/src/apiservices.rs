@@ -12,6 +12,8 @@ use registry::GenericStore;
 use registry::builtin::apiregistration::{AUTOMANAGED_LABEL, builtin_priority};
 use serde_json::{Value, json};
 
+use crate::runtime::{self, Reconciler, WorkQueue};
+
 const MANAGER: &str = "kubext-apiservice-registration";
 
 /// A group-version served here: built in, or from a CRD.
@@ -105,28 +107,45 @@ pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Re
     Ok(())
 }
 
-/// Keep APIServices in line with what `served` returns, whenever `changed` fires.
-pub async fn run(
+/// Keep APIServices in line with what `served` returns, whenever `changed` fires
+/// (a failed sync is retried with backoff).
+pub async fn run<F>(
     store: std::sync::Arc<GenericStore>,
-    mut changed: tokio::sync::watch::Receiver<u64>,
-    served: impl Fn() -> Vec<LocalGroupVersion> + Send + 'static,
-) {
-    let mut delay = Duration::from_millis(100);
-    loop {
-        let want = desired(&served());
-        match sync(&store, &want).await {
-            Ok(()) => {
-                delay = Duration::from_millis(100);
-                if changed.changed().await.is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "APIService registration failed; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(10));
-            }
-        }
+    changed: tokio::sync::watch::Receiver<u64>,
+    served: F,
+) where
+    F: Fn() -> Vec<LocalGroupVersion> + Send + Sync + 'static,
+{
+    let queue = WorkQueue::new(Duration::from_millis(100), Duration::from_secs(10));
+    let feed = runtime::follow_changes(changed, queue.clone(), ());
+    runtime::run(
+        std::sync::Arc::new(Registration { store, served }),
+        queue,
+        1,
+        feed,
+    )
+    .await;
+}
+
+/// The whole set is one key: every sync compares everything.
+struct Registration<F> {
+    store: std::sync::Arc<GenericStore>,
+    served: F,
+}
+
+#[async_trait::async_trait]
+impl<F> Reconciler for Registration<F>
+where
+    F: Fn() -> Vec<LocalGroupVersion> + Send + Sync + 'static,
+{
+    type Key = ();
+
+    fn name(&self) -> &'static str {
+        "apiservice-registration"
+    }
+
+    async fn reconcile(&self, _: &()) -> Result<(), String> {
+        sync(&self.store, &desired(&(self.served)())).await
     }
 }
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::meta;
-use registry::{GenericStore, ResourceType, WatchOptions};
-use storage::WatchItem;
+use registry::{GenericStore, ResourceType};
+
+use crate::runtime::{Event, Reflector};
 
 use apiextensions::crd::CLEANUP_FINALIZER;
 use apiextensions::custom_resource::{served_types, storage_type};
@@ -23,61 +24,70 @@ pub type Publish = Arc<dyn Fn(Vec<Arc<ResourceType>>) + Send + Sync>;
 pub type Compiled = (String, Vec<Arc<ResourceType>>);
 
 pub struct CrdController {
-    pub crds: Arc<GenericStore>,
-    pub publish: Publish,
+    crds: Arc<GenericStore>,
+    publish: Publish,
     /// CRDs (by uid: a re-created CRD is another one) whose instances are being
     /// deleted right now.
-    pub cleaning: Arc<std::sync::Mutex<HashSet<String>>>,
+    cleaning: Arc<std::sync::Mutex<HashSet<String>>>,
     /// Compiled types per CRD, keyed by [`compile_key`]: a change to one CRD
     /// recompiles only that CRD's schemas and JSONPaths.
-    pub compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
+    compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
     /// Every replica serves what CRDs say; only the leader writes statuses and
     /// cleans up deleted CRDs.
-    pub leadership: crate::leader::Leadership,
+    leadership: crate::leader::Leadership,
 }
 
 impl CrdController {
+    pub fn new(
+        crds: Arc<GenericStore>,
+        publish: Publish,
+        leadership: crate::leader::Leadership,
+    ) -> Self {
+        CrdController {
+            crds,
+            publish,
+            cleaning: Default::default(),
+            compiled: Default::default(),
+            leadership,
+        }
+    }
+
+    /// Run forever: follow CRDs through a reflector (list, watch, resume,
+    /// relist), handling each burst of changes at once.
     pub async fn run(self: Arc<Self>) {
-        crate::runtime::keep_running("crd", || self.watch_once()).await;
-    }
-
-    fn leading(&self) -> bool {
-        *self.leadership.borrow()
-    }
-
-    async fn watch_once(&self) -> Result<(), String> {
-        let ctx = crate::system_context("", MANAGER);
+        let mut reflector = Reflector::new(self.crds.clone(), MANAGER);
         let mut leadership = self.leadership.clone();
         leadership.mark_unchanged();
-        let mut watcher = self
-            .crds
-            .watch(&ctx, WatchOptions::default())
-            .await
-            .map_err(|e| e.to_string())?;
         let mut known = Known::default();
-        for item in std::mem::take(&mut watcher.initial) {
-            self.observe(&mut known, item);
-        }
-        self.sync(&mut known).await;
         loop {
             tokio::select! {
-                item = watcher.events.recv() => {
-                    let Some(item) = item else { return Ok(()) };
-                    self.observe(&mut known, item);
+                event = reflector.next() => {
+                    self.observe(&mut known, event);
                     // Drain what else is queued before reconciling and rebuilding routes once.
-                    while let Ok(more) = watcher.events.try_recv() {
+                    while let Some(more) = reflector.try_next() {
                         self.observe(&mut known, more);
                     }
                     self.sync(&mut known).await;
                 }
                 // A new leader looks at every CRD again (statuses, cleanups).
                 changed = leadership.changed() => {
-                    if changed.is_err() || self.leading() {
-                        return Ok(());
+                    if changed.is_err() {
+                        return;
+                    }
+                    if self.leading() {
+                        known.touch_all();
+                        for crd in known.crds.values() {
+                            self.start_cleanup(meta::name(&crd.value), &crd.value);
+                        }
+                        self.sync(&mut known).await;
                     }
                 }
             }
         }
+    }
+
+    fn leading(&self) -> bool {
+        *self.leadership.borrow()
     }
 
     /// Serve what the changed CRDs' statuses are about to say, then write the
@@ -96,18 +106,34 @@ impl CrdController {
         }
     }
 
-    fn observe(&self, known: &mut Known, item: WatchItem<registry::Object>) {
-        match item {
-            WatchItem::Added(o) | WatchItem::Modified(o) => {
-                let name = meta::name(&o.value).to_string();
-                if meta::deletion_timestamp(&o.value).is_some() {
-                    self.start_cleanup(&name, &o.value);
+    fn observe(&self, known: &mut Known, event: Event) {
+        match event {
+            Event::Restarted(all) => {
+                let names: HashSet<&str> = all.iter().map(|o| meta::name(&o.value)).collect();
+                let gone: Vec<String> = known
+                    .crds
+                    .keys()
+                    .filter(|name| !names.contains(name.as_str()))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    known.remove(&name);
                 }
-                known.put(name, o);
+                for crd in all {
+                    self.applied(known, crd);
+                }
             }
-            WatchItem::Deleted(o) => known.remove(meta::name(&o.value)),
-            WatchItem::Bookmark(_) => {}
+            Event::Applied(crd) => self.applied(known, crd),
+            Event::Deleted(crd) => known.remove(meta::name(&crd.value)),
         }
+    }
+
+    fn applied(&self, known: &mut Known, crd: Arc<registry::Object>) {
+        let name = meta::name(&crd.value).to_string();
+        if meta::deletion_timestamp(&crd.value).is_some() {
+            self.start_cleanup(&name, &crd.value);
+        }
+        known.put(name, crd);
     }
 
     async fn write_status(&self, name: &str, status: Value) {
@@ -241,6 +267,12 @@ impl Known {
         }
         self.changed_groups.insert(group.to_string());
         self.changed.insert(name.to_string());
+    }
+
+    /// Look at every CRD again.
+    fn touch_all(&mut self) {
+        self.changed.extend(self.crds.keys().cloned());
+        self.changed_groups.extend(self.by_group.keys().cloned());
     }
 
     /// The changed groups and CRD names, clearing them.

@@ -8,14 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::meta;
+use registry::ListOptions;
 use registry::options::DeleteOptions;
-use registry::{ListOptions, WatchOptions};
-use storage::WatchItem;
 
+use crate::runtime::{self, Event, Reconciler, WorkQueue};
 use crate::{Resources, system_context};
 
 const MANAGER: &str = "kubext-namespace-controller";
-const RETRY: Duration = Duration::from_millis(500);
 
 pub struct NamespaceController<R: Resources> {
     pub resources: Arc<R>,
@@ -34,40 +33,44 @@ pub trait RemoteContent: Send + Sync + 'static {
 }
 
 impl<R: Resources> NamespaceController<R> {
-    /// Run forever: follow namespace events and act on each.
+    /// Run forever: reconcile every namespace that changes (on the controller
+    /// runtime: one key per namespace, failed passes retried with per-namespace
+    /// backoff).
     pub async fn run(self: Arc<Self>) {
-        crate::runtime::keep_running("namespace", || self.clone().watch_once()).await;
-    }
-
-    async fn watch_once(self: Arc<Self>) -> Result<(), String> {
-        let namespaces = self
-            .resources
-            .store("", "namespaces")
-            .ok_or("namespaces not served")?;
-        let ctx = system_context("", MANAGER);
-        let mut watcher = namespaces
-            .watch(&ctx, WatchOptions::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        for item in std::mem::take(&mut watcher.initial) {
-            self.clone().on_event(item);
-        }
-        while let Some(item) = watcher.events.recv().await {
-            self.clone().on_event(item);
-        }
-        Ok(())
-    }
-
-    fn on_event(self: Arc<Self>, item: WatchItem<registry::Object>) {
-        let (WatchItem::Added(ns) | WatchItem::Modified(ns)) = item else {
+        let Some(namespaces) = self.resources.store("", "namespaces") else {
+            tracing::error!("namespaces are not served; the namespace controller does not run");
             return;
         };
-        let name = meta::name(&ns.value).to_string();
-        if meta::deletion_timestamp(&ns.value).is_some() {
-            tokio::spawn(async move { self.finalize(&name).await });
-        } else {
-            tokio::spawn(async move { self.populate(&name).await });
+        let queue = WorkQueue::new(Duration::from_millis(100), Duration::from_secs(5));
+        let feed = runtime::follow(namespaces, MANAGER, queue.clone(), names);
+        runtime::run(self, queue, WORKERS, feed).await;
+    }
+
+    /// Empty a terminating namespace pass by pass, then let it go; make sure a
+    /// live one has its default objects.
+    async fn reconcile_namespace(&self, name: &str) -> Result<(), String> {
+        let Some(namespaces) = self.resources.store("", "namespaces") else {
+            return Err("namespaces are not served".into());
+        };
+        let namespace = match namespaces.get(&system_context("", MANAGER), name).await {
+            Ok(namespace) => namespace,
+            Err(e) if e.code() == 404 => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        };
+        if meta::deletion_timestamp(&namespace.value).is_none() {
+            self.populate(name).await;
+            return Ok(());
         }
+        let pass = self.empty(name).await;
+        self.report(name, &pass).await;
+        if !pass.done() {
+            return Err(format!(
+                "{} objects remaining, {} failures",
+                pass.remaining.values().sum::<usize>(),
+                pass.failures.len()
+            ));
+        }
+        self.finalize(name).await
     }
 
     /// Create what every namespace must contain (idempotent).
@@ -107,26 +110,10 @@ impl<R: Resources> NamespaceController<R> {
         }
     }
 
-    /// Delete everything in a terminating namespace, reporting progress in its
-    /// conditions, then let the namespace go.
-    async fn finalize(&self, namespace: &str) {
-        let mut delay = RETRY;
-        loop {
-            let pass = self.empty(namespace).await;
-            self.report(namespace, &pass).await;
-            if pass.done() {
-                break;
-            }
-            tracing::debug!(
-                namespace,
-                remaining = pass.remaining.values().sum::<usize>(),
-                "namespace content remaining"
-            );
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(5));
-        }
+    /// Remove the `kubernetes` finalizer of an emptied namespace.
+    async fn finalize(&self, namespace: &str) -> Result<(), String> {
         let Some(namespaces) = self.resources.store("", "namespaces") else {
-            return;
+            return Err("namespaces are not served".into());
         };
         let mut ctx = system_context("", MANAGER);
         ctx.subresource = Some("finalize".into());
@@ -146,9 +133,12 @@ impl<R: Resources> NamespaceController<R> {
             })
             .await;
         match result {
-            Ok(_) => tracing::info!(namespace, "namespace finalized"),
-            Err(e) if e.code() == 404 => {}
-            Err(e) => tracing::warn!(namespace, error = %e, "cannot finalize namespace"),
+            Ok(_) => {
+                tracing::info!(namespace, "namespace finalized");
+                Ok(())
+            }
+            Err(e) if e.code() == 404 => Ok(()),
+            Err(e) => Err(format!("cannot finalize namespace: {e}")),
         }
     }
 
@@ -247,6 +237,34 @@ impl<R: Resources> NamespaceController<R> {
         {
             tracing::warn!(namespace, error = %e, "cannot record namespace deletion progress");
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl<R: Resources> Reconciler for NamespaceController<R> {
+    type Key = String;
+
+    fn name(&self) -> &'static str {
+        "namespace"
+    }
+
+    async fn reconcile(&self, name: &String) -> Result<(), String> {
+        self.reconcile_namespace(name).await
+    }
+}
+
+/// Namespaces are reconciled independently; a few at once keep one slow
+/// namespace from holding up the rest.
+const WORKERS: usize = 4;
+
+/// The namespaces an event concerns.
+fn names(event: &Event) -> Vec<String> {
+    match event {
+        Event::Restarted(all) => all
+            .iter()
+            .map(|ns| meta::name(&ns.value).to_string())
+            .collect(),
+        Event::Applied(ns) | Event::Deleted(ns) => vec![meta::name(&ns.value).to_string()],
     }
 }
 

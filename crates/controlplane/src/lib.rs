@@ -194,13 +194,9 @@ async fn start_crd_controller(
         }
         let _ = first_tx.send(true);
     });
-    let controller = Arc::new(controllers::crd::CrdController {
-        crds,
-        publish,
-        cleaning: Default::default(),
-        compiled: Default::default(),
-        leadership,
-    });
+    let controller = Arc::new(controllers::crd::CrdController::new(
+        crds, publish, leadership,
+    ));
     let handle = tokio::spawn(controller.run());
     let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
     Ok(handle)

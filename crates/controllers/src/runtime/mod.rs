@@ -1,0 +1,155 @@
+//! What every controller shares, so no controller writes its own restart loop,
+//! watch loop or retry loop:
+//! - `keep_running`: a run started again whenever it ends, with backoff;
+//! - `reflector::Reflector`: list + watch + resume + relist on 410;
+//! - `queue::WorkQueue`: deduplicated keys with per-key backoff;
+//! - `run`: workers reconciling the queue's keys while feeds (`follow` a store,
+//!   `follow_changes` of a watch channel, `every` interval) fill it.
+
+pub mod queue;
+pub mod reflector;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use registry::GenericStore;
+use storage::Backoff;
+
+pub use queue::WorkQueue;
+pub use reflector::{Event, Reflector};
+
+/// A controller: brings one key at a time to its wanted state.
+#[async_trait::async_trait]
+pub trait Reconciler: Send + Sync + 'static {
+    type Key: Clone + Eq + Hash + Debug + Send + Sync + 'static;
+
+    /// Names the controller in logs.
+    fn name(&self) -> &'static str;
+
+    /// Reconcile `key`; an error queues it again after its backoff.
+    async fn reconcile(&self, key: &Self::Key) -> Result<(), String>;
+}
+
+/// Reconcile what `queue` holds with `workers` workers while `feed` fills it;
+/// ends when `feed` does.
+pub async fn run<R: Reconciler>(
+    reconciler: Arc<R>,
+    queue: Arc<WorkQueue<R::Key>>,
+    workers: usize,
+    feed: impl Future<Output = ()>,
+) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers.max(1) {
+        let (reconciler, queue) = (reconciler.clone(), queue.clone());
+        tasks.spawn(async move {
+            loop {
+                let key = queue.next().await;
+                match reconciler.reconcile(&key).await {
+                    Ok(()) => queue.done(&key),
+                    Err(error) => {
+                        let delay = queue.retry(key.clone());
+                        tracing::debug!(controller = reconciler.name(), ?key, %error, ?delay, "reconcile failed; retrying");
+                    }
+                }
+            }
+        });
+    }
+    feed.await;
+    // Dropping the set stops the workers.
+}
+
+/// Queue the keys `keys` finds in each event of `store`, forever.
+pub async fn follow<K: Clone + Eq + Hash + Send + 'static>(
+    store: Arc<GenericStore>,
+    manager: &str,
+    queue: Arc<WorkQueue<K>>,
+    keys: impl Fn(&Event) -> Vec<K>,
+) {
+    let mut reflector = Reflector::new(store, manager);
+    loop {
+        for key in keys(&reflector.next().await) {
+            queue.add(key);
+        }
+    }
+}
+
+/// Queue `key` now and whenever `changes` fires; ends when its sender is gone.
+pub async fn follow_changes<K: Clone + Eq + Hash + Send + 'static, T>(
+    mut changes: tokio::sync::watch::Receiver<T>,
+    queue: Arc<WorkQueue<K>>,
+    key: K,
+) {
+    loop {
+        queue.add(key.clone());
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Queue `key` every `interval`, forever.
+pub async fn every<K: Clone + Eq + Hash + Send + 'static>(
+    interval: Duration,
+    queue: Arc<WorkQueue<K>>,
+    key: K,
+) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        queue.add(key.clone());
+    }
+}
+
+/// A run that lasted this long was healthy: the next restart starts from the
+/// first delay again.
+const HEALTHY_RUN: Duration = Duration::from_secs(60);
+
+/// Run `attempt` forever: whenever it ends (a watch fell behind, storage
+/// restarted, an error) start it again after a backoff of 100 ms doubling to 30 s.
+pub async fn keep_running<F, Fut>(controller: &'static str, mut attempt: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
+    loop {
+        let started = Instant::now();
+        match attempt().await {
+            Ok(()) => tracing::debug!(controller, "run ended; restarting"),
+            Err(error) => tracing::warn!(controller, %error, "run failed; restarting"),
+        }
+        if started.elapsed() >= HEALTHY_RUN {
+            backoff.reset();
+        }
+        tokio::time::sleep(backoff.next_delay()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_runs_are_restarted_with_growing_delays() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counted = runs.clone();
+        let task = tokio::spawn(keep_running("test", move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async { Err("boom".to_string()) }
+        }));
+        // 100 + 200 + 400 + 800 ms (plus jitter) fit in 2 s; the next 1.6 s do not.
+        tokio::time::sleep(Duration::from_millis(2_000)).await;
+        let after_two_seconds = runs.load(Ordering::SeqCst);
+        assert!(
+            (4..=5).contains(&after_two_seconds),
+            "{after_two_seconds} runs"
+        );
+        task.abort();
+    }
+}

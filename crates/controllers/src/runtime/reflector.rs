@@ -1,0 +1,290 @@
+//! The reflector: list a store, then watch it from the listed revision; when the
+//! watch ends (the cache gave up on a slow watcher, storage reconnected), resume
+//! after the last revision seen; when that revision was compacted (410), list
+//! again. kube-runtime's watcher, as an explicit state machine over a
+//! `GenericStore`. Failures wait with backoff; `next` never gives up.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apimachinery::meta;
+use registry::{GenericStore, Object, RequestContext, WatchOptions};
+use storage::{Backoff, WatchItem, Watcher};
+
+/// What the reflector saw.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// The complete current state (the first list, or a list after 410): what is
+    /// not in it is gone.
+    Restarted(Vec<Arc<Object>>),
+    /// Created or changed.
+    Applied(Arc<Object>),
+    Deleted(Arc<Object>),
+}
+
+enum State {
+    /// Nothing known yet, or history lost: list.
+    Empty,
+    /// Following the store after `revision`; `pending` are events the watch
+    /// delivered with its start (a resumed watch's catch-up).
+    Watching {
+        revision: i64,
+        pending: VecDeque<WatchItem<Object>>,
+        watcher: Watcher<Object>,
+    },
+    /// The watch ended after `revision`: resume there.
+    Resuming { revision: i64 },
+}
+
+pub struct Reflector {
+    store: Arc<GenericStore>,
+    ctx: RequestContext,
+    state: State,
+    backoff: Backoff,
+}
+
+impl Reflector {
+    /// Follow `store`; `manager` names the controller in logs.
+    pub fn new(store: Arc<GenericStore>, manager: &str) -> Self {
+        Reflector {
+            store,
+            ctx: crate::system_context("", manager),
+            state: State::Empty,
+            backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(30)),
+        }
+    }
+
+    /// The next event. Cancel-safe while watching: a `select!` that drops this
+    /// future loses no event.
+    pub async fn next(&mut self) -> Event {
+        loop {
+            if let Some(event) = self.step().await {
+                return event;
+            }
+        }
+    }
+
+    /// An event that is ready now, without waiting (to drain a burst).
+    pub fn try_next(&mut self) -> Option<Event> {
+        loop {
+            let State::Watching {
+                pending, watcher, ..
+            } = &mut self.state
+            else {
+                return None;
+            };
+            let item = pending
+                .pop_front()
+                .or_else(|| watcher.events.try_recv().ok())?;
+            if let Some(event) = self.observe(item) {
+                return Some(event);
+            }
+        }
+    }
+
+    async fn step(&mut self) -> Option<Event> {
+        match &mut self.state {
+            State::Empty => match self.store.watch(&self.ctx, WatchOptions::default()).await {
+                Ok(mut watcher) => {
+                    self.backoff.reset();
+                    let objects = std::mem::take(&mut watcher.initial)
+                        .into_iter()
+                        .filter_map(|item| match item {
+                            WatchItem::Added(o) | WatchItem::Modified(o) => Some(o),
+                            _ => None,
+                        })
+                        .collect();
+                    self.state = State::Watching {
+                        revision: watcher.revision,
+                        pending: VecDeque::new(),
+                        watcher,
+                    };
+                    Some(Event::Restarted(objects))
+                }
+                Err(error) => {
+                    self.wait(&error.to_string()).await;
+                    None
+                }
+            },
+            State::Resuming { revision } => {
+                let revision = *revision;
+                let opts = WatchOptions {
+                    resource_version: Some(revision),
+                    ..Default::default()
+                };
+                match self.store.watch(&self.ctx, opts).await {
+                    Ok(mut watcher) => {
+                        self.backoff.reset();
+                        self.state = State::Watching {
+                            revision,
+                            pending: std::mem::take(&mut watcher.initial).into(),
+                            watcher,
+                        };
+                    }
+                    // History compacted: only a list knows the state now.
+                    Err(error) if error.code() == 410 => self.state = State::Empty,
+                    Err(error) => self.wait(&error.to_string()).await,
+                }
+                None
+            }
+            State::Watching {
+                revision,
+                pending,
+                watcher,
+            } => {
+                let item = match pending.pop_front() {
+                    Some(item) => Some(item),
+                    None => watcher.events.recv().await,
+                };
+                match item {
+                    Some(item) => self.observe(item),
+                    None => {
+                        self.state = State::Resuming {
+                            revision: *revision,
+                        };
+                        None
+                    }
+                }
+            }
+        }
+    }
+
+    /// Advance the revision past `item`; the event it is, if any.
+    fn observe(&mut self, item: WatchItem<Object>) -> Option<Event> {
+        let State::Watching { revision, .. } = &mut self.state else {
+            return None;
+        };
+        let (at, event) = match item {
+            WatchItem::Added(o) | WatchItem::Modified(o) => {
+                (revision_of(&o), Some(Event::Applied(o)))
+            }
+            WatchItem::Deleted(o) => (revision_of(&o), Some(Event::Deleted(o))),
+            WatchItem::Bookmark(at) => (at, None),
+        };
+        *revision = at.max(*revision);
+        event
+    }
+
+    async fn wait(&mut self, error: &str) {
+        let delay = self.backoff.next_delay();
+        tracing::warn!(
+            resource = %self.store.rtype.plural,
+            %error,
+            ?delay,
+            "reflector: cannot watch; retrying"
+        );
+        tokio::time::sleep(delay).await;
+    }
+}
+
+fn revision_of(object: &Object) -> i64 {
+    meta::parse_resource_version(meta::resource_version(&object.value))
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use registry::{JsonCodec, Storage};
+    use serde_json::json;
+    use storage::StoreOptions;
+
+    /// ConfigMaps over an in-memory store whose watchers are ended after
+    /// `watcher_queue` unread events and whose history keeps `history_limit`.
+    async fn configmaps(watcher_queue: usize, history_limit: usize) -> Arc<GenericStore> {
+        let backend = Arc::new(storage::memory::MemoryBackend::new());
+        let options = StoreOptions {
+            watcher_queue,
+            history_limit,
+            ..Default::default()
+        };
+        let storage = Storage::open(backend, JsonCodec, options).await.unwrap();
+        let mut rtype = registry::builtin::resource_types()
+            .into_iter()
+            .find(|t| t.group.is_empty() && t.plural == "configmaps")
+            .and_then(Arc::into_inner)
+            .unwrap();
+        // No namespaces in this store.
+        rtype.namespace_lifecycle = false;
+        Arc::new(GenericStore::new(Arc::new(rtype), storage, "/registry"))
+    }
+
+    async fn create(store: &GenericStore, name: &str) {
+        let ctx = crate::system_context("default", "test");
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+        store.create(&ctx, cm).await.unwrap();
+    }
+
+    fn names(objects: &[Arc<Object>]) -> Vec<&str> {
+        let mut names: Vec<&str> = objects.iter().map(|o| meta::name(&o.value)).collect();
+        names.sort_unstable();
+        names
+    }
+
+    fn applied_name(event: Event) -> String {
+        match event {
+            Event::Applied(o) => meta::name(&o.value).to_string(),
+            other => panic!("expected Applied, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn lists_then_follows() {
+        let store = configmaps(1024, 1000).await;
+        create(&store, "a").await;
+        let mut reflector = Reflector::new(store.clone(), "test");
+        match reflector.next().await {
+            Event::Restarted(all) => assert_eq!(names(&all), ["a"]),
+            other => panic!("{other:?}"),
+        }
+        create(&store, "b").await;
+        assert_eq!(applied_name(reflector.next().await), "b");
+    }
+
+    #[tokio::test]
+    async fn resumes_after_an_ended_watch_without_listing_again() {
+        let store = configmaps(4, 1000).await;
+        let mut reflector = Reflector::new(store.clone(), "test");
+        assert!(matches!(reflector.next().await, Event::Restarted(_)));
+        // More events than the watcher's queue holds: the cache ends the watch.
+        for i in 0..10 {
+            create(&store, &format!("cm-{i}")).await;
+        }
+        let mut seen = Vec::new();
+        while seen.len() < 10 {
+            match reflector.next().await {
+                Event::Applied(o) => seen.push(meta::name(&o.value).to_string()),
+                other => panic!("a resumed watch replays events, got {other:?}"),
+            }
+        }
+        let mut want: Vec<String> = (0..10).map(|i| format!("cm-{i}")).collect();
+        seen.sort();
+        want.sort();
+        assert_eq!(seen, want);
+    }
+
+    #[tokio::test]
+    async fn lists_again_when_its_revision_was_compacted() {
+        let store = configmaps(4, 3).await;
+        let mut reflector = Reflector::new(store.clone(), "test");
+        assert!(matches!(reflector.next().await, Event::Restarted(_)));
+        // The watch is ended and the history keeps only the last 3 events: the
+        // revision to resume from is gone (410), so the state comes as a new list.
+        for i in 0..10 {
+            create(&store, &format!("cm-{i}")).await;
+        }
+        loop {
+            match reflector.next().await {
+                Event::Applied(_) => continue,
+                Event::Restarted(all) => {
+                    assert_eq!(all.len(), 10);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+}
