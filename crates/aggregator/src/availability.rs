@@ -516,7 +516,7 @@ async fn write_condition(store: &GenericStore, apiservice: &Value, mut condition
         condition["lastTransitionTime"] = json!(apimachinery::time::now_rfc3339());
     }
     let mut ctx = controllers::system_context("", MANAGER);
-    ctx.subresource = Some("status".into());
+    ctx.subresource = apimachinery::Subresource::Status;
     let name = meta::name(apiservice).to_string();
     let result = store
         .update_with(&ctx, &name, |live| {

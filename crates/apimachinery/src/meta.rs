@@ -11,17 +11,21 @@ pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
 
 /// The metadata map, created if missing (and replaced if it is not an object).
 pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.is_object() {
-        *obj = Value::Object(Map::new());
-    }
-    let map = obj.as_object_mut().expect("just made an object");
-    let md = map
+    let md = object_mut(obj)
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()));
-    if !md.is_object() {
-        *md = Value::Object(Map::new());
+    object_mut(md)
+}
+
+/// `value` as a map, made an empty one first if it is not an object.
+fn object_mut(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
     }
-    md.as_object_mut().expect("just made an object")
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("made an object above"),
+    }
 }
 
 pub fn str_field<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {

@@ -1,7 +1,7 @@
 //! A computed type (objects made when asked, like metrics-server's) served by an
 //! extension server built with this library, in process, against a real kubext as
 //! its main server; read with kube-rs and kubectl.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -138,7 +138,7 @@ impl CrdController {
 
     async fn write_status(&self, name: &str, status: Value) {
         let mut ctx = crate::system_context("", MANAGER);
-        ctx.subresource = Some("status".into());
+        ctx.subresource = apimachinery::Subresource::Status;
         let result = self
             .crds
             .update_with(&ctx, name, |current| {
@@ -547,7 +547,7 @@ impl Cleanup {
     ) {
         let mut ctx = crate::system_context("", MANAGER);
         if !release {
-            ctx.subresource = Some("status".into());
+            ctx.subresource = apimachinery::Subresource::Status;
         }
         let result = crds
             .update_with(&ctx, &self.name, |current| {

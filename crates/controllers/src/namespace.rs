@@ -116,7 +116,7 @@ impl<R: Resources> NamespaceController<R> {
             return Err("namespaces are not served".into());
         };
         let mut ctx = system_context("", MANAGER);
-        ctx.subresource = Some("finalize".into());
+        ctx.subresource = apimachinery::Subresource::Finalize;
         let result = namespaces
             .update_with(&ctx, namespace, |current| {
                 let mut next = current.clone();
@@ -197,7 +197,7 @@ impl<R: Resources> NamespaceController<R> {
             return;
         };
         let mut ctx = system_context("", MANAGER);
-        ctx.subresource = Some("status".into());
+        ctx.subresource = apimachinery::Subresource::Status;
         let wanted = pass.conditions();
         let result = namespaces
             .update_with(&ctx, namespace, |current| {

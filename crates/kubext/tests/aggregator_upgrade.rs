@@ -3,7 +3,7 @@
 //! server, its `101 Switching Protocols` comes back, and bytes then flow both ways.
 //! The extension server here is a minimal one written for this test: kubext itself
 //! serves no upgradable resource.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! Black-box API machinery tests over HTTPS with kube-rs (raw requests where the
 //! exact status code, headers and Status body matter).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 use common::*;

@@ -1,7 +1,7 @@
 //! `apiregistration.k8s.io/v1` APIServices: validation with kube-aggregator's
 //! messages, the status subresource, and the local APIServices kubext keeps for every
 //! group-version it serves (built-in and from CRDs).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Garbage in, Kubernetes errors out: random and malformed bodies of every content
 //! type get a 4xx `Status`, never a 5xx, a panic or a dropped connection, and the
 //! server keeps serving.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -3,7 +3,7 @@
 //! `ReadHeaderTimeout`, a body that never arrives ends with `--request-timeout`,
 //! and running out of file descriptors neither spins the accept loop nor stops
 //! the server for good.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

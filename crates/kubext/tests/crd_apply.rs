@@ -1,7 +1,7 @@
 //! Server-side apply on custom resources: field ownership follows the CRD schema's
 //! list and map types, conflicts name every field, `force` takes ownership, apply
 //! creates, and writes through `status` and `scale` are tracked per subresource.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! A kube-rs operator's view: a `#[derive(CustomResource)]` type installs its CRD,
 //! and a `Controller` reconciles instances and writes their status.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

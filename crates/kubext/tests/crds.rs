@@ -1,7 +1,7 @@
 //! CustomResourceDefinitions (first slice): registration, Established status,
 //! discovery, serving custom resources with kubectl and kube-rs, and routes that
 //! come and go with the CRD.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,

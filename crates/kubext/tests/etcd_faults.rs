@@ -2,7 +2,7 @@
 //! cluster member lost, quorum lost. kubext must report itself not ready while its
 //! watch cache cannot follow etcd, recover on its own once etcd is back, and lose no
 //! acknowledged write. Each test starts its own etcd (or cluster) and kubext.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 use common::*;

@@ -1,6 +1,6 @@
 //! The seeds' CRDs (`examples/crds/`) applied with kubectl, and their instances used
 //! the way the seeds describe.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use testkit::Server;
 

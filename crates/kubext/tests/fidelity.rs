@@ -2,7 +2,7 @@
 //! each checked against upstream's values: bodies without type metadata, DELETE
 //! answers, kubectl's move to server-side apply, `default/kubernetes`, Service
 //! allocation, wire details and request limits.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

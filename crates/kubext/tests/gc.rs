@@ -2,7 +2,7 @@
 //! blockOwnerDeletion) and orphan propagation with `kubectl delete --cascade`,
 //! dangling references, custom resources as owners and dependents, and namespaced
 //! dependents of cluster-scoped owners.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Many watches multiplexed over one HTTP/2 connection (ALPN h2), as client-go does.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! kube-rs against a real kubext: runtime watchers (bookmarks, 410 relists),
 //! metadata-only access, and the events Recorder.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 use common::*;

@@ -1,5 +1,5 @@
 //! Black-box tests: a real kubext process driven by the real kubectl.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

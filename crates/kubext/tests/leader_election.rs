@@ -1,7 +1,7 @@
 //! Two kubext replicas on one etcd: one holds the `kube-system/kubext-controllers`
 //! Lease and runs the writing controllers (here: the garbage collector); killed,
 //! the other takes the lease over and the controllers run there.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 

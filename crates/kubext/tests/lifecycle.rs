@@ -1,6 +1,6 @@
 //! The binary's operational contract: flags, start-up errors, health endpoints,
 //! graceful shutdown.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -1,7 +1,7 @@
 //! Namespace deletion: every namespaced type's objects go, custom resources
 //! included; objects with finalizers hold the namespace until released, and the
 //! namespace reports progress in upstream's conditions.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! One presentation boundary for get, list and watch: an object read through a
 //! version other than its stored one is converted to that version, pruned to its
 //! schema and given its read-time defaults, whichever verb reads it.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{

@@ -2,7 +2,7 @@
 //! against kubext: the calls its own e2e tests and kopf make, where kubext used
 //! to answer differently from kube-apiserver (bodies without `kind`, DELETE
 //! answers, the `default/kubernetes` Service).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 use testkit::Server;

@@ -1,7 +1,7 @@
 //! TokenReview, SelfSubjectReview and the access reviews: what extension API
 //! servers delegate to, and what `kubectl auth whoami` / `can-i` use. Answers are
 //! truthful for kubext today: authenticated users may do everything, anonymous nothing.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

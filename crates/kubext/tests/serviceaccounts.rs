@@ -2,7 +2,7 @@
 //! that authenticate as the ServiceAccount (kube-rs and kubectl), honour audiences
 //! and expiry, stop working when the ServiceAccount goes, survive restarts, and
 //! pass TokenReview.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! Every storage backend behind a real kubext: the same API behaviour, persistence
 //! across restarts, and no acknowledged write lost to `kill -9`.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 use common::*;

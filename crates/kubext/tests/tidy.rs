@@ -1,6 +1,6 @@
 //! Rules of the code base that no compiler checks: each crate depends only on the
 //! crates ARCHITECTURE.md allows it, and every source file says what it is for.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

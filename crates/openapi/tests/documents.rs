@@ -1,4 +1,5 @@
 //! The documents as kubectl reads them.
+#![allow(clippy::expect_used)]
 
 use std::collections::BTreeSet;
 

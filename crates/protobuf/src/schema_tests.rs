@@ -4,7 +4,7 @@
 //! value shape in the generated tables against an independent source (field
 //! numbers are checked against k8s-pb by the generator). Also decoder edge
 //! cases that need the internal tables.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
 

@@ -1,7 +1,7 @@
 //! Data-driven tests: for each covered kind, a value built with k8s-pb's prost
 //! structs is encoded the way client-go sends it and must decode to the JSON
 //! that Kubernetes itself uses for the same object (written out by hand).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

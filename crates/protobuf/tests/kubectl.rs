@@ -9,7 +9,7 @@
 //! 1.35 the field is `omitzero`, and the decoder follows the newer form), and
 //! Go writes nil pointers without `omitempty` (`TokenRequest.spec.boundObjectRef`)
 //! as `null`, while the decoder emits only what is on the wire.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 

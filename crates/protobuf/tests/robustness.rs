@@ -1,5 +1,5 @@
 //! Malformed input must give a `DecodeError`, never a panic.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

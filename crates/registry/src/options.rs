@@ -18,8 +18,8 @@ pub struct RequestContext {
     pub dry_run: bool,
     /// `fieldManager` query parameter, or the one derived from the user agent.
     pub field_manager: String,
-    /// Set by the status subresource handler.
-    pub subresource: Option<String>,
+    /// The subresource written through (status, scale, finalize).
+    pub subresource: apimachinery::Subresource,
 }
 
 /// How a list is to be served (`resourceVersion` + `resourceVersionMatch`).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::validation::validate_object_meta;
-use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, meta, time};
+use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, Subresource, meta, time};
 use storage::{Entry, WatchStart, Watcher};
 
 use crate::errors::to_status;
@@ -649,7 +649,7 @@ impl GenericStore {
         let writer = managed_fields::Writer {
             manager: &ctx.field_manager,
             api_version: &api_version,
-            subresource: ctx.subresource.as_deref().unwrap_or(""),
+            subresource: ctx.subresource.as_str(),
         };
         managed_fields::record(obj, live, base, &writer, &self.rtype.patch_schema);
     }
@@ -661,9 +661,9 @@ impl GenericStore {
 
     /// System fields, strategy rules, validation and managedFields for an update.
     fn prepare_update(&self, ctx: &RequestContext, new: &mut Value, old: &Value) -> Result<()> {
-        let status_only = ctx.subresource.as_deref() == Some("status");
-        match ctx.subresource.as_deref() {
-            Some("status") => {
+        let status_only = ctx.subresource == Subresource::Status;
+        match ctx.subresource {
+            Subresource::Status => {
                 // Only status changes, but managedFields are the writer's (an apply
                 // computed them already).
                 let managed = new.pointer("/metadata/managedFields").cloned();
@@ -673,7 +673,7 @@ impl GenericStore {
                 }
             }
             // Namespace finalization: only `spec.finalizers` may change.
-            Some("finalize") => {
+            Subresource::Finalize => {
                 let finalizers = new
                     .pointer("/spec/finalizers")
                     .cloned()

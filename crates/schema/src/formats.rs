@@ -7,62 +7,67 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-fn re(s: &str) -> Regex {
-    #[allow(clippy::expect_used)]
-    Regex::new(s).expect("constant regex compiles")
+/// A pattern written in this crate (the unit tests compile each).
+#[expect(clippy::expect_used, reason = "constant patterns")]
+pub(crate) fn constant_regex(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("constant regex compiles")
 }
 
 static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
-    re(
+    constant_regex(
         r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z0-9\p{S}\p{L}])(-?[a-zA-Z0-9\p{S}\p{L}]){1,62})$",
     )
 });
 /// govalidator's `IsBase64` (the empty string is not base64 there).
 static BASE64: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(?:[A-Za-z0-9+\/]{4})*(?:[A-Za-z0-9+\/]{2}==|[A-Za-z0-9+\/]{3}=|[A-Za-z0-9+\/]{4})$")
+    constant_regex(
+        r"^(?:[A-Za-z0-9+\/]{4})*(?:[A-Za-z0-9+\/]{2}==|[A-Za-z0-9+\/]{3}=|[A-Za-z0-9+\/]{4})$",
+    )
 });
-static UUID: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$"));
+static UUID: LazyLock<Regex> = LazyLock::new(|| {
+    constant_regex(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+});
 static UUID3: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
+    constant_regex(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$")
 });
 static UUID4: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
+    constant_regex(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
 });
 static UUID5: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
+    constant_regex(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$")
 });
 static EMAIL: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(?:[^<>\s@]+@[^<>\s@]+|[^<>@]*<[^<>\s@]+@[^<>\s@]+>)$"));
+    LazyLock::new(|| constant_regex(r"^(?:[^<>\s@]+@[^<>\s@]+|[^<>@]*<[^<>\s@]+@[^<>\s@]+>)$"));
 static MAC: LazyLock<Regex> = LazyLock::new(|| {
-    re(
+    constant_regex(
         r"^(?:[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){5}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){7}|[0-9a-fA-F]{2}(?:[:-][0-9a-fA-F]{2}){19}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){2}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){3}|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4}){9})$",
     )
 });
-static HEXCOLOR: LazyLock<Regex> = LazyLock::new(|| re(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
+static HEXCOLOR: LazyLock<Regex> =
+    LazyLock::new(|| constant_regex(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
 static RGBCOLOR: LazyLock<Regex> = LazyLock::new(|| {
-    re(
+    constant_regex(
         r"^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$",
     )
 });
-static DATE: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{4}-\d{2}-\d{2}$"));
+static DATE: LazyLock<Regex> = LazyLock::new(|| constant_regex(r"^\d{4}-\d{2}-\d{2}$"));
 /// strfmt's `IsDateTime`: a full date, `t`/`T`, then a time with a required
 /// zone (`z` or `±hh:mm`); the fraction separator is any character, as upstream.
 static DATETIME: LazyLock<Regex> = LazyLock::new(|| {
-    re(
+    constant_regex(
         r"^(\d{4})-(\d{2})-(\d{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$",
     )
 });
 /// Approximates strfmt's `ParseDuration` (Go durations plus spelled-out units).
 static DURATION: LazyLock<Regex> = LazyLock::new(|| {
-    re(
+    constant_regex(
         r"^(?:[+-]?0|(?:\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)\s*(?:ns|us|µs|ms|s|secs?|m|mins?|h|hrs?|hours?|d|days?|w|wks?|weeks?|nano|micro|milli)\s*)+)$",
     )
 });
-static URI_SCHEME: LazyLock<Regex> = LazyLock::new(|| re(r"^[a-zA-Z][a-zA-Z0-9+.-]*:"));
-static ISBN10: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:[0-9]{9}X|[0-9]{10})$"));
-static ISBN13: LazyLock<Regex> = LazyLock::new(|| re(r"^(?:[0-9]{13})$"));
-static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$"));
+static URI_SCHEME: LazyLock<Regex> = LazyLock::new(|| constant_regex(r"^[a-zA-Z][a-zA-Z0-9+.-]*:"));
+static ISBN10: LazyLock<Regex> = LazyLock::new(|| constant_regex(r"^(?:[0-9]{9}X|[0-9]{10})$"));
+static ISBN13: LazyLock<Regex> = LazyLock::new(|| constant_regex(r"^(?:[0-9]{13})$"));
+static SSN: LazyLock<Regex> = LazyLock::new(|| constant_regex(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$"));
 
 fn valid_date(y: &str, m: &str, d: &str) -> bool {
     let (Ok(y), Ok(m), Ok(d)) = (y.parse::<i16>(), m.parse::<i8>(), d.parse::<i8>()) else {

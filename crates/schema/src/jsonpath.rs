@@ -86,11 +86,11 @@ enum Node {
 // ---------------------------------------------------------------------------------------------
 
 static DICT_KEY_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^'([^']*)'$").expect("valid regex"));
+    LazyLock::new(|| crate::formats::constant_regex(r"^'([^']*)'$"));
 static SLICE_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?$").expect("valid regex"));
+    LazyLock::new(|| crate::formats::constant_regex(r"^(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?$"));
 static FILTER_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^([^!<>=]+)([!<>=]+)(.+?)$").expect("valid regex"));
+    LazyLock::new(|| crate::formats::constant_regex(r"^([^!<>=]+)([!<>=]+)(.+?)$"));
 
 struct Parser<'a> {
     input: &'a str,
@@ -1126,10 +1126,9 @@ fn human_readable_date(s: &str, now: SystemTime) -> String {
 const GO_ZERO_TIME_UNIX: i64 = -62_135_596_800;
 
 static RFC3339_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+    crate::formats::constant_regex(
         r"^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})$",
     )
-    .expect("valid regex")
 });
 
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {

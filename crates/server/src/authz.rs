@@ -31,7 +31,7 @@ impl<'a> Attributes<'a> {
             group: &info.group,
             version: &info.version,
             resource: &info.resource,
-            subresource: &info.subresource,
+            subresource: info.subresource.as_str(),
             namespace: &info.namespace,
             name: &info.name,
             path,

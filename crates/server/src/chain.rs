@@ -162,10 +162,7 @@ impl Timeout {
     /// Upstream's long-running check: watches and the connect verbs.
     fn is_long_running(info: &RequestInfo, req: &Request<Incoming>) -> bool {
         info.verb == Verb::Watch
-            || matches!(
-                info.subresource.as_str(),
-                "exec" | "attach" | "portforward" | "proxy" | "log"
-            )
+            || info.subresource.is_connection()
             || req.headers().contains_key(header::UPGRADE)
     }
 

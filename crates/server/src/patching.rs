@@ -4,7 +4,7 @@ use bytes::Bytes;
 use http::Response;
 use serde_json::Value;
 
-use apimachinery::{StatusError, meta};
+use apimachinery::{StatusError, Subresource, meta};
 use patch::PatchError;
 
 use crate::negotiate::{self, BodyKind};
@@ -116,7 +116,7 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
     }
     let warnings = validate_fields(call, &mut config)?;
     // Status is not applied through the main resource (nor spec through status).
-    let status_only = call.info.subresource == "status";
+    let status_only = call.info.subresource == Subresource::Status;
     if call.rtype().has_status
         && let Some(map) = config.as_object_mut()
     {
@@ -134,7 +134,7 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
         let writer = registry::managed_fields::Writer {
             manager: &manager,
             api_version: &api_version,
-            subresource: &call.info.subresource,
+            subresource: call.info.subresource.as_str(),
         };
         registry::apply::apply(
             live,

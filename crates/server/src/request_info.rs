@@ -1,7 +1,7 @@
 //! Parse a request path and method into what it asks for (upstream's RequestInfo).
 //! Pure: strings in, struct out.
 
-use apimachinery::Verb;
+use apimachinery::{Subresource, Verb};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestInfo {
@@ -15,7 +15,7 @@ pub struct RequestInfo {
     pub namespace: String,
     pub resource: String,
     pub name: String,
-    pub subresource: String,
+    pub subresource: Subresource,
     /// The resource was addressed under `namespaces/{ns}/` (not the namespace itself).
     pub namespaced_path: bool,
 }
@@ -71,7 +71,7 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
         info.name = name.to_string();
     }
     if let Some(sub) = rest.get(2) {
-        info.subresource = sub.to_string();
+        info.subresource = Subresource::parse(sub);
     }
     // More segments than resource/name/subresource match no verb.
     info.verb = if rest.len() > 3 {

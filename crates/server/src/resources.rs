@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 
 use apimachinery::options::{DeleteOptionsBody, PropagationPolicy};
-use apimachinery::{StatusError, Verb, meta};
+use apimachinery::{StatusError, Subresource, Verb, meta};
 use registry::options::DeleteOptions;
 use registry::{Object, RequestContext, ResourceType};
 
@@ -106,7 +106,7 @@ async fn serve_inner(
         },
         dry_run: query.dry_run()?,
         field_manager,
-        subresource: (!info.subresource.is_empty()).then(|| info.subresource.clone()),
+        subresource: info.subresource.clone(),
     };
     let table = TableOptions {
         include_object: query.get("includeObject").unwrap_or("").to_string(),
@@ -126,11 +126,11 @@ async fn serve_inner(
         ctx,
         accept_encoding: header_str(header::ACCEPT_ENCODING),
     };
-    if info.subresource == "token" {
+    if info.subresource == Subresource::Token {
         let body = read_body(req.into_body()).await?;
         return token_request(&call, content_type.as_deref(), &body).await;
     }
-    if info.subresource == "scale" {
+    if info.subresource == Subresource::Scale {
         let body = read_body(req.into_body()).await?;
         return crate::scale::serve(&call, content_type.as_deref(), body).await;
     }
@@ -230,14 +230,14 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
     {
         return Err(StatusError::path_not_found());
     }
-    match info.subresource.as_str() {
-        "" => Ok(()),
-        "status"
+    match &info.subresource {
+        Subresource::None => Ok(()),
+        Subresource::Status
             if rtype.has_status && matches!(info.verb, Verb::Get | Verb::Update | Verb::Patch) =>
         {
             Ok(())
         }
-        "scale"
+        Subresource::Scale
             if rtype.scale.is_some()
                 && matches!(info.verb, Verb::Get | Verb::Update | Verb::Patch) =>
         {
@@ -246,7 +246,7 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
         sub if rtype
             .extra_subresources
             .iter()
-            .any(|s| s.name == sub && s.verbs.contains(&info.verb.as_str())) =>
+            .any(|s| s.name == sub.as_str() && s.verbs.contains(&info.verb.as_str())) =>
         {
             Ok(())
         }

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::Response;
 use serde_json::{Value, json};
 
-use apimachinery::{FieldError, FieldPath, StatusError, meta};
+use apimachinery::{FieldError, FieldPath, StatusError, Subresource, meta};
 use registry::ScalePaths;
 
 use crate::negotiate::{self, BodyKind, Output, to_yaml};
@@ -121,7 +121,7 @@ pub async fn serve(
     };
     let is_update = call.info.verb == apimachinery::Verb::Update;
     let mut ctx = call.ctx.clone();
-    ctx.subresource = Some("scale".into());
+    ctx.subresource = Subresource::Scale;
     let updated = store
         .update_with(&ctx, name, |current| {
             let scale = scale_of(current, &paths);

@@ -214,6 +214,7 @@ async fn open_backend(config: &Config) -> Result<Arc<dyn Backend>> {
                     .with_context(|| format!("cannot open embedded database {}", path.display()))?,
             )
         }
+        #[cfg(feature = "etcd")]
         StorageKind::Etcd => Arc::new(
             storage::etcd::EtcdBackend::connect(
                 &config.etcd_servers,
@@ -223,6 +224,12 @@ async fn open_backend(config: &Config) -> Result<Arc<dyn Backend>> {
             .await
             .with_context(|| format!("cannot reach etcd at {}", config.etcd_servers.join(",")))?,
         ),
+        #[cfg(not(feature = "etcd"))]
+        StorageKind::Etcd => {
+            return Err(anyhow!(
+                "this server was built without etcd support (kubext-server's `etcd` feature)"
+            ));
+        }
     })
 }
 

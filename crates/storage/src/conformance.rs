@@ -22,6 +22,10 @@
 //!
 //! Failures are reported by panicking, as in any test: this module is test code
 //! that lives in the library so that other crates can run it.
+#![allow(
+    clippy::expect_used,
+    reason = "test code (behind the `conformance` feature): a failed expectation is a failed case"
+)]
 
 use bytes::Bytes;
 use futures::StreamExt;

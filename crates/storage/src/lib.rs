@@ -5,12 +5,15 @@
 //! an in-memory, watchable view through a caller-supplied `Codec`.
 //!
 //! Backends: `memory` (tests, `--storage memory`), `sqlite` (embedded default),
-//! `etcd`. All pass the same `conformance` suite.
+//! `etcd` (feature `etcd`). All pass the same `conformance` suite (feature
+//! `conformance`, for tests).
 
 pub mod backend;
 pub mod backoff;
 pub mod cache;
+#[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;
 pub mod sqlite;

@@ -1,7 +1,7 @@
 //! The etcd backend against real etcd processes: each test starts its own etcd
 //! (`/usr/bin/etcd`, or `$ETCD_BIN`) on free loopback ports with a temporary data
 //! directory, and kills it when done. A missing etcd binary fails the tests.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
 use futures::StreamExt;

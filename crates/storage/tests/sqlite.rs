@@ -1,6 +1,6 @@
 //! The SQLite backend: the conformance suite, then what only a durable,
 //! group-committing backend has to get right (reopening, crash safety, batching).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
 use futures::StreamExt;

@@ -119,7 +119,9 @@ impl Server {
         if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
             let _ = pipe.write_all(input.as_bytes());
         }
-        child.wait_with_output().expect("kubectl did not finish")
+        child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("kubectl did not finish: {e}"))
     }
 
     /// Run kubectl and return stdout, failing the test with stderr if it fails.

@@ -2,7 +2,7 @@
 //! a ConfigMap, update → recomputed, invalid spec → `Invalid` and a Warning Event,
 //! malformed CIDR → refused by the schema, restart → no duplicate work, delete →
 //! ConfigMap collected and finalizer released.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,7 +1,7 @@
 //! wardle-apiserver and kubext as real processes: the extension server registered
 //! through a Service, an EndpointSlice and an APIService with a caBundle, then used
 //! through kubext with kubectl and kube-rs.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! Fully populated objects of every hand-checked kind, with the JSON that
 //! Kubernetes uses for them (written out by hand from the upstream API types).
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
 use k8s_pb::api::{apps, authentication, coordination, core, discovery, events, policy};
