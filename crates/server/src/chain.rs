@@ -11,7 +11,7 @@
 //! 5. **Timeout** — requests that are not long-running are bounded by
 //!    `--request-timeout` (504).
 //! 6. **Routing** — a claimed group-version goes to its `Delegation` (the
-//!    aggregator's proxy), resource paths to `resources::serve` (its verb
+//!    aggregator's proxy), resource paths to `handlers::serve` (its verb
 //!    handlers run **admission** inside the registry's write path: namespace
 //!    lifecycle, then each type's `Admission`), everything else to `endpoints`.
 //!
@@ -32,7 +32,7 @@ use crate::delegation::Claim;
 use crate::query::Query;
 use crate::request_info::{self, RequestInfo};
 use crate::response::{self, Body};
-use crate::{endpoints, resources};
+use crate::{endpoints, handlers};
 
 /// A stage's early answer (an error `Status`, usually); boxed, as only the
 /// unhappy path builds one.
@@ -229,7 +229,7 @@ impl Routing {
             return delegation.forward(&group, &version, req, &user).await;
         }
         if scope.info.is_resource {
-            return resources::serve(api, req, &scope.info, user, query).await;
+            return handlers::serve(api, req, &scope.info, user, query).await;
         }
         endpoints::serve(api, &req, &scope.path)
     }

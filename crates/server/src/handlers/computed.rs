@@ -8,8 +8,8 @@ use apimachinery::{StatusError, Verb, meta};
 use registry::{Object, Provider};
 use serde_json::{Value, json};
 
+use super::call::{Call, object_response};
 use crate::encode::{self, ListMeta};
-use crate::resources::{Call, object_response};
 use crate::response::{self, Body};
 
 type Result<T> = std::result::Result<T, StatusError>;

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use apimachinery::{FieldError, FieldPath, StatusError, Subresource, meta};
 use registry::ScalePaths;
 
+use super::call::Call;
 use crate::negotiate::{self, BodyKind, Output, to_yaml};
-use crate::resources::Call;
 use crate::response::{self, Body};
 
 type Result<T> = std::result::Result<T, StatusError>;

@@ -7,8 +7,8 @@ use serde_json::Value;
 use apimachinery::{StatusError, Subresource, meta};
 use patch::PatchError;
 
+use super::call::{Call, check_type, object_response, validate_fields};
 use crate::negotiate::{self, BodyKind};
-use crate::resources::{Call, check_type, object_response, validate_fields};
 use crate::response::Body;
 
 type Result<T> = std::result::Result<T, StatusError>;

@@ -19,10 +19,10 @@ use apimachinery::StatusError;
 use registry::Object;
 use storage::{WatchItem, Watcher};
 
+use super::call::Call;
 use crate::catalog::Served;
 use crate::encode::{self, TableOptions};
 use crate::negotiate::Output;
-use crate::resources::Call;
 use crate::response::Body;
 
 type Result<T> = std::result::Result<T, StatusError>;

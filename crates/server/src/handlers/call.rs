@@ -1,0 +1,230 @@
+//! The `Call` every verb handler works on (the request as the handlers need
+//! it), and what several handlers share: reading and decoding bodies, type and
+//! field checks, the object response.
+
+use bytes::Bytes;
+use http::Response;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde_json::Value;
+use std::sync::Arc;
+
+use apimachinery::{StatusError, meta};
+use registry::{Object, RequestContext, ResourceType};
+
+use crate::api::Api;
+use crate::catalog::Served;
+use crate::encode::{self, TableOptions};
+use crate::negotiate::{self, BodyKind, Output};
+use crate::query::Query;
+use crate::request_info::RequestInfo;
+use crate::response::{self, Body};
+
+/// Upstream's limit on request bodies.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Past this, an oversized body is no longer drained before answering 413.
+const DRAIN_LIMIT: usize = 32 * 1024 * 1024;
+
+pub type Result<T> = std::result::Result<T, StatusError>;
+
+/// Everything a verb handler needs about the request.
+pub struct Call<'a> {
+    pub api: &'a Api,
+    pub served: Arc<Served>,
+    pub info: &'a RequestInfo,
+    pub query: Query,
+    pub output: Output,
+    pub table: TableOptions,
+    pub ctx: RequestContext,
+    pub accept_encoding: Option<String>,
+}
+
+impl Call<'_> {
+    pub fn rtype(&self) -> &ResourceType {
+        &self.served.rtype
+    }
+}
+
+pub async fn read_body(mut body: Incoming) -> Result<Bytes> {
+    let mut buf = bytes::BytesMut::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            StatusError::bad_request(format!("failed to read the request body: {e}"))
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        total += data.len();
+        if total <= MAX_BODY_BYTES {
+            buf.extend_from_slice(&data);
+        } else if total > DRAIN_LIMIT {
+            break;
+        }
+    }
+    if total > MAX_BODY_BYTES {
+        // The rest was read and dropped so the client sees the 413 instead of a reset.
+        return Err(StatusError::too_large(format!(
+            "Request entity too large: limit is {MAX_BODY_BYTES}"
+        )));
+    }
+    Ok(buf.freeze())
+}
+
+/// Check that a decoded body is the object this endpoint serves.
+pub fn check_type(rtype: &ResourceType, obj: &Value) -> Result<()> {
+    if !obj.is_object() {
+        return Err(StatusError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
+    let (kind, api_version) = (meta::kind(obj), meta::api_version(obj));
+    if kind.is_empty() {
+        return Err(StatusError::bad_request(format!(
+            "Object 'Kind' is missing in '{obj}'"
+        )));
+    }
+    if api_version.is_empty() {
+        return Err(StatusError::bad_request(format!(
+            "Object 'apiVersion' is missing in '{obj}'"
+        )));
+    }
+    let expected = rtype.api_version();
+    if api_version != expected {
+        return Err(StatusError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+        )));
+    }
+    if kind != rtype.kind {
+        return Err(StatusError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): kind {kind:?} does not match",
+            rtype.kind
+        )));
+    }
+    Ok(())
+}
+
+/// `fieldValidation`: unknown fields are an error (Strict), a warning (Warn, the
+/// default) or silently dropped (Ignore). Built-in types never keep them.
+pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> {
+    let rtype = call.rtype();
+    let gvk = openapi::Gvk::new(&rtype.group, &rtype.version, &rtype.kind);
+    let (unknown, pruned) = match openapi::builtin_unknown_fields(&gvk, obj) {
+        Some(unknown) => (unknown, false),
+        None => match rtype.strategy.prune(obj) {
+            Some(unknown) => (unknown, true),
+            None => return Ok(Vec::new()),
+        },
+    };
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let directive = call.query.field_validation()?.unwrap_or("Warn");
+    if directive == "Strict" {
+        return Err(StatusError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: {}",
+            openapi::strict_decoding_error(&unknown),
+            kind = rtype.kind,
+            version = rtype.version,
+        )));
+    }
+    if !pruned {
+        for path in &unknown {
+            remove_path(obj, path);
+        }
+    }
+    Ok(if directive == "Ignore" {
+        Vec::new()
+    } else {
+        openapi::unknown_field_warnings(&unknown)
+    })
+}
+
+/// Remove the field at a dotted path with indices (`spec.ports[0].bogus`).
+pub fn remove_path(obj: &mut Value, path: &str) {
+    let mut segments: Vec<(&str, Option<usize>)> = Vec::new();
+    for part in path.split('.') {
+        match part.split_once('[') {
+            Some((name, rest)) => segments.push((name, rest.trim_end_matches(']').parse().ok())),
+            None => segments.push((part, None)),
+        }
+    }
+    let Some(((last, last_idx), parents)) = segments.split_last() else {
+        return;
+    };
+    let mut node = obj;
+    for (name, idx) in parents {
+        let Some(next) = node.get_mut(*name) else {
+            return;
+        };
+        node = match idx {
+            Some(i) => match next.get_mut(*i) {
+                Some(n) => n,
+                None => return,
+            },
+            None => next,
+        };
+    }
+    if last_idx.is_none()
+        && let Some(map) = node.as_object_mut()
+    {
+        map.remove(*last);
+    }
+}
+
+pub async fn decode_object(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Value> {
+    let kind = negotiate::body_kind(content_type)?;
+    if !matches!(kind, BodyKind::Json | BodyKind::Yaml | BodyKind::Protobuf) {
+        return Err(StatusError::unsupported_media_type(
+            &negotiate::OBJECT_MEDIA_TYPES,
+        ));
+    }
+    let bytes = read_body(body).await?;
+    let mut obj = negotiate::decode(kind, &bytes)?;
+    default_type(call.rtype(), &mut obj);
+    check_type(call.rtype(), &obj)?;
+    Ok(obj)
+}
+
+/// A body for a built-in type may leave out `apiVersion` and `kind`: upstream's
+/// typed decoder takes them from the URL. Custom resources are decoded as
+/// unstructured objects and must name them.
+pub fn default_type(rtype: &ResourceType, obj: &mut Value) {
+    let Some(map) = obj.as_object_mut().filter(|_| rtype.structured) else {
+        return;
+    };
+    let missing = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
+    if missing(map.get("kind")) {
+        map.insert("kind".into(), Value::String(rtype.kind.clone()));
+    }
+    if missing(map.get("apiVersion")) {
+        map.insert("apiVersion".into(), Value::String(rtype.api_version()));
+    }
+}
+
+/// Encode one object in the negotiated representation.
+pub fn object_response(
+    call: &Call<'_>,
+    code: u16,
+    obj: &Object,
+    warnings: &[String],
+) -> Response<Body> {
+    let cached = matches!(call.output, Output::Json).then(|| obj.json());
+    let mut body = encode::object(&call.output, call.rtype(), &obj.value, cached, &call.table);
+    if matches!(call.output, Output::Json) {
+        body = encode::with_newline(&body);
+    }
+    let mut resp = response::maybe_gzip(
+        call.accept_encoding.as_deref(),
+        code,
+        &call.output.content_type(),
+        body,
+    );
+    response::add_warnings(&mut resp, warnings);
+    resp
+}

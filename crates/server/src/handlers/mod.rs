@@ -1,0 +1,215 @@
+//! Resource requests: the catalog lookup, scope checks and the `Call`, then one
+//! module per verb (or subresource) handler. Handlers depend on `call`, never
+//! on this dispatcher or on each other.
+
+mod call;
+mod computed;
+mod delete;
+mod patch;
+mod read;
+mod reviews;
+mod scale;
+mod token;
+mod watch;
+mod write;
+
+pub use call::MAX_BODY_BYTES;
+
+use http::{Request, Response, header};
+use hyper::body::Incoming;
+use std::sync::Arc;
+
+use apimachinery::{StatusError, Subresource, Verb};
+use registry::{Object, RequestContext, ResourceType};
+
+use crate::api::Api;
+use crate::authn::UserInfo;
+use crate::catalog::Served;
+use crate::encode::TableOptions;
+use crate::negotiate;
+use crate::query::Query;
+use crate::request_info::RequestInfo;
+use crate::response::{self, Body};
+use call::{Call, Result, decode_object, object_response, read_body};
+
+pub async fn serve(
+    api: &Api,
+    req: Request<Incoming>,
+    info: &RequestInfo,
+    user: UserInfo,
+    query: Query,
+) -> Response<Body> {
+    let Some(served) = api
+        .catalog()
+        .lookup(&info.group, &info.version, &info.resource)
+        .cloned()
+    else {
+        return response::error(&StatusError::path_not_found());
+    };
+    let deprecation = served.rtype.deprecation_warning.clone();
+    let mut resp = match serve_inner(api, served, req, info, user, query).await {
+        Ok(resp) => resp,
+        Err(e) => response::error(&e),
+    };
+    // Deprecated versions warn on every request, as upstream does.
+    if let Some(warning) = &deprecation {
+        response::add_warnings(&mut resp, std::slice::from_ref(warning));
+    }
+    resp
+}
+
+async fn serve_inner(
+    api: &Api,
+    served: Arc<Served>,
+    req: Request<Incoming>,
+    info: &RequestInfo,
+    user: UserInfo,
+    query: Query,
+) -> Result<Response<Body>> {
+    check_scope(&served.rtype, info)?;
+    let headers = req.headers();
+    let header_str = |h: header::HeaderName| {
+        headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
+    let output = negotiate::negotiate(header_str(header::ACCEPT).as_deref())?;
+    let field_manager = query
+        .get("fieldManager")
+        .map(String::from)
+        .unwrap_or_else(|| default_manager(header_str(header::USER_AGENT).as_deref()));
+    let ctx = RequestContext {
+        user: user.name.clone(),
+        groups: user.groups.clone(),
+        uid: user.uid.clone(),
+        extra: user.extra.clone(),
+        namespace: if served.rtype.namespaced {
+            info.namespace.clone()
+        } else {
+            String::new()
+        },
+        dry_run: query.dry_run()?,
+        field_manager,
+        subresource: info.subresource.clone(),
+    };
+    let table = TableOptions {
+        include_object: query.get("includeObject").unwrap_or("").to_string(),
+        no_headers: false,
+    };
+    let content_type = header_str(header::CONTENT_TYPE);
+    if let Some(options_kind) = write_options_kind(info.verb) {
+        query.check_field_validation(options_kind)?;
+    }
+    let call = Call {
+        api,
+        served,
+        info,
+        query,
+        output,
+        table,
+        ctx,
+        accept_encoding: header_str(header::ACCEPT_ENCODING),
+    };
+    if info.subresource == Subresource::Token {
+        let body = read_body(req.into_body()).await?;
+        return token::token_request(&call, content_type.as_deref(), &body).await;
+    }
+    if info.subresource == Subresource::Scale {
+        let body = read_body(req.into_body()).await?;
+        return scale::serve(&call, content_type.as_deref(), body).await;
+    }
+    if let Some(provider) = call.rtype().provider.clone() {
+        return computed::serve(&call, provider.as_ref()).await;
+    }
+    if !call.rtype().is_stored() {
+        return match info.verb {
+            Verb::Create => {
+                let obj = decode_object(&call, content_type.as_deref(), req.into_body()).await?;
+                let reviewed = reviews::review(api, &call.ctx, obj)?;
+                Ok(object_response(&call, 201, &Object::new(reviewed), &[]))
+            }
+            _ => Err(StatusError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            )),
+        };
+    }
+    match info.verb {
+        Verb::Get => read::get(&call).await,
+        Verb::List => read::list(&call).await,
+        Verb::Watch => watch::serve(&call).await,
+        Verb::Create => write::create(&call, content_type.as_deref(), req.into_body()).await,
+        Verb::Update => write::update(&call, content_type.as_deref(), req.into_body()).await,
+        Verb::Patch => {
+            patch::patch(
+                &call,
+                content_type.as_deref(),
+                read_body(req.into_body()).await?,
+            )
+            .await
+        }
+        Verb::Delete => delete::delete(&call, content_type.as_deref(), req.into_body()).await,
+        Verb::DeleteCollection => {
+            delete::delete_collection(&call, content_type.as_deref(), req.into_body()).await
+        }
+        _ => Err(StatusError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+/// The options type upstream validates a write's query parameters as.
+fn write_options_kind(verb: Verb) -> Option<&'static str> {
+    match verb {
+        Verb::Create => Some("CreateOptions"),
+        Verb::Update => Some("UpdateOptions"),
+        Verb::Patch => Some("PatchOptions"),
+        _ => None,
+    }
+}
+
+/// Upstream derives the default field manager from the user agent's first segment.
+fn default_manager(user_agent: Option<&str>) -> String {
+    let ua = user_agent.unwrap_or("unknown");
+    ua.split('/')
+        .next()
+        .unwrap_or(ua)
+        .chars()
+        .take(128)
+        .collect()
+}
+
+/// Paths that name the wrong scope, or a subresource the type lacks, are 404s.
+fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
+    if !rtype.namespaced && info.namespaced_path {
+        return Err(StatusError::path_not_found());
+    }
+    if rtype.namespaced
+        && info.namespace.is_empty()
+        && !matches!(info.verb, Verb::List | Verb::Watch)
+    {
+        return Err(StatusError::path_not_found());
+    }
+    match &info.subresource {
+        Subresource::None => Ok(()),
+        Subresource::Status
+            if rtype.has_status && matches!(info.verb, Verb::Get | Verb::Update | Verb::Patch) =>
+        {
+            Ok(())
+        }
+        Subresource::Scale
+            if rtype.scale.is_some()
+                && matches!(info.verb, Verb::Get | Verb::Update | Verb::Patch) =>
+        {
+            Ok(())
+        }
+        sub if rtype
+            .extra_subresources
+            .iter()
+            .any(|s| s.name == sub.as_str() && s.verbs.contains(&info.verb.as_str())) =>
+        {
+            Ok(())
+        }
+        _ => Err(StatusError::path_not_found()),
+    }
+}
