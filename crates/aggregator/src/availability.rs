@@ -13,7 +13,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use apimachinery::meta;
-use controllers::runtime::{Event, Reflector};
+use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::GenericStore;
 
 use crate::proxy::{Remote, Remotes};
@@ -227,18 +227,17 @@ fn any(_: &Value) -> bool {
     true
 }
 
-/// Check every service-backed APIService, forever, and tell the proxy where each
-/// claimed group-version goes.
+/// Check every service-backed APIService, forever — again when an APIService,
+/// Service or endpoint changes, else every 2 s (backends come and go without
+/// telling) — and tell the proxy where each claimed group-version goes.
 pub async fn run(
     stores: Stores,
     client: CertPair,
     headers: FrontProxyConfig,
     remotes: Remotes,
-    publish: impl Fn(Vec<RemoteGroupVersion>),
+    publish: impl Fn(Vec<RemoteGroupVersion>) + Send + Sync + 'static,
     leadership: controllers::leader::Leadership,
 ) {
-    let mut backends = Backends::default();
-    let mut documents: HashMap<(String, String), Documents> = HashMap::new();
     // Checks ask as upstream's aggregator does: a system:masters identity, so the
     // answer does not depend on the backend's authorization.
     let mut identity = http::HeaderMap::new();
@@ -248,22 +247,78 @@ pub async fn run(
         ..Default::default()
     };
     crate::proxy::add_identity(&mut identity, &checker, &headers);
-    let changed = Arc::new(tokio::sync::Notify::new());
+    let queue = WorkQueue::new(INTERVAL, INTERVAL);
     // Local APIServices (one per CRD group-version) come and go with CRDs; only
     // service-backed ones matter here.
-    tokio::spawn(notify_on_change(
-        stores.apiservices.clone(),
-        service_backed,
-        changed.clone(),
-    ));
-    for store in [&stores.services, &stores.endpointslices, &stores.endpoints] {
-        tokio::spawn(notify_on_change(store.clone(), any, changed.clone()));
+    let follow = |store: &Arc<GenericStore>, matters: fn(&Value) -> bool| {
+        runtime::follow(store.clone(), MANAGER, queue.clone(), move |e| {
+            round_if(e, matters)
+        })
+    };
+    let (apiservices, services, slices, endpoints, ticks) = (
+        follow(&stores.apiservices, service_backed),
+        follow(&stores.services, any),
+        follow(&stores.endpointslices, any),
+        follow(&stores.endpoints, any),
+        runtime::every(INTERVAL, queue.clone(), ()),
+    );
+    let feed = async move {
+        tokio::join!(apiservices, services, slices, endpoints, ticks);
+    };
+    let availability = Availability {
+        stores,
+        client,
+        identity,
+        remotes,
+        publish,
+        leadership,
+        round: Default::default(),
+    };
+    runtime::run(Arc::new(availability), queue, 1, feed).await;
+}
+
+/// A round of checks is the one key: it looks at every APIService.
+fn round_if(event: &Event, matters: fn(&Value) -> bool) -> Vec<()> {
+    let relevant = match event {
+        Event::Restarted(all) => all.iter().any(|o| matters(&o.value)),
+        Event::Applied(o) | Event::Deleted(o) => matters(&o.value),
+    };
+    if relevant { vec![()] } else { Vec::new() }
+}
+
+struct Availability<P> {
+    stores: Stores,
+    client: CertPair,
+    identity: http::HeaderMap,
+    remotes: Remotes,
+    publish: P,
+    leadership: controllers::leader::Leadership,
+    /// What rounds keep: backends' clients and last documents (one worker: never
+    /// contended).
+    round: tokio::sync::Mutex<Round>,
+}
+
+#[derive(Default)]
+struct Round {
+    backends: Backends,
+    documents: HashMap<(String, String), Documents>,
+}
+
+#[async_trait::async_trait]
+impl<P: Fn(Vec<RemoteGroupVersion>) + Send + Sync + 'static> Reconciler for Availability<P> {
+    type Key = ();
+
+    fn name(&self) -> &'static str {
+        "apiservice-availability"
     }
-    loop {
-        let apiservices = list(&stores.apiservices, service_backed).await;
-        let services = list(&stores.services, any).await;
-        let slices = list(&stores.endpointslices, any).await;
-        let endpoints = list(&stores.endpoints, any).await;
+
+    async fn reconcile(&self, _: &()) -> Result<(), String> {
+        let mut round = self.round.lock().await;
+        let round = &mut *round;
+        let apiservices = list(&self.stores.apiservices, service_backed).await;
+        let services = list(&self.stores.services, any).await;
+        let slices = list(&self.stores.endpointslices, any).await;
+        let endpoints = list(&self.stores.endpoints, any).await;
         let mut checks = Vec::new();
         for a in &apiservices {
             let (ns, name) = (
@@ -294,14 +349,15 @@ pub async fn run(
                 own
             };
             let target = resolve(a, service, &own).and_then(|addr| {
-                backends
-                    .get(a, &addr, &client)
+                round
+                    .backends
+                    .get(a, &addr, &self.client)
                     .map_err(|e| ("FailedDiscoveryCheck", e))
             });
-            checks.push(check(a.clone(), target, &identity));
+            checks.push(check(a.clone(), target, &self.identity));
         }
         let checked = futures::future::join_all(checks).await;
-        refresh_documents(&checked, &mut documents, &identity).await;
+        refresh_documents(&checked, &mut round.documents, &self.identity).await;
         let mut claimed = HashMap::new();
         let mut discovered = Vec::new();
         let mut results = Vec::new();
@@ -311,7 +367,7 @@ pub async fn run(
                 str_at(a, "/spec/group").to_string(),
                 str_at(a, "/spec/version").to_string(),
             );
-            let known = documents.get(&gv);
+            let known = round.documents.get(&gv);
             discovered.push(RemoteGroupVersion {
                 group: gv.0.clone(),
                 version: gv.1.clone(),
@@ -330,42 +386,19 @@ pub async fn run(
             results.push((c.apiservice, c.condition));
         }
         // Documents and clients of APIServices that went away are forgotten.
-        documents.retain(|gv, _| claimed.contains_key(gv));
-        backends.retain(&apiservices);
+        round.documents.retain(|gv, _| claimed.contains_key(gv));
+        round.backends.retain(&apiservices);
         // Routes and discovery first: a client that sees Available=True can use the
         // group-version.
-        remotes.replace(claimed);
-        publish(discovered);
+        self.remotes.replace(claimed);
+        (self.publish)(discovered);
         // Every replica routes; only the leader records what it found.
-        if *leadership.borrow() {
+        if *self.leadership.borrow() {
             for (apiservice, condition) in results {
-                write_condition(&stores.apiservices, &apiservice, condition).await;
+                write_condition(&self.stores.apiservices, &apiservice, condition).await;
             }
         }
-        // Again when an APIService, Service or endpoint changes, else on the interval
-        // (backends come and go without telling).
-        tokio::select! {
-            () = tokio::time::sleep(INTERVAL) => {}
-            () = changed.notified() => {}
-        }
-    }
-}
-
-/// Wake `changed` on every change to an object of `store` that `matters`.
-async fn notify_on_change(
-    store: Arc<GenericStore>,
-    matters: fn(&Value) -> bool,
-    changed: Arc<tokio::sync::Notify>,
-) {
-    let mut reflector = Reflector::new(store, MANAGER);
-    loop {
-        let relevant = match reflector.next().await {
-            Event::Restarted(all) => all.iter().any(|o| matters(&o.value)),
-            Event::Applied(o) | Event::Deleted(o) => matters(&o.value),
-        };
-        if relevant {
-            changed.notify_one();
-        }
+        Ok(())
     }
 }
 
