@@ -1,5 +1,6 @@
 //! Rules of the code base that no compiler checks: each crate depends only on the
-//! crates ARCHITECTURE.md allows it, and every source file says what it is for.
+//! crates ARCHITECTURE.md allows it, every source file says what it is for, and
+//! the hot-path modules ARCHITECTURE.md names are marked and keep its rules.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -119,9 +120,8 @@ fn rust_sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn every_source_file_opens_with_a_doc_comment() {
-    let root = workspace_root();
+/// Every library and binary source file of the workspace.
+fn workspace_sources(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for parent in ["crates", "examples"] {
         for member in std::fs::read_dir(root.join(parent)).unwrap() {
@@ -132,6 +132,13 @@ fn every_source_file_opens_with_a_doc_comment() {
         }
     }
     assert!(files.len() > 50, "found only {} files", files.len());
+    files
+}
+
+#[test]
+fn every_source_file_opens_with_a_doc_comment() {
+    let root = workspace_root();
+    let files = workspace_sources(&root);
     let undocumented: Vec<String> = files
         .iter()
         .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
@@ -141,4 +148,57 @@ fn every_source_file_opens_with_a_doc_comment() {
         undocumented.is_empty(),
         "no `//!` doc comment: {undocumented:?}"
     );
+}
+
+/// The module doc line that marks a hot-path module.
+const HOT_PATH_MARK: &str = "//! Hot path:";
+
+/// What a hot-path module must not do (ARCHITECTURE.md's invariants): blocking
+/// IO, sleeping a thread, compiling patterns per call, blocking on futures.
+const HOT_PATH_FORBIDDEN: &[&str] = &["std::fs::", "thread::sleep", "Regex::new", "block_on("];
+
+/// The files listed under ARCHITECTURE.md's "Hot-path modules" heading.
+fn listed_hot_paths(architecture: &str) -> BTreeSet<String> {
+    architecture
+        .lines()
+        .skip_while(|l| !l.starts_with("### Hot-path modules"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('#'))
+        .filter_map(|l| l.strip_prefix("- `"))
+        .filter_map(|l| l.split('`').next())
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn hot_path_modules_are_listed_marked_and_keep_the_rules() {
+    let root = workspace_root();
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let listed = listed_hot_paths(&architecture);
+    assert!(listed.len() >= 5, "ARCHITECTURE.md lists {listed:?}");
+    let mut marked = BTreeSet::new();
+    let mut problems = Vec::new();
+    for file in workspace_sources(&root) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.strip_prefix(&root).unwrap().display().to_string();
+        let header: Vec<&str> = text.lines().take_while(|l| l.starts_with("//!")).collect();
+        if !header.iter().any(|l| l.starts_with(HOT_PATH_MARK)) {
+            continue;
+        }
+        // Test modules may do anything.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for forbidden in HOT_PATH_FORBIDDEN {
+            if code.contains(forbidden) {
+                problems.push(format!("{name}: a hot-path module uses `{forbidden}`"));
+            }
+        }
+        marked.insert(name);
+    }
+    for name in listed.difference(&marked) {
+        problems.push(format!("{name} is listed as hot path but not marked `{HOT_PATH_MARK}`"));
+    }
+    for name in marked.difference(&listed) {
+        problems.push(format!("{name} is marked hot path but not listed in ARCHITECTURE.md"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

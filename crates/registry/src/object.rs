@@ -1,4 +1,6 @@
 //! The cached form of a stored object: parsed once, serialized at most once.
+//!
+//! Hot path: every read shares these, by `Arc`.
 
 use bytes::Bytes;
 use serde_json::Value;

@@ -1,6 +1,8 @@
 //! The API catalog: every served group/version/resource and the discovery
 //! documents describing them, built once per change and swapped in whole
 //! (requests load an `Arc` and look up a map).
+//!
+//! Hot path: lookups are borrowed and allocation-free; building happens per change only.
 
 use base64::Engine;
 use bytes::Bytes;

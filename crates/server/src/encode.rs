@@ -1,5 +1,7 @@
 //! Encoding objects and lists in the negotiated representation. JSON lists are
 //! spliced from each object's cached bytes rather than re-serialized.
+//!
+//! Hot path: every response body; objects' cached bytes are spliced, not re-serialized.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{Value, json};

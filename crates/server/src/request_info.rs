@@ -1,5 +1,7 @@
 //! Parse a request path and method into what it asks for (upstream's RequestInfo).
 //! Pure: strings in, struct out.
+//!
+//! Hot path: once per request, allocation-light parsing.
 
 use apimachinery::{Subresource, Verb};
 

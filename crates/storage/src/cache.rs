@@ -14,6 +14,8 @@
 //! every watcher. Until the cache is current again it reports itself unhealthy.
 //!
 //! Hot path: `get`, `list`, fan-out. No awaits while a lock is held.
+//!
+//! Hot path: every read and watch event; no IO, writers never wait for watchers.
 
 use bytes::Bytes;
 use futures::StreamExt;

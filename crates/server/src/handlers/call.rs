@@ -1,6 +1,8 @@
 //! The `Call` every verb handler works on (the request as the handlers need
 //! it), and what several handlers share: reading and decoding bodies, type and
 //! field checks, the object response.
+//!
+//! Hot path: every resource request builds a `Call`.
 
 use bytes::Bytes;
 use http::Response;
