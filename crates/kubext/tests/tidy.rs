@@ -195,10 +195,14 @@ fn hot_path_modules_are_listed_marked_and_keep_the_rules() {
         marked.insert(name);
     }
     for name in listed.difference(&marked) {
-        problems.push(format!("{name} is listed as hot path but not marked `{HOT_PATH_MARK}`"));
+        problems.push(format!(
+            "{name} is listed as hot path but not marked `{HOT_PATH_MARK}`"
+        ));
     }
     for name in marked.difference(&listed) {
-        problems.push(format!("{name} is marked hot path but not listed in ARCHITECTURE.md"));
+        problems.push(format!(
+            "{name} is marked hot path but not listed in ARCHITECTURE.md"
+        ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -30,26 +30,28 @@ pub struct Serving {
 
 /// Shared state of a running server.
 pub struct Api {
-    pub name: String,
+    pub(crate) name: String,
     catalog: RwLock<Arc<Catalog>>,
-    pub storage: Arc<Storage>,
-    pub authn: Authenticator,
-    pub ready: AtomicBool,
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) authn: Authenticator,
+    pub(crate) ready: AtomicBool,
     /// Flips to true when the server is shutting down (watches end).
-    pub shutdown: watch::Receiver<bool>,
-    pub metrics: Metrics,
+    pub(crate) shutdown: watch::Receiver<bool>,
+    pub(crate) metrics: Metrics,
     /// The types given at start; custom resources are added to these on every
     /// CRD change.
     builtins: Vec<Arc<Served>>,
     storage_prefix: String,
     /// Bumped on every catalog change (controllers that follow the served set).
     catalog_changes: watch::Sender<u64>,
-    pub authorizer: Arc<dyn Authorizer>,
-    /// What discovery shows of extension servers; also serializes catalog builds.
+    pub(crate) authorizer: Arc<dyn Authorizer>,
+    /// What discovery shows of extension servers. Held while a catalog is built:
+    /// the two publishers (CRDs, extension servers) each build on the catalog
+    /// they read, so they take turns.
     remote_discovery: parking_lot::Mutex<Vec<RemoteGroupVersion>>,
-    pub delegation: Option<Arc<dyn Delegation>>,
+    pub(crate) delegation: Option<Arc<dyn Delegation>>,
     /// Bound on requests that are not long-running (`--request-timeout`).
-    pub request_timeout: std::time::Duration,
+    pub(crate) request_timeout: std::time::Duration,
 }
 
 impl Api {
