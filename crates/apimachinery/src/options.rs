@@ -61,3 +61,27 @@ pub struct Preconditions {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
 }
+
+/// `fieldValidation`: what a write does with fields the schema does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and say so in `Warning` headers (the default).
+    #[default]
+    Warn,
+    /// Reject the request.
+    Strict,
+}
+
+impl FieldValidation {
+    /// The query value; `None` for anything else (empty means the default).
+    pub fn parse(value: &str) -> Option<FieldValidation> {
+        match value {
+            "" | "Warn" => Some(FieldValidation::Warn),
+            "Ignore" => Some(FieldValidation::Ignore),
+            "Strict" => Some(FieldValidation::Strict),
+            _ => None,
+        }
+    }
+}

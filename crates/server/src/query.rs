@@ -2,6 +2,7 @@
 
 use apimachinery::StatusError;
 use apimachinery::meta::parse_resource_version;
+use apimachinery::options::FieldValidation;
 use apimachinery::selector::{FieldSelector, LabelSelector};
 use registry::options::{ContinueToken, DeleteOptions, PropagationPolicy, ReadFreshness};
 use registry::{ListOptions, WatchOptions};
@@ -49,13 +50,11 @@ impl Query {
         }
     }
 
-    /// `fieldValidation`: `Ignore`, `Warn` or `Strict` (`None` when absent or empty).
-    pub fn field_validation(&self) -> Result<Option<&str>, StatusError> {
-        match self.get("fieldValidation") {
-            None | Some("") => Ok(None),
-            Some(v @ ("Ignore" | "Warn" | "Strict")) => Ok(Some(v)),
-            Some(other) => Err(Self::unsupported_field_validation(other, "CreateOptions")),
-        }
+    /// `fieldValidation` (`Warn` when absent or empty).
+    pub fn field_validation(&self) -> Result<FieldValidation, StatusError> {
+        let value = self.get("fieldValidation").unwrap_or_default();
+        FieldValidation::parse(value)
+            .ok_or_else(|| Self::unsupported_field_validation(value, "CreateOptions"))
     }
 
     /// Reject an unknown `fieldValidation` as upstream's options validation does

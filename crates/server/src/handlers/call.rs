@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use serde_json::Value;
 use std::sync::Arc;
 
+use apimachinery::options::FieldValidation;
 use apimachinery::{StatusError, meta};
 use registry::{Object, RequestContext, ResourceType};
 
@@ -122,8 +123,8 @@ pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> 
     if unknown.is_empty() {
         return Ok(Vec::new());
     }
-    let directive = call.query.field_validation()?.unwrap_or("Warn");
-    if directive == "Strict" {
+    let directive = call.query.field_validation()?;
+    if directive == FieldValidation::Strict {
         return Err(StatusError::bad_request(format!(
             "{kind} in version \"{version}\" cannot be handled as a {kind}: {}",
             openapi::strict_decoding_error(&unknown),
@@ -136,7 +137,7 @@ pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> 
             remove_path(obj, path);
         }
     }
-    Ok(if directive == "Ignore" {
+    Ok(if directive == FieldValidation::Ignore {
         Vec::new()
     } else {
         openapi::unknown_field_warnings(&unknown)
