@@ -98,22 +98,33 @@ impl SubjectAccessReviews {
             .body(serde_json::to_vec(&review).unwrap_or_default());
         let answer = match request {
             Ok(request) => self.client.request::<Value>(request).await,
-            Err(e) => return Decision::Deny(e.to_string()),
+            Err(e) => return Decision::NoOpinion(e.to_string()),
         };
         match answer {
             Ok(review) if review.pointer("/status/allowed") == Some(&json!(true)) => {
-                Decision::Allow
+                Decision::Allow(
+                    review
+                        .pointer("/status/reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                )
             }
-            Ok(review) => Decision::Deny(
-                review
+            Ok(review) => {
+                let reason = review
                     .pointer("/status/reason")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
-                    .to_string(),
-            ),
+                    .to_string();
+                if review.pointer("/status/denied") == Some(&json!(true)) {
+                    Decision::Deny(reason)
+                } else {
+                    Decision::NoOpinion(reason)
+                }
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "SubjectAccessReview failed");
-                Decision::Deny(format!("error asking the main server: {e}"))
+                Decision::NoOpinion(format!("error asking the main server: {e}"))
             }
         }
     }

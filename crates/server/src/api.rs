@@ -52,6 +52,8 @@ pub struct Api {
     pub(crate) delegation: Option<Arc<dyn Delegation>>,
     /// Bound on requests that are not long-running (`--request-timeout`).
     pub(crate) request_timeout: std::time::Duration,
+    /// Requests without credentials are `system:anonymous` (`--anonymous-auth`).
+    pub(crate) anonymous: bool,
 }
 
 impl Api {
@@ -86,12 +88,20 @@ impl Api {
             delegation: serving.delegation,
             authorizer: serving.authorizer,
             request_timeout: std::time::Duration::from_secs(60),
+            anonymous: true,
         }
     }
 
     /// Bound non-long-running requests by `timeout` instead of the default 60 s.
     pub fn with_request_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// Whether requests without credentials are served as `system:anonymous`
+    /// (else 401).
+    pub fn with_anonymous(mut self, anonymous: bool) -> Self {
+        self.anonymous = anonymous;
         self
     }
 

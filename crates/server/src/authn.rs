@@ -44,6 +44,16 @@ impl UserInfo {
     }
 }
 
+/// What authentication found out about a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authenticated {
+    User(UserInfo),
+    /// No credentials: anonymous, if anonymous requests are enabled.
+    Nobody,
+    /// Credentials that prove nothing: 401.
+    Invalid,
+}
+
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
     service_accounts: Option<Arc<crate::serviceaccounts::Tokens>>,
@@ -131,22 +141,30 @@ impl Authenticator {
         }
     }
 
-    /// The request's user, if it proves one.
-    pub fn authenticate(&self, peer: &PeerIdentity, headers: &HeaderMap) -> Option<UserInfo> {
+    /// Who the request proves to be: a user, nobody (no credentials at all), or
+    /// credentials that prove nothing (a bearer token nobody issued), which is
+    /// 401 even where anonymous requests are welcome, as upstream.
+    pub fn authenticate(&self, peer: &PeerIdentity, headers: &HeaderMap) -> Authenticated {
         if peer.front_proxy
             && let Some(user) = self.request_header.user(headers)
         {
-            return Some(user.authenticated());
+            return Authenticated::User(user.authenticated());
         }
         if let Some(user) = &peer.cert_user {
-            return Some(user.clone());
+            return Authenticated::User(user.clone());
         }
         let bearer = headers
-            .get(http::header::AUTHORIZATION)?
-            .to_str()
-            .ok()?
-            .strip_prefix("Bearer ")?;
-        self.token(bearer)
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|token| !token.is_empty());
+        match bearer {
+            None => Authenticated::Nobody,
+            Some(token) => self
+                .token(token)
+                .map_or(Authenticated::Invalid, Authenticated::User),
+        }
     }
 
     /// Also accept service-account tokens (JWTs) checked by `tokens`.

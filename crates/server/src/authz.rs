@@ -1,6 +1,9 @@
-//! Authorization: may this user do this? kubext itself allows every authenticated
-//! user (RBAC is a later step); an aggregated API server built on this crate asks
-//! its main server instead (SubjectAccessReview, see `kubext-apiserver`).
+//! Authorization: may this user do this? The `Authorizer` trait and the
+//! building blocks every server composes: `PrivilegedGroups` (`system:masters`
+//! may do anything), `AlwaysAllow`, `AlwaysDeny`, `Union` (the first opinion
+//! wins, as `--authorization-mode=A,B` does). kubext adds RBAC (`kubext-rbac`);
+//! an aggregated API server built on this crate asks its main server
+//! (SubjectAccessReview, see `kubext-apiserver`).
 
 use apimachinery::{GroupResource, StatusError};
 
@@ -24,10 +27,22 @@ pub struct Attributes<'a> {
 }
 
 impl<'a> Attributes<'a> {
-    pub fn of(info: &'a RequestInfo, path: &'a str, user: &'a UserInfo) -> Self {
+    /// A request's attributes; a non-resource request's verb is its HTTP
+    /// method, lower-cased (upstream's RequestInfo).
+    pub fn of(
+        info: &'a RequestInfo,
+        path: &'a str,
+        method: &http::Method,
+        user: &'a UserInfo,
+    ) -> Self {
+        let verb = if info.is_resource {
+            info.verb.as_str()
+        } else {
+            method_verb(method)
+        };
         Attributes {
             user,
-            verb: info.verb.as_str(),
+            verb,
             group: &info.group,
             version: &info.version,
             resource: &info.resource,
@@ -40,11 +55,48 @@ impl<'a> Attributes<'a> {
     }
 }
 
+/// `get` for GET and so on; an extension method is `unknown`.
+fn method_verb(method: &http::Method) -> &'static str {
+    match *method {
+        http::Method::GET => "get",
+        http::Method::HEAD => "head",
+        http::Method::POST => "post",
+        http::Method::PUT => "put",
+        http::Method::PATCH => "patch",
+        http::Method::DELETE => "delete",
+        http::Method::OPTIONS => "options",
+        _ => "unknown",
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Allow,
-    /// Denied, or no opinion; the reason (possibly empty) ends the 403 message.
+    /// Allowed; the reason (possibly empty) goes to the audit log.
+    Allow(String),
+    /// Denied outright: later authorizers are not asked.
     Deny(String),
+    /// Neither: the next authorizer decides; the last one's reason (possibly
+    /// empty) ends the 403 message.
+    NoOpinion(String),
+}
+
+impl Decision {
+    pub fn allow() -> Decision {
+        Decision::Allow(String::new())
+    }
+
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Decision::Allow(_))
+    }
+
+    /// Why it was decided so (possibly empty).
+    pub fn reason(&self) -> &str {
+        match self {
+            Decision::Allow(reason) | Decision::Deny(reason) | Decision::NoOpinion(reason) => {
+                reason
+            }
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -52,17 +104,110 @@ pub trait Authorizer: Send + Sync + 'static {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Decision;
 }
 
-/// kubext's policy until RBAC: authenticated users may do anything.
-pub struct AllowAuthenticated;
+/// Upstream's privileged-groups authorizer: members of these groups
+/// (`system:masters`) may do anything; everyone else is left to the next.
+pub struct PrivilegedGroups(pub Vec<String>);
+
+impl PrivilegedGroups {
+    pub fn masters() -> Self {
+        PrivilegedGroups(vec!["system:masters".into()])
+    }
+}
 
 #[async_trait::async_trait]
-impl Authorizer for AllowAuthenticated {
+impl Authorizer for PrivilegedGroups {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Decision {
-        if attributes.user.is_anonymous() {
-            Decision::Deny(String::new())
+        if attributes.user.groups.iter().any(|g| self.0.contains(g)) {
+            Decision::allow()
         } else {
-            Decision::Allow
+            Decision::NoOpinion(String::new())
         }
+    }
+}
+
+/// Non-resource paths anyone may reach (upstream's `path` authorizer, an
+/// aggregated server's `/healthz`, `/livez`, `/readyz` and below); a trailing
+/// `*` matches a prefix.
+pub struct AllowPaths(pub Vec<String>);
+
+impl AllowPaths {
+    /// The health checks, as a delegating server allows them.
+    pub fn health() -> Self {
+        AllowPaths(
+            [
+                "/healthz",
+                "/healthz/*",
+                "/livez",
+                "/livez/*",
+                "/readyz",
+                "/readyz/*",
+            ]
+            .map(String::from)
+            .to_vec(),
+        )
+    }
+
+    fn allows(&self, path: &str) -> bool {
+        self.0
+            .iter()
+            .any(|allowed| match allowed.strip_suffix('*') {
+                Some(prefix) => path.starts_with(prefix),
+                None => path == allowed,
+            })
+    }
+}
+
+#[async_trait::async_trait]
+impl Authorizer for AllowPaths {
+    async fn authorize(&self, attributes: &Attributes<'_>) -> Decision {
+        if !attributes.is_resource && self.allows(attributes.path) {
+            Decision::allow()
+        } else {
+            Decision::NoOpinion(String::new())
+        }
+    }
+}
+
+/// `--authorization-mode=AlwaysAllow`: everyone may do anything, anonymous
+/// requests included.
+pub struct AlwaysAllow;
+
+#[async_trait::async_trait]
+impl Authorizer for AlwaysAllow {
+    async fn authorize(&self, _: &Attributes<'_>) -> Decision {
+        Decision::allow()
+    }
+}
+
+/// `--authorization-mode=AlwaysDeny`.
+pub struct AlwaysDeny;
+
+#[async_trait::async_trait]
+impl Authorizer for AlwaysDeny {
+    async fn authorize(&self, _: &Attributes<'_>) -> Decision {
+        Decision::Deny(String::new())
+    }
+}
+
+/// Several authorizers in order: the first that allows or denies decides;
+/// when all have no opinion, their reasons are joined (upstream's union).
+pub struct Union(pub Vec<std::sync::Arc<dyn Authorizer>>);
+
+#[async_trait::async_trait]
+impl Authorizer for Union {
+    async fn authorize(&self, attributes: &Attributes<'_>) -> Decision {
+        let mut reasons = Vec::new();
+        for authorizer in &self.0 {
+            match authorizer.authorize(attributes).await {
+                Decision::NoOpinion(reason) => {
+                    if !reason.is_empty() {
+                        reasons.push(reason);
+                    }
+                }
+                decided => return decided,
+            }
+        }
+        Decision::NoOpinion(reasons.join("\n"))
     }
 }
 

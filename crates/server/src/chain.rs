@@ -3,11 +3,13 @@
 //!
 //! 1. **Authentication** — who is asking: the connection's client certificate
 //!    (worked out once per TLS connection), front-proxy headers, bearer tokens;
-//!    anonymous only for public paths. Fails with 401.
+//!    `system:anonymous` without credentials (`--anonymous-auth`). Invalid
+//!    credentials fail with 401, everywhere.
 //! 2. **Impersonation** and 3. **Audit** — the policy-layer issue's stages; they
 //!    take their place between authentication and authorization.
-//! 4. **Authorization** — may this user do this: resource requests and requests
-//!    another server answers go to the `Authorizer`. Fails with 403.
+//! 4. **Authorization** — may this user do this: every request goes to the
+//!    `Authorizer` (non-resource paths with the lower-cased HTTP method as
+//!    verb). Fails with 403.
 //! 5. **Timeout** — requests that are not long-running are bounded by
 //!    `--request-timeout` (504).
 //! 6. **Routing** — a claimed group-version goes to its `Delegation` (the
@@ -28,7 +30,7 @@ use hyper::body::Incoming;
 use apimachinery::{StatusError, Verb};
 
 use crate::api::Api;
-use crate::authn::{PeerIdentity, UserInfo};
+use crate::authn::{Authenticated, PeerIdentity, UserInfo};
 use crate::authz::{self, Attributes, Decision};
 use crate::delegation::Claim;
 use crate::query::Query;
@@ -91,12 +93,12 @@ async fn stages(
     scope: &mut Scope,
     peer: &PeerIdentity,
 ) -> Result<Response<Body>, Rejected> {
-    let user = Authentication::authenticate(api, peer, &req, scope)?;
+    let user = Authentication::authenticate(api, peer, &req)?;
     if tracing::enabled!(tracing::Level::DEBUG) {
         scope.user = Some(user.name.clone());
     }
     let delegated = Routing::delegated(api, scope);
-    Authorization::authorize(api, scope, &user, delegated.is_some()).await?;
+    Authorization::authorize(api, scope, req.method(), &user).await?;
     let long_running = Timeout::is_long_running(&scope.info, &req);
     let query = std::mem::take(&mut scope.query);
     let routed = Routing::route(api, req, scope, query, user, delegated);
@@ -110,29 +112,19 @@ async fn stages(
 /// Stage 1: who is asking.
 struct Authentication;
 
-/// Paths anyone may read (upstream's system:public-info-viewer).
-const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
-
 impl Authentication {
     fn authenticate(
         api: &Api,
         peer: &PeerIdentity,
         req: &Request<Incoming>,
-        scope: &Scope,
     ) -> Result<UserInfo, Rejected> {
         match api.authn.authenticate(peer, req.headers()) {
-            Some(user) => Ok(user),
-            None if Self::is_public(&scope.path) => Ok(UserInfo::anonymous()),
-            None => Err(reject(&StatusError::unauthorized("Unauthorized"))),
+            Authenticated::User(user) => Ok(user),
+            Authenticated::Nobody if api.anonymous => Ok(UserInfo::anonymous()),
+            Authenticated::Nobody | Authenticated::Invalid => {
+                Err(reject(&StatusError::unauthorized("Unauthorized")))
+            }
         }
-    }
-
-    fn is_public(path: &str) -> bool {
-        let p = path.trim_end_matches('/');
-        PUBLIC_PATHS.iter().any(|public| {
-            p.strip_prefix(public)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        })
     }
 }
 
@@ -143,16 +135,13 @@ impl Authorization {
     async fn authorize(
         api: &Api,
         scope: &Scope,
+        method: &http::Method,
         user: &UserInfo,
-        delegated: bool,
     ) -> Result<(), Rejected> {
-        if !(delegated || scope.info.is_resource) {
-            return Ok(());
-        }
-        let attributes = Attributes::of(&scope.info, &scope.path, user);
+        let attributes = Attributes::of(&scope.info, &scope.path, method, user);
         match api.authorizer.authorize(&attributes).await {
-            Decision::Allow => Ok(()),
-            Decision::Deny(reason) => Err(reject(&authz::forbidden(&attributes, &reason))),
+            Decision::Allow(_) => Ok(()),
+            denied => Err(reject(&authz::forbidden(&attributes, denied.reason()))),
         }
     }
 }
@@ -234,26 +223,5 @@ impl Routing {
             return handlers::serve(api, req, &scope.info, user, query).await;
         }
         endpoints::serve(api, &req, &scope.path)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn public_paths_are_exact_or_below() {
-        for public in [
-            "/healthz",
-            "/healthz/",
-            "/livez/ping",
-            "/readyz",
-            "/version",
-        ] {
-            assert!(Authentication::is_public(public), "{public}");
-        }
-        for private in ["/healthzz", "/versions", "/api", "/metrics"] {
-            assert!(!Authentication::is_public(private), "{private}");
-        }
     }
 }

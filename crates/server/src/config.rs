@@ -36,6 +36,8 @@ pub struct Config {
     pub serving_hosts: Vec<String>,
     /// Bound on non-long-running requests (`--request-timeout`).
     pub request_timeout: Duration,
+    /// Requests without credentials are `system:anonymous` (`--anonymous-auth`).
+    pub anonymous_auth: bool,
 }
 
 /// How this server proves itself to extension API servers (the aggregator's client
@@ -87,6 +89,7 @@ impl Default for Config {
             compaction_interval: Duration::from_secs(300),
             bookmark_interval: Duration::from_secs(60),
             request_timeout: Duration::from_secs(60),
+            anonymous_auth: true,
             shutdown_grace: Duration::from_secs(10),
             front_proxy: FrontProxyConfig::default(),
             serving_hosts: Vec::new(),

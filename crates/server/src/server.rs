@@ -117,7 +117,8 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
             shutdown_rx.clone(),
             serving,
         )
-        .with_request_timeout(config.request_timeout),
+        .with_request_timeout(config.request_timeout)
+        .with_anonymous(config.anonymous_auth),
     );
     Ok(Prepared {
         api,

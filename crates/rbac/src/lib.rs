@@ -1,0 +1,210 @@
+//! RBAC (`rbac.authorization.k8s.io/v1`) for kubext: the authorizer over an
+//! indexed snapshot of the policy (`policy`), the rule algebra (`rules`), the
+//! escalation checks on writes of roles and bindings (`escalation`), the
+//! bootstrap policy created and reconciled at start (`bootstrap`), and the
+//! ClusterRole aggregation controller (`aggregation`).
+//!
+//! Invariant: decisions read one immutable `Policy` snapshot, swapped whole
+//! when a role or binding changes; no request waits for a rebuild.
+
+pub mod aggregation;
+pub mod bootstrap;
+pub mod escalation;
+pub mod policy;
+pub mod rules;
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde_json::{Value, json};
+
+use controllers::runtime::{self, Event, Reconciler, WorkQueue};
+use registry::{GenericStore, ListOptions};
+use server::authn::UserInfo;
+use server::authz::{Attributes, Authorizer, Decision};
+
+pub use policy::Policy;
+use policy::{Objects, User};
+use rules::Request;
+
+/// The RBAC authorizer: decides from the current `Policy` snapshot.
+#[derive(Default)]
+pub struct Rbac {
+    policy: RwLock<Arc<Policy>>,
+}
+
+impl Rbac {
+    pub fn new() -> Arc<Rbac> {
+        Arc::new(Rbac::default())
+    }
+
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy.read().clone()
+    }
+
+    pub fn set(&self, policy: Policy) {
+        *self.policy.write() = Arc::new(policy);
+    }
+
+    /// SelfSubjectRulesReview's status for `user` in `namespace`.
+    pub fn rules_review(&self, user: &UserInfo, namespace: &str) -> Value {
+        let policy = self.policy();
+        let (rules, errors) = policy.rules_for(&user_of(user), namespace);
+        let resource_rules: Vec<Value> = rules
+            .iter()
+            .filter(|r| !r.resources.is_empty())
+            .map(|r| {
+                let mut v = json!({"verbs": r.verbs});
+                for (key, list) in [
+                    ("apiGroups", &r.api_groups),
+                    ("resources", &r.resources),
+                    ("resourceNames", &r.resource_names),
+                ] {
+                    if !list.is_empty() {
+                        v[key] = json!(list);
+                    }
+                }
+                v
+            })
+            .collect();
+        let non_resource_rules: Vec<Value> = rules
+            .iter()
+            .filter(|r| !r.non_resource_urls.is_empty())
+            .map(|r| json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}))
+            .collect();
+        let mut status = json!({
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": false,
+        });
+        match errors.len() {
+            0 => {}
+            1 => status["evaluationError"] = json!(errors[0]),
+            _ => status["evaluationError"] = json!(format!("[{}]", errors.join(", "))),
+        }
+        status
+    }
+}
+
+fn user_of(user: &UserInfo) -> User<'_> {
+    User {
+        name: &user.name,
+        groups: &user.groups,
+    }
+}
+
+#[async_trait::async_trait]
+impl Authorizer for Rbac {
+    async fn authorize(&self, a: &Attributes<'_>) -> Decision {
+        let request = Request {
+            verb: a.verb,
+            is_resource: a.is_resource,
+            api_group: a.group,
+            resource: a.resource,
+            subresource: a.subresource,
+            name: a.name,
+            path: a.path,
+        };
+        match self
+            .policy()
+            .decide(&user_of(a.user), a.namespace, &request)
+        {
+            Ok(reason) => Decision::Allow(reason),
+            Err(reason) => Decision::NoOpinion(reason),
+        }
+    }
+}
+
+/// The stores of the four RBAC kinds.
+#[derive(Clone)]
+pub struct Stores {
+    pub cluster_roles: Arc<GenericStore>,
+    pub roles: Arc<GenericStore>,
+    pub cluster_role_bindings: Arc<GenericStore>,
+    pub role_bindings: Arc<GenericStore>,
+}
+
+const MANAGER: &str = "kubext-rbac";
+
+impl Stores {
+    /// Build the policy from what the stores hold now.
+    pub async fn policy(&self) -> Result<Policy, String> {
+        let ctx = controllers::system_context("", MANAGER);
+        let list = |store: &Arc<GenericStore>| {
+            let (store, ctx) = (store.clone(), ctx.clone());
+            async move {
+                store
+                    .list(&ctx, ListOptions::default())
+                    .await
+                    .map(|l| l.items)
+                    .map_err(|e| e.to_string())
+            }
+        };
+        let (cluster_roles, roles, crbs, rbs) = (
+            list(&self.cluster_roles).await?,
+            list(&self.roles).await?,
+            list(&self.cluster_role_bindings).await?,
+            list(&self.role_bindings).await?,
+        );
+        let values = |items: &[Arc<registry::Object>]| -> Vec<Value> {
+            items.iter().map(|o| o.value.clone()).collect()
+        };
+        let (cluster_roles, roles, crbs, rbs) = (
+            values(&cluster_roles),
+            values(&roles),
+            values(&crbs),
+            values(&rbs),
+        );
+        Ok(Policy::build(&Objects {
+            cluster_roles: cluster_roles.iter().collect(),
+            roles: roles.iter().collect(),
+            cluster_role_bindings: crbs.iter().collect(),
+            role_bindings: rbs.iter().collect(),
+        }))
+    }
+}
+
+/// Keeps `rbac`'s snapshot current: rebuilt after every change to a role or
+/// binding (a burst of changes is one rebuild).
+struct Follower {
+    rbac: Arc<Rbac>,
+    stores: Stores,
+}
+
+#[async_trait::async_trait]
+impl Reconciler for Follower {
+    type Key = ();
+
+    fn name(&self) -> &'static str {
+        "rbac-policy"
+    }
+
+    async fn reconcile(&self, _: &()) -> Result<(), String> {
+        self.rbac.set(self.stores.policy().await?);
+        Ok(())
+    }
+}
+
+/// Build the snapshot now, then keep it current (forever).
+pub async fn follow(rbac: Arc<Rbac>, stores: Stores) {
+    let queue = WorkQueue::new(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(5),
+    );
+    let any = |_: &Event| vec![()];
+    let (a, b, c, d) = (
+        runtime::follow(stores.cluster_roles.clone(), MANAGER, queue.clone(), any),
+        runtime::follow(stores.roles.clone(), MANAGER, queue.clone(), any),
+        runtime::follow(
+            stores.cluster_role_bindings.clone(),
+            MANAGER,
+            queue.clone(),
+            any,
+        ),
+        runtime::follow(stores.role_bindings.clone(), MANAGER, queue.clone(), any),
+    );
+    let feed = async move {
+        tokio::join!(a, b, c, d);
+    };
+    runtime::run(Arc::new(Follower { rbac, stores }), queue, 1, feed).await;
+}
