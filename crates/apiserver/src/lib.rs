@@ -206,6 +206,7 @@ impl ApiServer {
                 Arc::new(server::authz::AllowPaths::health()),
                 Arc::new(SubjectAccessReviews::new(client)),
             ])),
+            rules: Arc::new(server::authz::NoRules),
             // An aggregated server answers everything it serves itself.
             delegation: None,
         };

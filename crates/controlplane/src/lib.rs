@@ -6,7 +6,10 @@
 //! `controllers` and `aggregator`; this crate decides what runs and in which
 //! order (bootstrap before controllers, controllers before ready).
 
+mod authorization;
 mod kubernetes_service;
+
+pub use authorization::AuthorizationMode;
 
 use anyhow::{Result, anyhow};
 use serde_json::json;
@@ -25,11 +28,23 @@ use server::front_proxy::FrontProxy;
 use server::{Prepared, Running, StorageKind};
 
 /// What `kubext serve` configures.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
     pub server: server::Config,
     /// Where Services get cluster IPs and node ports.
     pub service_ranges: registry::builtin::ServiceRanges,
+    /// `--authorization-mode`, in order (after `system:masters`).
+    pub authorization_modes: Vec<AuthorizationMode>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            server: Default::default(),
+            service_ranges: Default::default(),
+            authorization_modes: vec![AuthorizationMode::Rbac],
+        }
+    }
 }
 
 const BOOTSTRAP_NAMESPACES: [&str; 4] =
@@ -39,16 +54,24 @@ const BOOTSTRAP_NAMESPACES: [&str; 4] =
 /// every controller running before the server reports ready.
 pub async fn start(config: Config) -> Result<Running> {
     let remotes = Remotes::new(config.server.front_proxy.clone());
+    let authorization = authorization::Authorization::new(&config.authorization_modes);
     let serving = Serving {
         name: "kubext".into(),
-        types: kubext_types(config.service_ranges),
-        authorizer: Arc::new(server::authz::AllowAuthenticated),
+        types: authorization.guard(kubext_types(config.service_ranges)),
+        authorizer: authorization.authorizer.clone(),
+        rules: authorization.rules.clone(),
         delegation: Some(Arc::new(remotes.clone())),
     };
     let storage = config.server.storage;
     let prepared = server::prepare(config.server, serving).await?;
-    let controllers =
-        start_controllers(&prepared, storage, &config.service_ranges, remotes).await?;
+    let controllers = start_controllers(
+        &prepared,
+        storage,
+        &config.service_ranges,
+        remotes,
+        &authorization,
+    )
+    .await?;
     prepared.serve(controllers)
 }
 
@@ -69,6 +92,7 @@ async fn start_controllers(
     storage: StorageKind,
     service_ranges: &registry::builtin::ServiceRanges,
     remotes: Remotes,
+    authorization: &authorization::Authorization,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let api = &prepared.api;
     let front_proxy = &prepared.front_proxy;
@@ -76,6 +100,7 @@ async fn start_controllers(
     kubernetes_service::publish(api, service_ranges, advertised(prepared.addr)).await?;
     publish_authentication_configmap(api, front_proxy, &prepared.client_cas.join("")).await?;
     let (leadership, election) = leader_election(api, storage);
+    let rbac = authorization.start(api, leadership.clone()).await?;
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
     let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
     let availability = start_availability(api, front_proxy, remotes.clone(), leadership.clone())?;
@@ -113,6 +138,7 @@ async fn start_controllers(
     Ok(tokio::spawn(async move {
         let _ = tokio::join!(
             election,
+            rbac,
             namespaces,
             garbage_collector,
             crd_controller,

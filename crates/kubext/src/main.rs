@@ -137,6 +137,15 @@ struct ServeArgs {
     /// Log format: human-readable text or one JSON object per line.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
+    /// Ordered list of authorizers (comma-separated): RBAC, AlwaysAllow, AlwaysDeny.
+    /// Members of system:masters are always allowed.
+    #[arg(long, default_value = "RBAC", value_delimiter = ',', value_parser = controlplane::AuthorizationMode::parse)]
+    authorization_mode: Vec<controlplane::AuthorizationMode>,
+    /// Serve requests without credentials as system:anonymous (group
+    /// system:unauthenticated); with false they get 401. Invalid credentials are
+    /// always 401.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    anonymous_auth: bool,
 }
 
 /// Go durations: `300` (seconds), `300s`, `5m`, `1h`, `250ms`, `1m0s`, `1h30m`.
@@ -215,6 +224,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
                 uid_headers: args.requestheader_uid_headers,
             },
             request_timeout: args.request_timeout,
+            anonymous_auth: args.anonymous_auth,
             service_accounts: server::serviceaccounts::ServiceAccountConfig {
                 issuer: args.service_account_issuer,
                 api_audiences: args.api_audiences,
@@ -229,6 +239,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
             &args.service_node_port_range,
         )
         .map_err(anyhow::Error::msg)?,
+        authorization_modes: args.authorization_mode,
     };
     let running = controlplane::start(config).await?;
     // Machine-readable line for scripts and test harnesses.

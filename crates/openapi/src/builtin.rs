@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use k8s_openapi::api::{
-    authentication, authorization, coordination, core::v1 as core, discovery, events,
+    authentication, authorization, coordination, core::v1 as core, discovery, events, rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -104,6 +104,11 @@ fn generate() -> Builtin {
     roots.kind::<discovery::v1::EndpointSlice>("discovery.k8s.io", "v1", "EndpointSlice");
     roots.kind::<events::v1::Event>("events.k8s.io", "v1", "Event");
     roots.kind::<apiregistration::APIService>("apiregistration.k8s.io", "v1", "APIService");
+    let rbac_group = "rbac.authorization.k8s.io";
+    roots.kind::<rbac::v1::ClusterRole>(rbac_group, "v1", "ClusterRole");
+    roots.kind::<rbac::v1::ClusterRoleBinding>(rbac_group, "v1", "ClusterRoleBinding");
+    roots.kind::<rbac::v1::Role>(rbac_group, "v1", "Role");
+    roots.kind::<rbac::v1::RoleBinding>(rbac_group, "v1", "RoleBinding");
     let authn = "authentication.k8s.io";
     roots.kind::<authentication::v1::TokenReview>(authn, "v1", "TokenReview");
     roots.kind::<authentication::v1::SelfSubjectReview>(authn, "v1", "SelfSubjectReview");

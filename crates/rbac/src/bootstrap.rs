@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn the_bootstrap_data_parses_and_names_upstreams_roles() {
         let roles = cluster_roles();
-        let names: Vec<&str> = roles.iter().map(|r| meta::name(r)).collect();
+        let names: Vec<&str> = roles.iter().map(meta::name).collect();
         for wanted in [
             "cluster-admin",
             "admin",

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::{GenericStore, ListOptions};
 use server::authn::UserInfo;
-use server::authz::{Attributes, Authorizer, Decision};
+use server::authz::{Attributes, Authorizer, Decision, RuleResolver};
 
 pub use policy::Policy;
 use policy::{Objects, User};
@@ -45,9 +45,11 @@ impl Rbac {
     pub fn set(&self, policy: Policy) {
         *self.policy.write() = Arc::new(policy);
     }
+}
 
+impl RuleResolver for Rbac {
     /// SelfSubjectRulesReview's status for `user` in `namespace`.
-    pub fn rules_review(&self, user: &UserInfo, namespace: &str) -> Value {
+    fn rules_review(&self, user: &UserInfo, namespace: &str) -> Value {
         let policy = self.policy();
         let (rules, errors) = policy.rules_for(&user_of(user), namespace);
         let resource_rules: Vec<Value> = rules

@@ -360,7 +360,7 @@ fn subject_key(s: &Subject, binding_namespace: &str) -> Option<SubjectKey> {
 fn applies(s: &Subject, binding_namespace: &str, user: &User<'_>) -> bool {
     match s.kind.as_str() {
         "User" => user.name == s.name,
-        "Group" => user.groups.iter().any(|g| *g == s.name),
+        "Group" => user.groups.contains(&s.name),
         "ServiceAccount" => {
             let ns = if s.namespace.is_empty() {
                 binding_namespace

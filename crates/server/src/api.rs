@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use registry::{ResourceType, Storage};
 
 use crate::authn::Authenticator;
-use crate::authz::Authorizer;
+use crate::authz::{Authorizer, RuleResolver};
 use crate::catalog::{Catalog, Served};
 use crate::delegation::Delegation;
 use crate::metrics::Metrics;
@@ -24,6 +24,8 @@ pub struct Serving {
     pub name: String,
     pub types: Vec<Arc<ResourceType>>,
     pub authorizer: Arc<dyn Authorizer>,
+    /// What SelfSubjectRulesReview reports.
+    pub rules: Arc<dyn RuleResolver>,
     /// Group-versions another server answers (the aggregator), if any.
     pub delegation: Option<Arc<dyn Delegation>>,
 }
@@ -45,6 +47,7 @@ pub struct Api {
     /// Bumped on every catalog change (controllers that follow the served set).
     catalog_changes: watch::Sender<u64>,
     pub(crate) authorizer: Arc<dyn Authorizer>,
+    pub(crate) rules: Arc<dyn RuleResolver>,
     /// What discovery shows of extension servers. Held while a catalog is built:
     /// the two publishers (CRDs, extension servers) each build on the catalog
     /// they read, so they take turns.
@@ -87,6 +90,7 @@ impl Api {
             remote_discovery: Default::default(),
             delegation: serving.delegation,
             authorizer: serving.authorizer,
+            rules: serving.rules,
             request_timeout: std::time::Duration::from_secs(60),
             anonymous: true,
         }

@@ -168,6 +168,31 @@ impl Authorizer for AllowPaths {
     }
 }
 
+/// What SelfSubjectRulesReview reports: the rules a user holds.
+pub trait RuleResolver: Send + Sync + 'static {
+    /// The review's `status` for `user` in `namespace`.
+    fn rules_review(&self, user: &UserInfo, namespace: &str) -> serde_json::Value;
+}
+
+/// A server that cannot list rules (an aggregated server: its main server can).
+pub struct NoRules;
+
+impl RuleResolver for NoRules {
+    fn rules_review(&self, _: &UserInfo, _: &str) -> serde_json::Value {
+        serde_json::json!({"resourceRules": [], "nonResourceRules": [], "incomplete": true})
+    }
+}
+
+impl RuleResolver for AlwaysAllow {
+    fn rules_review(&self, _: &UserInfo, _: &str) -> serde_json::Value {
+        serde_json::json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        })
+    }
+}
+
 /// `--authorization-mode=AlwaysAllow`: everyone may do anything, anonymous
 /// requests included.
 pub struct AlwaysAllow;

@@ -5,8 +5,9 @@
 //!    (worked out once per TLS connection), front-proxy headers, bearer tokens;
 //!    `system:anonymous` without credentials (`--anonymous-auth`). Invalid
 //!    credentials fail with 401, everywhere.
-//! 2. **Impersonation** and 3. **Audit** — the policy-layer issue's stages; they
-//!    take their place between authentication and authorization.
+//! 2. **Impersonation** — `Impersonate-*` headers make the request act as
+//!    another identity if the caller may `impersonate` it (403 otherwise).
+//! 3. **Audit** — the place the audit log's stage takes.
 //! 4. **Authorization** — may this user do this: every request goes to the
 //!    `Authorizer` (non-resource paths with the lower-cased HTTP method as
 //!    verb). Fails with 403.
@@ -33,6 +34,7 @@ use crate::api::Api;
 use crate::authn::{Authenticated, PeerIdentity, UserInfo};
 use crate::authz::{self, Attributes, Decision};
 use crate::delegation::Claim;
+use crate::impersonation::{self, Refused};
 use crate::query::Query;
 use crate::request_info::{self, RequestInfo};
 use crate::response::{self, Body};
@@ -94,6 +96,7 @@ async fn stages(
     peer: &PeerIdentity,
 ) -> Result<Response<Body>, Rejected> {
     let user = Authentication::authenticate(api, peer, &req)?;
+    let (req, user, _original) = Impersonation::apply(api, req, user).await?;
     if tracing::enabled!(tracing::Level::DEBUG) {
         scope.user = Some(user.name.clone());
     }
@@ -123,6 +126,34 @@ impl Authentication {
             Authenticated::Nobody if api.anonymous => Ok(UserInfo::anonymous()),
             Authenticated::Nobody | Authenticated::Invalid => {
                 Err(reject(&StatusError::unauthorized("Unauthorized")))
+            }
+        }
+    }
+}
+
+/// Stage 2: act as someone else, if allowed to.
+struct Impersonation;
+
+impl Impersonation {
+    /// The request and the user it acts as, and the authenticated user when
+    /// that is someone else.
+    async fn apply(
+        api: &Api,
+        mut req: Request<Incoming>,
+        user: UserInfo,
+    ) -> Result<(Request<Incoming>, UserInfo, Option<UserInfo>), Rejected> {
+        let uri = req.uri().to_string();
+        match impersonation::apply(api.authorizer.as_ref(), req.headers_mut(), &uri, user).await {
+            Ok((user, original)) => Ok((req, user, original)),
+            Err(Refused::Forbidden(error)) => Err(reject(&error)),
+            Err(Refused::Internal(message)) => {
+                let mut resp =
+                    response::respond(500, "text/plain; charset=utf-8", format!("{message}\n"));
+                resp.headers_mut().insert(
+                    header::HeaderName::from_static("x-content-type-options"),
+                    http::HeaderValue::from_static("nosniff"),
+                );
+                Err(Box::new(resp))
             }
         }
     }

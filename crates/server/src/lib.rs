@@ -14,6 +14,7 @@ pub mod encode;
 pub mod endpoints;
 pub mod front_proxy;
 pub mod handlers;
+pub mod impersonation;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;

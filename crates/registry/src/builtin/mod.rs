@@ -4,6 +4,7 @@ pub mod apiregistration;
 mod configmaps;
 mod core;
 mod events;
+pub mod rbac;
 mod secrets;
 mod services;
 
@@ -203,6 +204,43 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     apiservices.storage_path = "apiregistration.k8s.io/apiservices".into();
     apiservices.categories = vec!["api-extensions".into()];
     apiservices.name_validation = apimachinery::validation::name_is_path_segment;
+    let rbac_type = |kind: &str, plural: &str, namespaced: bool| {
+        let mut r = if kind.ends_with("Binding") {
+            columns(
+                resource(
+                    rbac::GROUP,
+                    "v1",
+                    kind,
+                    plural,
+                    namespaced,
+                    rbac::Bindings { namespaced },
+                ),
+                rbac::binding_columns(namespaced),
+            )
+        } else {
+            let mut r = columns(
+                resource(
+                    rbac::GROUP,
+                    "v1",
+                    kind,
+                    plural,
+                    namespaced,
+                    rbac::Roles { namespaced },
+                ),
+                rbac::role_columns(),
+            );
+            r.age_column = false;
+            r
+        };
+        r.name_validation = apimachinery::validation::name_is_path_segment;
+        r
+    };
+    let rbac_types = [
+        rbac_type("ClusterRoleBinding", "clusterrolebindings", false),
+        rbac_type("ClusterRole", "clusterroles", false),
+        rbac_type("RoleBinding", "rolebindings", true),
+        rbac_type("Role", "roles", true),
+    ];
     let reviews = [
         ("authentication.k8s.io", "TokenReview", "tokenreviews"),
         (
@@ -252,6 +290,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     ]
     .into_iter()
     .chain(reviews)
+    .chain(rbac_types)
     .map(Arc::new)
     .collect()
 }

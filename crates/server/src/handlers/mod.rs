@@ -126,7 +126,7 @@ async fn serve_inner(
         return match info.verb {
             Verb::Create => {
                 let obj = decode_object(&call, content_type.as_deref(), req.into_body()).await?;
-                let reviewed = reviews::review(api, &call.ctx, obj)?;
+                let reviewed = reviews::review(api, &call.ctx, obj).await?;
                 Ok(object_response(&call, 201, &Object::new(reviewed), &[]))
             }
             _ => Err(StatusError::method_not_allowed(

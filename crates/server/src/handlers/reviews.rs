@@ -3,8 +3,9 @@
 //! Extension API servers delegate authentication and authorization through them,
 //! and `kubectl auth can-i` / `whoami` use them.
 //!
-//! Authorization is truthful for kubext as it is: every authenticated user may do
-//! everything (RBAC is not enforced yet), anonymous users nothing.
+//! Access reviews ask the server's own authorizer (for SubjectAccessReview the
+//! whole chain, `system:masters` included, as upstream); SelfSubjectRulesReview
+//! asks its `RuleResolver`.
 
 use serde_json::{Value, json};
 
@@ -12,8 +13,10 @@ use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, meta};
 use registry::RequestContext;
 
 use crate::api::Api;
+use crate::authn::UserInfo;
+use crate::authz::{Attributes, Decision};
 
-pub fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<Value, StatusError> {
+pub async fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<Value, StatusError> {
     let status = match meta::kind(&obj) {
         "TokenReview" => token_review(api, &obj)?,
         "SelfSubjectReview" => {
@@ -28,8 +31,7 @@ pub fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<Value, 
         }
         "SubjectAccessReview" => {
             validate_access_review(&obj, true)?;
-            let groups = string_list(obj.pointer("/spec/groups"));
-            decide(str_at(&obj, "/spec/user"), &groups)
+            decide(api, &spec_user(&obj), &obj).await
         }
         "LocalSubjectAccessReview" => {
             validate_access_review(&obj, true)?;
@@ -51,14 +53,22 @@ pub fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<Value, 
                     ));
                 }
             }
-            let groups = string_list(obj.pointer("/spec/groups"));
-            decide(str_at(&obj, "/spec/user"), &groups)
+            decide(api, &spec_user(&obj), &obj).await
         }
         "SelfSubjectAccessReview" => {
             validate_access_review(&obj, false)?;
-            decide(&ctx.user, &ctx.groups)
+            decide(api, &context_user(ctx), &obj).await
         }
-        "SelfSubjectRulesReview" => rules(&ctx.user, &ctx.groups),
+        "SelfSubjectRulesReview" => {
+            let namespace = str_at(&obj, "/spec/namespace");
+            if namespace.is_empty() {
+                return Err(StatusError::bad_request("no namespace on request"));
+            }
+            let status = api.rules.rules_review(&context_user(ctx), namespace);
+            // Upstream answers with a fresh object: the spec is not echoed.
+            obj["spec"] = json!({});
+            status
+        }
         other => {
             return Err(StatusError::bad_request(format!(
                 "{other} is not a review kind"
@@ -171,28 +181,73 @@ fn validate_access_review(obj: &Value, needs_subject: bool) -> Result<(), Status
     Err(StatusError::invalid(&group, &kind, meta::name(obj), &errs))
 }
 
-fn is_anonymous(user: &str, groups: &[String]) -> bool {
-    user == "system:anonymous" || groups.iter().any(|g| g == "system:unauthenticated")
-}
-
-fn decide(user: &str, groups: &[String]) -> Value {
-    if is_anonymous(user, groups) {
-        json!({"allowed": false})
-    } else {
-        json!({
-            "allowed": true,
-            "reason": "kubext allows every authenticated user (RBAC is not enforced yet)",
+/// The user a SubjectAccessReview asks about.
+fn spec_user(obj: &Value) -> UserInfo {
+    let extra = obj
+        .pointer("/spec/extra")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), string_list(Some(v))))
+                .collect()
         })
+        .unwrap_or_default();
+    UserInfo {
+        name: str_at(obj, "/spec/user").to_string(),
+        uid: str_at(obj, "/spec/uid").to_string(),
+        groups: string_list(obj.pointer("/spec/groups")),
+        extra,
     }
 }
 
-fn rules(user: &str, groups: &[String]) -> Value {
-    if is_anonymous(user, groups) {
-        return json!({"resourceRules": [], "nonResourceRules": [], "incomplete": false});
+/// The requesting user (the self reviews).
+fn context_user(ctx: &RequestContext) -> UserInfo {
+    UserInfo {
+        name: ctx.user.clone(),
+        uid: ctx.uid.clone(),
+        groups: ctx.groups.clone(),
+        extra: ctx.extra.clone(),
     }
-    json!({
-        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-        "incomplete": false,
-    })
+}
+
+/// Ask the server's authorizer what the review's attributes ask.
+async fn decide(api: &Api, user: &UserInfo, obj: &Value) -> Value {
+    let at = |field: &str| str_at(obj, &format!("/spec/resourceAttributes/{field}"));
+    let is_resource = obj
+        .pointer("/spec/resourceAttributes")
+        .is_some_and(|v| !v.is_null());
+    let (verb, path) = if is_resource {
+        (at("verb"), "")
+    } else {
+        (
+            str_at(obj, "/spec/nonResourceAttributes/verb"),
+            str_at(obj, "/spec/nonResourceAttributes/path"),
+        )
+    };
+    let version = if at("version").is_empty() {
+        "*"
+    } else {
+        at("version")
+    };
+    let attributes = Attributes {
+        user,
+        verb,
+        group: at("group"),
+        version,
+        resource: at("resource"),
+        subresource: at("subresource"),
+        namespace: at("namespace"),
+        name: at("name"),
+        path,
+        is_resource,
+    };
+    let decision = api.authorizer.authorize(&attributes).await;
+    let mut status = json!({"allowed": decision.is_allowed()});
+    if matches!(decision, Decision::Deny(_)) {
+        status["denied"] = json!(true);
+    }
+    if !decision.reason().is_empty() {
+        status["reason"] = json!(decision.reason());
+    }
+    status
 }
