@@ -167,6 +167,36 @@ async fn static_tokens_authenticate_and_unknown_ones_do_not() {
         kube::Client::try_from(config).unwrap()
     };
     let alice: Api<ConfigMap> = Api::namespaced(client_with("s3cret"), "default");
+    // Authenticated, but RBAC grants a token-file user nothing by itself.
+    match alice.get("kube-root-ca.crt").await.unwrap_err() {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 403);
+            assert_eq!(
+                s.message,
+                r#"configmaps "kube-root-ca.crt" is forbidden: User "alice" cannot get resource "configmaps" in API group "" in the namespace "default""#
+            );
+        }
+        other => panic!("expected 403, got {other:?}"),
+    }
+    server.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "devs-view",
+        "--clusterrole=view",
+        "--group=devs",
+        "-n",
+        "default",
+    ]);
+    server.wait_until_allowed(&[
+        "get",
+        "configmaps",
+        "-n",
+        "default",
+        "--as",
+        "alice",
+        "--as-group",
+        "devs",
+    ]);
     assert!(alice.get("kube-root-ca.crt").await.is_ok());
     let stranger: Api<ConfigMap> = Api::namespaced(client_with("wrong"), "default");
     match stranger.get("kube-root-ca.crt").await.unwrap_err() {
@@ -236,18 +266,38 @@ fn client_certificates_from_a_given_ca_authenticate() {
         ),
     )
     .unwrap();
-    let out = Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into()))
-        .args([
-            "--kubeconfig",
-            kubeconfig.to_str().unwrap(),
-            "get",
-            "ns",
-            "default",
-            "-o",
-            "name",
-        ])
-        .output()
-        .unwrap();
+    let as_bob = || {
+        Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into()))
+            .args([
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "get",
+                "ns",
+                "default",
+                "-o",
+                "name",
+            ])
+            .output()
+            .unwrap()
+    };
+    // Authenticated by the certificate, but not allowed anything yet.
+    let denied = as_bob();
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains(
+            r#"namespaces "default" is forbidden: User "bob" cannot get resource "namespaces" in API group "" in the namespace "default""#
+        ),
+        "{}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    server.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "bob-view",
+        "--clusterrole=view",
+        "--user=bob",
+    ]);
+    server.wait_until_allowed(&["get", "namespaces", "--as", "bob"]);
+    let out = as_bob();
     assert!(
         out.status.success(),
         "{}",

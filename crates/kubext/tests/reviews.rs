@@ -77,7 +77,48 @@ async fn token_and_access_reviews() {
     )
     .await;
     assert_eq!(code, 201, "{body}");
-    assert_eq!(body["status"]["allowed"], true);
+    // RBAC grants alice nothing yet: not allowed, no reason, not denied outright.
+    assert_eq!(body["status"], json!({"allowed": false}), "{body}");
+    // (Applied rather than `kubectl create clusterrole`: kubectl checks the
+    // resource against discovery, and flunders are not served here.)
+    server.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: flunder-reader}\nrules:\n- {apiGroups: [wardle.example.com], resources: [flunders], verbs: [list]}\n",
+    );
+    server.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "devs-read-flunders",
+        "--clusterrole=flunder-reader",
+        "--group=devs",
+    ]);
+    // RBAC follows the new binding within milliseconds.
+    let mut body = json!({});
+    for _ in 0..500 {
+        body = post(
+            &client,
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            sar(json!({"user": "alice", "groups": ["devs"], "resourceAttributes": attrs})),
+        )
+        .await
+        .1;
+        if body["status"]["allowed"] == true {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        body["status"],
+        json!({"allowed": true, "reason": "RBAC: allowed by ClusterRoleBinding \"devs-read-flunders\" of ClusterRole \"flunder-reader\" to Group \"devs\""}),
+        "{body}"
+    );
+    // system:masters may do anything, with no reason given (upstream's privileged group).
+    let (_, body) = post(
+        &client,
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        sar(json!({"user": "root", "groups": ["system:masters"], "resourceAttributes": attrs})),
+    )
+    .await;
+    assert_eq!(body["status"], json!({"allowed": true}), "{body}");
     let (_, body) = post(
         &client,
         "/apis/authorization.k8s.io/v1/subjectaccessreviews",

@@ -46,6 +46,28 @@ fn served() -> Vec<ServedResource> {
         )
         .with_status(),
         ServedResource::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            false,
+        ),
+        ServedResource::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+        ),
+        ServedResource::new("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
+        ServedResource::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            true,
+        ),
+        ServedResource::new(
             "authentication.k8s.io",
             "v1",
             "TokenReview",
@@ -255,6 +277,30 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
             "io.k8s.api.coordination.v1.Lease",
         ),
         ("events.k8s.io", "v1", "Event", "io.k8s.api.events.v1.Event"),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "io.k8s.api.rbac.v1.ClusterRole",
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "io.k8s.api.rbac.v1.ClusterRoleBinding",
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+            "io.k8s.api.rbac.v1.Role",
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "io.k8s.api.rbac.v1.RoleBinding",
+        ),
         (
             "apiextensions.k8s.io",
             "v1",
@@ -747,6 +793,7 @@ fn index_and_cached_documents_agree() {
             "apis/coordination.k8s.io/v1",
             "apis/discovery.k8s.io/v1",
             "apis/events.k8s.io/v1",
+            "apis/rbac.authorization.k8s.io/v1",
             "apis/stable.example.com/v1",
         ])
     );

@@ -75,6 +75,10 @@ pub struct PeerIdentity {
     /// The certificate chains to the request-header CA and names an allowed proxy:
     /// the identity headers of its requests are believed.
     front_proxy: bool,
+    /// A certificate was presented: if it proves nothing (a proxy's without
+    /// identity headers, a proxy name not allowed), the request is refused, not
+    /// anonymous (upstream's x509 authenticator fails verification).
+    presented: bool,
 }
 
 impl Authenticator {
@@ -138,6 +142,7 @@ impl Authenticator {
         PeerIdentity {
             cert_user,
             front_proxy,
+            presented: true,
         }
     }
 
@@ -153,6 +158,7 @@ impl Authenticator {
         if let Some(user) = &peer.cert_user {
             return Authenticated::User(user.clone());
         }
+        let certificate_failed = peer.presented;
         let bearer = headers
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -160,6 +166,7 @@ impl Authenticator {
             .map(str::trim)
             .filter(|token| !token.is_empty());
         match bearer {
+            None if certificate_failed => Authenticated::Invalid,
             None => Authenticated::Nobody,
             Some(token) => self
                 .token(token)

@@ -136,6 +136,26 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Wait (up to 10 s) until `kubectl auth can-i <can_i>` answers yes: RBAC
+    /// follows new roles and bindings within milliseconds, not in the same
+    /// request. `can_i` usually ends with `--as <user>`.
+    pub fn wait_until_allowed(&self, can_i: &[&str]) {
+        let args: Vec<&str> = ["auth", "can-i"].iter().chain(can_i).copied().collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let out = self.kubectl(&args);
+            if String::from_utf8_lossy(&out.stdout).trim() == "yes" {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "kubectl {} did not say yes within 10 s",
+                args.join(" ")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// `kubectl apply -f -` with this manifest, failing the test if kubectl fails.
     pub fn apply(&self, manifest: &str) -> String {
         let out = self.kubectl_with_stdin(&["apply", "-f", "-"], Some(manifest));

@@ -179,7 +179,58 @@ async fn wardle_serves_through_kubext() {
         "{err}"
     );
 
-    // Authorization was asked of kubext.
+    // Authorization is delegated to kubext's RBAC: straight to wardle, as alice
+    // (impersonated by wardle's own admin), listing flunders is denied until
+    // kubext grants it.
+    let wardle_kubectl = |args: &[&str]| {
+        std::process::Command::new(std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into()))
+            .arg("--kubeconfig")
+            .arg(wardle.data_dir.path().join("admin.kubeconfig"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let as_alice = [
+        "get", "flunders", "-n", "default", "--as", "alice", "-o", "name",
+    ];
+    let denied = wardle_kubectl(&as_alice);
+    assert!(
+        String::from_utf8_lossy(&denied.stderr).contains(
+            r#"flunders.wardle.example.com is forbidden: User "alice" cannot list resource "flunders" in API group "wardle.example.com" in the namespace "default""#
+        ),
+        "{}",
+        String::from_utf8_lossy(&denied.stderr)
+    );
+    kubext.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: flunder-reader}\nrules:\n- {apiGroups: [wardle.example.com], resources: [flunders], verbs: [get, list]}\n",
+    );
+    kubext.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "alice-flunders",
+        "--clusterrole=flunder-reader",
+        "--user=alice",
+    ]);
+    // Decisions are cached for 10 s on wardle, so the denial above may be
+    // answered again for a while.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = wardle_kubectl(&as_alice);
+        if out.status.success() {
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("/one"),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alice is still denied: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     assert!(
         kubext
             .log()
