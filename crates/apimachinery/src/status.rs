@@ -189,7 +189,9 @@ impl StatusError {
 
     /// 403 `configmaps "x" is forbidden: <detail>` (name may be empty).
     pub fn forbidden(gr: &GroupResource, name: &str, detail: &str) -> Self {
-        let message = if name.is_empty() {
+        let message = if gr.resource.is_empty() && gr.group.is_empty() {
+            format!("forbidden: {detail}")
+        } else if name.is_empty() {
             format!("{gr} is forbidden: {detail}")
         } else {
             format!("{gr} \"{name}\" is forbidden: {detail}")

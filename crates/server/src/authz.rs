@@ -261,7 +261,7 @@ pub fn forbidden(a: &Attributes<'_>, reason: &str) -> StatusError {
         message = format!("{message}: {reason}");
     }
     if !a.is_resource {
-        return StatusError::new(403, "Forbidden", format!("forbidden: {message}"));
+        return StatusError::forbidden(&GroupResource::new("", ""), "", &message);
     }
     StatusError::forbidden(&GroupResource::new(a.group, a.resource), a.name, &message)
 }
