@@ -146,6 +146,24 @@ struct ServeArgs {
     /// always 401.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     anonymous_auth: bool,
+    /// Audit policy (audit.k8s.io/v1 Policy, YAML or JSON): which requests are
+    /// recorded, at which level. Needs --audit-log-path.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events go, one JSON line each; '-' means standard out. Written
+    /// from a queue of 10000 events: requests never wait for the disk, and events
+    /// that do not fit are dropped and counted (apiserver_audit_error_total).
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Days to keep rotated audit log files (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u64,
+    /// Rotated audit log files to keep (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Megabytes of audit log before it is rotated (0: 100).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
 }
 
 /// Go durations: `300` (seconds), `300s`, `5m`, `1h`, `250ms`, `1m0s`, `1h30m`.
@@ -225,6 +243,15 @@ async fn serve(args: ServeArgs) -> Result<()> {
             },
             request_timeout: args.request_timeout,
             anonymous_auth: args.anonymous_auth,
+            audit: server::config::AuditConfig {
+                policy_file: args.audit_policy_file,
+                log: args.audit_log_path.map(|path| server::audit::LogOptions {
+                    path,
+                    max_age_days: args.audit_log_maxage,
+                    max_backups: args.audit_log_maxbackup,
+                    max_size_mb: args.audit_log_maxsize,
+                }),
+            },
             service_accounts: server::serviceaccounts::ServiceAccountConfig {
                 issuer: args.service_account_issuer,
                 api_audiences: args.api_audiences,

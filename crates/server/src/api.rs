@@ -57,6 +57,8 @@ pub struct Api {
     pub(crate) request_timeout: std::time::Duration,
     /// Requests without credentials are `system:anonymous` (`--anonymous-auth`).
     pub(crate) anonymous: bool,
+    /// The audit policy and log, when configured.
+    pub(crate) audit: Option<Arc<crate::audit::Auditor>>,
 }
 
 impl Api {
@@ -93,6 +95,7 @@ impl Api {
             rules: serving.rules,
             request_timeout: std::time::Duration::from_secs(60),
             anonymous: true,
+            audit: None,
         }
     }
 
@@ -106,6 +109,12 @@ impl Api {
     /// (else 401).
     pub fn with_anonymous(mut self, anonymous: bool) -> Self {
         self.anonymous = anonymous;
+        self
+    }
+
+    /// Record requests as `auditor` says.
+    pub fn with_audit(mut self, auditor: Option<Arc<crate::audit::Auditor>>) -> Self {
+        self.audit = auditor;
         self
     }
 

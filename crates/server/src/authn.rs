@@ -75,6 +75,8 @@ pub struct PeerIdentity {
     /// The certificate chains to the request-header CA and names an allowed proxy:
     /// the identity headers of its requests are believed.
     front_proxy: bool,
+    /// The client's address (for the audit log's `sourceIPs`).
+    pub remote_ip: Option<std::net::IpAddr>,
     /// A certificate was presented: if it proves nothing (a proxy's without
     /// identity headers, a proxy name not allowed), the request is refused, not
     /// anonymous (upstream's x509 authenticator fails verification).
@@ -143,6 +145,7 @@ impl Authenticator {
             cert_user,
             front_proxy,
             presented: true,
+            remote_ip: None,
         }
     }
 

@@ -56,7 +56,7 @@ impl<'a> Attributes<'a> {
 }
 
 /// `get` for GET and so on; an extension method is `unknown`.
-fn method_verb(method: &http::Method) -> &'static str {
+pub fn method_verb(method: &http::Method) -> &'static str {
     match *method {
         http::Method::GET => "get",
         http::Method::HEAD => "head",

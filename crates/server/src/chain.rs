@@ -7,7 +7,9 @@
 //!    credentials fail with 401, everywhere.
 //! 2. **Impersonation** — `Impersonate-*` headers make the request act as
 //!    another identity if the caller may `impersonate` it (403 otherwise).
-//! 3. **Audit** — the place the audit log's stage takes.
+//! 3. **Audit** — requests the audit policy selects are recorded (the
+//!    authenticated user, the impersonated one, the authorization decision,
+//!    the response); every answer carries an `Audit-Id`.
 //! 4. **Authorization** — may this user do this: every request goes to the
 //!    `Authorizer` (non-resource paths with the lower-cased HTTP method as
 //!    verb). Fails with 403.
@@ -31,6 +33,7 @@ use hyper::body::Incoming;
 use apimachinery::{StatusError, Verb};
 
 use crate::api::Api;
+use crate::audit;
 use crate::authn::{Authenticated, PeerIdentity, UserInfo};
 use crate::authz::{self, Attributes, Decision};
 use crate::delegation::Claim;
@@ -75,11 +78,15 @@ impl Scope {
 pub async fn handle(api: Arc<Api>, req: Request<Incoming>, peer: &PeerIdentity) -> Response<Body> {
     let started = Instant::now();
     let mut scope = Scope::of(&req);
-    let mut resp = match stages(&api, req, &mut scope, peer).await {
+    let audit_id = Audit::id(&req);
+    let mut resp = match stages(&api, req, &mut scope, peer, &audit_id).await {
         Ok(resp) => resp,
         Err(rejected) => *rejected,
     };
     response::add_standard_headers(&mut resp);
+    if let Ok(id) = http::HeaderValue::from_str(&audit_id) {
+        resp.headers_mut().insert(AUDIT_ID, id);
+    }
     let code = resp.status().as_u16();
     api.metrics.observe(&scope.info, code, started.elapsed());
     if !matches!(scope.info.verb, Verb::None | Verb::Watch) {
@@ -94,15 +101,45 @@ async fn stages(
     req: Request<Incoming>,
     scope: &mut Scope,
     peer: &PeerIdentity,
+    audit_id: &str,
 ) -> Result<Response<Body>, Rejected> {
-    let user = Authentication::authenticate(api, peer, &req)?;
-    let (req, user, _original) = Impersonation::apply(api, req, user).await?;
+    let user = match Authentication::authenticate(api, peer, &req) {
+        Ok(user) => user,
+        Err(rejected) => {
+            Audit::unauthenticated(api, scope, &req, peer, audit_id);
+            return Err(rejected);
+        }
+    };
+    let long_running = Timeout::is_long_running(&scope.info, &req);
+    let audit = Audit::begin(api, scope, &req, peer, audit_id, &user);
+    let answered = authorized_stages(api, req, scope, user, audit.as_ref(), long_running).await;
+    match audit {
+        None => answered,
+        Some(audit) => Ok(Audit::finish(audit, answered, long_running).await),
+    }
+}
+
+/// Impersonation, authorization, the timeout and routing.
+async fn authorized_stages(
+    api: &Api,
+    req: Request<Incoming>,
+    scope: &mut Scope,
+    user: UserInfo,
+    audit: Option<&audit::Audit>,
+    long_running: bool,
+) -> Result<Response<Body>, Rejected> {
+    let (mut req, user, original) = Impersonation::apply(api, req, user).await?;
+    if let (Some(audit), Some(_)) = (audit, &original) {
+        audit.impersonated(&user);
+    }
     if tracing::enabled!(tracing::Level::DEBUG) {
         scope.user = Some(user.name.clone());
     }
     let delegated = Routing::delegated(api, scope);
-    Authorization::authorize(api, scope, req.method(), &user).await?;
-    let long_running = Timeout::is_long_running(&scope.info, &req);
+    Authorization::authorize(api, scope, req.method(), &user, audit).await?;
+    if let Some(audit) = audit {
+        req.extensions_mut().insert(audit.body.clone());
+    }
     let query = std::mem::take(&mut scope.query);
     let routed = Routing::route(api, req, scope, query, user, delegated);
     if long_running {
@@ -159,6 +196,147 @@ impl Impersonation {
     }
 }
 
+/// Stage 3: record the request in the audit log, if the policy says so.
+struct Audit;
+
+/// The response header carrying the request's audit ID (Go writes `Audit-Id`).
+const AUDIT_ID: http::HeaderName = http::HeaderName::from_static("audit-id");
+
+impl Audit {
+    /// The client's `Audit-ID`, kept as given, or a new UUID.
+    fn id(req: &Request<Incoming>) -> String {
+        req.headers()
+            .get(AUDIT_ID)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string)
+    }
+
+    fn arrival<'a>(
+        scope: &'a Scope,
+        req: &'a Request<Incoming>,
+        peer: &PeerIdentity,
+        audit_id: &'a str,
+        request_uri: &'a str,
+    ) -> audit::Arrival<'a> {
+        let verb = if scope.info.is_resource {
+            scope.info.verb.as_str()
+        } else {
+            authz::method_verb(req.method())
+        };
+        let mut source_ips: Vec<String> = req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .into_iter()
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|ip| ip.parse::<std::net::IpAddr>().is_ok())
+            .map(String::from)
+            .collect();
+        if let Some(remote) = peer.remote_ip.map(|ip| ip.to_string())
+            && source_ips.last() != Some(&remote)
+        {
+            source_ips.push(remote);
+        }
+        audit::Arrival {
+            info: &scope.info,
+            request_uri,
+            verb,
+            path: &scope.path,
+            user_agent: req
+                .headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or(""),
+            source_ips,
+            audit_id,
+        }
+    }
+
+    fn begin(
+        api: &Api,
+        scope: &Scope,
+        req: &Request<Incoming>,
+        peer: &PeerIdentity,
+        audit_id: &str,
+        user: &UserInfo,
+    ) -> Option<audit::Audit> {
+        let auditor = api.audit.as_ref()?;
+        let uri = request_uri(req);
+        auditor.begin(Self::arrival(scope, req, peer, audit_id, &uri), user, None)
+    }
+
+    fn unauthenticated(
+        api: &Api,
+        scope: &Scope,
+        req: &Request<Incoming>,
+        peer: &PeerIdentity,
+        audit_id: &str,
+    ) {
+        if let Some(auditor) = &api.audit {
+            let uri = request_uri(req);
+            let status = serde_json::json!({"status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401});
+            auditor.unauthenticated(Self::arrival(scope, req, peer, audit_id, &uri), &status);
+        }
+    }
+
+    /// Record the answer: a whole one is read (it is in memory already) for its
+    /// status and, by level, its object; a streamed one (a watch) is recorded as
+    /// started now and complete when its body ends.
+    async fn finish(
+        audit: audit::Audit,
+        answered: Result<Response<Body>, Rejected>,
+        long_running: bool,
+    ) -> Response<Body> {
+        let resp = match answered {
+            Ok(resp) => resp,
+            Err(rejected) => *rejected,
+        };
+        let code = resp.status().as_u16();
+        if long_running && code < 300 {
+            audit.responded(code, None);
+            audit.started();
+            let (parts, body) = resp.into_parts();
+            let guard = CompleteOnDrop(audit);
+            let body = http_body_util::BodyExt::map_frame(body, move |frame| {
+                let _ = &guard;
+                frame
+            });
+            return Response::from_parts(parts, http_body_util::BodyExt::boxed_unsync(body));
+        }
+        let (parts, body) = resp.into_parts();
+        let bytes = http_body_util::BodyExt::collect(body)
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        let encoded = parts.headers.contains_key(header::CONTENT_ENCODING);
+        audit.responded(code, (!encoded).then_some(&bytes[..]));
+        if long_running {
+            audit.started();
+        }
+        audit.complete();
+        Response::from_parts(parts, response::full(bytes))
+    }
+}
+
+/// `req.URL.RequestURI()`: the path and the raw query.
+fn request_uri(req: &Request<Incoming>) -> String {
+    req.uri().path_and_query().map_or_else(
+        || req.uri().path().to_string(),
+        |pq| pq.as_str().to_string(),
+    )
+}
+
+/// Emits ResponseComplete when a streamed body ends (is dropped).
+struct CompleteOnDrop(audit::Audit);
+
+impl Drop for CompleteOnDrop {
+    fn drop(&mut self) {
+        self.0.complete();
+    }
+}
+
 /// Stage 4: may this user do this.
 struct Authorization;
 
@@ -168,9 +346,14 @@ impl Authorization {
         scope: &Scope,
         method: &http::Method,
         user: &UserInfo,
+        audit: Option<&audit::Audit>,
     ) -> Result<(), Rejected> {
         let attributes = Attributes::of(&scope.info, &scope.path, method, user);
-        match api.authorizer.authorize(&attributes).await {
+        let decision = api.authorizer.authorize(&attributes).await;
+        if let Some(audit) = audit {
+            audit.authorized(decision.is_allowed(), decision.reason());
+        }
+        match decision {
             Decision::Allow(_) => Ok(()),
             denied => Err(reject(&authz::forbidden(&attributes, denied.reason()))),
         }

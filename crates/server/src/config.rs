@@ -38,6 +38,14 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Requests without credentials are `system:anonymous` (`--anonymous-auth`).
     pub anonymous_auth: bool,
+    pub audit: AuditConfig,
+}
+
+/// `--audit-policy-file` and `--audit-log-*`.
+#[derive(Debug, Clone, Default)]
+pub struct AuditConfig {
+    pub policy_file: Option<PathBuf>,
+    pub log: Option<crate::audit::LogOptions>,
 }
 
 /// How this server proves itself to extension API servers (the aggregator's client
@@ -90,6 +98,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(60),
             request_timeout: Duration::from_secs(60),
             anonymous_auth: true,
+            audit: AuditConfig::default(),
             shutdown_grace: Duration::from_secs(10),
             front_proxy: FrontProxyConfig::default(),
             serving_hosts: Vec::new(),

@@ -30,11 +30,13 @@ pub fn serve(api: &Api, req: &Request<Incoming>, path: &str) -> Response<Body> {
         "/healthz" | "/livez" | "/healthz/ping" | "/livez/ping" => response::text(200, "ok"),
         "/readyz" | "/readyz/ping" => readyz(api),
         "/version" => response::json(200, version_json()),
-        "/metrics" => response::respond(
-            200,
-            "text/plain; version=0.0.4",
-            api.metrics.render(&api.storage),
-        ),
+        "/metrics" => {
+            let mut text = api.metrics.render(&api.storage);
+            if let Some(audit) = &api.audit {
+                audit.render_metrics(&mut text);
+            }
+            response::respond(200, "text/plain; version=0.0.4", text)
+        }
         "/api" | "/apis" => discovery_root(api, path, accept),
         p if p.starts_with("/openapi/") => openapi::serve(api, p, accept),
         p => discovery_group(api, p),

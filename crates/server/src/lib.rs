@@ -4,6 +4,7 @@
 //! Invariant: all HTTP lives here. Every error leaves as a `metav1.Status`.
 
 pub mod api;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod catalog;

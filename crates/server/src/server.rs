@@ -118,7 +118,8 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
             serving,
         )
         .with_request_timeout(config.request_timeout)
-        .with_anonymous(config.anonymous_auth),
+        .with_anonymous(config.anonymous_auth)
+        .with_audit(open_audit(&config)?),
     );
     Ok(Prepared {
         api,
@@ -192,6 +193,21 @@ fn service_account_lookup(
         let entry = storage.get(&format!("{prefix}/serviceaccounts/{namespace}/{name}"))?;
         Some(apimachinery::meta::uid(&entry.object.value).to_string())
     })
+}
+
+/// The auditor `--audit-policy-file` and `--audit-log-path` ask for (both, or
+/// nothing is recorded, as upstream).
+fn open_audit(config: &Config) -> Result<Option<Arc<crate::audit::Auditor>>> {
+    let (Some(policy_file), Some(log)) = (&config.audit.policy_file, &config.audit.log) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(policy_file)
+        .with_context(|| format!("reading --audit-policy-file {}", policy_file.display()))?;
+    let policy = crate::audit::Policy::parse(&text)
+        .map_err(|e| anyhow!("--audit-policy-file {}: {e}", policy_file.display()))?;
+    let backend = crate::audit::LogBackend::open(log.clone())
+        .with_context(|| format!("opening --audit-log-path {}", log.path.display()))?;
+    Ok(Some(crate::audit::Auditor::new(policy, backend)))
 }
 
 fn prepare_data_dir(config: &Config) -> Result<()> {
@@ -334,12 +350,15 @@ async fn serve(
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
+                    let remote_ip = tcp.peer_addr().ok().map(|a| a.ip());
                     let Ok(Ok(mut tls)) = tokio::time::timeout(READ_HEADER_TIMEOUT, acceptor.accept(tcp)).await else { return };
                     // What a client that stops reading can make this process hold
                     // in encrypted, unsent bytes (rustls's default is 64 KiB; less
                     // costs watch throughput in smaller writes).
                     tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
-                    let peer = Arc::new(api.authn.peer(tls.get_ref().1.peer_certificates().unwrap_or_default()));
+                    let mut identity = api.authn.peer(tls.get_ref().1.peer_certificates().unwrap_or_default());
+                    identity.remote_ip = remote_ip;
+                    let peer = Arc::new(identity);
                     let first_request = Arc::new(tokio::sync::Notify::new());
                     let seen = first_request.clone();
                     let service = hyper::service::service_fn(move |req| {

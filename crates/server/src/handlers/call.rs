@@ -41,9 +41,20 @@ pub struct Call<'a> {
     pub table: TableOptions,
     pub ctx: RequestContext,
     pub accept_encoding: Option<String>,
+    /// Set when the request is audited: where the decoded body goes.
+    pub audit_body: Option<crate::audit::BodyCapture>,
 }
 
 impl Call<'_> {
+    /// Read the body, keeping a copy for the audit log when audited.
+    pub async fn read_body(&self, body: Incoming) -> Result<Bytes> {
+        let bytes = read_body(body).await?;
+        if let Some(capture) = &self.audit_body {
+            capture.keep_bytes(&bytes);
+        }
+        Ok(bytes)
+    }
+
     pub fn rtype(&self) -> &ResourceType {
         &self.served.rtype
     }
@@ -191,6 +202,9 @@ pub async fn decode_object(
     let mut obj = negotiate::decode(kind, &bytes)?;
     default_type(call.rtype(), &mut obj);
     check_type(call.rtype(), &obj)?;
+    if let Some(capture) = &call.audit_body {
+        capture.keep(&obj);
+    }
     Ok(obj)
 }
 

@@ -10,7 +10,7 @@ use apimachinery::{StatusError, meta};
 use registry::options::DeleteOptions;
 use registry::{Object, ResourceType};
 
-use super::call::{Call, Result, object_response, read_body};
+use super::call::{Call, Result, object_response};
 use crate::encode;
 use crate::negotiate::{self, BodyKind};
 use crate::response::{self, Body};
@@ -22,7 +22,7 @@ pub async fn delete_options(
     body: Incoming,
 ) -> Result<DeleteOptions> {
     let mut opts = call.query.delete_options()?;
-    let bytes = read_body(body).await?;
+    let bytes = call.read_body(body).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(opts);
     }

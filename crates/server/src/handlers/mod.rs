@@ -30,7 +30,7 @@ use crate::negotiate;
 use crate::query::Query;
 use crate::request_info::RequestInfo;
 use crate::response::{self, Body};
-use call::{Call, Result, decode_object, object_response, read_body};
+use call::{Call, Result, decode_object, object_response};
 
 pub async fn serve(
     api: &Api,
@@ -110,13 +110,14 @@ async fn serve_inner(
         table,
         ctx,
         accept_encoding: header_str(header::ACCEPT_ENCODING),
+        audit_body: req.extensions().get::<crate::audit::BodyCapture>().cloned(),
     };
     if info.subresource == Subresource::Token {
-        let body = read_body(req.into_body()).await?;
+        let body = call.read_body(req.into_body()).await?;
         return token::token_request(&call, content_type.as_deref(), &body).await;
     }
     if info.subresource == Subresource::Scale {
-        let body = read_body(req.into_body()).await?;
+        let body = call.read_body(req.into_body()).await?;
         return scale::serve(&call, content_type.as_deref(), body).await;
     }
     if let Some(provider) = call.rtype().provider.clone() {
@@ -144,7 +145,7 @@ async fn serve_inner(
             patch::patch(
                 &call,
                 content_type.as_deref(),
-                read_body(req.into_body()).await?,
+                call.read_body(req.into_body()).await?,
             )
             .await
         }
