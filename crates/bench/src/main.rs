@@ -19,6 +19,7 @@
 //! Everything runs on 127.0.0.1; every loop is bounded in count and time.
 
 mod aggregation;
+mod authorization;
 mod cpu;
 mod crds;
 mod kubext;
@@ -65,6 +66,9 @@ struct Args {
     /// CRDs to create in the CRD phase (0 skips it) [default: 2000, --quick: 100].
     #[arg(long)]
     crds: Option<usize>,
+    /// Skip the authorization phase (RBAC against AlwaysAllow)
+    #[arg(long)]
+    skip_authorization: bool,
     /// Skip the aggregation phase (proxy overhead, discovery with a hanging backend).
     #[arg(long)]
     skip_aggregation: bool,
@@ -232,6 +236,14 @@ async fn run(args: Args) -> Result<()> {
         match crds::measure(crd_count).await {
             Ok(r) => crds::print(&r),
             Err(e) => eprintln!("CRD phase failed: {e:#}"),
+        }
+    }
+    if !args.skip_authorization {
+        let gets = if args.quick { 2000 } else { 10000 };
+        eprintln!("== Authorization: 1000 roles and bindings, {gets} GETs per mode ==");
+        match authorization::measure(1000, gets).await {
+            Ok(r) => authorization::print(&r),
+            Err(e) => eprintln!("authorization phase failed: {e:#}"),
         }
     }
     if !args.skip_aggregation {

@@ -52,14 +52,20 @@ fn items(documents: &[&str]) -> Vec<Value> {
         .collect()
 }
 
-/// Every bootstrap object, for tests and documentation.
+/// The bootstrap ClusterRoles (for tests and the benchmark).
 pub fn cluster_roles() -> Vec<Value> {
     items(CLUSTER_ROLES)
 }
 
-/// Create or reconcile the whole bootstrap policy; returns what failed.
+/// The bootstrap ClusterRoleBindings (for tests and the benchmark).
+pub fn cluster_role_bindings() -> Vec<Value> {
+    items(CLUSTER_ROLE_BINDINGS)
+}
+
+/// Create or reconcile the whole bootstrap policy; returns what failed. All
+/// objects at once: on a durable store their writes share commits.
 pub async fn reconcile(stores: &Stores) -> Vec<String> {
-    let mut failures = Vec::new();
+    let mut work = Vec::new();
     for (store, documents, reconcile) in [
         (
             &stores.cluster_roles,
@@ -75,12 +81,14 @@ pub async fn reconcile(stores: &Stores) -> Vec<String> {
         (&stores.role_bindings, ROLE_BINDINGS, reconcile_binding),
     ] {
         for expected in items(documents) {
-            if let Err(e) = ensure(store, expected, reconcile).await {
-                failures.push(e);
-            }
+            work.push(ensure(store, expected, reconcile));
         }
     }
-    failures
+    futures::future::join_all(work)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect()
 }
 
 /// What changes an existing object needs: `None` if none, `Some(None)` to

@@ -5,11 +5,11 @@
 //!    (worked out once per TLS connection), front-proxy headers, bearer tokens;
 //!    `system:anonymous` without credentials (`--anonymous-auth`). Invalid
 //!    credentials fail with 401, everywhere.
-//! 2. **Impersonation** — `Impersonate-*` headers make the request act as
+//! 2. **Audit** — requests the audit policy selects (by the authenticated
+//!    user) are recorded: the impersonated user, the authorization decision,
+//!    the response; every answer carries an `Audit-Id`.
+//! 3. **Impersonation** — `Impersonate-*` headers make the request act as
 //!    another identity if the caller may `impersonate` it (403 otherwise).
-//! 3. **Audit** — requests the audit policy selects are recorded (the
-//!    authenticated user, the impersonated one, the authorization decision,
-//!    the response); every answer carries an `Audit-Id`.
 //! 4. **Authorization** — may this user do this: every request goes to the
 //!    `Authorizer` (non-resource paths with the lower-cased HTTP method as
 //!    verb). Fails with 403.
@@ -168,7 +168,7 @@ impl Authentication {
     }
 }
 
-/// Stage 2: act as someone else, if allowed to.
+/// Stage 3: act as someone else, if allowed to.
 struct Impersonation;
 
 impl Impersonation {
@@ -196,7 +196,7 @@ impl Impersonation {
     }
 }
 
-/// Stage 3: record the request in the audit log, if the policy says so.
+/// Stage 2: record the request in the audit log, if the policy says so.
 struct Audit;
 
 /// The response header carrying the request's audit ID (Go writes `Audit-Id`).

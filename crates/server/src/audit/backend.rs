@@ -59,7 +59,12 @@ impl LogBackend {
         match self.queue.try_send(line) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                if self.counters.errors.fetch_add(1, Ordering::Relaxed).is_multiple_of(1000) {
+                if self
+                    .counters
+                    .errors
+                    .fetch_add(1, Ordering::Relaxed)
+                    .is_multiple_of(1000)
+                {
                     tracing::error!("audit log: the writer is behind; events are being dropped");
                 }
             }
