@@ -20,21 +20,21 @@ const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 const MANAGER: &str = "kube-apiserver";
 
 const CLUSTER_ROLES: &[&str] = &[
-    include_str!("../data/cluster-roles.yaml"),
-    include_str!("../data/controller-roles.yaml"),
+    include_str!("../data/cluster-roles.json"),
+    include_str!("../data/controller-roles.json"),
 ];
 const CLUSTER_ROLE_BINDINGS: &[&str] = &[
-    include_str!("../data/cluster-role-bindings.yaml"),
-    include_str!("../data/controller-role-bindings.yaml"),
+    include_str!("../data/cluster-role-bindings.json"),
+    include_str!("../data/controller-role-bindings.json"),
 ];
-const ROLES: &[&str] = &[include_str!("../data/namespace-roles.yaml")];
-const ROLE_BINDINGS: &[&str] = &[include_str!("../data/namespace-role-bindings.yaml")];
+const ROLES: &[&str] = &[include_str!("../data/namespace-roles.json")];
+const ROLE_BINDINGS: &[&str] = &[include_str!("../data/namespace-role-bindings.json")];
 
 /// The objects of the bootstrap `List` documents, in order.
 fn items(documents: &[&str]) -> Vec<Value> {
     documents
         .iter()
-        .filter_map(|doc| match serde_saphyr::from_str::<Value>(doc) {
+        .filter_map(|doc| match serde_json::from_str::<Value>(doc) {
             Ok(list) => Some(list),
             Err(e) => {
                 tracing::error!(error = %e, "bootstrap policy data does not parse");
@@ -42,13 +42,6 @@ fn items(documents: &[&str]) -> Vec<Value> {
             }
         })
         .flat_map(|list| list["items"].as_array().cloned().unwrap_or_default())
-        .map(|mut item| {
-            // The golden files carry `creationTimestamp: null`.
-            if let Some(md) = item.get_mut("metadata").and_then(Value::as_object_mut) {
-                md.remove("creationTimestamp");
-            }
-            item
-        })
         .collect()
 }
 
