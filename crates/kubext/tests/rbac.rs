@@ -699,3 +699,77 @@ subjects: [{kind: User, name: erin, apiGroup: rbac.authorization.k8s.io}]
     ]);
     assert_eq!(String::from_utf8_lossy(&delete.stdout).trim(), "no");
 }
+
+#[test]
+fn the_bootstrap_policy_is_reconciled_at_start_unless_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = || {
+        Server::builder()
+            .storage(testkit::Storage::Embedded)
+            .data_dir(dir.path())
+            .start()
+            .unwrap()
+    };
+    let mut server = start();
+    // Take a rule away from two bootstrap roles; protect one of them.
+    for role in ["system:basic-user", "system:discovery"] {
+        server.kubectl_ok(&[
+            "patch",
+            "clusterrole",
+            role,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/rules/0"}]"#,
+        ]);
+    }
+    server.kubectl_ok(&[
+        "annotate",
+        "--overwrite",
+        "clusterrole",
+        "system:discovery",
+        "rbac.authorization.kubernetes.io/autoupdate=false",
+    ]);
+    // And a binding, which comes back whole.
+    server.kubectl_ok(&["delete", "clusterrolebinding", "system:public-info-viewer"]);
+    server.terminate(Duration::from_secs(10)).unwrap();
+
+    let server = start();
+    let rules = |role: &str| -> Value {
+        serde_json::from_str(&server.kubectl_ok(&[
+            "get",
+            "clusterrole",
+            role,
+            "-o",
+            "jsonpath={.rules}",
+        ]))
+        .unwrap()
+    };
+    assert!(
+        rules("system:basic-user")
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["resources"]
+                == json!([
+                    "selfsubjectaccessreviews",
+                    "selfsubjectrulesreviews",
+                    "selfsubjectreviews"
+                ])
+                || r["resources"]
+                    .as_array()
+                    .is_some_and(|res| res.contains(&json!("selfsubjectaccessreviews")))),
+        "the missing rule is back"
+    );
+    let discovery = rules("system:discovery");
+    assert!(
+        !discovery
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["nonResourceURLs"]
+                .as_array()
+                .is_some_and(|u| u.contains(&json!("/api")))),
+        "a protected role is left alone: {discovery}"
+    );
+    server.kubectl_ok(&["get", "clusterrolebinding", "system:public-info-viewer"]);
+}
