@@ -36,31 +36,42 @@ async fn client_with(server: &Server, token: Option<&str>) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
-/// `(status code, body)` of a request.
+/// `(status code, body bytes)` of a request with extra `headers`.
+async fn send_raw(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (u16, Vec<u8>) {
+    let mut req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req.body(kube::client::Body::from(body)).unwrap();
+    let resp = client.send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (code, bytes.to_vec())
+}
+
+/// `(status code, body)` of a request; a body that is not JSON as a string.
 async fn send(
     client: &kube::Client,
     method: &str,
     path: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let req = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .body(
-            body.map(|b| serde_json::to_vec(&b).unwrap())
-                .unwrap_or_default(),
-        )
-        .unwrap();
-    let resp = client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .unwrap();
-    let code = resp.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
+    let bytes = body
+        .map(|b| serde_json::to_vec(&b).unwrap())
+        .unwrap_or_default();
+    let (code, bytes) = send_raw(client, method, path, &[], bytes).await;
     let body = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
     (code, body)
@@ -494,23 +505,10 @@ async fn impersonation_needs_the_impersonate_verb() {
     let alice = client_with(&server, Some("alice-token")).await;
     let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
     let whoami = |client: kube::Client, headers: Vec<(&'static str, &'static str)>| {
-        let review = review.clone();
+        let body = serde_json::to_vec(&review).unwrap();
         async move {
-            let mut req = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
-                .header("content-type", "application/json");
-            for (k, v) in headers {
-                req = req.header(k, v);
-            }
-            let req = req.body(serde_json::to_vec(&review).unwrap()).unwrap();
-            let resp = client
-                .send(req.map(kube::client::Body::from))
-                .await
-                .unwrap();
-            let code = resp.status().as_u16();
-            let bytes = http_body_util::BodyExt::collect(resp.into_body())
-                .await
-                .unwrap()
-                .to_bytes();
+            let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+            let (code, bytes) = send_raw(&client, "POST", path, &headers, body).await;
             (code, String::from_utf8_lossy(&bytes).into_owned())
         }
     };
