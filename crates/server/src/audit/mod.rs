@@ -94,6 +94,7 @@ impl Auditor {
             ))),
             decision,
             body: BodyCapture::default(),
+            completed: std::sync::atomic::AtomicBool::new(false),
         };
         audit.emit(Stage::RequestReceived);
         Some(audit)
@@ -250,6 +251,22 @@ pub struct Audit {
     decision: policy::Decision,
     /// Filled by the handler that reads the body.
     pub body: BodyCapture,
+    /// ResponseComplete was recorded; dropped without it while panicking is a
+    /// Panic event.
+    completed: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Audit {
+    /// A handler that panics unwinds through here: upstream's Panic stage.
+    fn drop(&mut self) {
+        if self.completed.load(Ordering::Relaxed) || !std::thread::panicking() {
+            return;
+        }
+        let status = serde_json::json!({"status": "Failure", "reason": "InternalError",
+            "message": "APIServer panic'd: the handler panicked"});
+        self.with_event(|e| e.response_status = Some(response_status(500, Some(&status))));
+        self.emit(Stage::Panic);
+    }
 }
 
 impl Audit {
@@ -343,6 +360,7 @@ impl Audit {
 
     /// The request is over (ResponseComplete).
     pub fn complete(&self) {
+        self.completed.store(true, Ordering::Relaxed);
         self.emit(Stage::ResponseComplete);
     }
 }
@@ -362,4 +380,88 @@ fn strip(mut object: Value, omit_managed_fields: bool) -> Value {
         }
     }
     object
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handler_that_panics_leaves_a_panic_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let policy =
+            Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+                .unwrap();
+        let backend = LogBackend::open(LogOptions {
+            path: path.clone(),
+            max_age_days: 0,
+            max_backups: 0,
+            max_size_mb: 0,
+        })
+        .unwrap();
+        let auditor = Auditor::new(policy, backend);
+        let info =
+            crate::request_info::parse("GET", "/api/v1/namespaces/default/configmaps/x", false);
+        let user = UserInfo {
+            name: "alice".into(),
+            ..Default::default()
+        };
+        let arrival = || Arrival {
+            info: &info,
+            request_uri: "/api/v1/namespaces/default/configmaps/x",
+            verb: "get",
+            path: "/api/v1/namespaces/default/configmaps/x",
+            user_agent: "test",
+            source_ips: vec!["127.0.0.1".into()],
+            audit_id: "panicky",
+        };
+        let audit = auditor.begin(arrival(), &user, None).unwrap();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            let _held = audit;
+            panic!("boom");
+        }));
+        assert!(unwound.is_err());
+        // A request that completes normally has no Panic event.
+        let calm = auditor.begin(arrival(), &user, None).unwrap();
+        calm.responded(200, None);
+        calm.complete();
+        drop(calm);
+        let mut stages = Vec::new();
+        for _ in 0..100 {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            stages = text
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<Value>(l).unwrap()["stage"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect();
+            if stages.len() >= 4 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(
+            stages,
+            [
+                "RequestReceived",
+                "Panic",
+                "RequestReceived",
+                "ResponseComplete"
+            ]
+        );
+        let panic_line: Value = serde_json::from_str(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .nth(1)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(panic_line["responseStatus"]["code"], 500);
+        assert_eq!(panic_line["responseStatus"]["reason"], "InternalError");
+    }
 }
