@@ -685,6 +685,28 @@ subjects: [{kind: User, name: erin, apiGroup: rbac.authorization.k8s.io}]
             .any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io")),
         "{list}"
     );
+    // kubectl create clusterrole / clusterrolebinding.
+    server.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "ns-reader",
+        "--verb=get,list",
+        "--resource=namespaces",
+    ]);
+    server.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "erin-ns",
+        "--clusterrole=ns-reader",
+        "--user=erin",
+    ]);
+    server.wait_until_allowed(&["list", "namespaces", "--as", "erin"]);
+    let created =
+        server.kubectl_ok(&["get", "clusterrole", "ns-reader", "-o", "jsonpath={.rules}"]);
+    assert_eq!(
+        created,
+        r#"[{"apiGroups":[""],"resources":["namespaces"],"verbs":["get","list"]}]"#
+    );
     let delete = server.kubectl(&[
         "auth",
         "can-i",
