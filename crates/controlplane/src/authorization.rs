@@ -133,15 +133,24 @@ impl Authorization {
             cluster_role_bindings: store("clusterrolebindings")?,
             role_bindings: store("rolebindings")?,
         };
-        for failure in rbac::bootstrap::reconcile(&stores).await {
-            tracing::warn!(%failure, "bootstrap policy: cannot reconcile");
-        }
-        rbac.set(
-            stores
-                .policy()
-                .await
-                .map_err(|e| anyhow!("reading the RBAC policy: {e}"))?,
-        );
+        // The bootstrap policy is in force at once; its objects are written
+        // next to the serving server (a fresh store has ~100 to write).
+        rbac.bootstrapping(rbac::bootstrap::objects());
+        rbac.rebuild(&stores)
+            .await
+            .map_err(|e| anyhow!("reading the RBAC policy: {e}"))?;
+        let bootstrap = {
+            let (rbac, stores) = (rbac.clone(), stores.clone());
+            tokio::spawn(async move {
+                for failure in rbac::bootstrap::reconcile(&stores).await {
+                    tracing::warn!(%failure, "bootstrap policy: cannot reconcile");
+                }
+                rbac.bootstrapped();
+                if let Err(error) = rbac.rebuild(&stores).await {
+                    tracing::warn!(%error, "RBAC policy: cannot rebuild");
+                }
+            })
+        };
         let follow = tokio::spawn(rbac::follow(rbac, stores.clone()));
         let cluster_roles = stores.cluster_roles.clone();
         let aggregation = tokio::spawn(controllers::leader::while_leading(
@@ -150,7 +159,7 @@ impl Authorization {
             move || rbac::aggregation::run(cluster_roles.clone()),
         ));
         Ok(tokio::spawn(async move {
-            let _ = tokio::join!(follow, aggregation);
+            let _ = tokio::join!(bootstrap, follow, aggregation);
         }))
     }
 }

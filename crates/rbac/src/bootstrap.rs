@@ -45,6 +45,14 @@ fn items(documents: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// Every bootstrap object, with its kind.
+pub fn objects() -> Vec<Value> {
+    [CLUSTER_ROLES, ROLES, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS]
+        .iter()
+        .flat_map(|documents| items(documents))
+        .collect()
+}
+
 /// The bootstrap ClusterRoles (for tests and the benchmark).
 pub fn cluster_roles() -> Vec<Value> {
     items(CLUSTER_ROLES)

@@ -31,6 +31,10 @@ use rules::Request;
 #[derive(Default)]
 pub struct Rbac {
     policy: RwLock<Arc<Policy>>,
+    /// Bootstrap objects that count before they are stored: the server is
+    /// ready with the bootstrap policy in force while its objects are being
+    /// written (a stored object of the same name wins).
+    pending: RwLock<Vec<Value>>,
 }
 
 impl Rbac {
@@ -44,6 +48,23 @@ impl Rbac {
 
     pub fn set(&self, policy: Policy) {
         *self.policy.write() = Arc::new(policy);
+    }
+
+    /// Count `objects` until `bootstrapped`.
+    pub fn bootstrapping(&self, objects: Vec<Value>) {
+        *self.pending.write() = objects;
+    }
+
+    /// The bootstrap objects are stored: only stored objects count.
+    pub fn bootstrapped(&self) {
+        self.pending.write().clear();
+    }
+
+    /// Rebuild the snapshot from `stores` (and the pending bootstrap objects).
+    pub async fn rebuild(&self, stores: &Stores) -> Result<(), String> {
+        let pending = self.pending.read().clone();
+        self.set(stores.policy(&pending).await?);
+        Ok(())
     }
 }
 
@@ -129,8 +150,9 @@ pub struct Stores {
 const MANAGER: &str = "kubext-rbac";
 
 impl Stores {
-    /// Build the policy from what the stores hold now.
-    pub async fn policy(&self) -> Result<Policy, String> {
+    /// Build the policy from what the stores hold now, plus those of `pending`
+    /// (objects with their `kind`) that are not stored yet.
+    pub async fn policy(&self, pending: &[Value]) -> Result<Policy, String> {
         let ctx = controllers::system_context("", MANAGER);
         let list = |store: &Arc<GenericStore>| {
             let (store, ctx) = (store.clone(), ctx.clone());
@@ -157,12 +179,31 @@ impl Stores {
             values(&crbs),
             values(&rbs),
         );
-        Ok(Policy::build(&Objects {
+        let mut objects = Objects {
             cluster_roles: cluster_roles.iter().collect(),
             roles: roles.iter().collect(),
             cluster_role_bindings: crbs.iter().collect(),
             role_bindings: rbs.iter().collect(),
-        }))
+        };
+        let key = |v: &Value| {
+            (
+                apimachinery::meta::namespace(v).to_string(),
+                apimachinery::meta::name(v).to_string(),
+            )
+        };
+        for object in pending {
+            let list = match object["kind"].as_str() {
+                Some("ClusterRole") => &mut objects.cluster_roles,
+                Some("Role") => &mut objects.roles,
+                Some("ClusterRoleBinding") => &mut objects.cluster_role_bindings,
+                Some("RoleBinding") => &mut objects.role_bindings,
+                _ => continue,
+            };
+            if !list.iter().any(|stored| key(stored) == key(object)) {
+                list.push(object);
+            }
+        }
+        Ok(Policy::build(&objects))
     }
 }
 
@@ -182,8 +223,7 @@ impl Reconciler for Follower {
     }
 
     async fn reconcile(&self, _: &()) -> Result<(), String> {
-        self.rbac.set(self.stores.policy().await?);
-        Ok(())
+        self.rbac.rebuild(&self.stores).await
     }
 }
 
