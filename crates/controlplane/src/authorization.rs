@@ -44,6 +44,9 @@ pub struct Authorization {
     pub rules: Arc<dyn RuleResolver>,
     /// Where the escalation checks find `authorizer` (they are built first).
     whole: Arc<OnceLock<Arc<dyn Authorizer>>>,
+    /// Fired once the server is ready: the bootstrap objects are written then,
+    /// off the start-up path.
+    serving: Arc<tokio::sync::Notify>,
 }
 
 impl Authorization {
@@ -74,7 +77,13 @@ impl Authorization {
             authorizer,
             rules: Arc::new(Resolvers(resolvers)),
             whole,
+            serving: Arc::new(tokio::sync::Notify::new()),
         }
+    }
+
+    /// The server is ready: write the bootstrap policy's objects now.
+    pub fn serving(&self) {
+        self.serving.notify_one();
     }
 
     /// `types` with RBAC's escalation checks on the four RBAC kinds.
@@ -140,8 +149,9 @@ impl Authorization {
             .await
             .map_err(|e| anyhow!("reading the RBAC policy: {e}"))?;
         let bootstrap = {
-            let (rbac, stores) = (rbac.clone(), stores.clone());
+            let (rbac, stores, serving) = (rbac.clone(), stores.clone(), self.serving.clone());
             tokio::spawn(async move {
+                serving.notified().await;
                 for failure in rbac::bootstrap::reconcile(&stores).await {
                     tracing::warn!(%failure, "bootstrap policy: cannot reconcile");
                 }

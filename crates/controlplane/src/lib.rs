@@ -72,7 +72,9 @@ pub async fn start(config: Config) -> Result<Running> {
         &authorization,
     )
     .await?;
-    prepared.serve(controllers)
+    let running = prepared.serve(controllers)?;
+    authorization.serving();
+    Ok(running)
 }
 
 /// kubext's own types: the built-ins and CustomResourceDefinitions.
@@ -96,12 +98,25 @@ async fn start_controllers(
 ) -> Result<tokio::task::JoinHandle<()>> {
     let api = &prepared.api;
     let front_proxy = &prepared.front_proxy;
+    let started = std::time::Instant::now();
+    let step = |what: &str| {
+        tracing::debug!(
+            step = what,
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "start-up"
+        )
+    };
     bootstrap(api).await?;
+    step("namespaces");
     kubernetes_service::publish(api, service_ranges, advertised(prepared.addr)).await?;
+    step("default/kubernetes");
     publish_authentication_configmap(api, front_proxy, &prepared.client_cas.join("")).await?;
+    step("authentication configmap");
     let (leadership, election) = leader_election(api, storage);
     let rbac = authorization.start(api, leadership.clone()).await?;
+    step("rbac");
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
+    step("crd controller");
     let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
     let availability = start_availability(api, front_proxy, remotes.clone(), leadership.clone())?;
     let namespace_controller = Arc::new(NamespaceController {
@@ -116,9 +131,13 @@ async fn start_controllers(
         )),
     });
     // Idempotent creates: every replica may do them before it reports ready.
-    for ns in BOOTSTRAP_NAMESPACES {
-        namespace_controller.populate(ns).await;
-    }
+    futures::future::join_all(
+        BOOTSTRAP_NAMESPACES
+            .iter()
+            .map(|ns| namespace_controller.populate(ns)),
+    )
+    .await;
+    step("namespace contents");
     let namespaces = tokio::spawn(leader::while_leading(
         leadership.clone(),
         "namespace",

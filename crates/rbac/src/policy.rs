@@ -168,7 +168,7 @@ impl Policy {
         let parse_roles = |values: &[&Value]| -> Vec<RoleObject> {
             values
                 .iter()
-                .filter_map(|v| serde_json::from_value((*v).clone()).ok())
+                .filter_map(|v| RoleObject::deserialize(*v).ok())
                 .collect()
         };
         let cluster_roles = parse_roles(&objects.cluster_roles)
@@ -186,7 +186,7 @@ impl Policy {
             .cluster_role_bindings
             .iter()
             .chain(&objects.role_bindings)
-            .filter_map(|v| serde_json::from_value::<BindingObject>((*v).clone()).ok())
+            .filter_map(|v| BindingObject::deserialize(*v).ok())
             .map(|b| Binding {
                 name: b.metadata.name,
                 namespace: b.metadata.namespace,
