@@ -85,9 +85,10 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                 kind,
                 plural,
                 namespaced,
-                Box::new(CustomResources {
+                Box::new(CustomResources::new(CustomResources {
                     has_status,
                     schema: compiled_schema(v),
+                    rules: None,
                     has_defaults: v
                         .pointer("/schema/openAPIV3Schema")
                         .is_some_and(declares_default),
@@ -96,7 +97,7 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
                     api_version: format!("{group}/{}", str_at(v, "/name")),
                     storage_api_version: storage_api_version.clone(),
                     scale: scale.clone(),
-                }),
+                })),
             );
             t.selectable_fields = selectable_fields(v)
                 .into_iter()
@@ -191,6 +192,8 @@ struct CustomResources {
     api_version: String,
     storage_api_version: String,
     scale: Option<registry::ScalePaths>,
+    /// The schema's `x-kubernetes-validations`, compiled once per version.
+    rules: Option<Arc<cel_rules::RuleSet>>,
 }
 
 fn with_api_version(obj: &Value, api_version: &str) -> Option<Value> {
@@ -238,6 +241,44 @@ fn selectable_fields(version: &Value) -> Vec<(String, Vec<String>)> {
 }
 
 impl CustomResources {
+    /// Compiles the schema's validation rules.
+    fn new(mut cr: CustomResources) -> CustomResources {
+        cr.rules = cr
+            .schema
+            .as_deref()
+            .and_then(cel_rules::RuleSet::compile)
+            .map(Arc::new);
+        cr
+    }
+
+    /// Schema validation, then (unless it found blocking errors) the CEL
+    /// rules, as upstream's strategy runs them.
+    fn validate_object(&self, new: &Value, old: Option<&Value>) -> apimachinery::ErrorList {
+        let Some(schema) = &self.schema else {
+            return Vec::new();
+        };
+        let root = apimachinery::FieldPath::root();
+        let mut errs = schema::validate(new, old, schema, &root);
+        if let Some(rules) = &self.rules {
+            if errs.iter().any(blocks_rules) {
+                errs.push(apimachinery::FieldError::invalid(
+                    &apimachinery::FieldPath::new("<nil>"),
+                    Value::Null,
+                    "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                ));
+            } else {
+                errs.extend(schema::evaluate_rules(
+                    new,
+                    old,
+                    schema,
+                    &root,
+                    rules.as_ref(),
+                ));
+            }
+        }
+        errs
+    }
+
     fn validate_scale(&self, obj: &Value) -> apimachinery::ErrorList {
         self.scale
             .as_ref()
@@ -259,22 +300,14 @@ impl Strategy for CustomResources {
     }
 
     fn validate(&self, obj: &Value) -> apimachinery::ErrorList {
-        let mut errs = match &self.schema {
-            Some(schema) => schema::validate(obj, None, schema, &apimachinery::FieldPath::root()),
-            None => Vec::new(),
-        };
+        let mut errs = self.validate_object(obj, None);
         errs.extend(self.validate_scale(obj));
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> apimachinery::ErrorList {
         // Ratcheting: unchanged invalid values may stay.
-        let mut errs = match &self.schema {
-            Some(schema) => {
-                schema::validate(new, Some(old), schema, &apimachinery::FieldPath::root())
-            }
-            None => Vec::new(),
-        };
+        let mut errs = self.validate_object(new, Some(old));
         errs.extend(self.validate_scale(new));
         errs
     }
@@ -360,4 +393,18 @@ impl Strategy for CustomResources {
             }
         }
     }
+}
+
+/// Upstream's `hasBlockingErr`: enum, required, too long, too many and wrong
+/// type errors keep the CEL rules from running.
+fn blocks_rules(e: &apimachinery::FieldError) -> bool {
+    use apimachinery::field::ErrorType;
+    matches!(
+        e.kind,
+        ErrorType::NotSupported
+            | ErrorType::Required
+            | ErrorType::TooLong
+            | ErrorType::TooMany
+            | ErrorType::TypeInvalid
+    )
 }

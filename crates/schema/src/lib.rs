@@ -36,4 +36,6 @@ pub use structural::{
     AdditionalProperties, Extensions, Pattern, SchemaError, Structural, ValidationRule,
     ValueValidation, compile,
 };
-pub use validate::{RuleContext, RuleEvaluator, validate, validate_with};
+pub use validate::{
+    RuleContext, RuleEvaluator, evaluate_rules, has_validation_rules, validate, validate_with,
+};

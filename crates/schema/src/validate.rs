@@ -68,6 +68,31 @@ pub fn validate_with(
     errs
 }
 
+/// Only the `x-kubernetes-validations` of `value` (with `old` correlated as
+/// for ratcheting), by `rules`: the CEL pass that runs after the schema
+/// validation found no blocking errors.
+pub fn evaluate_rules(
+    value: &Value,
+    old: Option<&Value>,
+    schema: &Structural,
+    path: &FieldPath,
+    rules: &dyn RuleEvaluator,
+) -> ErrorList {
+    let mut v = Validator {
+        base: path,
+        rules: Some(rules),
+        errs: ErrorList::new(),
+        matched: 0,
+    };
+    v.rules_walk(value, old, schema, "");
+    v.errs
+}
+
+/// Whether `schema` carries any `x-kubernetes-validations`.
+pub fn has_validation_rules(schema: &Structural) -> bool {
+    has_rules(schema)
+}
+
 /// Validates only against the OpenAPI value validations (no list-type or
 /// embedded checks), as used for defaults in CRD validation.
 pub fn validate_values_only(value: &Value, schema: &Structural, path: &FieldPath) -> ErrorList {
@@ -313,6 +338,35 @@ impl Validator<'_> {
                 path: &fp,
                 unchanged,
             }));
+        }
+    }
+
+    /// Walks a subtree for its `x-kubernetes-validations` only; a node equal
+    /// to its old value is `unchanged` (ratcheting).
+    fn rules_walk(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
+        if !has_rules(s) || v.is_null() {
+            return;
+        }
+        let unchanged = old.is_some_and(|o| json_eq(o, v));
+        self.eval_rules(v, old, s, name, unchanged);
+        match v {
+            Value::Object(m) => {
+                for (k, val) in m {
+                    let Some(ps) = s.property(k) else { continue };
+                    let o = old.and_then(|o| o.get(k));
+                    self.rules_walk(val, o, ps, &join(name, k));
+                }
+            }
+            Value::Array(a) => {
+                if let Some(items) = &s.items {
+                    let old_items = old.and_then(Value::as_array);
+                    for (i, item) in a.iter().enumerate() {
+                        let o = old_items.and_then(|o| correlate_item(item, o, s));
+                        self.rules_walk(item, o, items, &format!("{name}[{i}]"));
+                    }
+                }
+            }
+            _ => {}
         }
     }
 

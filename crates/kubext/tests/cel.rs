@@ -1,0 +1,201 @@
+//! CRD validation rules (`x-kubernetes-validations`), black-box: rules run on
+//! create and update with upstream's messages and paths, transition rules on
+//! updates only, rules are skipped behind blocking schema errors, a rule that
+//! does not compile is refused when the CRD is written, and a real project's
+//! CRD (Gateway API) enforces its own rules. Partial: issue 13 continues (type
+//! checking, cost, Kubernetes' CEL libraries).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use testkit::Server;
+
+const WIDGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.cel.example.com}
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-validations:
+        - rule: "self.metadata.name.startsWith('w-')"
+          message: "widget names start with w-"
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.minReplicas <= self.maxReplicas"
+              message: "minReplicas must not exceed maxReplicas"
+            - rule: "self.maxReplicas != 13"
+              messageExpression: "'maxReplicas may not be ' + string(self.maxReplicas)"
+            - rule: "!has(self.color) || self.color != 'black'"
+              fieldPath: ".color"
+              reason: FieldValueForbidden
+            properties:
+              minReplicas: {type: integer}
+              maxReplicas: {type: integer}
+              color: {type: string, enum: [red, green, black]}
+              size:
+                type: string
+                x-kubernetes-validations:
+                - rule: "self == oldSelf"
+                  message: "size is immutable"
+"#;
+
+fn widget(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: cel.example.com/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: default}}\nspec: {spec}\n"
+    )
+}
+
+fn create_err(server: &Server, manifest: &str) -> String {
+    let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(manifest));
+    assert!(!out.status.success(), "created: {manifest}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn with_widgets() -> Server {
+    let server = Server::builder().start().unwrap();
+    server.apply(WIDGETS);
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.cel.example.com",
+        "--timeout=10s",
+    ]);
+    server
+}
+
+#[test]
+fn rules_run_on_create_with_upstreams_messages() {
+    let server = with_widgets();
+    server.apply(&widget("w-ok", "{minReplicas: 1, maxReplicas: 3}"));
+    let err = create_err(
+        &server,
+        &widget("w-one", "{minReplicas: 5, maxReplicas: 3}"),
+    );
+    assert!(
+        err.contains(r#"The Widget "w-one" is invalid: spec: Invalid value: "object": minReplicas must not exceed maxReplicas"#),
+        "{err}"
+    );
+    let err = create_err(
+        &server,
+        &widget("w-two", "{minReplicas: 1, maxReplicas: 13, color: black}"),
+    );
+    assert!(
+        err.contains(r#"spec: Invalid value: "object": maxReplicas may not be 13"#),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            r#"spec.color: Forbidden: failed rule: !has(self.color) || self.color != 'black'"#
+        ),
+        "{err}"
+    );
+    let err = create_err(
+        &server,
+        &widget("x-three", "{minReplicas: 1, maxReplicas: 2}"),
+    );
+    assert!(
+        err.contains(r#"<nil>: Invalid value: "object": widget names start with w-"#),
+        "{err}"
+    );
+    // An enum violation blocks the rules.
+    let err = create_err(
+        &server,
+        &widget("w-four", "{minReplicas: 5, maxReplicas: 1, color: blue}"),
+    );
+    assert!(
+        err.contains(r#"spec.color: Unsupported value: "blue""#),
+        "{err}"
+    );
+    assert!(
+        err.contains("some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"),
+        "{err}"
+    );
+    assert!(!err.contains("minReplicas must not exceed"), "{err}");
+}
+
+#[test]
+fn transition_rules_run_on_updates_only() {
+    let server = with_widgets();
+    server.apply(&widget(
+        "w-sized",
+        "{minReplicas: 1, maxReplicas: 2, size: small}",
+    ));
+    server.apply(&widget(
+        "w-sized",
+        "{minReplicas: 1, maxReplicas: 5, size: small}",
+    ));
+    let out = server.kubectl_with_stdin(
+        &["apply", "-f", "-"],
+        Some(&widget(
+            "w-sized",
+            "{minReplicas: 1, maxReplicas: 5, size: large}",
+        )),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"spec.size: Invalid value: "string": size is immutable"#),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rule_that_does_not_compile_is_refused_with_the_crd() {
+    let server = Server::builder().start().unwrap();
+    let out = server.kubectl_with_stdin(
+        &["create", "-f", "-"],
+        Some(&WIDGETS.replace("self.maxReplicas != 13", "self.maxReplicas !=== 13")),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Invalid value: \"self.maxReplicas !=== 13\": compilation failed: ")
+            || err.contains("x-kubernetes-validations[1].rule: Invalid value: \"self.maxReplicas !=== 13\": compilation failed: "),
+        "{err}"
+    );
+}
+
+/// The Gateway API's own rules (its v1.x CRD, test data) now hold.
+#[test]
+fn the_gateway_apis_rules_are_enforced() {
+    let server = Server::builder().start().unwrap();
+    server.apply(include_str!("data/gateway-api/gateways.yaml"));
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/gateways.gateway.networking.k8s.io",
+        "--timeout=10s",
+    ]);
+    let gateway = |listeners: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: g, namespace: default}}\nspec:\n  gatewayClassName: example\n  listeners: {listeners}\n"
+        )
+    };
+    let err = create_err(
+        &server,
+        &gateway("[{name: tcp, protocol: TCP, port: 9000, hostname: example.com}]"),
+    );
+    assert!(
+        err.contains(r#"spec.listeners: Invalid value: "array": hostname must not be specified for protocols ['TCP', 'UDP']"#),
+        "{err}"
+    );
+    let err = create_err(
+        &server,
+        &gateway("[{name: a, protocol: HTTP, port: 80}, {name: b, protocol: HTTP, port: 80}]"),
+    );
+    assert!(
+        err.contains("Combination of port, protocol and hostname must be unique for each listener"),
+        "{err}"
+    );
+    server.apply(&gateway(
+        "[{name: web, protocol: HTTP, port: 80, hostname: example.com}]",
+    ));
+}
