@@ -199,3 +199,68 @@ fn the_gateway_apis_rules_are_enforced() {
         "[{name: web, protocol: HTTP, port: 80, hostname: example.com}]",
     ));
 }
+
+/// Rules on `status` run on writes through the status subresource.
+#[test]
+fn status_rules_run_on_the_status_subresource() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: jobs.cel.example.com}
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {plural: jobs, singular: job, kind: Job}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {parallelism: {type: integer}}}
+          status:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.succeeded <= 10"
+              message: "at most 10 succeed"
+            properties:
+              succeeded: {type: integer}
+"#,
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/jobs.cel.example.com",
+        "--timeout=10s",
+    ]);
+    server.apply("apiVersion: cel.example.com/v1\nkind: Job\nmetadata: {name: j, namespace: default}\nspec: {parallelism: 1}\n");
+    server.kubectl_ok(&[
+        "patch",
+        "jobs.cel.example.com",
+        "j",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"succeeded":3}}"#,
+    ]);
+    let out = server.kubectl(&[
+        "patch",
+        "jobs.cel.example.com",
+        "j",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"succeeded":11}}"#,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"status: Invalid value: "object": at most 10 succeed"#),
+        "{err}"
+    );
+}
