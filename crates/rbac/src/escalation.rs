@@ -61,15 +61,6 @@ impl EscalationCheck {
         }
     }
 
-    fn user(ctx: &RequestContext) -> UserInfo {
-        UserInfo {
-            name: ctx.user.clone(),
-            uid: ctx.uid.clone(),
-            groups: ctx.groups.clone(),
-            extra: ctx.extra.clone(),
-        }
-    }
-
     /// Whether the authorizer allows `verb` on `resource` named `name`.
     async fn allowed(
         &self,
@@ -156,7 +147,7 @@ impl EscalationCheck {
         }) {
             return Ok(());
         }
-        let user = Self::user(ctx);
+        let user = UserInfo::of_context(ctx);
         let name = meta::name(new);
         let namespace = meta::namespace(new);
         // A create's request has no name yet (upstream asks with its RequestInfo).
@@ -214,7 +205,7 @@ impl EscalationCheck {
         }) {
             return Ok(());
         }
-        let user = Self::user(ctx);
+        let user = UserInfo::of_context(ctx);
         let name = meta::name(new);
         let namespace = meta::namespace(new);
         let role_ref: RoleRef = new

@@ -185,23 +185,8 @@ impl Stores {
             cluster_role_bindings: crbs.iter().collect(),
             role_bindings: rbs.iter().collect(),
         };
-        let key = |v: &Value| {
-            (
-                apimachinery::meta::namespace(v).to_string(),
-                apimachinery::meta::name(v).to_string(),
-            )
-        };
         for object in pending {
-            let list = match object["kind"].as_str() {
-                Some("ClusterRole") => &mut objects.cluster_roles,
-                Some("Role") => &mut objects.roles,
-                Some("ClusterRoleBinding") => &mut objects.cluster_role_bindings,
-                Some("RoleBinding") => &mut objects.role_bindings,
-                _ => continue,
-            };
-            if !list.iter().any(|stored| key(stored) == key(object)) {
-                list.push(object);
-            }
+            objects.push_missing(object);
         }
         Ok(Policy::build(&objects))
     }

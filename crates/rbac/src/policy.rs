@@ -116,6 +116,42 @@ pub struct Objects<'a> {
     pub role_bindings: Vec<&'a Value>,
 }
 
+impl<'a> Objects<'a> {
+    /// Add an object of any of the four kinds (by its `kind`); others are
+    /// ignored.
+    pub fn push(&mut self, object: &'a Value) {
+        if let Some(list) = self.list_for(object) {
+            list.push(object);
+        }
+    }
+
+    fn list_for(&mut self, object: &Value) -> Option<&mut Vec<&'a Value>> {
+        match object["kind"].as_str()? {
+            "ClusterRole" => Some(&mut self.cluster_roles),
+            "Role" => Some(&mut self.roles),
+            "ClusterRoleBinding" => Some(&mut self.cluster_role_bindings),
+            "RoleBinding" => Some(&mut self.role_bindings),
+            _ => None,
+        }
+    }
+
+    /// Add `object` unless one of its kind, namespace and name is there.
+    pub fn push_missing(&mut self, object: &'a Value) {
+        let key = |v: &Value| {
+            (
+                apimachinery::meta::namespace(v).to_string(),
+                apimachinery::meta::name(v).to_string(),
+            )
+        };
+        let Some(list) = self.list_for(object) else {
+            return;
+        };
+        if !list.iter().any(|present| key(present) == key(object)) {
+            list.push(object);
+        }
+    }
+}
+
 /// A binding that applies, and the subject that made it apply.
 pub struct Grant<'p> {
     binding: &'p Binding,
@@ -386,13 +422,7 @@ mod tests {
     fn policy(objects: &[Value]) -> Policy {
         let mut o = Objects::default();
         for v in objects {
-            match v["kind"].as_str() {
-                Some("ClusterRole") => o.cluster_roles.push(v),
-                Some("Role") => o.roles.push(v),
-                Some("ClusterRoleBinding") => o.cluster_role_bindings.push(v),
-                Some("RoleBinding") => o.role_bindings.push(v),
-                _ => {}
-            }
+            o.push(v);
         }
         Policy::build(&o)
     }

@@ -32,6 +32,16 @@ impl UserInfo {
         }
     }
 
+    /// The user a registry request is made by.
+    pub fn of_context(ctx: &registry::RequestContext) -> Self {
+        UserInfo {
+            name: ctx.user.clone(),
+            uid: ctx.uid.clone(),
+            groups: ctx.groups.clone(),
+            extra: ctx.extra.clone(),
+        }
+    }
+
     pub fn is_anonymous(&self) -> bool {
         self.name == "system:anonymous"
     }

@@ -35,14 +35,9 @@ impl<'a> Attributes<'a> {
         method: &http::Method,
         user: &'a UserInfo,
     ) -> Self {
-        let verb = if info.is_resource {
-            info.verb.as_str()
-        } else {
-            method_verb(method)
-        };
         Attributes {
             user,
-            verb,
+            verb: request_verb(info, method),
             group: &info.group,
             version: &info.version,
             resource: &info.resource,
@@ -55,8 +50,18 @@ impl<'a> Attributes<'a> {
     }
 }
 
+/// A request's verb as authorization and audit name it: the resource verb, or
+/// for non-resource requests the lower-cased HTTP method.
+pub fn request_verb(info: &RequestInfo, method: &http::Method) -> &'static str {
+    if info.is_resource {
+        info.verb.as_str()
+    } else {
+        method_verb(method)
+    }
+}
+
 /// `get` for GET and so on; an extension method is `unknown`.
-pub fn method_verb(method: &http::Method) -> &'static str {
+fn method_verb(method: &http::Method) -> &'static str {
     match *method {
         http::Method::GET => "get",
         http::Method::HEAD => "head",

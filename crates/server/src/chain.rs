@@ -219,11 +219,7 @@ impl Audit {
         audit_id: &'a str,
         request_uri: &'a str,
     ) -> audit::Arrival<'a> {
-        let verb = if scope.info.is_resource {
-            scope.info.verb.as_str()
-        } else {
-            authz::method_verb(req.method())
-        };
+        let verb = authz::request_verb(&scope.info, req.method());
         let mut source_ips: Vec<String> = req
             .headers()
             .get("x-forwarded-for")

@@ -57,14 +57,16 @@ pub async fn review(api: &Api, ctx: &RequestContext, mut obj: Value) -> Result<V
         }
         "SelfSubjectAccessReview" => {
             validate_access_review(&obj, false)?;
-            decide(api, &context_user(ctx), &obj).await
+            decide(api, &UserInfo::of_context(ctx), &obj).await
         }
         "SelfSubjectRulesReview" => {
             let namespace = str_at(&obj, "/spec/namespace");
             if namespace.is_empty() {
                 return Err(StatusError::bad_request("no namespace on request"));
             }
-            let status = api.rules.rules_review(&context_user(ctx), namespace);
+            let status = api
+                .rules
+                .rules_review(&UserInfo::of_context(ctx), namespace);
             // Upstream answers with a fresh object: the spec is not echoed.
             obj["spec"] = json!({});
             status
@@ -197,16 +199,6 @@ fn spec_user(obj: &Value) -> UserInfo {
         uid: str_at(obj, "/spec/uid").to_string(),
         groups: string_list(obj.pointer("/spec/groups")),
         extra,
-    }
-}
-
-/// The requesting user (the self reviews).
-fn context_user(ctx: &RequestContext) -> UserInfo {
-    UserInfo {
-        name: ctx.user.clone(),
-        uid: ctx.uid.clone(),
-        groups: ctx.groups.clone(),
-        extra: ctx.extra.clone(),
     }
 }
 
