@@ -157,46 +157,6 @@ pub fn set_condition_status(
     }
 }
 
-/// The CRD validation rules the serving path relies on, with upstream's messages.
-/// Every `x-kubernetes-validations[i].rule` of a schema must compile
-/// (upstream: `compilation failed: …`).
-fn rule_compile_errors(raw: &Value, path: &FieldPath, errs: &mut ErrorList) {
-    let Some(node) = raw.as_object() else {
-        return;
-    };
-    if let Some(rules) = node
-        .get("x-kubernetes-validations")
-        .and_then(Value::as_array)
-    {
-        for (i, rule) in rules.iter().enumerate() {
-            let Some(source) = rule.get("rule").and_then(Value::as_str) else {
-                continue;
-            };
-            if let Err(e) = cel_rules::check(source) {
-                let at = path
-                    .child("x-kubernetes-validations")
-                    .index(i)
-                    .child("rule");
-                errs.push(FieldError::invalid(
-                    &at,
-                    json!(source),
-                    &format!("compilation failed: {e}"),
-                ));
-            }
-        }
-    }
-    if let Some(properties) = node.get("properties").and_then(Value::as_object) {
-        for (k, v) in properties {
-            rule_compile_errors(v, &path.child("properties").key(k), errs);
-        }
-    }
-    for child in ["items", "additionalProperties"] {
-        if let Some(v) = node.get(child) {
-            rule_compile_errors(v, &path.child(child), errs);
-        }
-    }
-}
-
 pub fn validate_crd(obj: &Value) -> ErrorList {
     let mut errs = Vec::new();
     let spec = FieldPath::new("spec");
@@ -291,8 +251,15 @@ fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
                 let opts = schema::StructuralOptions {
                     status_subresource: v.pointer("/subresources/status").is_some(),
                 };
-                errs.extend(schema::structural_errors_with(raw, &schema_path, opts));
-                rule_compile_errors(raw, &schema_path, &mut errs);
+                let structural_errors = schema::structural_errors_with(raw, &schema_path, opts);
+                // Rules are compiled against a structural schema only (upstream
+                // skips CEL when the schema has errors).
+                if structural_errors.is_empty()
+                    && let Ok(structural) = schema::structural::Structural::compile(raw)
+                {
+                    errs.extend(cel_rules::compile_errors(&structural, &schema_path));
+                }
+                errs.extend(structural_errors);
             }
         }
     }
