@@ -185,7 +185,7 @@ impl Checker<'_> {
             return t.clone();
         }
         if is_type_name(name) {
-            return Type::Type;
+            return Type::TypeValue;
         }
         self.report(
             id,

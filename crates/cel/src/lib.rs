@@ -199,10 +199,10 @@ fn walk(
     path: &FieldPath,
     f: &mut dyn FnMut(&Structural, &Type, &FieldPath),
 ) {
-    if let Some(t) = Type::of_schema(s, resource_root) {
-        if !s.extensions.validations.is_empty() {
-            f(s, &t, path);
-        }
+    if !s.extensions.validations.is_empty()
+        && let Some(t) = Type::of_schema(s, resource_root)
+    {
+        f(s, &t, path);
     }
     for (name, p) in &s.properties {
         walk(

@@ -22,7 +22,7 @@ pub enum Type {
     Duration,
     Timestamp,
     /// A type value (`type(x)`, `string`).
-    Type,
+    TypeValue,
     Dyn,
     List(Box<Type>),
     Map(Box<Type>, Box<Type>),
@@ -191,7 +191,7 @@ impl fmt::Display for Type {
             Type::Null => f.write_str("null_type"),
             Type::Duration => f.write_str("google.protobuf.Duration"),
             Type::Timestamp => f.write_str("google.protobuf.Timestamp"),
-            Type::Type => f.write_str("type"),
+            Type::TypeValue => f.write_str("type"),
             Type::Dyn => f.write_str("dyn"),
             Type::List(t) => write!(f, "list({t})"),
             Type::Map(k, v) => write!(f, "map({k}, {v})"),
