@@ -185,7 +185,7 @@ impl Checker<'_> {
             return t.clone();
         }
         if is_type_name(name) {
-            return Type::TypeValue;
+            return Type::Kind;
         }
         self.report(
             id,

@@ -177,7 +177,7 @@ fn parse_type(s: &str) -> Option<Type> {
         "duration" => Type::Duration,
         "timestamp" => Type::Timestamp,
         "dyn" => Type::Dyn,
-        "type" => Type::TypeValue,
+        "type" => Type::Kind,
         p if p.len() == 1 && p.chars().all(|c| c.is_ascii_uppercase()) => {
             Type::Param(p.chars().next()?)
         }

@@ -21,8 +21,8 @@ pub enum Type {
     Null,
     Duration,
     Timestamp,
-    /// A type value (`type(x)`, `string`).
-    TypeValue,
+    /// A type as a value, the kind of a value (`type(x)`, `string`).
+    Kind,
     Dyn,
     List(Box<Type>),
     Map(Box<Type>, Box<Type>),
@@ -191,7 +191,7 @@ impl fmt::Display for Type {
             Type::Null => f.write_str("null_type"),
             Type::Duration => f.write_str("google.protobuf.Duration"),
             Type::Timestamp => f.write_str("google.protobuf.Timestamp"),
-            Type::TypeValue => f.write_str("type"),
+            Type::Kind => f.write_str("type"),
             Type::Dyn => f.write_str("dyn"),
             Type::List(t) => write!(f, "list({t})"),
             Type::Map(k, v) => write!(f, "map({k}, {v})"),
