@@ -53,13 +53,20 @@ fn locate(source: &str, offset: usize) -> (usize, usize, &str) {
     (1, 0, source)
 }
 
-/// Types `expr` with `variables` in scope; its type, or the issues found.
+/// A checked expression: its type, and every node's by id (what the cost
+/// estimator reads).
+pub struct Checked {
+    pub result: Type,
+    pub types: HashMap<u64, Type>,
+}
+
+/// Types `expr` with `variables` in scope; its types, or the issues found.
 pub fn check(
     expr: &IdedExpr,
     source: &SourceInfo,
     variables: &[(&str, Type)],
     declarations: &Declarations,
-) -> Result<Type, Issues> {
+) -> Result<Checked, Issues> {
     let mut checker = Checker {
         declarations,
         scopes: variables
@@ -68,10 +75,14 @@ pub fn check(
             .collect(),
         source,
         found: Vec::new(),
+        types: HashMap::new(),
     };
-    let t = checker.expr(expr);
+    let result = checker.expr(expr);
     if checker.found.is_empty() {
-        return Ok(t);
+        return Ok(Checked {
+            result,
+            types: checker.types,
+        });
     }
     checker.found.sort_by_key(|(offset, _)| *offset);
     Err(Issues {
@@ -86,6 +97,7 @@ struct Checker<'a> {
     scopes: Vec<(String, Type)>,
     source: &'a SourceInfo,
     found: Vec<(usize, String)>,
+    types: HashMap<u64, Type>,
 }
 
 impl Checker<'_> {
@@ -107,6 +119,12 @@ impl Checker<'_> {
     }
 
     fn expr(&mut self, e: &IdedExpr) -> Type {
+        let t = self.expr_type(e);
+        self.types.insert(e.id, t.clone());
+        t
+    }
+
+    fn expr_type(&mut self, e: &IdedExpr) -> Type {
         match &e.expr {
             Expr::Unspecified => Type::Dyn,
             Expr::Literal(l) => literal(l),

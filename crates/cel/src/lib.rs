@@ -13,6 +13,7 @@
 //! per request.
 
 mod check;
+mod cost;
 mod decls;
 pub mod library;
 mod types;
@@ -27,6 +28,7 @@ use schema::structural::{AdditionalProperties, Structural, ValidationRule};
 use schema::{RuleContext, RuleEvaluator};
 use serde_json::{Value, json};
 
+use crate::cost::Limits;
 use crate::decls::Declarations;
 use crate::types::Type;
 
@@ -68,9 +70,14 @@ fn declarations() -> &'static Declarations {
 struct Checked {
     program: Result<Program, String>,
     message_expression: Result<Option<Program>, String>,
+    /// Estimated maximum costs of the rule and of its message expression.
+    cost: u64,
+    message_cost: u64,
 }
 
-fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type) -> Checked {
+fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type, limits: &Limits) -> Checked {
+    let mut cost = 0;
+    let mut message_cost = 0;
     let old_self_type = if rule.optional_old_self.unwrap_or(false) {
         Type::optional(self_type.clone())
     } else {
@@ -88,7 +95,8 @@ fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type) -> Checked {
                 declarations(),
             )
             .map_err(|issues| format!("compilation failed: {issues}"))?;
-            match t {
+            cost = cost::estimate(program.expression(), &t.types, limits);
+            match t.result {
                 Type::Bool => Ok(program),
                 _ => Err("cel expression must evaluate to a bool".to_string()),
             }
@@ -106,7 +114,8 @@ fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type) -> Checked {
                     declarations(),
                 )
                 .map_err(|issues| format!("messageExpression compilation failed: {issues}"))?;
-                match t {
+                message_cost = cost::estimate(program.expression(), &t.types, limits);
+                match t.result {
                     Type::String => Ok(Some(program)),
                     _ => Err("messageExpression must evaluate to a string".to_string()),
                 }
@@ -115,6 +124,8 @@ fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type) -> Checked {
     Checked {
         program,
         message_expression,
+        cost,
+        message_cost,
     }
 }
 
@@ -126,51 +137,116 @@ impl RuleSet {
         }
         let env = environment();
         let mut rules = HashMap::new();
-        walk(schema, true, &FieldPath::root(), &mut |node, self_type, _| {
-            for rule in &node.extensions.validations {
-                rules.entry(rule.rule.clone()).or_insert_with(|| {
-                    let checked = compile_rule(&env, rule, self_type);
-                    let uses_old_self = checked
-                        .program
-                        .as_ref()
-                        .is_ok_and(|p| p.references().has_variable("oldSelf"));
-                    Compiled {
-                        program: checked.program,
-                        message_expression: checked.message_expression.ok().flatten(),
-                        uses_old_self,
-                    }
-                });
-            }
-        });
+        walk(
+            schema,
+            true,
+            &FieldPath::root(),
+            Some(1),
+            &mut |node, self_type, _, _| {
+                let limits = Limits::of_schema(node);
+                for rule in &node.extensions.validations {
+                    rules.entry(rule.rule.clone()).or_insert_with(|| {
+                        let checked = compile_rule(&env, rule, self_type, &limits);
+                        let uses_old_self = checked
+                            .program
+                            .as_ref()
+                            .is_ok_and(|p| p.references().has_variable("oldSelf"));
+                        Compiled {
+                            program: checked.program,
+                            message_expression: checked.message_expression.ok().flatten(),
+                            uses_old_self,
+                        }
+                    });
+                }
+            },
+        );
         Some(RuleSet { env, rules })
     }
 }
 
-/// The errors of every rule of `schema` that does not compile or type-check,
-/// at `schema_path` (`spec.versions[0].schema.openAPIV3Schema`) as upstream
-/// reports them when a CRD is written.
+/// The errors of every rule of `schema` that does not compile, type-check or
+/// fit its cost budget, at `schema_path`
+/// (`spec.versions[0].schema.openAPIV3Schema`) as upstream reports them when
+/// a CRD is written.
 pub fn compile_errors(schema: &Structural, schema_path: &FieldPath) -> ErrorList {
     let env = environment();
     let mut errs = ErrorList::new();
-    walk(schema, true, schema_path, &mut |node, self_type, path| {
-        for (i, rule) in node.extensions.validations.iter().enumerate() {
-            if rule.rule.trim().is_empty() {
-                continue;
+    // (cost, where) of every expression, for the CRD's total.
+    let mut costs: Vec<(u64, FieldPath)> = Vec::new();
+    walk(
+        schema,
+        true,
+        schema_path,
+        Some(1),
+        &mut |node, self_type, path, cardinality| {
+            let limits = Limits::of_schema(node);
+            let cardinality = cardinality.unwrap_or_else(|| limits.max_cardinality());
+            for (i, rule) in node.extensions.validations.iter().enumerate() {
+                if rule.rule.trim().is_empty() {
+                    continue;
+                }
+                let checked = compile_rule(&env, rule, self_type, &limits);
+                let at = path.child("x-kubernetes-validations").index(i);
+                let rule_cost = checked.cost.saturating_mul(cardinality);
+                if rule_cost > cost::PER_EXPRESSION_LIMIT {
+                    let message = cost::exceeds_message(
+                        "estimated rule cost",
+                        rule_cost,
+                        cost::PER_EXPRESSION_LIMIT,
+                    );
+                    errs.push(FieldError::forbidden(&at.child("rule"), &message));
+                }
+                costs.push((rule_cost, at.child("rule")));
+                if let Err(detail) = checked.program {
+                    errs.push(FieldError::invalid_go(
+                        &at.child("rule"),
+                        &go_rule(rule),
+                        &detail,
+                    ));
+                }
+                match checked.message_expression {
+                    Err(detail) => errs.push(FieldError::invalid_go(
+                        &at.child("messageExpression"),
+                        &go_rule(rule),
+                        &detail,
+                    )),
+                    Ok(Some(_)) => {
+                        if checked.message_cost > cost::PER_EXPRESSION_LIMIT {
+                            let message = cost::exceeds_message(
+                                "estimated messageExpression cost",
+                                checked.message_cost,
+                                cost::PER_EXPRESSION_LIMIT,
+                            );
+                            errs.push(FieldError::forbidden(
+                                &at.child("messageExpression"),
+                                &message,
+                            ));
+                        }
+                        costs.push((checked.message_cost, at.child("messageExpression")));
+                    }
+                    Ok(None) => {}
+                }
             }
-            let checked = compile_rule(&env, rule, self_type);
-            let at = path.child("x-kubernetes-validations").index(i);
-            if let Err(detail) = checked.program {
-                errs.push(FieldError::invalid_go(&at.child("rule"), &go_rule(rule), &detail));
-            }
-            if let Err(detail) = checked.message_expression {
-                errs.push(FieldError::invalid_go(
-                    &at.child("messageExpression"),
-                    &go_rule(rule),
-                    &detail,
-                ));
-            }
+        },
+    );
+    let total = costs
+        .iter()
+        .fold(0u64, |sum, (c, _)| sum.saturating_add(*c));
+    if total > cost::PER_CRD_LIMIT {
+        costs.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, at) in costs.iter().take(4) {
+            errs.push(FieldError::forbidden(
+                at,
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
         }
-    });
+        let message = cost::exceeds_message(
+            "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+            total,
+            cost::PER_CRD_LIMIT,
+        );
+        errs.push(FieldError::forbidden(schema_path, &message));
+    }
     errs
 }
 
@@ -191,42 +267,39 @@ fn go_rule(rule: &ValidationRule) -> String {
     )
 }
 
-/// Calls `f` with every node of `s` that has a CEL type, that type and the
-/// node's path in the schema (`properties[spec].items`).
+/// Calls `f` with every node of `s` that has rules and a CEL type, that
+/// type, the node's path in the schema (`properties[spec].items`) and how
+/// many such nodes one object can have (`None`: unbounded).
 fn walk(
     s: &Structural,
     resource_root: bool,
     path: &FieldPath,
-    f: &mut dyn FnMut(&Structural, &Type, &FieldPath),
+    cardinality: Option<u64>,
+    f: &mut dyn FnMut(&Structural, &Type, &FieldPath, Option<u64>),
 ) {
     if !s.extensions.validations.is_empty()
         && let Some(t) = Type::of_schema(s, resource_root)
     {
-        f(s, &t, path);
+        f(s, &t, path, cardinality);
     }
     for (name, p) in &s.properties {
-        walk(
-            p,
-            p.extensions.embedded_resource,
-            &path.child("properties").key(name),
-            f,
-        );
+        let at = path.child("properties").key(name);
+        walk(p, p.extensions.embedded_resource, &at, cardinality, f);
     }
+    let bounded = |max: Option<i64>| {
+        cardinality
+            .zip(max)
+            .map(|(c, m)| c.saturating_mul(u64::try_from(m).unwrap_or(0)))
+    };
     if let Some(items) = &s.items {
-        walk(
-            items,
-            items.extensions.embedded_resource,
-            &path.child("items"),
-            f,
-        );
+        let at = path.child("items");
+        let c = bounded(s.validation.max_items);
+        walk(items, items.extensions.embedded_resource, &at, c, f);
     }
     if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
-        walk(
-            ap,
-            ap.extensions.embedded_resource,
-            &path.child("additionalProperties"),
-            f,
-        );
+        let at = path.child("additionalProperties");
+        let c = bounded(s.validation.max_properties);
+        walk(ap, ap.extensions.embedded_resource, &at, c, f);
     }
 }
 
@@ -251,21 +324,34 @@ fn to_cel(v: &Value, s: Option<&Structural>, resource_root: bool) -> CelValue {
             let items = s.and_then(|s| s.items.as_deref());
             CelValue::List(Arc::new(
                 a.iter()
-                    .map(|i| to_cel(i, items, items.is_some_and(|i| i.extensions.embedded_resource)))
+                    .map(|i| {
+                        to_cel(
+                            i,
+                            items,
+                            items.is_some_and(|i| i.extensions.embedded_resource),
+                        )
+                    })
                     .collect(),
             ))
         }
         Value::Object(o) => {
             // Properties are fields, escaped; additionalProperties are map keys.
             let is_object = s.is_some_and(|s| {
-                !matches!(s.additional_properties, Some(AdditionalProperties::Schema(_)))
+                !matches!(
+                    s.additional_properties,
+                    Some(AdditionalProperties::Schema(_))
+                )
             });
             let mut map: HashMap<Key, CelValue> = o
                 .iter()
                 .filter(|(k, _)| !resource_root || k.as_str() != "metadata")
                 .filter_map(|(k, val)| {
                     let child = s.and_then(|s| s.property(k));
-                    let key = if is_object { types::escape(k)? } else { k.clone() };
+                    let key = if is_object {
+                        types::escape(k)?
+                    } else {
+                        k.clone()
+                    };
                     let embedded = child.is_some_and(|c| c.extensions.embedded_resource);
                     Some((Key::String(Arc::new(key)), to_cel(val, child, embedded)))
                 })
@@ -604,5 +690,4 @@ mod tests {
             "{errs:?}"
         );
     }
-
 }

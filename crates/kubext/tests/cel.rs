@@ -33,7 +33,8 @@ spec:
             - rule: "self.minReplicas <= self.maxReplicas"
               message: "minReplicas must not exceed maxReplicas"
             - rule: "self.maxReplicas != 13"
-              messageExpression: "'maxReplicas may not be ' + string(self.maxReplicas)"
+              # Bounded: a string() of unknown size would exceed the cost budget.
+              messageExpression: "'maxReplicas may not be ' + (self.maxReplicas == 13 ? '13' : 'this')"
             - rule: "!has(self.color) || self.color != 'black'"
               fieldPath: ".color"
               reason: FieldValueForbidden
@@ -187,6 +188,52 @@ fn rules_that_do_not_compile_or_type_check_are_refused_with_the_crd() {
     }
     // A CRD that does type-check is accepted as before.
     server.apply(WIDGETS);
+}
+
+/// A rule whose estimated cost exceeds the per-expression budget is refused
+/// with upstream's message; bounding the list makes the same rule acceptable.
+#[test]
+fn rules_over_their_cost_budget_are_refused_until_bounded() {
+    let server = Server::builder().start().unwrap();
+    let crd = |max_items: &str| {
+        format!(
+            r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: tags.cel.example.com}}
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {{plural: tags, singular: tag, kind: Tag}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              names:
+                type: array
+                {max_items}
+                items: {{type: string, maxLength: 63}}
+                x-kubernetes-validations:
+                - rule: "self.all(x, self.exists_one(y, x == y))"
+                  message: names must be unique
+"#
+        )
+    };
+    let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(&crd("")));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("openAPIV3Schema.properties[spec].properties[names].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"),
+        "{err}"
+    );
+    server.apply(&crd("maxItems: 16"));
 }
 
 /// The Gateway API's own rules (its v1.x CRD, test data) now hold.
