@@ -233,7 +233,7 @@ pub fn compile_errors(schema: &Structural, schema_path: &FieldPath) -> ErrorList
         .iter()
         .fold(0u64, |sum, (c, _)| sum.saturating_add(*c));
     if total > cost::PER_CRD_LIMIT {
-        costs.sort_by(|a, b| b.0.cmp(&a.0));
+        costs.sort_by_key(|(cost, _)| std::cmp::Reverse(*cost));
         for (_, at) in costs.iter().take(4) {
             errs.push(FieldError::forbidden(
                 at,
@@ -267,6 +267,9 @@ fn go_rule(rule: &ValidationRule) -> String {
     )
 }
 
+/// What `walk` calls: node, its CEL type, its schema path, its cardinality.
+type NodeVisitor<'a> = dyn FnMut(&Structural, &Type, &FieldPath, Option<u64>) + 'a;
+
 /// Calls `f` with every node of `s` that has rules and a CEL type, that
 /// type, the node's path in the schema (`properties[spec].items`) and how
 /// many such nodes one object can have (`None`: unbounded).
@@ -275,7 +278,7 @@ fn walk(
     resource_root: bool,
     path: &FieldPath,
     cardinality: Option<u64>,
-    f: &mut dyn FnMut(&Structural, &Type, &FieldPath, Option<u64>),
+    f: &mut NodeVisitor<'_>,
 ) {
     if !s.extensions.validations.is_empty()
         && let Some(t) = Type::of_schema(s, resource_root)
