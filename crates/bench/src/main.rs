@@ -20,6 +20,7 @@
 
 mod aggregation;
 mod authorization;
+mod cel;
 mod cpu;
 mod crds;
 mod kubext;
@@ -69,6 +70,9 @@ struct Args {
     /// Skip the authorization phase (RBAC against AlwaysAllow)
     #[arg(long)]
     skip_authorization: bool,
+    /// Skip the CEL phase (creates with ten validation rules against none).
+    #[arg(long)]
+    skip_cel: bool,
     /// Skip the aggregation phase (proxy overhead, discovery with a hanging backend).
     #[arg(long)]
     skip_aggregation: bool,
@@ -244,6 +248,14 @@ async fn run(args: Args) -> Result<()> {
         match authorization::measure(1000, gets).await {
             Ok(r) => authorization::print(&r),
             Err(e) => eprintln!("authorization phase failed: {e:#}"),
+        }
+    }
+    if !args.skip_cel {
+        let creates = if args.quick { 1000 } else { 5000 };
+        eprintln!("== CEL: {creates} creates with ten rules and without ==");
+        match cel::measure(creates).await {
+            Ok(r) => cel::print(&r),
+            Err(e) => eprintln!("CEL phase failed: {e:#}"),
         }
     }
     if !args.skip_aggregation {

@@ -253,7 +253,9 @@ impl<'a> Estimator<'a> {
                     .rev()
                     .find(|(n, _)| n == name)
                     .map(|(_, node)| *node)
-                    .unwrap_or_default();
+                    // A type name (`string`): upstream's estimator resolves
+                    // its one-segment path to the rule's own node.
+                    .unwrap_or(Node::sized(self.root.max_elements.unwrap_or(0)));
                 (1, node)
             }
             Expr::Select(select) => {
@@ -332,7 +334,18 @@ impl<'a> Estimator<'a> {
     }
 
     fn call(&mut self, call: &CallExpr) -> (u64, Node<'a>) {
+        // `sets.contains(a, b)`: a namespace, not a receiver.
+        let qualified = match &call.target {
+            Some(t) => match &t.expr {
+                Expr::Ident(ns) if !self.scopes.iter().any(|(n, _)| n == ns) => {
+                    Some(format!("{ns}.{}", call.func_name))
+                }
+                _ => None,
+            },
+            None => None,
+        };
         let (target_cost, target) = match &call.target {
+            Some(_) if qualified.is_some() => (0, None),
             Some(t) => {
                 let (c, n) = self.cost(t);
                 (c, Some(n))
@@ -350,7 +363,7 @@ impl<'a> Estimator<'a> {
         }
         let size = |n: Option<&Node<'_>>| n.map_or(u64::MAX, Node::max);
         let string_arg = |i: usize| factor(size(args.get(i)), STRING_TRAVERSAL);
-        let name = call.func_name.as_str();
+        let name = qualified.as_deref().unwrap_or(&call.func_name);
         let (own, result) = match name {
             "_&&_" | "_||_" => return (args_cost, Node::default()),
             "_?_:_" => {
@@ -470,6 +483,8 @@ impl<'a> Estimator<'a> {
                 Node::default(),
             ),
             "size" => (1, Node::sized(1)),
+            // The pairs of a two-variable comprehension's range.
+            "@kubext_entries" => (1, Node::sized(size(args.first()))),
             _ => (1, Node::default()),
         };
         (own.saturating_add(args_cost), result)

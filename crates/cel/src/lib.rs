@@ -693,4 +693,49 @@ mod tests {
             "{errs:?}"
         );
     }
+
+    /// Rules written with Kubernetes' libraries and two-variable
+    /// comprehensions type-check; misuse is reported as cel-go reports it.
+    #[test]
+    fn library_calls_type_check() {
+        let s = |rules: &[&str]| {
+            let rules: Vec<Value> = rules.iter().map(|r| json!({"rule": r})).collect();
+            schema(
+                json!({"type": "object", "x-kubernetes-validations": rules, "properties": {
+                "s": {"type": "string", "maxLength": 64},
+                "q": {"x-kubernetes-int-or-string": true},
+                "counts": {"type": "object", "maxProperties": 8,
+                    "additionalProperties": {"type": "integer"}},
+                "names": {"type": "array", "maxItems": 8,
+                    "items": {"type": "string", "maxLength": 16}}}}),
+            )
+        };
+        let good = s(&[
+            "self.counts.all(k, v, v > 0 && k != '')",
+            "self.names.exists(i, v, i > 0 && v == 'a')",
+            "url(self.s).getHost() == 'example.com'",
+            "quantity(self.s).isLessThan(quantity('1Gi'))",
+            "type(self.q) == string ? self.q.endsWith('%') : self.q > 0",
+            "!isIP(self.s) || ip(self.s).family() == 4",
+            "self.s.find('[0-9]+') != ''",
+            "!format.dns1123Label().validate(self.s).hasValue()",
+            "self.names.isSorted() && sets.contains(self.names, ['a'])",
+            "cidr('10.0.0.0/8').containsIP(self.s)",
+        ]);
+        let errs = compile_errors(&good, &FieldPath::new("openAPIV3Schema"));
+        assert!(errs.is_empty(), "{errs:?}");
+        let bad = s(&["self.s.isSorted()", "self.names.sum() > 0"]);
+        let errs: Vec<String> = compile_errors(&bad, &FieldPath::new("openAPIV3Schema"))
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errs[0].contains("ERROR: <input>:1:16: found no matching overload for 'isSorted' applied to 'string.()'"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].contains("found no matching overload for 'sum' applied to 'list(string).()'"),
+            "{errs:?}"
+        );
+    }
 }
