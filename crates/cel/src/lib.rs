@@ -75,52 +75,64 @@ struct Checked {
     message_cost: u64,
 }
 
+/// Parses and checks one expression: the program, its type and its
+/// estimated cost, or upstream's `<what>compilation failed: …` detail.
+fn compile_expression(
+    env: &Env,
+    source: &str,
+    variables: &[(&str, Type)],
+    limits: &Limits,
+    what: &str,
+) -> Result<(Program, Type, u64), String> {
+    let program = env
+        .compile(source)
+        .map_err(|e| format!("{what}compilation failed: {e}"))?;
+    let checked = check::check(
+        program.expression(),
+        program.source_info(),
+        variables,
+        declarations(),
+    )
+    .map_err(|issues| format!("{what}compilation failed: {issues}"))?;
+    let cost = cost::estimate(program.expression(), &checked.types, limits);
+    Ok((program, checked.result, cost))
+}
+
 fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type, limits: &Limits) -> Checked {
-    let mut cost = 0;
-    let mut message_cost = 0;
     let old_self_type = if rule.optional_old_self.unwrap_or(false) {
         Type::optional(self_type.clone())
     } else {
         self_type.clone()
     };
     let variables = [("self", self_type.clone()), ("oldSelf", old_self_type)];
-    let program = env
-        .compile(&rule.rule)
-        .map_err(|e| format!("compilation failed: {e}"))
-        .and_then(|program| {
-            let t = check::check(
-                program.expression(),
-                program.source_info(),
-                &variables,
-                declarations(),
-            )
-            .map_err(|issues| format!("compilation failed: {issues}"))?;
-            cost = cost::estimate(program.expression(), &t.types, limits);
-            match t.result {
-                Type::Bool => Ok(program),
-                _ => Err("cel expression must evaluate to a bool".to_string()),
-            }
-        });
+    let program = compile_expression(env, &rule.rule, &variables, limits, "").and_then(
+        |(program, result, cost)| match result {
+            Type::Bool => Ok((program, cost)),
+            _ => Err("cel expression must evaluate to a bool".to_string()),
+        },
+    );
     let message_expression = if rule.message_expression.is_empty() {
         Ok(None)
     } else {
-        env.compile(&rule.message_expression)
-            .map_err(|e| format!("messageExpression compilation failed: {e}"))
-            .and_then(|program| {
-                let t = check::check(
-                    program.expression(),
-                    program.source_info(),
-                    &variables,
-                    declarations(),
-                )
-                .map_err(|issues| format!("messageExpression compilation failed: {issues}"))?;
-                message_cost = cost::estimate(program.expression(), &t.types, limits);
-                match t.result {
-                    Type::String => Ok(Some(program)),
-                    _ => Err("messageExpression must evaluate to a string".to_string()),
-                }
-            })
+        compile_expression(
+            env,
+            &rule.message_expression,
+            &variables,
+            limits,
+            "messageExpression ",
+        )
+        .and_then(|(program, result, cost)| match result {
+            Type::String => Ok(Some((program, cost))),
+            _ => Err("messageExpression must evaluate to a string".to_string()),
+        })
     };
+    let cost = program.as_ref().map_or(0, |(_, c)| *c);
+    let message_cost = match &message_expression {
+        Ok(Some((_, c))) => *c,
+        _ => 0,
+    };
+    let program = program.map(|(p, _)| p);
+    let message_expression = message_expression.map(|m| m.map(|(p, _)| p));
     Checked {
         program,
         message_expression,

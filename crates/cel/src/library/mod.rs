@@ -207,3 +207,43 @@ pub(crate) fn ordering(o: std::cmp::Ordering) -> i64 {
         std::cmp::Ordering::Greater => 1,
     }
 }
+
+/// An opaque library type with an order (`kubernetes.Quantity`,
+/// `kubernetes.Semver`): its `isGreaterThan`, `isLessThan` and `compareTo`.
+pub(crate) trait Ordered: Opaque + Clone + 'static {
+    /// The upstream type name.
+    const TYPE: &'static str;
+    /// The overload id prefix (`quantity`).
+    const PREFIX: &'static str;
+    fn order(&self, other: &Self) -> std::cmp::Ordering;
+}
+
+fn order_of<T: Ordered>(args: &Args<'_, '_>) -> Result<std::cmp::Ordering, ExecutionError> {
+    Ok(opaque_arg::<T>(args, 0, T::TYPE)?.order(&opaque_arg::<T>(args, 1, T::TYPE)?))
+}
+
+fn is_greater_than<'b, 'v, T: Ordered>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    boolean(order_of::<T>(&args)? == std::cmp::Ordering::Greater)
+}
+
+fn is_less_than<'b, 'v, T: Ordered>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    boolean(order_of::<T>(&args)? == std::cmp::Ordering::Less)
+}
+
+fn compare_to<'b, 'v, T: Ordered>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    int(ordering(order_of::<T>(&args)?))
+}
+
+/// Registers `T`'s three comparisons as members.
+pub(crate) fn register_comparisons<T: Ordered>(env: &mut Env) -> Result<(), DeclarationError> {
+    let t = || opaque_type(T::TYPE);
+    let comparisons: [(&str, &str, Function); 3] = [
+        ("isGreaterThan", "is_greater_than", is_greater_than::<T>),
+        ("isLessThan", "is_less_than", is_less_than::<T>),
+        ("compareTo", "compare_to", compare_to::<T>),
+    ];
+    for (name, id, f) in comparisons {
+        member(env, name, &format!("{}_{id}", T::PREFIX), t(), vec![t()], f)?;
+    }
+    Ok(())
+}

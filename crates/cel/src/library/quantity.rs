@@ -15,7 +15,7 @@ use cel::{DeclarationError, Env, ExecutionError};
 
 use super::{
     Args, Ret, boolean, error, global, int, int_arg, member, opaque, opaque_arg, opaque_type,
-    ordering, string_arg,
+    string_arg,
 };
 
 const QUANTITY: &str = "kubernetes.Quantity";
@@ -55,30 +55,6 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     global(env, "sign", "quantity_sign", vec![q()], sign)?;
     member(
         env,
-        "isGreaterThan",
-        "quantity_is_greater_than",
-        q(),
-        vec![q()],
-        is_greater_than,
-    )?;
-    member(
-        env,
-        "isLessThan",
-        "quantity_is_less_than",
-        q(),
-        vec![q()],
-        is_less_than,
-    )?;
-    member(
-        env,
-        "compareTo",
-        "quantity_compare_to",
-        q(),
-        vec![q()],
-        compare_to,
-    )?;
-    member(
-        env,
         "asApproximateFloat",
         "quantity_get_float",
         q(),
@@ -105,6 +81,7 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     member(env, "add", "quantity_add_int", q(), vec![INT_TYPE], add_int)?;
     member(env, "sub", "quantity_sub", q(), vec![q()], sub)?;
     member(env, "sub", "quantity_sub_int", q(), vec![INT_TYPE], sub_int)?;
+    super::register_comparisons::<Quantity>(env)?;
     Ok(())
 }
 
@@ -526,22 +503,6 @@ fn sign<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     int(quantity_arg(&args, 0)?.sign())
 }
 
-fn compare(args: &Args<'_, '_>) -> Result<Ordering, ExecutionError> {
-    Ok(quantity_arg(args, 0)?.cmp(&quantity_arg(args, 1)?))
-}
-
-fn is_greater_than<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    boolean(compare(&args)? == Ordering::Greater)
-}
-
-fn is_less_than<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    boolean(compare(&args)? == Ordering::Less)
-}
-
-fn compare_to<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    int(ordering(compare(&args)?))
-}
-
 fn as_float<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     Ok(CowVal::owned(CelDouble::from(
         quantity_arg(&args, 0)?.decimal().to_f64(),
@@ -578,4 +539,12 @@ fn add_int<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 
 fn sub_int<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     opaque(quantity_arg(&args, 0)?.add(&from_int(int_arg(&args, 1)?).neg())?)
+}
+
+impl super::Ordered for Quantity {
+    const TYPE: &'static str = QUANTITY;
+    const PREFIX: &'static str = "quantity";
+    fn order(&self, other: &Self) -> Ordering {
+        self.cmp(other)
+    }
 }

@@ -9,7 +9,7 @@ use cel::{DeclarationError, Env, ExecutionError};
 
 use super::{
     Args, Ret, bool_arg, boolean, error, global, int, member, opaque, opaque_arg, opaque_type,
-    ordering, string_arg,
+    string_arg,
 };
 
 const SEMVER: &str = "kubernetes.Semver";
@@ -57,33 +57,10 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
         vec![STRING_TYPE, BOOL_TYPE],
         is_semver_normalize,
     )?;
-    member(
-        env,
-        "isGreaterThan",
-        "semver_is_greater_than",
-        v(),
-        vec![v()],
-        is_greater_than,
-    )?;
-    member(
-        env,
-        "isLessThan",
-        "semver_is_less_than",
-        v(),
-        vec![v()],
-        is_less_than,
-    )?;
-    member(
-        env,
-        "compareTo",
-        "semver_compare_to",
-        v(),
-        vec![v()],
-        compare_to,
-    )?;
     member(env, "major", "semver_major", v(), vec![], major)?;
     member(env, "minor", "semver_minor", v(), vec![], minor)?;
     member(env, "patch", "semver_patch", v(), vec![], patch)?;
+    super::register_comparisons::<Semver>(env)?;
     Ok(())
 }
 
@@ -297,22 +274,6 @@ fn is_semver_normalize<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     boolean(parse_with(string_arg(&args, 0)?, normalize).is_ok())
 }
 
-fn compare(args: &Args<'_, '_>) -> Result<Ordering, ExecutionError> {
-    Ok(semver_arg(args, 0)?.compare(&semver_arg(args, 1)?))
-}
-
-fn is_greater_than<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    boolean(compare(&args)? == Ordering::Greater)
-}
-
-fn is_less_than<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    boolean(compare(&args)? == Ordering::Less)
-}
-
-fn compare_to<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
-    int(ordering(compare(&args)?))
-}
-
 fn component(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -327,4 +288,12 @@ fn minor<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
 
 fn patch<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     int(component(semver_arg(&args, 0)?.patch))
+}
+
+impl super::Ordered for Semver {
+    const TYPE: &'static str = SEMVER;
+    const PREFIX: &'static str = "semver";
+    fn order(&self, other: &Self) -> Ordering {
+        self.compare(other)
+    }
 }
