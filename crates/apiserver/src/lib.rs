@@ -207,6 +207,7 @@ impl ApiServer {
                 Arc::new(SubjectAccessReviews::new(client)),
             ])),
             rules: Arc::new(server::authz::NoRules),
+            admission: None,
             // An aggregated server answers everything it serves itself.
             delegation: None,
         };

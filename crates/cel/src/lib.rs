@@ -15,6 +15,7 @@
 mod check;
 mod cost;
 mod decls;
+mod expression;
 pub mod library;
 mod types;
 
@@ -27,6 +28,8 @@ use cel::{Context, Env, Program};
 use schema::structural::{AdditionalProperties, Structural, ValidationRule};
 use schema::{RuleContext, RuleEvaluator};
 use serde_json::{Value, json};
+
+pub use crate::expression::{Bindings, Evaluated, Expected, Expression};
 
 use crate::cost::Limits;
 use crate::decls::Declarations;

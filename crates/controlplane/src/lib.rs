@@ -6,6 +6,7 @@
 //! `controllers` and `aggregator`; this crate decides what runs and in which
 //! order (bootstrap before controllers, controllers before ready).
 
+mod admission_policies;
 mod authorization;
 mod kubernetes_service;
 
@@ -55,12 +56,14 @@ const BOOTSTRAP_NAMESPACES: [&str; 4] =
 pub async fn start(config: Config) -> Result<Running> {
     let remotes = Remotes::new(config.server.front_proxy.clone());
     let authorization = authorization::Authorization::new(&config.authorization_modes);
+    let policies = Arc::new(admission::Policies::new());
     let serving = Serving {
         name: "kubext".into(),
-        types: authorization.guard(kubext_types(config.service_ranges)),
+        types: admission_policies::guard(authorization.guard(kubext_types(config.service_ranges))),
         authorizer: authorization.authorizer.clone(),
         rules: authorization.rules.clone(),
         delegation: Some(Arc::new(remotes.clone())),
+        admission: Some(policies.clone()),
     };
     let storage = config.server.storage;
     let prepared = server::prepare(config.server, serving).await?;
@@ -70,6 +73,7 @@ pub async fn start(config: Config) -> Result<Running> {
         &config.service_ranges,
         remotes,
         &authorization,
+        policies,
     )
     .await?;
     let running = prepared.serve(controllers)?;
@@ -95,6 +99,7 @@ async fn start_controllers(
     service_ranges: &registry::builtin::ServiceRanges,
     remotes: Remotes,
     authorization: &authorization::Authorization,
+    policies: Arc<admission::Policies>,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let api = &prepared.api;
     let front_proxy = &prepared.front_proxy;
@@ -115,6 +120,8 @@ async fn start_controllers(
     let (leadership, election) = leader_election(api, storage);
     let rbac = authorization.start(api, leadership.clone()).await?;
     step("rbac");
+    let admission_policies = admission_policies::start(api, policies).await?;
+    step("admission policies");
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
     step("crd controller");
     let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
@@ -158,6 +165,7 @@ async fn start_controllers(
         let _ = tokio::join!(
             election,
             rbac,
+            admission_policies,
             namespaces,
             garbage_collector,
             crd_controller,

@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 
 use k8s_openapi::api::{
-    authentication, authorization, coordination, core::v1 as core, discovery, events, rbac,
+    admissionregistration, authentication, authorization, coordination, core::v1 as core,
+    discovery, events, rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -109,6 +110,17 @@ fn generate() -> Builtin {
     roots.kind::<rbac::v1::ClusterRoleBinding>(rbac_group, "v1", "ClusterRoleBinding");
     roots.kind::<rbac::v1::Role>(rbac_group, "v1", "Role");
     roots.kind::<rbac::v1::RoleBinding>(rbac_group, "v1", "RoleBinding");
+    let admission = "admissionregistration.k8s.io";
+    roots.kind::<admissionregistration::v1::ValidatingAdmissionPolicy>(
+        admission,
+        "v1",
+        "ValidatingAdmissionPolicy",
+    );
+    roots.kind::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(
+        admission,
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+    );
     let authn = "authentication.k8s.io";
     roots.kind::<authentication::v1::TokenReview>(authn, "v1", "TokenReview");
     roots.kind::<authentication::v1::SelfSubjectReview>(authn, "v1", "SelfSubjectReview");

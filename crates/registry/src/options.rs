@@ -20,6 +20,28 @@ pub struct RequestContext {
     pub field_manager: String,
     /// The subresource written through (status, scale, finalize).
     pub subresource: apimachinery::Subresource,
+    /// Warnings admission adds for the response (`Warning` headers).
+    pub warnings: Warnings,
+}
+
+/// Warnings collected while a request runs; shared by the request's clones.
+#[derive(Debug, Clone, Default)]
+pub struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Warnings {
+    pub fn add(&self, warning: String) {
+        if let Ok(mut w) = self.0.lock() {
+            w.push(warning);
+        }
+    }
+
+    /// The warnings so far, emptied.
+    pub fn take(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
 }
 
 /// How a list is to be served (`resourceVersion` + `resourceVersionMatch`).

@@ -235,6 +235,37 @@ impl Allocation {
 pub enum Operation {
     Create,
     Update,
+    Delete,
+}
+
+impl Operation {
+    /// As admission names it (`CREATE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
+/// One write as admission that applies to every resource sees it.
+pub struct Attributes<'a> {
+    pub operation: Operation,
+    pub rtype: &'a ResourceType,
+    pub name: &'a str,
+    /// The object written (`None` on delete).
+    pub object: Option<&'a Value>,
+    /// The stored object (updates and deletes).
+    pub old_object: Option<&'a Value>,
+    pub ctx: &'a RequestContext,
+}
+
+/// Admission for writes of every type (admission policies, webhooks), after
+/// each type's own checks. It may add warnings to `ctx.warnings`.
+#[async_trait::async_trait]
+pub trait GlobalAdmission: Send + Sync + 'static {
+    async fn admit(&self, attributes: &Attributes<'_>) -> Result<(), apimachinery::StatusError>;
 }
 
 /// Validating admission: the last word on a write, after defaulting and

@@ -18,7 +18,7 @@ use crate::object::{JsonCodec, Object, encode_for_storage};
 use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };
-use crate::resource::{Allocation, Operation, ResourceType};
+use crate::resource::{Allocation, Attributes, GlobalAdmission, Operation, ResourceType};
 
 pub type Storage = storage::Store<JsonCodec>;
 
@@ -32,6 +32,8 @@ pub struct GenericStore {
     storage: Arc<Storage>,
     /// Key prefix, e.g. `/registry`.
     prefix: String,
+    /// Admission for every type (policies), after the type's own.
+    global_admission: Option<Arc<dyn GlobalAdmission>>,
 }
 
 pub struct ListResult {
@@ -54,7 +56,36 @@ impl GenericStore {
             rtype,
             storage,
             prefix: prefix.trim_end_matches('/').to_string(),
+            global_admission: None,
         }
+    }
+
+    /// This store with admission for every type run on its writes.
+    pub fn with_global_admission(mut self, admission: Option<Arc<dyn GlobalAdmission>>) -> Self {
+        self.global_admission = admission;
+        self
+    }
+
+    async fn admit_globally(
+        &self,
+        operation: Operation,
+        name: &str,
+        object: Option<&Value>,
+        old_object: Option<&Value>,
+        ctx: &RequestContext,
+    ) -> Result<()> {
+        let Some(admission) = &self.global_admission else {
+            return Ok(());
+        };
+        let attributes = Attributes {
+            operation,
+            rtype: &self.rtype,
+            name,
+            object,
+            old_object,
+            ctx,
+        };
+        admission.admit(&attributes).await
     }
 
     /// Another handle on the same resource and storage.
@@ -63,6 +94,7 @@ impl GenericStore {
             rtype: self.rtype.clone(),
             storage: self.storage.clone(),
             prefix: self.prefix.clone(),
+            global_admission: self.global_admission.clone(),
         }
     }
 
@@ -427,6 +459,8 @@ impl GenericStore {
         if let Some(admission) = &self.rtype.admission {
             admission.admit(Operation::Create, &obj, None, ctx).await?;
         }
+        self.admit_globally(Operation::Create, meta::name(&obj), Some(&obj), None, ctx)
+            .await?;
         let empty = self.rtype.empty_object(&obj);
         self.record_write(ctx, &mut obj, None, &empty);
         let name = meta::name(&obj).to_string();
@@ -598,6 +632,8 @@ impl GenericStore {
                     .admit(Operation::Update, &new, Some(old), ctx)
                     .await?;
             }
+            self.admit_globally(Operation::Update, name, Some(&new), Some(old), ctx)
+                .await?;
             if ctx.dry_run {
                 return Ok(Arc::new(Object::new(new)));
             }
@@ -718,6 +754,8 @@ impl GenericStore {
             let current = self.current(ctx, name).await?;
             let mut served = self.served_value(current.object.value.clone());
             check_preconditions(&served, opts, &gr, name)?;
+            self.admit_globally(Operation::Delete, name, None, Some(&served), ctx)
+                .await?;
             if meta::deletion_timestamp(&served).is_none()
                 && let Some(finalizer) = opts.propagation_finalizer()
             {

@@ -28,6 +28,8 @@ pub struct Serving {
     pub rules: Arc<dyn RuleResolver>,
     /// Group-versions another server answers (the aggregator), if any.
     pub delegation: Option<Arc<dyn Delegation>>,
+    /// Admission for writes of every type (admission policies), if any.
+    pub admission: Option<Arc<dyn registry::GlobalAdmission>>,
 }
 
 /// Shared state of a running server.
@@ -59,6 +61,8 @@ pub struct Api {
     pub(crate) anonymous: bool,
     /// The audit policy and log, when configured.
     pub(crate) audit: Option<Arc<crate::audit::Auditor>>,
+    /// Admission for writes of every type, bound to every store.
+    admission: Option<Arc<dyn registry::GlobalAdmission>>,
 }
 
 impl Api {
@@ -69,10 +73,11 @@ impl Api {
         shutdown: watch::Receiver<bool>,
         serving: Serving,
     ) -> Self {
+        let admission = serving.admission;
         let builtins: Vec<Arc<Served>> = serving
             .types
             .into_iter()
-            .map(|t| served(t, &storage, storage_prefix))
+            .map(|t| served(t, &storage, storage_prefix, &admission))
             .collect();
         Api {
             name: serving.name,
@@ -96,6 +101,7 @@ impl Api {
             request_timeout: std::time::Duration::from_secs(60),
             anonymous: true,
             audit: None,
+            admission,
         }
     }
 
@@ -142,7 +148,7 @@ impl Api {
                 .lookup(&t.group, &t.version, &t.plural)
                 .filter(|s| Arc::ptr_eq(&s.rtype, &t))
                 .cloned()
-                .unwrap_or_else(|| served(t, &self.storage, &self.storage_prefix))
+                .unwrap_or_else(|| served(t, &self.storage, &self.storage_prefix, &self.admission))
         });
         let all: Vec<Arc<Served>> = self.builtins.iter().cloned().chain(custom).collect();
         let kept: std::collections::HashSet<*const Served> = all.iter().map(Arc::as_ptr).collect();
@@ -184,7 +190,13 @@ impl Api {
 }
 
 /// A resource type bound to storage.
-fn served(rtype: Arc<ResourceType>, storage: &Arc<Storage>, prefix: &str) -> Arc<Served> {
-    let store = registry::GenericStore::new(rtype.clone(), storage.clone(), prefix);
+fn served(
+    rtype: Arc<ResourceType>,
+    storage: &Arc<Storage>,
+    prefix: &str,
+    admission: &Option<Arc<dyn registry::GlobalAdmission>>,
+) -> Arc<Served> {
+    let store = registry::GenericStore::new(rtype.clone(), storage.clone(), prefix)
+        .with_global_admission(admission.clone());
     Arc::new(Served::new(rtype, store))
 }

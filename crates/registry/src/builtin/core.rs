@@ -18,13 +18,31 @@ fn required_str(obj: &Value, pointer: &str, path: &FieldPath, errs: &mut ErrorLi
 
 pub struct Namespaces;
 
+/// Every namespace carries its name as the `kubernetes.io/metadata.name`
+/// label (upstream's defaulting), so selectors can pick namespaces by name.
+fn label_with_name(obj: &mut Value) {
+    let name = str_at(obj, "/metadata/name").to_string();
+    if name.is_empty() {
+        return;
+    }
+    if let Some(md) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        let labels = md.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        labels["kubernetes.io/metadata.name"] = json!(name);
+    }
+}
+
 impl Strategy for Namespaces {
     fn prepare_create(&self, obj: &mut Value) {
         obj["status"] = json!({"phase": "Active"});
         obj["spec"] = json!({"finalizers": ["kubernetes"]});
+        label_with_name(obj);
     }
 
     fn prepare_update(&self, new: &mut Value, old: &Value) {
+        label_with_name(new);
         for field in ["status", "spec"] {
             match old.get(field) {
                 Some(v) => new[field] = v.clone(),

@@ -1,5 +1,6 @@
 //! The built-in resources kubext serves around extension APIs.
 
+pub mod admissionregistration;
 pub mod apiregistration;
 mod configmaps;
 mod core;
@@ -275,7 +276,35 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         r.verbs = &["create"];
         r
     });
+    let mut policies = columns(
+        resource(
+            admissionregistration::GROUP,
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+            admissionregistration::Policies,
+        ),
+        admissionregistration::policy_columns(),
+    );
+    policies.has_status = true;
+    policies.tracks_generation = true;
+    policies.categories = vec!["api-extensions".into()];
+    let mut policy_bindings = columns(
+        resource(
+            admissionregistration::GROUP,
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+            admissionregistration::PolicyBindings,
+        ),
+        admissionregistration::binding_columns(),
+    );
+    policy_bindings.categories = vec!["api-extensions".into()];
     [
+        policies,
+        policy_bindings,
         apiservices,
         namespaces,
         configmaps,

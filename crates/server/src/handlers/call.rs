@@ -243,5 +243,6 @@ pub fn object_response(
         body,
     );
     response::add_warnings(&mut resp, warnings);
+    response::add_warnings(&mut resp, &call.ctx.warnings.take());
     resp
 }

@@ -92,6 +92,7 @@ async fn serve_inner(
         dry_run: query.dry_run()?,
         field_manager,
         subresource: info.subresource.clone(),
+        warnings: Default::default(),
     };
     let table = TableOptions {
         include_object: query.get("includeObject").unwrap_or("").to_string(),

@@ -1,0 +1,73 @@
+//! Keeps [`Policies`] current: recompiled after every change to a
+//! ValidatingAdmissionPolicy or binding (a burst of changes is one rebuild).
+
+use std::sync::Arc;
+
+use controllers::runtime::{self, Event, Reconciler, WorkQueue};
+use registry::{GenericStore, ListOptions};
+use serde_json::Value;
+
+use crate::Policies;
+
+/// The stores policies are read from.
+#[derive(Clone)]
+pub struct Stores {
+    pub policies: Arc<GenericStore>,
+    pub bindings: Arc<GenericStore>,
+}
+
+const MANAGER: &str = "kubext-admission";
+
+async fn list(store: &GenericStore) -> Result<Vec<Value>, String> {
+    let ctx = controllers::system_context("", MANAGER);
+    store
+        .list(&ctx, ListOptions::default())
+        .await
+        .map(|l| l.items.iter().map(|o| o.value.clone()).collect())
+        .map_err(|e| e.to_string())
+}
+
+impl Policies {
+    /// Recompile from what the stores hold now.
+    pub async fn rebuild(&self, stores: &Stores) -> Result<(), String> {
+        let policies = list(&stores.policies).await?;
+        let bindings = list(&stores.bindings).await?;
+        self.set(&policies, &bindings);
+        Ok(())
+    }
+}
+
+struct Follower {
+    policies: Arc<Policies>,
+    stores: Stores,
+}
+
+#[async_trait::async_trait]
+impl Reconciler for Follower {
+    type Key = ();
+
+    fn name(&self) -> &'static str {
+        "admission-policies"
+    }
+
+    async fn reconcile(&self, _: &()) -> Result<(), String> {
+        self.policies.rebuild(&self.stores).await
+    }
+}
+
+/// Keep `policies` current (forever).
+pub async fn follow(policies: Arc<Policies>, stores: Stores) {
+    let queue = WorkQueue::new(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(5),
+    );
+    let any = |_: &Event| vec![()];
+    let (a, b) = (
+        runtime::follow(stores.policies.clone(), MANAGER, queue.clone(), any),
+        runtime::follow(stores.bindings.clone(), MANAGER, queue.clone(), any),
+    );
+    let feed = async move {
+        tokio::join!(a, b);
+    };
+    runtime::run(Arc::new(Follower { policies, stores }), queue, 1, feed).await;
+}

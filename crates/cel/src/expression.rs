@@ -1,0 +1,200 @@
+//! Free-standing CEL expressions over JSON values: what admission policies
+//! (validations, matchConditions, variables, audit annotations, message
+//! expressions) and webhook match conditions are made of. Compiled and
+//! type-checked once, with their variables declared dyn (`variables` a map of
+//! the policy's variables), evaluated per request.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cel::objects::{Key, Map, Value as CelValue};
+use cel::{Context, Program};
+use serde_json::Value;
+
+use crate::types::Type;
+
+/// A compiled expression.
+pub struct Expression {
+    program: Program,
+    /// The type the checker worked out (`dyn` when it depends on data).
+    result: Type,
+}
+
+/// What an expression must evaluate to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    Bool,
+    String,
+    Any,
+}
+
+impl Expression {
+    /// Compiles `source` with `variables` in scope (each dyn; `variables`
+    /// itself a map), checking the result can be `expected`. The error is
+    /// upstream's detail: `compilation failed: ERROR: <input>:…`, or `must
+    /// evaluate to bool`.
+    pub fn compile(
+        source: &str,
+        variables: &[&str],
+        expected: Expected,
+    ) -> Result<Expression, String> {
+        let env = crate::environment();
+        let program = env
+            .compile(source)
+            .map_err(|e| format!("compilation failed: {e}"))?;
+        let declared: Vec<(&str, Type)> = variables
+            .iter()
+            .map(|v| {
+                let t = if *v == "variables" {
+                    Type::map(Type::String, Type::Dyn)
+                } else {
+                    Type::Dyn
+                };
+                (*v, t)
+            })
+            .collect();
+        let checked = crate::check::check(
+            program.expression(),
+            program.source_info(),
+            &declared,
+            crate::declarations(),
+        )
+        .map_err(|issues| format!("compilation failed: {issues}"))?;
+        let fits = match (expected, &checked.result) {
+            (Expected::Any, _) | (_, Type::Dyn) => true,
+            (Expected::Bool, t) => *t == Type::Bool,
+            (Expected::String, t) => *t == Type::String,
+        };
+        if !fits {
+            let want = if expected == Expected::Bool {
+                "bool"
+            } else {
+                "string"
+            };
+            return Err(format!("must evaluate to {want}"));
+        }
+        Ok(Expression {
+            program,
+            result: checked.result,
+        })
+    }
+
+    /// Evaluates with `bindings`; the error is the evaluation's message.
+    pub fn evaluate(&self, bindings: &Bindings) -> Result<Evaluated, String> {
+        let mut context = Context::with_env(crate::environment());
+        for (name, value) in &bindings.values {
+            context.add_variable_from_value(name.as_str(), value.clone());
+        }
+        if !bindings.variables.is_empty() {
+            context.add_variable_from_value(
+                "variables",
+                CelValue::Map(Map {
+                    map: Arc::new(bindings.variables.clone()),
+                }),
+            );
+        }
+        self.program
+            .execute(&context)
+            .map(Evaluated)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Whether the checker could tell the type (not `dyn`).
+    pub fn is_typed(&self) -> bool {
+        self.result != Type::Dyn
+    }
+}
+
+/// A value an expression produced.
+#[derive(Debug, Clone)]
+pub struct Evaluated(CelValue);
+
+impl Evaluated {
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.0 {
+            CelValue::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.0 {
+            CelValue::String(s) => Some(s.as_str()),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.0, CelValue::Null)
+    }
+
+    /// The CEL type name, for messages (`int`, `string`).
+    pub fn type_name(&self) -> String {
+        self.0.type_of().to_string()
+    }
+}
+
+/// The variables of one evaluation.
+#[derive(Default, Clone)]
+pub struct Bindings {
+    values: Vec<(String, CelValue)>,
+    variables: HashMap<Key, CelValue>,
+}
+
+impl Bindings {
+    /// Binds `name` to a JSON value (`null` when absent).
+    pub fn bind(&mut self, name: &str, value: Option<&Value>) {
+        let v = value.map_or(CelValue::Null, |v| crate::to_cel(v, None, false));
+        self.values.push((name.to_string(), v));
+    }
+
+    /// Adds `variables.<name>`.
+    pub fn bind_variable(&mut self, name: &str, value: Evaluated) {
+        self.variables
+            .insert(Key::String(Arc::new(name.to_string())), value.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const VARIABLES: &[&str] = &["object", "oldObject", "params", "request", "variables"];
+
+    #[test]
+    fn policy_expressions_compile_check_and_evaluate() {
+        let e =
+            Expression::compile("object.spec.replicas <= 5", VARIABLES, Expected::Bool).unwrap();
+        let mut b = Bindings::default();
+        b.bind("object", Some(&json!({"spec": {"replicas": 7}})));
+        assert_eq!(e.evaluate(&b).unwrap().as_bool(), Some(false));
+
+        let err = Expression::compile("object.x in [1, 2, ", VARIABLES, Expected::Bool)
+            .err()
+            .unwrap();
+        assert!(
+            err.starts_with(
+                "compilation failed: ERROR: <input>:1:20: Syntax error: missing ']' at '<EOF>'"
+            ),
+            "{err}"
+        );
+        let err = Expression::compile("objects.x == 1", VARIABLES, Expected::Bool)
+            .err()
+            .unwrap();
+        assert!(err.contains("undeclared reference to 'objects'"), "{err}");
+        let err = Expression::compile("'a'", VARIABLES, Expected::Bool)
+            .err()
+            .unwrap();
+        assert_eq!(err, "must evaluate to bool");
+
+        let v =
+            Expression::compile("object.metadata.name + '!'", VARIABLES, Expected::Any).unwrap();
+        let mut b = Bindings::default();
+        b.bind("object", Some(&json!({"metadata": {"name": "n"}})));
+        b.bind_variable("shout", v.evaluate(&b).unwrap());
+        let uses =
+            Expression::compile("variables.shout == 'n!'", VARIABLES, Expected::Bool).unwrap();
+        assert_eq!(uses.evaluate(&b).unwrap().as_bool(), Some(true));
+    }
+}

@@ -1,0 +1,318 @@
+//! ValidatingAdmissionPolicy and its bindings, black-box with kubectl:
+//! policies deny (with upstream's message and code), warn, select by
+//! namespace labels, read parameters, guard deletes of custom resources, and
+//! refuse expressions that do not compile.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use testkit::Server;
+
+/// Run `create -f -` until it fails (policies are compiled moments after they
+/// are written); its stderr.
+fn refused(server: &Server, manifest: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(manifest));
+        if !out.status.success() {
+            return String::from_utf8_lossy(&out.stderr).into_owned();
+        }
+        // Created before the policy was in force: remove it and try again.
+        server.kubectl_with_stdin(&["delete", "-f", "-"], Some(manifest));
+        assert!(Instant::now() < deadline, "never refused: {manifest}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+const SMALL_CONFIGMAPS: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: small-configmaps.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "!has(object.data) || size(object.data) <= 2"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: small-configmaps-binding}
+spec:
+  policyName: small-configmaps.example.com
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels: {environment: test}
+"#;
+
+fn configmap(namespace: &str, keys: usize) -> String {
+    let data: Vec<String> = (0..keys).map(|i| format!("k{i}: v")).collect();
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big, namespace: {namespace}}}\ndata: {{{}}}\n",
+        data.join(", ")
+    )
+}
+
+#[test]
+fn a_binding_denies_in_the_namespaces_it_selects() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: test, labels: {environment: test}}\n",
+    );
+    server.apply(SMALL_CONFIGMAPS);
+    let err = refused(&server, &configmap("test", 3));
+    assert!(
+        err.contains("ValidatingAdmissionPolicy 'small-configmaps.example.com' with binding 'small-configmaps-binding' denied request: failed expression: !has(object.data) || size(object.data) <= 2"),
+        "{err}"
+    );
+    // 422 Invalid by default, as upstream.
+    let raw = server.kubectl_with_stdin(
+        &["create", "--raw", "/api/v1/namespaces/test/configmaps", "-f", "-"],
+        Some(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"raw"},"data":{"a":"1","b":"2","c":"3"}}"#),
+    );
+    let raw_err = String::from_utf8_lossy(&raw.stderr);
+    assert!(
+        raw_err.contains("The configmaps \"raw\" is invalid: : ValidatingAdmissionPolicy"),
+        "{raw_err}"
+    );
+    // Small enough, or in a namespace the binding does not select: admitted.
+    server.apply(&configmap("test", 2));
+    server.apply(&configmap("default", 3));
+    // Policy objects are listed with upstream's columns.
+    let table = server.kubectl_ok(&["get", "validatingadmissionpolicies"]);
+    assert!(
+        table.contains("VALIDATIONS") && table.contains("PARAMKIND"),
+        "{table}"
+    );
+    assert!(
+        table.contains("small-configmaps.example.com   1             <unset>"),
+        "{table}"
+    );
+}
+
+#[test]
+fn parameters_messages_reasons_and_warnings() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: naming, namespace: default}
+data: {prefix: team-}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: naming.example.com}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["serviceaccounts"]
+  matchConditions:
+  - name: not-default
+    expression: "object.metadata.name != 'default'"
+  variables:
+  - name: prefix
+    expression: "params.data.prefix"
+  validations:
+  - expression: "object.metadata.name.startsWith(variables.prefix)"
+    messageExpression: "'name must start with ' + variables.prefix"
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: naming-deny}
+spec:
+  policyName: naming.example.com
+  validationActions: [Deny]
+  paramRef: {name: naming, namespace: default, parameterNotFoundAction: Deny}
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: default}
+"#,
+    );
+    let err = refused(
+        &server,
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: robot, namespace: default}\n",
+    );
+    assert!(
+        err.contains("ValidatingAdmissionPolicy 'naming.example.com' with binding 'naming-deny' denied request: name must start with team-"),
+        "{err}"
+    );
+    assert!(err.contains("Error from server (Forbidden)"), "{err}");
+    server.apply(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: team-robot, namespace: default}\n",
+    );
+
+    // A Warn binding in another namespace: admitted, with a warning.
+    server.apply(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: relaxed}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: naming-warn}
+spec:
+  policyName: naming.example.com
+  validationActions: [Warn]
+  paramRef: {name: naming, namespace: default, parameterNotFoundAction: Deny}
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: relaxed}
+"#,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = server.kubectl_with_stdin(
+            &["create", "-f", "-"],
+            Some("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: robot, namespace: relaxed}\n"),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'naming.example.com' with binding 'naming-warn': name must start with team-") {
+            break;
+        }
+        server.kubectl_ok(&["delete", "serviceaccount", "robot", "-n", "relaxed"]);
+        assert!(Instant::now() < deadline, "no warning: {stderr}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // The parameter gone: the Deny binding refuses everything it matches.
+    server.kubectl_ok(&["delete", "configmap", "naming"]);
+    let err = refused(
+        &server,
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: team-other, namespace: default}\n",
+    );
+    assert!(
+        err.contains("no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{err}"
+    );
+}
+
+#[test]
+fn deletes_of_custom_resources_are_guarded() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: vaults.policy.example.com}
+spec:
+  group: policy.example.com
+  scope: Namespaced
+  names: {plural: vaults, singular: vault, kind: Vault}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: protected.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["policy.example.com"]
+      apiVersions: ["*"]
+      operations: ["DELETE"]
+      resources: ["*"]
+  validations:
+  - expression: "!has(oldObject.metadata.labels) || !('protected' in oldObject.metadata.labels)"
+    message: protected vaults cannot be deleted
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: protected}
+spec:
+  policyName: protected.example.com
+  validationActions: [Deny]
+"#,
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/vaults.policy.example.com",
+        "--timeout=10s",
+    ]);
+    server.apply(
+        "apiVersion: policy.example.com/v1\nkind: Vault\nmetadata: {name: gold, labels: {protected: \"yes\"}}\n---\napiVersion: policy.example.com/v1\nkind: Vault\nmetadata: {name: tin}\n",
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let err = loop {
+        let out = server.kubectl(&["delete", "vault", "gold"]);
+        if !out.status.success() {
+            break String::from_utf8_lossy(&out.stderr).into_owned();
+        }
+        server.apply(
+            "apiVersion: policy.example.com/v1\nkind: Vault\nmetadata: {name: gold, labels: {protected: \"yes\"}}\n",
+        );
+        assert!(Instant::now() < deadline, "gold was never protected");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        err.contains("The vaults \"gold\" is invalid: : ValidatingAdmissionPolicy 'protected.example.com' with binding 'protected' denied request: protected vaults cannot be deleted"),
+        "{err}"
+    );
+    server.kubectl_ok(&["delete", "vault", "tin"]);
+}
+
+#[test]
+fn policies_whose_expressions_do_not_compile_are_refused() {
+    let server = Server::builder().start().unwrap();
+    let out = server.kubectl_with_stdin(
+        &["create", "-f", "-"],
+        Some(
+            r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: broken.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  validations:
+  - expression: "object.x in [1, 2, "
+  - expression: "objects.x == 1"
+"#,
+        ),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(r#"spec.validations[0].expression: Invalid value: "object.x in [1, 2, ": compilation failed: ERROR: <input>:1:20: Syntax error: missing ']' at '<EOF>'"#),
+        "{err}"
+    );
+    assert!(
+        err.contains("spec.validations[1].expression: Invalid value: \"objects.x == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'objects' (in container '')"),
+        "{err}"
+    );
+    // Structural errors, with upstream's messages.
+    let out = server.kubectl_with_stdin(
+        &["create", "-f", "-"],
+        Some(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p}\n",
+        ),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "spec.validationActions: Required value: at least one validation action is required"
+        ),
+        "{err}"
+    );
+}
