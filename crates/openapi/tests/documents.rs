@@ -46,6 +46,21 @@ fn served() -> Vec<ServedResource> {
         )
         .with_status(),
         ServedResource::new(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+        )
+        .with_status(),
+        ServedResource::new(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+        ),
+        ServedResource::new(
             "rbac.authorization.k8s.io",
             "v1",
             "ClusterRole",
@@ -277,6 +292,18 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
             "io.k8s.api.coordination.v1.Lease",
         ),
         ("events.k8s.io", "v1", "Event", "io.k8s.api.events.v1.Event"),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        ),
         (
             "rbac.authorization.k8s.io",
             "v1",
@@ -786,6 +813,7 @@ fn index_and_cached_documents_agree() {
         keys,
         BTreeSet::from([
             "api/v1",
+            "apis/admissionregistration.k8s.io/v1",
             "apis/apiextensions.k8s.io/v1",
             "apis/apiregistration.k8s.io/v1",
             "apis/authentication.k8s.io/v1",
