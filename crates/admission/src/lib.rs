@@ -159,7 +159,7 @@ fn request(a: &Attributes<'_>) -> Value {
 }
 
 /// The `failed expression` message or its configured replacement.
-fn failure_message(v: &policy::Validation, bindings: &Bindings) -> String {
+fn failure_message(v: &policy::Validation, bindings: &Bindings<'_, '_>) -> String {
     if let Some(m) = &v.message_expression
         && let Ok(evaluated) = m.evaluate(bindings)
         && let Some(s) = evaluated.as_str()
@@ -176,7 +176,10 @@ fn failure_message(v: &policy::Validation, bindings: &Bindings) -> String {
 
 /// The outcome of one policy for one parameter: `Ok(None)` admitted,
 /// `Ok(Some((message, reason)))` a validation failed, `Err` an evaluation error.
-fn evaluate(policy: &Policy, bindings: &mut Bindings) -> Result<Option<(String, String)>, String> {
+fn evaluate(
+    policy: &Policy,
+    bindings: &mut Bindings<'_, '_>,
+) -> Result<Option<(String, String)>, String> {
     for (name, condition) in &policy.match_conditions {
         match condition.evaluate(bindings).map(|v| v.as_bool()) {
             Ok(Some(true)) => {}
@@ -292,6 +295,7 @@ impl Policies {
         entry: &Entry,
         a: &Attributes<'_>,
         namespace: Option<&Value>,
+        base: &Bindings<'_, '_>,
     ) -> Option<Denial> {
         let deny = |binding: Option<&str>, message: String| Denial {
             policy: entry.name.clone(),
@@ -355,12 +359,8 @@ impl Policies {
                 vec![None]
             };
             for param in &params {
-                let mut bindings = Bindings::default();
-                bindings.bind("object", a.object);
-                bindings.bind("oldObject", a.old_object);
-                bindings.bind("request", Some(&request(a)));
+                let mut bindings = base.child();
                 bindings.bind("params", param.as_ref());
-                bindings.bind("namespaceObject", namespace);
                 let failed = match evaluate(policy, &mut bindings) {
                     Ok(None) => continue,
                     Ok(Some(failed)) => failed,
@@ -403,8 +403,15 @@ impl GlobalAdmission for Policies {
             }
             _ => None,
         };
+        // The request's variables, converted once for every policy.
+        let request = request(a);
+        let mut base = Bindings::default();
+        base.bind("object", a.object);
+        base.bind("oldObject", a.old_object);
+        base.bind("request", Some(&request));
+        base.bind("namespaceObject", namespace.as_ref());
         for entry in entries.iter() {
-            if let Some(denial) = self.admit_by(entry, a, namespace.as_ref()).await {
+            if let Some(denial) = self.admit_by(entry, a, namespace.as_ref(), &base).await {
                 return Err(denial.into_error(a));
             }
         }

@@ -1,7 +1,9 @@
-//! The CEL phase: what validation rules cost. In process, the time to compile
-//! and check a real project's rules (Gateway API's Gateway CRD, as tests use
-//! it); end to end in one run, sequential creates of a custom resource whose
-//! schema has ten rules, and of the same resource without them.
+//! The CEL phase: what validation rules and admission policies cost. In
+//! process, the time to compile and check a real project's rules (Gateway
+//! API's Gateway CRD, as tests use it); end to end in one run, sequential
+//! creates of a custom resource whose schema has ten rules, of the same
+//! resource without them, and without them but under a ValidatingAdmissionPolicy
+//! with the same ten expressions.
 
 use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
@@ -42,6 +44,32 @@ pub struct CelResult {
     pub creates: usize,
     pub with_rules: ModeResult,
     pub without_rules: ModeResult,
+    pub with_policy: ModeResult,
+}
+
+/// What the creates run against.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    NoRules,
+    Rules,
+    Policy,
+}
+
+/// The ten rules as a policy's validations on `object.spec`.
+fn policy() -> String {
+    let validations: Vec<Value> = RULES
+        .iter()
+        .map(|r| json!({"expression": r.replace("self.", "object.spec.")}))
+        .collect();
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "widgets.bench.example.com"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["bench.example.com"],
+            "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]}]},
+            "validations": validations}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "widgets"},
+        "spec": {"policyName": "widgets.bench.example.com", "validationActions": ["Deny"]}});
+    json!({"apiVersion": "v1", "kind": "List", "items": [policy, binding]}).to_string()
 }
 
 fn crd(rules: bool) -> Value {
@@ -86,18 +114,21 @@ fn gateway_compile() -> Result<(usize, Duration)> {
     Ok((rules, started.elapsed() / rounds))
 }
 
-async fn serve_and_create(rules: bool, creates: usize) -> Result<ModeResult> {
+async fn serve_and_create(mode: Mode, creates: usize) -> Result<ModeResult> {
     let server = Server::builder()
         .storage(Storage::Memory)
         .start()
         .context("starting kubext")?;
-    server.apply(&crd(rules).to_string());
+    server.apply(&crd(mode == Mode::Rules).to_string());
     server.kubectl_ok(&[
         "wait",
         "--for=condition=Established",
         "crd/widgets.bench.example.com",
         "--timeout=30s",
     ]);
+    if mode == Mode::Policy {
+        server.apply(&policy());
+    }
     let client = kube::Client::try_from(server.client_config().await?)?;
     let create = |i: usize| {
         let client = client.clone();
@@ -117,6 +148,24 @@ async fn serve_and_create(rules: bool, creates: usize) -> Result<ModeResult> {
     for i in 0..100 {
         create(i).await?;
     }
+    if mode == Mode::Policy {
+        // The policy is compiled moments after it is written: wait until it
+        // refuses a widget that breaks a rule.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let bad = json!({"apiVersion": "bench.example.com/v1", "kind": "Widget",
+                "metadata": {"generateName": "bad-", "namespace": "default"},
+                "spec": {"name": "bad", "minReplicas": 1, "maxReplicas": 3, "tags": []}});
+            let req = http::Request::post("/apis/bench.example.com/v1/namespaces/default/widgets")
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&bad)?)?;
+            if client.request_text(req).await.is_err() {
+                break;
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the policy never took effect");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
     let meter = Meter::start(server.pid(), None);
     let mut samples = Vec::with_capacity(creates);
     for i in 0..creates {
@@ -135,14 +184,16 @@ async fn serve_and_create(rules: bool, creates: usize) -> Result<ModeResult> {
 
 pub async fn measure(creates: usize) -> Result<CelResult> {
     let (gateway_rules, gateway_compile) = gateway_compile()?;
-    let with_rules = serve_and_create(true, creates).await?;
-    let without_rules = serve_and_create(false, creates).await?;
+    let with_rules = serve_and_create(Mode::Rules, creates).await?;
+    let without_rules = serve_and_create(Mode::NoRules, creates).await?;
+    let with_policy = serve_and_create(Mode::Policy, creates).await?;
     Ok(CelResult {
         gateway_rules,
         gateway_compile,
         creates,
         with_rules,
         without_rules,
+        with_policy,
     })
 }
 
@@ -158,7 +209,11 @@ pub fn print(r: &CelResult) {
         r.gateway_rules,
         r.gateway_compile.as_secs_f64() * 1e3
     );
-    for (name, m) in [("10 rules", &r.with_rules), ("no rules", &r.without_rules)] {
+    for (name, m) in [
+        ("10 rules", &r.with_rules),
+        ("no rules", &r.without_rules),
+        ("policy", &r.with_policy),
+    ] {
         eprintln!(
             "  {name:<9} {} creates: {:.0}/s, p50 / p99 {} / {}, server CPU {} per create",
             r.creates,
@@ -171,6 +226,12 @@ pub fn print(r: &CelResult) {
     if let (Some(a), Some(b)) = (r.with_rules.cpu_per_create, r.without_rules.cpu_per_create) {
         eprintln!(
             "  server CPU added by 10 rules per create {:.1} µs",
+            (a.as_secs_f64() - b.as_secs_f64()) * 1e6
+        );
+    }
+    if let (Some(a), Some(b)) = (r.with_policy.cpu_per_create, r.without_rules.cpu_per_create) {
+        eprintln!(
+            "  server CPU added by a 10-expression policy per create {:.1} µs",
             (a.as_secs_f64() - b.as_secs_f64()) * 1e6
         );
     }

@@ -80,21 +80,9 @@ impl Expression {
     }
 
     /// Evaluates with `bindings`; the error is the evaluation's message.
-    pub fn evaluate(&self, bindings: &Bindings) -> Result<Evaluated, String> {
-        let mut context = Context::with_env(crate::environment());
-        for (name, value) in &bindings.values {
-            context.add_variable_from_value(name.as_str(), value.clone());
-        }
-        if !bindings.variables.is_empty() {
-            context.add_variable_from_value(
-                "variables",
-                CelValue::Map(Map {
-                    map: Arc::new(bindings.variables.clone()),
-                }),
-            );
-        }
+    pub fn evaluate(&self, bindings: &Bindings<'_, '_>) -> Result<Evaluated, String> {
         self.program
-            .execute(&context)
+            .execute(&bindings.context)
             .map(Evaluated)
             .map_err(|e| e.to_string())
     }
@@ -134,24 +122,50 @@ impl Evaluated {
     }
 }
 
-/// The variables of one evaluation.
-#[derive(Default, Clone)]
-pub struct Bindings {
-    values: Vec<(String, CelValue)>,
+/// The variables of evaluations: converted once, shared by every expression
+/// evaluated with them; a [`Bindings::child`] adds more for some of them
+/// (one parameter's) without converting the rest again.
+pub struct Bindings<'p, 'v> {
+    context: Context<'p, 'v>,
     variables: HashMap<Key, CelValue>,
 }
 
-impl Bindings {
-    /// Binds `name` to a JSON value (`null` when absent).
-    pub fn bind(&mut self, name: &str, value: Option<&Value>) {
-        let v = value.map_or(CelValue::Null, |v| crate::to_cel(v, None, false));
-        self.values.push((name.to_string(), v));
+impl<'v> Default for Bindings<'v, 'v> {
+    fn default() -> Self {
+        Bindings {
+            context: Context::with_env(crate::environment()),
+            variables: HashMap::new(),
+        }
+    }
+}
+
+impl<'p, 'v> Bindings<'p, 'v> {
+    /// Bindings that see these and may add their own.
+    pub fn child(&self) -> Bindings<'_, 'v> {
+        Bindings {
+            context: self.context.new_inner_scope(),
+            variables: HashMap::new(),
+        }
+    }
+
+    /// Binds `name` to a JSON value (`null` when absent), borrowing it.
+    pub fn bind(&mut self, name: &str, value: Option<&'v Value>) {
+        match value {
+            Some(v) => self
+                .context
+                .add_variable_as_val(name, crate::values::to_val(v, None, false)),
+            None => self.context.add_variable_from_value(name, CelValue::Null),
+        }
     }
 
     /// Adds `variables.<name>`.
     pub fn bind_variable(&mut self, name: &str, value: Evaluated) {
         self.variables
             .insert(Key::String(Arc::new(name.to_string())), value.0);
+        let map = CelValue::Map(Map {
+            map: Arc::new(self.variables.clone()),
+        });
+        self.context.add_variable_from_value("variables", map);
     }
 }
 
@@ -166,8 +180,9 @@ mod tests {
     fn policy_expressions_compile_check_and_evaluate() {
         let e =
             Expression::compile("object.spec.replicas <= 5", VARIABLES, Expected::Bool).unwrap();
+        let object = json!({"spec": {"replicas": 7}});
         let mut b = Bindings::default();
-        b.bind("object", Some(&json!({"spec": {"replicas": 7}})));
+        b.bind("object", Some(&object));
         assert_eq!(e.evaluate(&b).unwrap().as_bool(), Some(false));
 
         let err = Expression::compile("object.x in [1, 2, ", VARIABLES, Expected::Bool)
@@ -190,8 +205,9 @@ mod tests {
 
         let v =
             Expression::compile("object.metadata.name + '!'", VARIABLES, Expected::Any).unwrap();
+        let object = json!({"metadata": {"name": "n"}});
         let mut b = Bindings::default();
-        b.bind("object", Some(&json!({"metadata": {"name": "n"}})));
+        b.bind("object", Some(&object));
         b.bind_variable("shout", v.evaluate(&b).unwrap());
         let uses =
             Expression::compile("variables.shout == 'n!'", VARIABLES, Expected::Bool).unwrap();

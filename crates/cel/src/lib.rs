@@ -18,16 +18,17 @@ mod decls;
 mod expression;
 pub mod library;
 mod types;
+mod values;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
 use apimachinery::{ErrorList, FieldError, FieldPath};
-use cel::objects::{Key, Map, Value as CelValue};
+use cel::objects::Value as CelValue;
 use cel::{Context, Env, Program};
 use schema::structural::{AdditionalProperties, Structural, ValidationRule};
-use schema::{RuleContext, RuleEvaluator};
-use serde_json::{Value, json};
+use schema::{NodeContext, RuleContext, RuleEvaluator};
+use serde_json::json;
 
 pub use crate::expression::{Bindings, Evaluated, Expected, Expression};
 
@@ -321,147 +322,6 @@ fn walk(
     }
 }
 
-/// A JSON value as CEL sees it under `schema`: integers are `int`, numbers
-/// `double` (also when integral), strings by `format` bytes, timestamps or
-/// durations, objects maps keyed by their escaped property names; at the
-/// resource root only `apiVersion`, `kind`, `metadata.name` and
-/// `metadata.generateName` are visible.
-fn to_cel(v: &Value, s: Option<&Structural>, resource_root: bool) -> CelValue {
-    match v {
-        Value::Null => CelValue::Null,
-        Value::Bool(b) => CelValue::Bool(*b),
-        Value::Number(n) => {
-            let number = s.is_some_and(|s| s.type_ == "number");
-            match n.as_i64() {
-                Some(i) if !number => CelValue::Int(i),
-                _ => CelValue::Float(n.as_f64().unwrap_or(f64::NAN)),
-            }
-        }
-        Value::String(st) => formatted_string(st, s).unwrap_or_else(|| string(st)),
-        Value::Array(a) => {
-            let items = s.and_then(|s| s.items.as_deref());
-            CelValue::List(Arc::new(
-                a.iter()
-                    .map(|i| {
-                        to_cel(
-                            i,
-                            items,
-                            items.is_some_and(|i| i.extensions.embedded_resource),
-                        )
-                    })
-                    .collect(),
-            ))
-        }
-        Value::Object(o) => {
-            // Properties are fields, escaped; additionalProperties are map keys.
-            let is_object = s.is_some_and(|s| {
-                !matches!(
-                    s.additional_properties,
-                    Some(AdditionalProperties::Schema(_))
-                )
-            });
-            let mut map: HashMap<Key, CelValue> = o
-                .iter()
-                .filter(|(k, _)| !resource_root || k.as_str() != "metadata")
-                .filter_map(|(k, val)| {
-                    let child = s.and_then(|s| s.property(k));
-                    let key = if is_object {
-                        types::escape(k)?
-                    } else {
-                        k.clone()
-                    };
-                    let embedded = child.is_some_and(|c| c.extensions.embedded_resource);
-                    Some((Key::String(Arc::new(key)), to_cel(val, child, embedded)))
-                })
-                .collect();
-            if resource_root && let Some(md) = o.get("metadata").and_then(Value::as_object) {
-                let visible: HashMap<Key, CelValue> = ["name", "generateName"]
-                    .iter()
-                    .filter_map(|k| {
-                        md.get(*k).map(|v| {
-                            (
-                                Key::String(Arc::new((*k).to_string())),
-                                to_cel(v, None, false),
-                            )
-                        })
-                    })
-                    .collect();
-                map.insert(
-                    Key::String(Arc::new("metadata".into())),
-                    CelValue::Map(Map {
-                        map: Arc::new(visible),
-                    }),
-                );
-            }
-            CelValue::Map(Map { map: Arc::new(map) })
-        }
-    }
-}
-
-fn string(s: &str) -> CelValue {
-    CelValue::String(Arc::new(s.to_string()))
-}
-
-/// A string of a `format` CEL has a type for; `None` when it is not one or
-/// does not parse (schema validation reports that).
-fn formatted_string(st: &str, s: Option<&Structural>) -> Option<CelValue> {
-    use base64::Engine;
-    match s?.validation.format.as_deref()? {
-        "byte" => base64::engine::general_purpose::STANDARD
-            .decode(st)
-            .ok()
-            .map(|b| CelValue::Bytes(Arc::new(b))),
-        "date-time" => chrono::DateTime::parse_from_rfc3339(st)
-            .ok()
-            .map(CelValue::Timestamp),
-        "date" => chrono::NaiveDate::parse_from_str(st, "%Y-%m-%d")
-            .ok()
-            .and_then(|d| d.and_hms_opt(0, 0, 0))
-            .map(|d| CelValue::Timestamp(d.and_utc().fixed_offset())),
-        "duration" => library_duration(st).map(CelValue::Duration),
-        _ => None,
-    }
-}
-
-/// A `format: duration` string (Go's `time.ParseDuration` syntax: `1h30m`,
-/// `1.5s`, `-2ms`).
-fn library_duration(st: &str) -> Option<chrono::Duration> {
-    let (negative, mut rest) = match st.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, st.strip_prefix('+').unwrap_or(st)),
-    };
-    if rest == "0" {
-        return Some(chrono::Duration::zero());
-    }
-    let mut nanos: f64 = 0.0;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter(|&i| i > 0)?;
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        nanos += number * scale;
-        rest = &rest[unit_end..];
-    }
-    let nanos = if negative { -nanos } else { nanos };
-    Some(chrono::Duration::nanoseconds(nanos as i64))
-}
-
 /// The path a rule's errors are reported at: the node's, `<nil>` at the root
 /// (upstream prints a nil path so).
 fn node_path(path: &FieldPath) -> FieldPath {
@@ -507,12 +367,65 @@ fn rule_error_string(rule: &ValidationRule) -> String {
 
 impl RuleEvaluator for RuleSet {
     fn evaluate(&self, ctx: &RuleContext<'_>) -> ErrorList {
-        let rule = ctx.rule;
+        let node = NodeContext {
+            rules: std::slice::from_ref(ctx.rule),
+            schema: ctx.schema,
+            self_value: ctx.self_value,
+            old_self: ctx.old_self,
+            path: ctx.path,
+            unchanged: ctx.unchanged,
+        };
+        self.evaluate_node(&node)
+    }
+
+    /// `self` and `oldSelf` are converted once per node, for all its rules.
+    fn evaluate_node(&self, node: &NodeContext<'_>) -> ErrorList {
+        let mut activation = None;
+        let mut errs = ErrorList::new();
+        for rule in node.rules {
+            errs.extend(self.evaluate_rule(node, rule, &mut activation));
+        }
+        errs
+    }
+}
+
+impl RuleSet {
+    /// The variables of a node's rules, built when the first rule runs.
+    /// The variables of a node's rules, built when the first rule runs
+    /// (borrowing the node's values).
+    fn activation<'s, 'a>(
+        &self,
+        node: &NodeContext<'a>,
+        slot: &'s mut Option<Context<'a, 'a>>,
+    ) -> &'s Context<'a, 'a> {
+        slot.get_or_insert_with(|| {
+            let resource_root = node.path.as_str().is_empty();
+            let mut activation = Context::with_env(self.env.clone());
+            activation.add_variable_as_val(
+                "self",
+                values::to_val(node.self_value, Some(node.schema), resource_root),
+            );
+            if let Some(old) = node.old_self {
+                activation.add_variable_as_val(
+                    "oldSelf",
+                    values::to_val(old, Some(node.schema), resource_root),
+                );
+            }
+            activation
+        })
+    }
+
+    fn evaluate_rule<'a>(
+        &self,
+        node: &NodeContext<'a>,
+        rule: &ValidationRule,
+        slot: &mut Option<Context<'a, 'a>>,
+    ) -> ErrorList {
         let Some(compiled) = self.rules.get(&rule.rule) else {
             return ErrorList::new();
         };
-        let schema_type = json!(ctx.schema.type_);
-        let path = node_path(ctx.path);
+        let schema_type = json!(node.schema.type_);
+        let path = node_path(node.path);
         let program = match &compiled.program {
             Ok(p) => p,
             Err(e) => {
@@ -524,38 +437,29 @@ impl RuleEvaluator for RuleSet {
             }
         };
         let optional_old_self = rule.optional_old_self.unwrap_or(false);
-        if compiled.uses_old_self && ctx.old_self.is_none() && !optional_old_self {
+        if compiled.uses_old_self && node.old_self.is_none() && !optional_old_self {
             return ErrorList::new();
         }
         // Ratcheting: an unchanged node's failing rules that do not look at
         // oldSelf are not errors.
-        if ctx.unchanged && !compiled.uses_old_self {
+        if node.unchanged && !compiled.uses_old_self {
             return ErrorList::new();
         }
-        let resource_root = ctx.path.to_string().is_empty();
-        let mut activation = Context::with_env(self.env.clone());
-        activation.add_variable_from_value(
-            "self",
-            to_cel(ctx.self_value, Some(ctx.schema), resource_root),
-        );
-        if let Some(old) = ctx.old_self {
-            activation
-                .add_variable_from_value("oldSelf", to_cel(old, Some(ctx.schema), resource_root));
-        }
-        match program.execute(&activation) {
+        let activation = self.activation(node, slot);
+        match program.execute(activation) {
             Ok(CelValue::Bool(true)) => ErrorList::new(),
             Ok(CelValue::Bool(false)) => {
                 let detail = compiled
                     .message_expression
                     .as_ref()
-                    .and_then(|m| match m.execute(&activation) {
+                    .and_then(|m| match m.execute(activation) {
                         Ok(CelValue::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
                             Some(s.trim().to_string())
                         }
                         _ => None,
                     })
                     .unwrap_or_else(|| message_or_default(rule));
-                let at = with_field_path(ctx.path, &rule.field_path);
+                let at = with_field_path(node.path, &rule.field_path);
                 vec![match rule.reason.as_str() {
                     "FieldValueForbidden" => FieldError::forbidden(&at, &detail),
                     "FieldValueRequired" => FieldError::required(&at, &detail),
@@ -583,6 +487,7 @@ impl RuleEvaluator for RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn schema(v: Value) -> Structural {
         Structural::compile(&v).unwrap()

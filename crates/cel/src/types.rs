@@ -148,6 +148,20 @@ const RESERVED: &[&str] = &[
     "while",
 ];
 
+/// As [`escape`], borrowing the name when it needs no escaping (most do not).
+pub fn escape_cow(property: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let plain = property.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && property
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !property.contains("__")
+        && !RESERVED.contains(&property);
+    if plain {
+        return Some(std::borrow::Cow::Borrowed(property));
+    }
+    escape(property).map(std::borrow::Cow::Owned)
+}
+
 /// A property name as a CEL field name (upstream's `Escape`): reserved words
 /// as `__word__`, `__`, `.`, `-` and `/` spelled out; `None` when it cannot be
 /// one (a leading digit, any other character).

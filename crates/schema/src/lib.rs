@@ -37,5 +37,6 @@ pub use structural::{
     ValueValidation, compile,
 };
 pub use validate::{
-    RuleContext, RuleEvaluator, evaluate_rules, has_validation_rules, validate, validate_with,
+    NodeContext, RuleContext, RuleEvaluator, evaluate_rules, has_validation_rules, validate,
+    validate_with,
 };

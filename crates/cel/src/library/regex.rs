@@ -1,9 +1,12 @@
 //! Kubernetes' regex library (`library.Regex`): `find` and `findAll` on
 //! strings, RE2 syntax (the `regex` crate's, which is RE2's less a few
-//! rarely used forms).
+//! rarely used forms). Also the standard library's `matches`: the `cel`
+//! crate's compiles its pattern on every call (14 µs for a short one), so it
+//! is built without it and `matches` shares this module's pattern cache.
+
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use cel::common::types::{CelList, CelString, INT_TYPE, STRING_TYPE};
 use cel::common::value::{CowVal, Val};
@@ -19,6 +22,21 @@ pub(crate) const DECLARATIONS: &[&str] = &[
 ];
 
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
+    super::global(
+        env,
+        "matches",
+        "matches",
+        vec![STRING_TYPE, STRING_TYPE],
+        matches,
+    )?;
+    member(
+        env,
+        "matches",
+        "matches_string",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        matches,
+    )?;
     member(
         env,
         "find",
@@ -46,17 +64,19 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     Ok(())
 }
 
-/// Compiled patterns, as rules use a few constant ones over and over.
-static CACHE: LazyLock<Mutex<HashMap<String, Regex>>> = LazyLock::new(Default::default);
+/// Compiled patterns, as rules use a few constant ones over and over; shared
+/// by `Arc` (a cloned `Regex` would start with an empty matching cache).
+static CACHE: LazyLock<Mutex<HashMap<String, Arc<Regex>>>> = LazyLock::new(Default::default);
 const CACHE_SIZE: usize = 256;
 
-fn compile(function: &str, pattern: &str) -> Result<Regex, ExecutionError> {
+fn compile(function: &str, pattern: &str) -> Result<Arc<Regex>, ExecutionError> {
     if let Ok(cache) = CACHE.lock()
         && let Some(re) = cache.get(pattern)
     {
         return Ok(re.clone());
     }
-    let re = Regex::new(pattern).map_err(|e| error(function, format!("Illegal regex: {e}")))?;
+    let re =
+        Arc::new(Regex::new(pattern).map_err(|e| error(function, format!("Illegal regex: {e}")))?);
     if let Ok(mut cache) = CACHE.lock() {
         if cache.len() >= CACHE_SIZE {
             cache.clear();
@@ -64,6 +84,12 @@ fn compile(function: &str, pattern: &str) -> Result<Regex, ExecutionError> {
         cache.insert(pattern.to_owned(), re.clone());
     }
     Ok(re)
+}
+
+fn matches<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    let s = string_arg(&args, 0)?;
+    let re = compile("matches", string_arg(&args, 1)?)?;
+    super::boolean(re.is_match(s))
 }
 
 fn find<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
