@@ -337,3 +337,59 @@ spec:
         "{err}"
     );
 }
+
+/// Rules run on writes through the scale subresource too: the scaled object
+/// is validated as a whole (upstream's CR strategy validates scale updates).
+#[test]
+fn rules_run_on_the_scale_subresource() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pools.cel.example.com}
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {plural: pools, singular: pool, kind: Pool}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.replicas <= 5"
+              message: "at most 5 replicas"
+            properties:
+              replicas: {type: integer}
+          status: {type: object, properties: {replicas: {type: integer}}}
+"#,
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/pools.cel.example.com",
+        "--timeout=10s",
+    ]);
+    server.apply(
+        "apiVersion: cel.example.com/v1\nkind: Pool\nmetadata: {name: p, namespace: default}\nspec: {replicas: 1}\n",
+    );
+    server.kubectl_ok(&["scale", "pool/p", "--replicas=4"]);
+    let out = server.kubectl(&["scale", "pool/p", "--replicas=9"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"spec: Invalid value: "object": at most 5 replicas"#),
+        "{err}"
+    );
+    let replicas = server.kubectl_ok(&["get", "pool/p", "-o", "jsonpath={.spec.replicas}"]);
+    assert_eq!(replicas.trim(), "4");
+}
