@@ -7,8 +7,8 @@
 //! upstream's messages, codes and failure policies. [`PolicyCheck`] refuses a
 //! policy whose expressions do not compile when it is written.
 //!
-//! Partial (issue 13): the `authorizer` variable is not bound, `Audit`
-//! actions and `auditAnnotations` are not recorded, type checking is against
+//! Partial (issue 13): `Audit` actions and `auditAnnotations` are not
+//! recorded, type checking is against
 //! dyn (no `status.typeChecking`), MutatingAdmissionPolicy is not served.
 //!
 //! Invariant: policies are compiled when they change, never per request.
@@ -47,6 +47,10 @@ pub trait Objects: Send + Sync + 'static {
         name: Option<&str>,
         selector: Option<&apimachinery::selector::LabelSelector>,
     ) -> Result<Vec<Value>, String>;
+
+    /// What answers the `authorizer` variable's checks for the requesting
+    /// user.
+    fn authorizer(&self, ctx: &RequestContext) -> Option<Arc<dyn cel_rules::Authorize>>;
 }
 
 /// A policy and its bindings, or why the policy cannot be used.
@@ -410,6 +414,9 @@ impl GlobalAdmission for Policies {
         base.bind("oldObject", a.old_object);
         base.bind("request", Some(&request));
         base.bind("namespaceObject", namespace.as_ref());
+        if let Some(authorize) = self.objects.get().and_then(|o| o.authorizer(a.ctx)) {
+            base.bind_authorizer("authorizer", authorize);
+        }
         for entry in entries.iter() {
             if let Some(denial) = self.admit_by(entry, a, namespace.as_ref(), &base).await {
                 return Err(denial.into_error(a));

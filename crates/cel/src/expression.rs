@@ -45,10 +45,10 @@ impl Expression {
         let declared: Vec<(&str, Type)> = variables
             .iter()
             .map(|v| {
-                let t = if *v == "variables" {
-                    Type::map(Type::String, Type::Dyn)
-                } else {
-                    Type::Dyn
+                let t = match *v {
+                    "variables" => Type::map(Type::String, Type::Dyn),
+                    "authorizer" => Type::Opaque("kubernetes.authorization.Authorizer".into()),
+                    _ => Type::Dyn,
                 };
                 (*v, t)
             })
@@ -156,6 +156,16 @@ impl<'p, 'v> Bindings<'p, 'v> {
                 .add_variable_as_val(name, crate::values::to_val(v, None, false)),
             None => self.context.add_variable_from_value(name, CelValue::Null),
         }
+    }
+
+    /// Binds `name` to an authorizer answering for the requesting user.
+    pub fn bind_authorizer(
+        &mut self,
+        name: &str,
+        authorize: Arc<dyn crate::library::authz::Authorize>,
+    ) {
+        self.context
+            .add_variable_from_value(name, crate::library::authz::authorizer(authorize));
     }
 
     /// Adds `variables.<name>`.

@@ -31,6 +31,7 @@ use schema::{NodeContext, RuleContext, RuleEvaluator};
 use serde_json::json;
 
 pub use crate::expression::{Bindings, Evaluated, Expected, Expression};
+pub use crate::library::authz::{Authorize, AuthzCheck, AuthzDecision};
 
 use crate::cost::Limits;
 use crate::decls::Declarations;

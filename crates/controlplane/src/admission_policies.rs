@@ -9,6 +9,8 @@ use apimachinery::selector::LabelSelector;
 use registry::{ListOptions, RequestContext, ResourceType};
 use serde_json::Value;
 use server::api::Api;
+use server::authn::UserInfo;
+use server::authz::{Authorizer, Decision};
 
 use admission::Policies;
 
@@ -33,8 +35,76 @@ pub fn guard(types: Vec<Arc<ResourceType>>) -> Vec<Arc<ResourceType>> {
         .collect()
 }
 
-/// Objects read through the server's catalog.
-struct CatalogObjects(Weak<Api>);
+/// Objects read through the server's catalog; checks asked of its authorizer.
+struct CatalogObjects {
+    api: Weak<Api>,
+    authorizer: Arc<dyn Authorizer>,
+}
+
+/// The `authorizer` variable of one request: the server's authorizer, asked
+/// for the requesting user (or the service account a check names).
+struct RequestAuthorizer {
+    authorizer: Arc<dyn Authorizer>,
+    user: UserInfo,
+}
+
+impl cel_rules::Authorize for RequestAuthorizer {
+    fn check(&self, check: &cel_rules::AuthzCheck) -> cel_rules::AuthzDecision {
+        let account;
+        let user = match &check.service_account {
+            Some((namespace, name)) => {
+                account = UserInfo {
+                    name: format!("system:serviceaccount:{namespace}:{name}"),
+                    groups: vec![
+                        "system:serviceaccounts".into(),
+                        format!("system:serviceaccounts:{namespace}"),
+                        "system:authenticated".into(),
+                    ],
+                    ..Default::default()
+                };
+                &account
+            }
+            None => &self.user,
+        };
+        let attributes = server::authz::Attributes {
+            user,
+            verb: &check.verb,
+            group: &check.group,
+            version: "*",
+            resource: &check.resource,
+            subresource: &check.subresource,
+            namespace: &check.namespace,
+            name: &check.name,
+            path: &check.path,
+            is_resource: check.path.is_empty(),
+        };
+        // RBAC answers at once; an authorizer that must wait (a webhook)
+        // blocks this worker thread, as cel functions cannot await.
+        let decision = {
+            use futures::FutureExt;
+            let pending = self.authorizer.authorize(&attributes);
+            match pending.now_or_never() {
+                Some(d) => d,
+                None => tokio::task::block_in_place(|| {
+                    tokio::runtime::Handle::current()
+                        .block_on(self.authorizer.authorize(&attributes))
+                }),
+            }
+        };
+        match decision {
+            Decision::Allow(reason) => cel_rules::AuthzDecision {
+                allowed: true,
+                reason,
+                error: String::new(),
+            },
+            Decision::Deny(reason) | Decision::NoOpinion(reason) => cel_rules::AuthzDecision {
+                allowed: false,
+                reason,
+                error: String::new(),
+            },
+        }
+    }
+}
 
 fn system() -> RequestContext {
     controllers::system_context("", "kubext-admission")
@@ -42,8 +112,20 @@ fn system() -> RequestContext {
 
 #[async_trait::async_trait]
 impl admission::Objects for CatalogObjects {
+    fn authorizer(&self, ctx: &RequestContext) -> Option<Arc<dyn cel_rules::Authorize>> {
+        Some(Arc::new(RequestAuthorizer {
+            authorizer: self.authorizer.clone(),
+            user: UserInfo {
+                name: ctx.user.clone(),
+                uid: ctx.uid.clone(),
+                groups: ctx.groups.clone(),
+                extra: ctx.extra.clone(),
+            },
+        }))
+    }
+
     async fn namespace(&self, name: &str) -> Option<Value> {
-        let api = self.0.upgrade()?;
+        let api = self.api.upgrade()?;
         let catalog = api.catalog();
         let served = catalog.lookup("", "v1", "namespaces")?;
         let ns = served.store.get(&system(), name).await.ok()?;
@@ -58,7 +140,7 @@ impl admission::Objects for CatalogObjects {
         name: Option<&str>,
         selector: Option<&LabelSelector>,
     ) -> Result<Vec<Value>, String> {
-        let api = self.0.upgrade().ok_or("the server is stopping")?;
+        let api = self.api.upgrade().ok_or("the server is stopping")?;
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let catalog = api.catalog();
         let served = catalog
@@ -96,8 +178,15 @@ impl admission::Objects for CatalogObjects {
 }
 
 /// Compile the stored policies, then keep them current.
-pub async fn start(api: &Arc<Api>, policies: Arc<Policies>) -> Result<tokio::task::JoinHandle<()>> {
-    policies.attach(Arc::new(CatalogObjects(Arc::downgrade(api))));
+pub async fn start(
+    api: &Arc<Api>,
+    authorizer: Arc<dyn Authorizer>,
+    policies: Arc<Policies>,
+) -> Result<tokio::task::JoinHandle<()>> {
+    policies.attach(Arc::new(CatalogObjects {
+        api: Arc::downgrade(api),
+        authorizer,
+    }));
     let catalog = api.catalog();
     let store = |plural: &str| {
         catalog

@@ -120,7 +120,8 @@ async fn start_controllers(
     let (leadership, election) = leader_election(api, storage);
     let rbac = authorization.start(api, leadership.clone()).await?;
     step("rbac");
-    let admission_policies = admission_policies::start(api, policies).await?;
+    let admission_policies =
+        admission_policies::start(api, authorization.authorizer.clone(), policies).await?;
     step("admission policies");
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
     step("crd controller");

@@ -316,3 +316,61 @@ spec:
         "{err}"
     );
 }
+
+/// The `authorizer` variable asks the server's authorizer (RBAC) about the
+/// requesting user.
+#[test]
+fn the_authorizer_variable_asks_rbac() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: configmap-writer, namespace: default}
+rules:
+- {apiGroups: [""], resources: ["configmaps"], verbs: ["create", "get", "list"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-writes, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: configmap-writer}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: secret-readers-only.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  validations:
+  - expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').allowed()"
+    messageExpression: "'only secret readers may create configmaps, not ' + request.userInfo.username"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: secret-readers-only}
+spec:
+  policyName: secret-readers-only.example.com
+  validationActions: [Deny]
+"#,
+    );
+    server.wait_until_allowed(&["create", "configmaps", "--as", "alice"]);
+    let manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-alice, namespace: default}\n";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let err = loop {
+        let out = server.kubectl_with_stdin(&["create", "--as", "alice", "-f", "-"], Some(manifest));
+        if !out.status.success() {
+            break String::from_utf8_lossy(&out.stderr).into_owned();
+        }
+        server.kubectl_ok(&["delete", "configmap", "from-alice"]);
+        assert!(Instant::now() < deadline, "alice was never refused");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        err.contains("denied request: only secret readers may create configmaps, not alice"),
+        "{err}"
+    );
+    // The admin may list secrets: admitted.
+    server.apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-admin, namespace: default}\n");
+}

@@ -13,6 +13,7 @@
 //! stored expressions (its environment for new expressions is 1.32's); see
 //! [`STORED_ONLY`].
 
+pub mod authz;
 pub mod format;
 pub mod ip;
 pub mod lists;
@@ -42,6 +43,7 @@ pub fn register(env: &mut Env) {
 
 fn try_register(env: &mut Env) -> Result<(), DeclarationError> {
     lists::register(env)?;
+    authz::register(env)?;
     regex::register(env)?;
     urls::register(env)?;
     quantity::register(env)?;
@@ -58,6 +60,7 @@ fn try_register(env: &mut Env) -> Result<(), DeclarationError> {
 pub fn declarations() -> impl Iterator<Item = &'static str> {
     [
         lists::DECLARATIONS,
+        authz::DECLARATIONS,
         regex::DECLARATIONS,
         urls::DECLARATIONS,
         quantity::DECLARATIONS,

@@ -4,7 +4,6 @@
 //! crate's compiles its pattern on every call (14 µs for a short one), so it
 //! is built without it and `matches` shares this module's pattern cache.
 
-
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
