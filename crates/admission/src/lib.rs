@@ -178,16 +178,20 @@ fn failure_message(v: &policy::Validation, bindings: &Bindings<'_, '_>) -> Strin
     }
 }
 
-/// The outcome of one policy for one parameter: `Ok(None)` admitted,
-/// `Ok(Some((message, reason)))` a validation failed, `Err` an evaluation error.
-fn evaluate(
-    policy: &Policy,
-    bindings: &mut Bindings<'_, '_>,
-) -> Result<Option<(String, String)>, String> {
+/// A validation that failed: its message, reason and index.
+struct Failure {
+    message: String,
+    reason: String,
+    index: usize,
+}
+
+/// Whether the policy's match conditions hold (an error is an evaluation
+/// error); its variables are bound when they do.
+fn prepare(policy: &Policy, bindings: &mut Bindings<'_, '_>) -> Result<bool, String> {
     for (name, condition) in &policy.match_conditions {
         match condition.evaluate(bindings).map(|v| v.as_bool()) {
             Ok(Some(true)) => {}
-            Ok(Some(false)) => return Ok(None),
+            Ok(Some(false)) => return Ok(false),
             Ok(None) => {
                 return Err(format!("matchCondition '{name}' must evaluate to bool"));
             }
@@ -199,7 +203,12 @@ fn evaluate(
             bindings.bind_variable(name, value);
         }
     }
-    for v in &policy.validations {
+    Ok(true)
+}
+
+/// The first of the policy's validations that fails, or an evaluation error.
+fn validate(policy: &Policy, bindings: &Bindings<'_, '_>) -> Result<Option<Failure>, String> {
+    for (index, v) in policy.validations.iter().enumerate() {
         match v
             .expression
             .evaluate(bindings)
@@ -212,7 +221,11 @@ fn evaluate(
                 } else {
                     &v.reason
                 };
-                return Ok(Some((failure_message(v, bindings), reason.to_string())));
+                return Ok(Some(Failure {
+                    message: failure_message(v, bindings),
+                    reason: reason.to_string(),
+                    index,
+                }));
             }
             Ok(None) => {
                 return Err(format!(
@@ -261,6 +274,45 @@ impl Denial {
 }
 
 impl Policies {
+    /// The policy's `auditAnnotations`, recorded as `<policy>/<key>`; one
+    /// that fails to evaluate denies unless failures are ignored.
+    fn annotate(
+        &self,
+        entry: &Entry,
+        policy: &Policy,
+        binding: &Binding,
+        bindings: &Bindings<'_, '_>,
+        a: &Attributes<'_>,
+    ) -> Option<Denial> {
+        for (key, source, expression) in &policy.audit_annotations {
+            let error = match expression.evaluate(bindings) {
+                Ok(v) if v.is_null() => continue,
+                Ok(v) => match v.as_str() {
+                    Some(value) => {
+                        a.ctx
+                            .audit_annotations
+                            .add(format!("{}/{key}", entry.name), value.to_string());
+                        continue;
+                    }
+                    None => format!(
+                        "valueExpression '{source}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                        v.type_name()
+                    ),
+                },
+                Err(e) => format!("valueExpression '{source}' resulted in error: {e}"),
+            };
+            if !policy.ignore_failures {
+                return Some(Denial {
+                    policy: entry.name.clone(),
+                    binding: Some(binding.name.clone()),
+                    message: error,
+                    reason: "Invalid".into(),
+                });
+            }
+        }
+        None
+    }
+
     async fn params(
         &self,
         policy: &Policy,
@@ -365,24 +417,56 @@ impl Policies {
             for param in &params {
                 let mut bindings = base.child();
                 bindings.bind("params", param.as_ref());
-                let failed = match evaluate(policy, &mut bindings) {
-                    Ok(None) => continue,
-                    Ok(Some(failed)) => failed,
+                let failed = match prepare(policy, &mut bindings) {
+                    Ok(false) => continue,
+                    Ok(true) => match validate(policy, &bindings) {
+                        Ok(None) => None,
+                        Ok(Some(failure)) => Some(failure),
+                        Err(_) if policy.ignore_failures => None,
+                        Err(e) => Some(Failure {
+                            message: e,
+                            reason: "Invalid".into(),
+                            index: 0,
+                        }),
+                    },
                     Err(_) if policy.ignore_failures => continue,
-                    Err(e) => (e, "Invalid".into()),
+                    Err(e) => Some(Failure {
+                        message: e,
+                        reason: "Invalid".into(),
+                        index: 0,
+                    }),
+                };
+                if let Some(denial) = self.annotate(entry, policy, binding, &bindings, a) {
+                    return Some(denial);
+                }
+                let Some(failed) = failed else {
+                    continue;
                 };
                 if binding.warn {
                     a.ctx.warnings.add(format!(
                         "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
-                        entry.name, binding.name, failed.0
+                        entry.name, binding.name, failed.message
                     ));
+                }
+                if binding.audit {
+                    let record = json!([{
+                        "expressionIndex": failed.index,
+                        "message": failed.message,
+                        "validationActions": binding.actions,
+                        "binding": binding.name,
+                        "policy": entry.name,
+                    }]);
+                    a.ctx.audit_annotations.add(
+                        "validation.policy.admission.k8s.io/validation_failure".into(),
+                        record.to_string(),
+                    );
                 }
                 if binding.deny {
                     return Some(Denial {
                         policy: entry.name.clone(),
                         binding: Some(binding.name.clone()),
-                        message: failed.0,
-                        reason: failed.1,
+                        message: failed.message,
+                        reason: failed.reason,
                     });
                 }
             }

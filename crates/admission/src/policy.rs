@@ -38,6 +38,8 @@ pub struct Policy {
     pub match_conditions: Vec<(String, Expression)>,
     pub variables: Vec<(String, Expression)>,
     pub validations: Vec<Validation>,
+    /// `auditAnnotations`: key and value expression (its source, compiled).
+    pub audit_annotations: Vec<(String, String, Expression)>,
 }
 
 /// How a binding finds its parameters.
@@ -60,6 +62,9 @@ pub struct Binding {
     pub allow_missing_params: bool,
     pub deny: bool,
     pub warn: bool,
+    pub audit: bool,
+    /// The binding's `validationActions`, as written (for audit records).
+    pub actions: Vec<String>,
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -137,6 +142,17 @@ pub fn compile(obj: &Value) -> Result<Policy, ErrorList> {
             });
         }
     }
+    let mut audit_annotations = Vec::new();
+    for (i, a) in list(obj, "/spec/auditAnnotations").iter().enumerate() {
+        let at = spec
+            .child("auditAnnotations")
+            .index(i)
+            .child("valueExpression");
+        let source = str_at(a, "/valueExpression");
+        if let Some(e) = compile_at(source, at, Expected::Any) {
+            audit_annotations.push((str_at(a, "/key").to_string(), source.trim().to_string(), e));
+        }
+    }
     let matcher = match Matcher::compile(
         obj.pointer("/spec/matchConstraints")
             .unwrap_or(&Value::Null),
@@ -170,6 +186,7 @@ pub fn compile(obj: &Value) -> Result<Policy, ErrorList> {
         match_conditions,
         variables,
         validations,
+        audit_annotations,
     })
 }
 
@@ -206,5 +223,7 @@ pub fn compile_binding(obj: &Value) -> Result<Binding, String> {
         allow_missing_params: str_at(obj, "/spec/paramRef/parameterNotFoundAction") == "Allow",
         deny: actions.contains(&"Deny"),
         warn: actions.contains(&"Warn"),
+        audit: actions.contains(&"Audit"),
+        actions: actions.iter().map(|a| a.to_string()).collect(),
     })
 }

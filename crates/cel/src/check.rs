@@ -424,31 +424,17 @@ fn unify(expected: &Type, actual: &Type, bindings: &mut HashMap<char, Type>) -> 
     }
 }
 
-/// Whether values of the two (parameter-free) types may meet, as in `a == b`:
-/// equal types, dyn on either side, null with a nullable type.
+/// Whether values of the two (parameter-free) types may meet, as in `a == b`
+/// or the branches of `c ? a : b`: equal types, dyn on either side, null with
+/// anything (`x > 5 ? 'many' : null`, as upstream's own examples write).
 fn compatible(a: &Type, b: &Type) -> bool {
     match (a, b) {
-        (Type::Dyn, _) | (_, Type::Dyn) => true,
-        (Type::Null, t) | (t, Type::Null) => nullable(t),
+        (Type::Dyn, _) | (_, Type::Dyn) | (Type::Null, _) | (_, Type::Null) => true,
         (Type::List(x), Type::List(y)) | (Type::Optional(x), Type::Optional(y)) => compatible(x, y),
         (Type::Map(xk, xv), Type::Map(yk, yv)) => compatible(xk, yk) && compatible(xv, yv),
         (Type::Object(x), Type::Object(y)) => x.name == y.name,
         (x, y) => x == y,
     }
-}
-
-/// Types `null` may stand for (message-like types in cel-go).
-fn nullable(t: &Type) -> bool {
-    matches!(
-        t,
-        Type::Null
-            | Type::Object(_)
-            | Type::Opaque(_)
-            | Type::Duration
-            | Type::Timestamp
-            | Type::Optional(_)
-            | Type::Dyn
-    )
 }
 
 fn substitute(t: &Type, bindings: &HashMap<char, Type>) -> Type {

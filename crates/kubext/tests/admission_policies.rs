@@ -356,10 +356,12 @@ spec:
 "#,
     );
     server.wait_until_allowed(&["create", "configmaps", "--as", "alice"]);
-    let manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-alice, namespace: default}\n";
+    let manifest =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-alice, namespace: default}\n";
     let deadline = Instant::now() + Duration::from_secs(10);
     let err = loop {
-        let out = server.kubectl_with_stdin(&["create", "--as", "alice", "-f", "-"], Some(manifest));
+        let out =
+            server.kubectl_with_stdin(&["create", "--as", "alice", "-f", "-"], Some(manifest));
         if !out.status.success() {
             break String::from_utf8_lossy(&out.stderr).into_owned();
         }
@@ -372,5 +374,84 @@ spec:
         "{err}"
     );
     // The admin may list secrets: admitted.
-    server.apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-admin, namespace: default}\n");
+    server.apply(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-admin, namespace: default}\n",
+    );
+}
+
+/// `Audit` actions and `auditAnnotations` land in the request's audit event
+/// (upstream's keys: `validation.policy.admission.k8s.io/validation_failure`,
+/// `<policy>/<key>`).
+#[test]
+fn audit_actions_and_annotations_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("audit.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [\"configmaps\"]}]\n",
+    )
+    .unwrap();
+    let log = dir.path().join("audit.log");
+    let server = Server::builder()
+        .arg(format!("--audit-policy-file={}", policy.display()))
+        .arg(format!("--audit-log-path={}", log.display()))
+        .start()
+        .unwrap();
+    server.apply(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: tidy-configmaps.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  validations:
+  - expression: "!has(object.data) || !('junk' in object.data)"
+    message: no junk
+  auditAnnotations:
+  - key: size
+    valueExpression: "has(object.data) ? string(size(object.data)) : null"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: tidy-configmaps}
+spec:
+  policyName: tidy-configmaps.example.com
+  validationActions: [Audit]
+"#,
+    );
+    // Audit only: admitted, recorded. Retry until the policy is in force.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let event = loop {
+        server.kubectl_ok(&["create", "configmap", "junky", "--from-literal=junk=1"]);
+        let events: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let found = events.into_iter().find(|e| {
+            e["verb"] == "create"
+                && e["stage"] == "ResponseComplete"
+                && e["annotations"]["tidy-configmaps.example.com/size"] == "1"
+        });
+        if let Some(e) = found {
+            break e;
+        }
+        server.kubectl_ok(&["delete", "configmap", "junky"]);
+        assert!(Instant::now() < deadline, "never recorded");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let failure: serde_json::Value = serde_json::from_str(
+        event["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        failure,
+        serde_json::json!([{"expressionIndex": 0, "message": "no junk",
+            "validationActions": ["Audit"], "binding": "tidy-configmaps",
+            "policy": "tidy-configmaps.example.com"}])
+    );
 }

@@ -17,7 +17,7 @@ pub mod table;
 pub use table::resource_age;
 
 pub use object::{JsonCodec, Object};
-pub use options::{ListOptions, RequestContext, WatchOptions};
+pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
     Admission, Allocation, Allocator, Attributes, ExtraSubresource, GlobalAdmission, Operation,
     Provider, READ_VERBS, ResourceType, ScalePaths, Strategy, TableColumn,

@@ -22,6 +22,32 @@ pub struct RequestContext {
     pub subresource: apimachinery::Subresource,
     /// Warnings admission adds for the response (`Warning` headers).
     pub warnings: Warnings,
+    /// Annotations admission adds to the request's audit event.
+    pub audit_annotations: AuditAnnotations,
+}
+
+/// Audit annotations collected while a request runs (admission policies'
+/// `auditAnnotations` and `Audit` actions); the audit stage records them.
+#[derive(Debug, Clone, Default)]
+pub struct AuditAnnotations(
+    std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>,
+);
+
+impl AuditAnnotations {
+    /// Add `key`; an existing key keeps its first value (upstream).
+    pub fn add(&self, key: String, value: String) {
+        if let Ok(mut a) = self.0.lock() {
+            a.entry(key).or_insert(value);
+        }
+    }
+
+    /// The annotations so far, emptied.
+    pub fn take(&self) -> std::collections::BTreeMap<String, String> {
+        self.0
+            .lock()
+            .map(|mut a| std::mem::take(&mut *a))
+            .unwrap_or_default()
+    }
 }
 
 /// Warnings collected while a request runs; shared by the request's clones.

@@ -139,6 +139,7 @@ async fn authorized_stages(
     Authorization::authorize(api, scope, req.method(), &user, audit).await?;
     if let Some(audit) = audit {
         req.extensions_mut().insert(audit.body.clone());
+        req.extensions_mut().insert(audit.annotations.clone());
     }
     let query = std::mem::take(&mut scope.query);
     let routed = Routing::route(api, req, scope, query, user, delegated);

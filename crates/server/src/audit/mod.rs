@@ -94,6 +94,7 @@ impl Auditor {
             ))),
             decision,
             body: BodyCapture::default(),
+            annotations: Default::default(),
             completed: std::sync::atomic::AtomicBool::new(false),
         };
         audit.emit(Stage::RequestReceived);
@@ -251,6 +252,8 @@ pub struct Audit {
     decision: policy::Decision,
     /// Filled by the handler that reads the body.
     pub body: BodyCapture,
+    /// Filled by admission (policies' audit annotations).
+    pub annotations: registry::AuditAnnotations,
     /// ResponseComplete was recorded; dropped without it while panicking is a
     /// Panic event.
     completed: std::sync::atomic::AtomicBool,
@@ -324,7 +327,11 @@ impl Audit {
         let request_body = self.body.take();
         let omit_managed = self.decision.omit_managed_fields;
         let level = self.decision.level;
+        let annotations = self.annotations.take();
         self.with_event(|e| {
+            for (k, v) in annotations {
+                e.annotations.entry(k).or_insert(v);
+            }
             e.response_status = Some(response_status(code, parsed.as_ref().filter(|_| is_status)));
             let request_object = request_body;
             if let (Some(object), Some(object_ref)) = (&request_object, e.object_ref.as_mut()) {

@@ -93,6 +93,11 @@ async fn serve_inner(
         field_manager,
         subresource: info.subresource.clone(),
         warnings: Default::default(),
+        audit_annotations: req
+            .extensions()
+            .get::<registry::AuditAnnotations>()
+            .cloned()
+            .unwrap_or_default(),
     };
     let table = TableOptions {
         include_object: query.get("includeObject").unwrap_or("").to_string(),
