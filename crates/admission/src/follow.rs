@@ -1,5 +1,6 @@
 //! Keeps [`Policies`] current: recompiled after every change to a
-//! ValidatingAdmissionPolicy or binding (a burst of changes is one rebuild).
+//! validating or mutating admission policy or binding (a burst of changes is
+//! one rebuild).
 
 use std::sync::Arc;
 
@@ -14,6 +15,8 @@ use crate::Policies;
 pub struct Stores {
     pub policies: Arc<GenericStore>,
     pub bindings: Arc<GenericStore>,
+    pub mutating_policies: Arc<GenericStore>,
+    pub mutating_bindings: Arc<GenericStore>,
 }
 
 const MANAGER: &str = "kubext-admission";
@@ -33,6 +36,9 @@ impl Policies {
         let policies = list(&stores.policies).await?;
         let bindings = list(&stores.bindings).await?;
         self.set(&policies, &bindings);
+        let policies = list(&stores.mutating_policies).await?;
+        let bindings = list(&stores.mutating_bindings).await?;
+        self.set_mutating(&policies, &bindings);
         Ok(())
     }
 }
@@ -62,12 +68,24 @@ pub async fn follow(policies: Arc<Policies>, stores: Stores) {
         std::time::Duration::from_secs(5),
     );
     let any = |_: &Event| vec![()];
-    let (a, b) = (
+    let (a, b, c, d) = (
         runtime::follow(stores.policies.clone(), MANAGER, queue.clone(), any),
         runtime::follow(stores.bindings.clone(), MANAGER, queue.clone(), any),
+        runtime::follow(
+            stores.mutating_policies.clone(),
+            MANAGER,
+            queue.clone(),
+            any,
+        ),
+        runtime::follow(
+            stores.mutating_bindings.clone(),
+            MANAGER,
+            queue.clone(),
+            any,
+        ),
     );
     let feed = async move {
-        tokio::join!(a, b);
+        tokio::join!(a, b, c, d);
     };
     runtime::run(Arc::new(Follower { policies, stores }), queue, 1, feed).await;
 }

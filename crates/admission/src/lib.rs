@@ -15,6 +15,7 @@
 
 mod follow;
 mod matching;
+mod mutating;
 mod policy;
 
 use std::sync::Arc;
@@ -28,7 +29,9 @@ use registry::{Admission, Attributes, GlobalAdmission, Operation, RequestContext
 
 pub use follow::{Stores, follow};
 pub use policy::VARIABLES;
-use policy::{Binding, ParamRef, Policy};
+use policy::{Binding, Common, MutatingPolicy, ParamRef, Policy};
+
+const VALIDATING: &str = "ValidatingAdmissionPolicy";
 
 /// The objects admission reads besides the one written.
 #[async_trait::async_trait]
@@ -54,22 +57,67 @@ pub trait Objects: Send + Sync + 'static {
 }
 
 /// A policy and its bindings, or why the policy cannot be used.
-struct Entry {
+struct Entry<P> {
     name: String,
-    policy: Result<Policy, String>,
+    policy: Result<P, String>,
     ignore_failures: bool,
     bindings: Vec<Result<Binding, (String, String)>>,
 }
 
 /// The compiled policies, and admission by them.
 pub struct Policies {
-    entries: RwLock<Arc<Vec<Entry>>>,
+    validating: RwLock<Arc<Vec<Entry<Policy>>>>,
+    mutating: RwLock<Arc<Vec<Entry<MutatingPolicy>>>>,
     /// Attached once the server exists (it serves the objects).
     objects: std::sync::OnceLock<Arc<dyn Objects>>,
 }
 
+/// Compiles each policy with its bindings.
+fn entries<P>(
+    policies: &[Value],
+    bindings: &[Value],
+    compile: fn(&Value) -> Result<P, apimachinery::ErrorList>,
+) -> Vec<Entry<P>> {
+    policies
+        .iter()
+        .map(|p| {
+            let name = p
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let ignore_failures =
+                p.pointer("/spec/failurePolicy").and_then(Value::as_str) == Some("Ignore");
+            let compiled = compile(p).map_err(|errs| {
+                errs.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            });
+            let bindings = bindings
+                .iter()
+                .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(&name))
+                .map(|b| {
+                    policy::compile_binding(b).map_err(|e| {
+                        let n = b.pointer("/metadata/name").and_then(Value::as_str);
+                        (n.unwrap_or("").to_string(), e)
+                    })
+                })
+                .collect();
+            Entry {
+                name,
+                policy: compiled,
+                ignore_failures,
+                bindings,
+            }
+        })
+        .collect()
+}
+
 /// A decision to deny, with what upstream reports.
 struct Denial {
+    /// `ValidatingAdmissionPolicy` or `MutatingAdmissionPolicy`.
+    kind: &'static str,
     policy: String,
     binding: Option<String>,
     message: String,
@@ -85,7 +133,8 @@ impl Default for Policies {
 impl Policies {
     pub fn new() -> Policies {
         Policies {
-            entries: RwLock::new(Arc::new(Vec::new())),
+            validating: RwLock::new(Arc::new(Vec::new())),
+            mutating: RwLock::new(Arc::new(Vec::new())),
             objects: std::sync::OnceLock::new(),
         }
     }
@@ -95,50 +144,20 @@ impl Policies {
         let _ = self.objects.set(objects);
     }
 
-    /// Replace the policies with these (ValidatingAdmissionPolicy and
-    /// ValidatingAdmissionPolicyBinding objects).
+    /// Replace the validating policies with these (ValidatingAdmissionPolicy
+    /// and ValidatingAdmissionPolicyBinding objects).
     pub fn set(&self, policies: &[Value], bindings: &[Value]) {
-        let entries = policies
-            .iter()
-            .map(|p| {
-                let name = p
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let ignore_failures =
-                    p.pointer("/spec/failurePolicy").and_then(Value::as_str) == Some("Ignore");
-                let compiled = policy::compile(p).map_err(|errs| {
-                    errs.iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                });
-                let bindings = bindings
-                    .iter()
-                    .filter(|b| {
-                        b.pointer("/spec/policyName").and_then(Value::as_str) == Some(&name)
-                    })
-                    .map(|b| {
-                        policy::compile_binding(b).map_err(|e| {
-                            let n = b.pointer("/metadata/name").and_then(Value::as_str);
-                            (n.unwrap_or("").to_string(), e)
-                        })
-                    })
-                    .collect();
-                Entry {
-                    name,
-                    policy: compiled,
-                    ignore_failures,
-                    bindings,
-                }
-            })
-            .collect();
-        *self.entries.write() = Arc::new(entries);
+        *self.validating.write() = Arc::new(entries(policies, bindings, policy::compile));
     }
 
-    fn snapshot(&self) -> Arc<Vec<Entry>> {
-        self.entries.read().clone()
+    /// Replace the mutating policies with these (MutatingAdmissionPolicy and
+    /// MutatingAdmissionPolicyBinding objects).
+    pub fn set_mutating(&self, policies: &[Value], bindings: &[Value]) {
+        *self.mutating.write() = Arc::new(entries(policies, bindings, policy::compile_mutating));
+    }
+
+    fn snapshot(&self) -> Arc<Vec<Entry<Policy>>> {
+        self.validating.read().clone()
     }
 }
 
@@ -187,7 +206,7 @@ struct Failure {
 
 /// Whether the policy's match conditions hold (an error is an evaluation
 /// error); its variables are bound when they do.
-fn prepare(policy: &Policy, bindings: &mut Bindings<'_, '_>) -> Result<bool, String> {
+fn prepare(policy: &Common, bindings: &mut Bindings<'_, '_>) -> Result<bool, String> {
     for (name, condition) in &policy.match_conditions {
         match condition.evaluate(bindings).map(|v| v.as_bool()) {
             Ok(Some(true)) => {}
@@ -254,12 +273,12 @@ impl Denial {
     fn into_error(self, a: &Attributes<'_>) -> StatusError {
         let message = match &self.binding {
             Some(b) => format!(
-                "ValidatingAdmissionPolicy '{}' with binding '{b}' denied request: {}",
-                self.policy, self.message
+                "{} '{}' with binding '{b}' denied request: {}",
+                self.kind, self.policy, self.message
             ),
             None => format!(
-                "ValidatingAdmissionPolicy '{}' denied request: {}",
-                self.policy, self.message
+                "{} '{}' denied request: {}",
+                self.kind, self.policy, self.message
             ),
         };
         let gr = GroupResource::new(&a.rtype.group, &a.rtype.plural);
@@ -278,7 +297,7 @@ impl Policies {
     /// that fails to evaluate denies unless failures are ignored.
     fn annotate(
         &self,
-        entry: &Entry,
+        entry: &Entry<Policy>,
         policy: &Policy,
         binding: &Binding,
         bindings: &Bindings<'_, '_>,
@@ -301,8 +320,9 @@ impl Policies {
                 },
                 Err(e) => format!("valueExpression '{source}' resulted in error: {e}"),
             };
-            if !policy.ignore_failures {
+            if !policy.common.ignore_failures {
                 return Some(Denial {
+                    kind: VALIDATING,
                     policy: entry.name.clone(),
                     binding: Some(binding.name.clone()),
                     message: error,
@@ -315,7 +335,7 @@ impl Policies {
 
     async fn params(
         &self,
-        policy: &Policy,
+        policy: &Common,
         binding: &Binding,
         ctx: &RequestContext,
     ) -> Result<Vec<Value>, String> {
@@ -346,37 +366,40 @@ impl Policies {
         }
     }
 
-    async fn admit_by(
+    /// The bindings of `entry` that apply to the request, each with the
+    /// parameters to evaluate it with (`None`: no parameter); a binding or
+    /// policy that cannot be used denies as its failure policy says.
+    async fn applicable<'e, P>(
         &self,
-        entry: &Entry,
+        kind: &'static str,
+        entry: &'e Entry<P>,
+        common: impl Fn(&P) -> &Common,
         a: &Attributes<'_>,
         namespace: Option<&Value>,
-        base: &Bindings<'_, '_>,
-    ) -> Option<Denial> {
+    ) -> Result<Vec<(&'e Binding, Vec<Option<Value>>)>, Denial> {
         let deny = |binding: Option<&str>, message: String| Denial {
+            kind,
             policy: entry.name.clone(),
             binding: binding.map(String::from),
             message,
             reason: "Invalid".into(),
         };
         let policy = match &entry.policy {
-            Ok(p) => p,
-            Err(e) if !entry.ignore_failures => {
-                if entry.bindings.is_empty() {
-                    return None;
-                }
-                return Some(deny(None, format!("failed to configure policy: {e}")));
+            Ok(p) => common(p),
+            Err(e) if !entry.ignore_failures && !entry.bindings.is_empty() => {
+                return Err(deny(None, format!("failed to configure policy: {e}")));
             }
-            Err(_) => return None,
+            Err(_) => return Ok(Vec::new()),
         };
         if !policy.matcher.matches(a, namespace, true) {
-            return None;
+            return Ok(Vec::new());
         }
+        let mut applicable = Vec::new();
         for binding in &entry.bindings {
             let binding = match binding {
                 Ok(b) => b,
                 Err((name, e)) if !policy.ignore_failures => {
-                    return Some(deny(
+                    return Err(deny(
                         Some(name),
                         format!("failed to configure binding: {e}"),
                     ));
@@ -391,7 +414,7 @@ impl Policies {
             let params = match self.params(policy, binding, a.ctx).await {
                 Ok(p) => p,
                 Err(e) if !policy.ignore_failures => {
-                    return Some(deny(
+                    return Err(deny(
                         Some(&binding.name),
                         format!("failed to configure binding: {e}"),
                     ));
@@ -405,31 +428,54 @@ impl Policies {
                     if binding.allow_missing_params {
                         continue;
                     }
-                    return Some(deny(
-                        Some(&binding.name),
-                        "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into(),
-                    ));
+                    return Err(deny(
+                            Some(&binding.name),
+                            "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+                        ));
                 }
                 params.into_iter().map(Some).collect()
             } else {
                 vec![None]
             };
+            applicable.push((binding, params));
+        }
+        Ok(applicable)
+    }
+
+    async fn admit_by(
+        &self,
+        entry: &Entry<Policy>,
+        a: &Attributes<'_>,
+        namespace: Option<&Value>,
+        base: &Bindings<'_, '_>,
+    ) -> Option<Denial> {
+        let applicable = match self
+            .applicable(VALIDATING, entry, |p: &Policy| &p.common, a, namespace)
+            .await
+        {
+            Ok(applicable) => applicable,
+            Err(denial) => return Some(denial),
+        };
+        let Ok(policy) = &entry.policy else {
+            return None;
+        };
+        for (binding, params) in applicable {
             for param in &params {
                 let mut bindings = base.child();
                 bindings.bind("params", param.as_ref());
-                let failed = match prepare(policy, &mut bindings) {
+                let failed = match prepare(&policy.common, &mut bindings) {
                     Ok(false) => continue,
                     Ok(true) => match validate(policy, &bindings) {
                         Ok(None) => None,
                         Ok(Some(failure)) => Some(failure),
-                        Err(_) if policy.ignore_failures => None,
+                        Err(_) if policy.common.ignore_failures => None,
                         Err(e) => Some(Failure {
                             message: e,
                             reason: "Invalid".into(),
                             index: 0,
                         }),
                     },
-                    Err(_) if policy.ignore_failures => continue,
+                    Err(_) if policy.common.ignore_failures => continue,
                     Err(e) => Some(Failure {
                         message: e,
                         reason: "Invalid".into(),
@@ -463,6 +509,7 @@ impl Policies {
                 }
                 if binding.deny {
                     return Some(Denial {
+                        kind: VALIDATING,
                         policy: entry.name.clone(),
                         binding: Some(binding.name.clone()),
                         message: failed.message,
@@ -475,8 +522,27 @@ impl Policies {
     }
 }
 
+impl Policies {
+    /// The Namespace object of a namespaced request.
+    async fn namespace_of(&self, a: &Attributes<'_>) -> Option<Value> {
+        match self.objects.get() {
+            Some(objects) if a.rtype.namespaced && !a.ctx.namespace.is_empty() => {
+                objects.namespace(&a.ctx.namespace).await
+            }
+            _ => None,
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl GlobalAdmission for Policies {
+    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<(), StatusError> {
+        if exempt(a) {
+            return Ok(());
+        }
+        self.mutate_object(a, object).await
+    }
+
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
         if exempt(a) {
             return Ok(());
@@ -485,12 +551,7 @@ impl GlobalAdmission for Policies {
         if entries.is_empty() {
             return Ok(());
         }
-        let namespace = match self.objects.get() {
-            Some(objects) if a.rtype.namespaced && !a.ctx.namespace.is_empty() => {
-                objects.namespace(&a.ctx.namespace).await
-            }
-            _ => None,
-        };
+        let namespace = self.namespace_of(a).await;
         // The request's variables, converted once for every policy.
         let request = request(a);
         let mut base = Bindings::default();
@@ -510,9 +571,12 @@ impl GlobalAdmission for Policies {
     }
 }
 
-/// Refuses a ValidatingAdmissionPolicy whose expressions do not compile
-/// (422, each expression's path and cel-go's message).
-pub struct PolicyCheck;
+/// Refuses an admission policy whose expressions do not compile (422, each
+/// expression's path and cel-go's message).
+pub enum PolicyCheck {
+    Validating,
+    Mutating,
+}
 
 #[async_trait::async_trait]
 impl Admission for PolicyCheck {
@@ -523,16 +587,23 @@ impl Admission for PolicyCheck {
         _old: Option<&Value>,
         _ctx: &RequestContext,
     ) -> Result<(), StatusError> {
-        match policy::compile(new) {
-            Ok(_) => Ok(()),
-            Err(errs) => {
+        let (kind, errs) = match self {
+            PolicyCheck::Validating => (VALIDATING, policy::compile(new).err()),
+            PolicyCheck::Mutating => (
+                "MutatingAdmissionPolicy",
+                policy::compile_mutating(new).err(),
+            ),
+        };
+        match errs {
+            None => Ok(()),
+            Some(errs) => {
                 let name = new
                     .pointer("/metadata/name")
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 Err(StatusError::invalid(
                     "admissionregistration.k8s.io",
-                    "ValidatingAdmissionPolicy",
+                    kind,
                     name,
                     &errs,
                 ))

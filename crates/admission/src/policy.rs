@@ -4,7 +4,7 @@
 
 use apimachinery::selector::LabelSelector;
 use apimachinery::{ErrorList, FieldError, FieldPath};
-use cel_rules::{Expected, Expression};
+use cel_rules::{Expected, Expression, ObjectTypes};
 use serde_json::{Value, json};
 
 use crate::matching::Matcher;
@@ -29,7 +29,9 @@ pub struct Validation {
     pub reason: String,
 }
 
-pub struct Policy {
+/// What validating and mutating policies share: failure policy, parameters,
+/// matching, match conditions and variables.
+pub struct Common {
     /// `failurePolicy: Ignore`.
     pub ignore_failures: bool,
     /// `paramKind` (`apiVersion`, `kind`).
@@ -37,9 +39,37 @@ pub struct Policy {
     pub matcher: Matcher,
     pub match_conditions: Vec<(String, Expression)>,
     pub variables: Vec<(String, Expression)>,
+}
+
+/// A ValidatingAdmissionPolicy.
+pub struct Policy {
+    pub common: Common,
     pub validations: Vec<Validation>,
     /// `auditAnnotations`: key and value expression (its source, compiled).
     pub audit_annotations: Vec<(String, String, Expression)>,
+}
+
+/// How a mutation changes the object.
+pub enum PatchType {
+    /// Merged as server-side apply merges.
+    ApplyConfiguration,
+    JsonPatch,
+}
+
+pub struct Mutation {
+    pub patch_type: PatchType,
+    pub source: String,
+    pub expression: Expression,
+}
+
+/// A MutatingAdmissionPolicy.
+pub struct MutatingPolicy {
+    pub common: Common,
+    /// `reinvocationPolicy: IfNeeded`.
+    pub reinvoke: bool,
+    pub mutations: Vec<Mutation>,
+    /// The object types its mutations construct.
+    pub types: ObjectTypes,
 }
 
 /// How a binding finds its parameters.
@@ -77,56 +107,91 @@ fn list<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// Every expression of a policy compiled, and upstream's errors for those
-/// that do not compile (`spec.validations[0].expression: Invalid value: …`).
-pub fn compile(obj: &Value) -> Result<Policy, ErrorList> {
-    let mut errs = ErrorList::new();
-    let spec = FieldPath::new("spec");
-    let mut compile_at = |source: &str, at: FieldPath, expected: Expected| match Expression::compile(
-        source, VARIABLES, expected,
-    ) {
-        Ok(e) => Some(e),
-        Err(detail) => {
-            errs.push(FieldError::invalid(&at, json!(source), &detail));
-            None
+/// Compiles expressions, collecting upstream's errors for those that do not
+/// compile (`spec.validations[0].expression: Invalid value: …`).
+struct Compiler {
+    errs: ErrorList,
+}
+
+impl Compiler {
+    fn compile(&mut self, source: &str, at: FieldPath, expected: Expected) -> Option<Expression> {
+        match Expression::compile(source, VARIABLES, expected) {
+            Ok(e) => Some(e),
+            Err(detail) => {
+                self.errs
+                    .push(FieldError::invalid(&at, json!(source), &detail));
+                None
+            }
         }
-    };
-    let named = |pointer: &str,
-                 field: &str,
-                 compile_at: &mut dyn FnMut(&str, FieldPath, Expected) -> Option<Expression>,
-                 expected: Expected| {
-        list(obj, pointer)
+    }
+
+    /// `matchConditions` or `variables`: named expressions.
+    fn named(&mut self, obj: &Value, field: &str, expected: Expected) -> Vec<(String, Expression)> {
+        let at = FieldPath::new("spec").child(field);
+        list(obj, &format!("/spec/{field}"))
             .iter()
             .enumerate()
             .filter_map(|(i, c)| {
-                let at = spec.child(field).index(i).child("expression");
-                let e = compile_at(str_at(c, "/expression"), at, expected)?;
+                let e = self.compile(
+                    str_at(c, "/expression"),
+                    at.index(i).child("expression"),
+                    expected,
+                )?;
                 Some((str_at(c, "/name").to_string(), e))
             })
-            .collect::<Vec<_>>()
+            .collect()
+    }
+
+    fn common(&mut self, obj: &Value) -> Option<Common> {
+        let match_conditions = self.named(obj, "matchConditions", Expected::Bool);
+        let variables = self.named(obj, "variables", Expected::Any);
+        let constraints = obj
+            .pointer("/spec/matchConstraints")
+            .unwrap_or(&Value::Null);
+        let matcher = match Matcher::compile(constraints) {
+            Ok(m) => m,
+            Err(e) => {
+                let at = FieldPath::new("spec").child("matchConstraints");
+                self.errs.push(FieldError::invalid(&at, Value::Null, &e));
+                return None;
+            }
+        };
+        let param_kind = obj
+            .pointer("/spec/paramKind")
+            .filter(|v| !v.is_null())
+            .map(|pk| {
+                (
+                    str_at(pk, "/apiVersion").to_string(),
+                    str_at(pk, "/kind").to_string(),
+                )
+            });
+        Some(Common {
+            ignore_failures: str_at(obj, "/spec/failurePolicy") == "Ignore",
+            param_kind,
+            matcher,
+            match_conditions,
+            variables,
+        })
+    }
+}
+
+/// A ValidatingAdmissionPolicy compiled, or upstream's errors.
+pub fn compile(obj: &Value) -> Result<Policy, ErrorList> {
+    let mut c = Compiler {
+        errs: ErrorList::new(),
     };
-    let match_conditions = named(
-        "/spec/matchConditions",
-        "matchConditions",
-        &mut compile_at,
-        Expected::Bool,
-    );
-    let variables = named(
-        "/spec/variables",
-        "variables",
-        &mut compile_at,
-        Expected::Any,
-    );
+    let spec = FieldPath::new("spec");
+    let common = c.common(obj);
     let mut validations = Vec::new();
     for (i, v) in list(obj, "/spec/validations").iter().enumerate() {
         let at = spec.child("validations").index(i);
         let source = str_at(v, "/expression");
-        let expression = compile_at(source, at.child("expression"), Expected::Bool);
+        let expression = c.compile(source, at.child("expression"), Expected::Bool);
         let message_source = str_at(v, "/messageExpression");
         let message_expression = if message_source.is_empty() {
             None
         } else {
-            compile_at(
+            c.compile(
                 message_source,
                 at.child("messageExpression"),
                 Expected::String,
@@ -149,45 +214,58 @@ pub fn compile(obj: &Value) -> Result<Policy, ErrorList> {
             .index(i)
             .child("valueExpression");
         let source = str_at(a, "/valueExpression");
-        if let Some(e) = compile_at(source, at, Expected::Any) {
+        if let Some(e) = c.compile(source, at, Expected::Any) {
             audit_annotations.push((str_at(a, "/key").to_string(), source.trim().to_string(), e));
         }
     }
-    let matcher = match Matcher::compile(
-        obj.pointer("/spec/matchConstraints")
-            .unwrap_or(&Value::Null),
-    ) {
-        Ok(m) => Some(m),
-        Err(e) => {
-            errs.push(FieldError::invalid(
-                &spec.child("matchConstraints"),
-                Value::Null,
-                &e,
-            ));
-            None
+    match common {
+        Some(common) if c.errs.is_empty() => Ok(Policy {
+            common,
+            validations,
+            audit_annotations,
+        }),
+        _ => Err(c.errs),
+    }
+}
+
+/// A MutatingAdmissionPolicy compiled, or upstream's errors.
+pub fn compile_mutating(obj: &Value) -> Result<MutatingPolicy, ErrorList> {
+    let mut c = Compiler {
+        errs: ErrorList::new(),
+    };
+    let spec = FieldPath::new("spec");
+    let common = c.common(obj);
+    let mut mutations = Vec::new();
+    let mut sources = Vec::new();
+    for (i, m) in list(obj, "/spec/mutations").iter().enumerate() {
+        let (patch_type, field) = match str_at(m, "/patchType") {
+            "JSONPatch" => (PatchType::JsonPatch, "jsonPatch"),
+            _ => (PatchType::ApplyConfiguration, "applyConfiguration"),
+        };
+        let source = str_at(m, &format!("/{field}/expression"));
+        let at = spec
+            .child("mutations")
+            .index(i)
+            .child(field)
+            .child("expression");
+        if let Some(expression) = c.compile(source, at, Expected::Any) {
+            sources.push(source);
+            mutations.push(Mutation {
+                patch_type,
+                source: source.trim().to_string(),
+                expression,
+            });
         }
-    };
-    let (Some(matcher), true) = (matcher, errs.is_empty()) else {
-        return Err(errs);
-    };
-    let param_kind = obj
-        .pointer("/spec/paramKind")
-        .filter(|v| !v.is_null())
-        .map(|pk| {
-            (
-                str_at(pk, "/apiVersion").to_string(),
-                str_at(pk, "/kind").to_string(),
-            )
-        });
-    Ok(Policy {
-        ignore_failures: str_at(obj, "/spec/failurePolicy") == "Ignore",
-        param_kind,
-        matcher,
-        match_conditions,
-        variables,
-        validations,
-        audit_annotations,
-    })
+    }
+    match common {
+        Some(common) if c.errs.is_empty() => Ok(MutatingPolicy {
+            common,
+            reinvoke: str_at(obj, "/spec/reinvocationPolicy") == "IfNeeded",
+            types: ObjectTypes::for_expressions(&sources),
+            mutations,
+        }),
+        _ => Err(c.errs),
+    }
 }
 
 /// A binding, or why it cannot be used.

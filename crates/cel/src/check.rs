@@ -166,6 +166,14 @@ impl Checker<'_> {
                 let v = self.homogeneous(&values);
                 Type::map(k, v)
             }
+            Expr::Struct(s) if crate::objects::is_object_type(&s.type_name) => {
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        self.expr(&f.value);
+                    }
+                }
+                Type::Dyn
+            }
             Expr::Struct(s) => self.report(
                 e.id,
                 format!(

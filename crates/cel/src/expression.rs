@@ -116,10 +116,40 @@ impl Evaluated {
         matches!(self.0, CelValue::Null)
     }
 
+    /// As JSON: maps (and constructed objects) as objects, lists as arrays;
+    /// `None` for what JSON cannot hold (bytes, durations, opaque values).
+    pub fn to_json(&self) -> Option<Value> {
+        to_json(&self.0)
+    }
+
     /// The CEL type name, for messages (`int`, `string`).
     pub fn type_name(&self) -> String {
         self.0.type_of().to_string()
     }
+}
+
+fn to_json(v: &CelValue) -> Option<Value> {
+    Some(match v {
+        CelValue::Null => Value::Null,
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => serde_json::Number::from_f64(*f).map(Value::Number)?,
+        CelValue::String(s) => Value::String(s.to_string()),
+        CelValue::List(items) => Value::Array(items.iter().map(to_json).collect::<Option<_>>()?),
+        CelValue::Map(m) => {
+            let mut object = serde_json::Map::new();
+            for (k, v) in m.map.iter() {
+                let Key::String(k) = k else {
+                    return None;
+                };
+                object.insert(k.to_string(), to_json(v)?);
+            }
+            Value::Object(object)
+        }
+        CelValue::Timestamp(t) => Value::String(t.to_rfc3339()),
+        _ => return None,
+    })
 }
 
 /// The variables of evaluations: converted once, shared by every expression
@@ -134,6 +164,16 @@ impl<'v> Default for Bindings<'v, 'v> {
     fn default() -> Self {
         Bindings {
             context: Context::with_env(crate::environment()),
+            variables: HashMap::new(),
+        }
+    }
+}
+
+impl<'v> Bindings<'v, 'v> {
+    /// Bindings whose evaluations may construct these object types.
+    pub fn with_object_types(types: &crate::ObjectTypes) -> Self {
+        Bindings {
+            context: Context::with_env(types.env.clone()),
             variables: HashMap::new(),
         }
     }

@@ -17,6 +17,7 @@ mod cost;
 mod decls;
 mod expression;
 pub mod library;
+mod objects;
 mod types;
 mod values;
 
@@ -32,6 +33,7 @@ use serde_json::json;
 
 pub use crate::expression::{Bindings, Evaluated, Expected, Expression};
 pub use crate::library::authz::{Authorize, AuthzCheck, AuthzDecision};
+pub use crate::objects::ObjectTypes;
 
 use crate::cost::Limits;
 use crate::decls::Declarations;
@@ -54,14 +56,17 @@ pub struct RuleSet {
 /// The environment rules run in: CEL's standard library, the string
 /// extensions and Kubernetes' libraries (kube-apiserver's base environment).
 fn environment() -> Arc<Env> {
-    static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
-        let mut env = Env::stdlib();
-        // Only fails on a duplicate declaration, which the standard library has not.
-        let _ = env.add_extension(cel::extensions::strings);
-        library::register(&mut env);
-        Arc::new(env)
-    });
+    static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(build_environment()));
     ENV.clone()
+}
+
+/// A new base environment (object types are added to one for mutations).
+fn build_environment() -> Env {
+    let mut env = Env::stdlib();
+    // Only fails on a duplicate declaration, which the standard library has not.
+    let _ = env.add_extension(cel::extensions::strings);
+    library::register(&mut env);
+    env
 }
 
 /// The checker's view of the same environment.

@@ -14,19 +14,23 @@ use server::authz::{Authorizer, Decision};
 
 use admission::Policies;
 
-/// `types` with ValidatingAdmissionPolicies' expressions checked on write.
+/// `types` with admission policies' expressions checked on write.
 pub fn guard(types: Vec<Arc<ResourceType>>) -> Vec<Arc<ResourceType>> {
     types
         .into_iter()
         .map(|t| {
-            if t.group != registry::builtin::admissionregistration::GROUP
-                || t.kind != "ValidatingAdmissionPolicy"
-            {
-                return t;
-            }
+            let check = match (t.group.as_str(), t.kind.as_str()) {
+                (registry::builtin::admissionregistration::GROUP, "ValidatingAdmissionPolicy") => {
+                    admission::PolicyCheck::Validating
+                }
+                (registry::builtin::admissionregistration::GROUP, "MutatingAdmissionPolicy") => {
+                    admission::PolicyCheck::Mutating
+                }
+                _ => return t,
+            };
             match Arc::try_unwrap(t) {
                 Ok(mut t) => {
-                    t.admission = Some(Arc::new(admission::PolicyCheck));
+                    t.admission = Some(Arc::new(check));
                     Arc::new(t)
                 }
                 Err(shared) => shared,
@@ -188,19 +192,21 @@ pub async fn start(
         authorizer,
     }));
     let catalog = api.catalog();
-    let store = |plural: &str| {
+    let store = |version: &str, plural: &str| {
         catalog
             .lookup(
                 registry::builtin::admissionregistration::GROUP,
-                "v1",
+                version,
                 plural,
             )
             .map(|s| Arc::new(s.store.clone_handle()))
             .ok_or_else(|| anyhow!("{plural} are not served"))
     };
     let stores = admission::Stores {
-        policies: store("validatingadmissionpolicies")?,
-        bindings: store("validatingadmissionpolicybindings")?,
+        policies: store("v1", "validatingadmissionpolicies")?,
+        bindings: store("v1", "validatingadmissionpolicybindings")?,
+        mutating_policies: store("v1beta1", "mutatingadmissionpolicies")?,
+        mutating_bindings: store("v1beta1", "mutatingadmissionpolicybindings")?,
     };
     policies
         .rebuild(&stores)

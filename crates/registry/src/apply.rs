@@ -340,6 +340,13 @@ fn refresh_last_applied(obj: &mut Value, config: &Value) {
 }
 
 /// Merge `r` (configuration) over `l` (live); `None` removes the field.
+/// `config` merged over `live` as apply merges (the schema's list types and
+/// map keys), without managed fields or conflicts: a mutating admission
+/// policy's apply configuration.
+pub fn merge_configuration(live: &Value, config: &Value, schema: &dyn PatchMeta) -> Value {
+    merge(&mut Walker::new(schema), Some(live), config).unwrap_or_else(|| live.clone())
+}
+
 fn merge(w: &mut Walker<'_>, l: Option<&Value>, r: &Value) -> Option<Value> {
     match r {
         Value::Null => None,

@@ -265,6 +265,17 @@ pub struct Attributes<'a> {
 /// each type's own checks. It may add warnings to `ctx.warnings`.
 #[async_trait::async_trait]
 pub trait GlobalAdmission: Send + Sync + 'static {
+    /// Mutating admission: may change `object` (the object written, before
+    /// the type's defaulting and validation).
+    async fn mutate(
+        &self,
+        _attributes: &Attributes<'_>,
+        _object: &mut Value,
+    ) -> Result<(), apimachinery::StatusError> {
+        Ok(())
+    }
+
+    /// Validating admission, on the final object.
     async fn admit(&self, attributes: &Attributes<'_>) -> Result<(), apimachinery::StatusError>;
 }
 

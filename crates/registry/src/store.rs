@@ -66,6 +66,30 @@ impl GenericStore {
         self
     }
 
+    /// Mutating admission for every type, before the type's own preparation.
+    async fn mutate_globally(
+        &self,
+        operation: Operation,
+        name: &str,
+        object: &mut Value,
+        old_object: Option<&Value>,
+        ctx: &RequestContext,
+    ) -> Result<()> {
+        let Some(admission) = &self.global_admission else {
+            return Ok(());
+        };
+        let seen = object.clone();
+        let attributes = Attributes {
+            operation,
+            rtype: &self.rtype,
+            name,
+            object: Some(&seen),
+            old_object,
+            ctx,
+        };
+        admission.mutate(&attributes, object).await
+    }
+
     async fn admit_globally(
         &self,
         operation: Operation,
@@ -447,6 +471,9 @@ impl GenericStore {
             let name = format!("{}{}", meta::generate_name(&obj), random_suffix());
             meta::set_str(&mut obj, "name", &name);
         }
+        let name = meta::name(&obj).to_string();
+        self.mutate_globally(Operation::Create, &name, &mut obj, None, ctx)
+            .await?;
         self.fill_create_metadata(&mut obj);
         self.rtype.strategy.prepare_create(&mut obj);
         let errs = self.validate_new(&obj);
@@ -622,6 +649,8 @@ impl GenericStore {
             if self.rtype.namespaced {
                 meta::set_str(&mut new, "namespace", &ctx.namespace);
             }
+            self.mutate_globally(Operation::Update, name, &mut new, Some(old), ctx)
+                .await?;
             self.prepare_update(ctx, &mut new, old)?;
             let _allocation = self.allocate(&mut new, Some(old)).await?;
             if is_noop(old, &new) {

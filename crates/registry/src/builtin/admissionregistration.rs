@@ -328,3 +328,134 @@ impl Strategy for PolicyBindings {
         vec![json!(str_at(obj, "/spec/policyName")), json!(param_ref)]
     }
 }
+
+/// MutatingAdmissionPolicy (`v1beta1`, as 1.34 serves it).
+pub struct MutatingPolicies;
+/// MutatingAdmissionPolicyBinding (`v1beta1`).
+pub struct MutatingPolicyBindings;
+
+pub fn mutating_policy_columns() -> Vec<TableColumn> {
+    vec![
+        TableColumn::new(
+            "Mutations",
+            "integer",
+            "Mutations indicates the number of mutations rules defined in this configuration",
+        ),
+        TableColumn::new(
+            "ParamKind",
+            "string",
+            "ParamKind specifies the kind of resources used to parameterize this policy",
+        ),
+    ]
+}
+
+impl Strategy for MutatingPolicies {
+    fn prepare_create(&self, obj: &mut Value) {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.entry("failurePolicy").or_insert(json!("Fail"));
+            spec.entry("reinvocationPolicy").or_insert(json!("Never"));
+            if let Some(m) = spec.get_mut("matchConstraints") {
+                default_match_resources(m);
+            }
+        }
+    }
+
+    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+        self.prepare_create(new);
+    }
+
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = ErrorList::new();
+        let spec = FieldPath::new("spec");
+        let mutations = list(obj, "/spec/mutations");
+        if mutations.is_empty() {
+            errs.push(FieldError::required(
+                &spec.child("mutations"),
+                "mutations must contain at least one item",
+            ));
+        }
+        for (i, m) in mutations.iter().enumerate() {
+            let at = spec.child("mutations").index(i);
+            let patch_type = str_at(m, "/patchType");
+            supported(
+                patch_type,
+                &["ApplyConfiguration", "JSONPatch"],
+                &at.child("patchType"),
+                &mut errs,
+            );
+            let field = match patch_type {
+                "ApplyConfiguration" => "applyConfiguration",
+                "JSONPatch" => "jsonPatch",
+                _ => continue,
+            };
+            if str_at(m, &format!("/{field}/expression")).trim().is_empty() {
+                errs.push(FieldError::required(
+                    &at.child(field).child("expression"),
+                    "",
+                ));
+            }
+        }
+        match obj.pointer("/spec/matchConstraints") {
+            None | Some(Value::Null) => {
+                errs.push(FieldError::required(&spec.child("matchConstraints"), ""))
+            }
+            Some(m) => {
+                let at = spec.child("matchConstraints");
+                if list(m, "/resourceRules").is_empty() {
+                    errs.push(FieldError::required(&at.child("resourceRules"), ""));
+                }
+                validate_rules(
+                    list(m, "/resourceRules"),
+                    &at.child("resourceRules"),
+                    &mut errs,
+                );
+            }
+        }
+        supported(
+            str_at(obj, "/spec/failurePolicy"),
+            &["Fail", "Ignore"],
+            &spec.child("failurePolicy"),
+            &mut errs,
+        );
+        supported(
+            str_at(obj, "/spec/reinvocationPolicy"),
+            &["IfNeeded", "Never"],
+            &spec.child("reinvocationPolicy"),
+            &mut errs,
+        );
+        errs
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        let kind = match obj.pointer("/spec/paramKind").filter(|v| !v.is_null()) {
+            Some(pk) => format!("{}/{}", str_at(pk, "/apiVersion"), str_at(pk, "/kind")),
+            None => "<unset>".into(),
+        };
+        vec![json!(list(obj, "/spec/mutations").len()), json!(kind)]
+    }
+}
+
+impl Strategy for MutatingPolicyBindings {
+    fn prepare_create(&self, obj: &mut Value) {
+        PolicyBindings.prepare_create(obj);
+    }
+
+    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+        PolicyBindings.prepare_create(new);
+    }
+
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let mut errs = ErrorList::new();
+        if str_at(obj, "/spec/policyName").is_empty() {
+            errs.push(FieldError::required(
+                &FieldPath::new("spec").child("policyName"),
+                "",
+            ));
+        }
+        errs
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        PolicyBindings.row(obj)
+    }
+}

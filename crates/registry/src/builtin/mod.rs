@@ -302,9 +302,36 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         admissionregistration::binding_columns(),
     );
     policy_bindings.categories = vec!["api-extensions".into()];
+    let mut mutating_policies = columns(
+        resource(
+            admissionregistration::GROUP,
+            "v1beta1",
+            "MutatingAdmissionPolicy",
+            "mutatingadmissionpolicies",
+            false,
+            admissionregistration::MutatingPolicies,
+        ),
+        admissionregistration::mutating_policy_columns(),
+    );
+    mutating_policies.tracks_generation = true;
+    mutating_policies.categories = vec!["api-extensions".into()];
+    let mut mutating_policy_bindings = columns(
+        resource(
+            admissionregistration::GROUP,
+            "v1beta1",
+            "MutatingAdmissionPolicyBinding",
+            "mutatingadmissionpolicybindings",
+            false,
+            admissionregistration::MutatingPolicyBindings,
+        ),
+        admissionregistration::binding_columns(),
+    );
+    mutating_policy_bindings.categories = vec!["api-extensions".into()];
     [
         policies,
         policy_bindings,
+        mutating_policies,
+        mutating_policy_bindings,
         apiservices,
         namespaces,
         configmaps,
