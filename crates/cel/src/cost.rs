@@ -20,6 +20,8 @@ const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
 pub const PER_EXPRESSION_LIMIT: u64 = 10_000_000;
 /// The most all of a CRD's rules may (`StaticEstimatedCRDCostLimit`).
 pub const PER_CRD_LIMIT: u64 = 100_000_000;
+/// The most one evaluation may cost (`celconfig.PerCallLimit`).
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
 
 const STRING_TRAVERSAL: f64 = 0.1;
 const REGEX_PATTERN: f64 = 0.25;
@@ -134,11 +136,84 @@ impl Limits {
         }
     }
 
+    /// The sizes of an actual value (strings' bytes, lists' items, maps'
+    /// entries; items and values the widest of theirs): what the estimate
+    /// bounds an evaluation on this value by.
+    pub fn of_value(v: &serde_json::Value, s: Option<&Structural>) -> Limits {
+        use serde_json::Value;
+        match v {
+            Value::String(st) => Limits {
+                max_elements: Some(st.len() as u64),
+                min_serialized: 2,
+                ..Limits::default()
+            },
+            Value::Array(a) => {
+                let items = s.and_then(|s| s.items.as_deref());
+                Limits {
+                    max_elements: Some(a.len() as u64),
+                    min_serialized: 2,
+                    element: widest(a.iter().map(|i| Limits::of_value(i, items))).map(Box::new),
+                    ..Limits::default()
+                }
+            }
+            Value::Object(o) => match s.and_then(|s| match &s.additional_properties {
+                Some(AdditionalProperties::Schema(values)) => Some(values),
+                _ => None,
+            }) {
+                Some(values) => Limits {
+                    max_elements: Some(o.len() as u64),
+                    min_serialized: 2,
+                    element: widest(o.values().map(|v| Limits::of_value(v, Some(values))))
+                        .map(Box::new),
+                    ..Limits::default()
+                },
+                None => Limits {
+                    min_serialized: 2,
+                    fields: o
+                        .iter()
+                        .filter_map(|(k, v)| {
+                            let child = s.and_then(|s| s.property(k));
+                            Some((escape(k)?, Limits::of_value(v, child)))
+                        })
+                        .collect(),
+                    ..Limits::default()
+                },
+            },
+            _ => Limits {
+                min_serialized: 1,
+                ..Limits::default()
+            },
+        }
+    }
+
     /// How many values of this node a request can hold, when nothing bounds
     /// it (upstream's `maxCardinality`).
     pub fn max_cardinality(&self) -> u64 {
         MAX_REQUEST_BYTES / (self.min_serialized + 1)
     }
+}
+
+/// Limits that bound each of `all`.
+fn widest(all: impl Iterator<Item = Limits>) -> Option<Limits> {
+    all.reduce(|a, b| {
+        let mut fields = a.fields;
+        for (k, v) in b.fields {
+            let merged = match fields.remove(&k) {
+                Some(existing) => widest([existing, v].into_iter()).unwrap_or_default(),
+                None => v,
+            };
+            fields.insert(k, merged);
+        }
+        Limits {
+            max_elements: a.max_elements.max(b.max_elements),
+            min_serialized: a.min_serialized.min(b.min_serialized),
+            fields,
+            element: match (a.element, b.element) {
+                (Some(x), Some(y)) => widest([*x, *y].into_iter()).map(Box::new),
+                (x, y) => x.or(y),
+            },
+        }
+    })
 }
 
 fn non_negative(n: i64) -> u64 {

@@ -44,6 +44,9 @@ struct Compiled {
     program: Result<Program, String>,
     message_expression: Option<Program>,
     uses_old_self: bool,
+    /// For a rule whose static estimate exceeds the per-call limit: its
+    /// types, to bound each evaluation by the actual value's sizes.
+    runtime_bound: Option<HashMap<u64, Type>>,
 }
 
 /// Every rule of a schema, compiled.
@@ -83,6 +86,8 @@ struct Checked {
     /// Estimated maximum costs of the rule and of its message expression.
     cost: u64,
     message_cost: u64,
+    /// The rule's types, by node id.
+    types: Option<HashMap<u64, Type>>,
 }
 
 /// Parses and checks one expression: the program, its type and its
@@ -93,7 +98,7 @@ fn compile_expression(
     variables: &[(&str, Type)],
     limits: &Limits,
     what: &str,
-) -> Result<(Program, Type, u64), String> {
+) -> Result<(Program, Type, u64, HashMap<u64, Type>), String> {
     let program = env
         .compile(source)
         .map_err(|e| format!("{what}compilation failed: {e}"))?;
@@ -105,7 +110,7 @@ fn compile_expression(
     )
     .map_err(|issues| format!("{what}compilation failed: {issues}"))?;
     let cost = cost::estimate(program.expression(), &checked.types, limits);
-    Ok((program, checked.result, cost))
+    Ok((program, checked.result, cost, checked.types))
 }
 
 fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type, limits: &Limits) -> Checked {
@@ -116,8 +121,8 @@ fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type, limits: &Lim
     };
     let variables = [("self", self_type.clone()), ("oldSelf", old_self_type)];
     let program = compile_expression(env, &rule.rule, &variables, limits, "").and_then(
-        |(program, result, cost)| match result {
-            Type::Bool => Ok((program, cost)),
+        |(program, result, cost, types)| match result {
+            Type::Bool => Ok((program, cost, types)),
             _ => Err("cel expression must evaluate to a bool".to_string()),
         },
     );
@@ -131,23 +136,27 @@ fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type, limits: &Lim
             limits,
             "messageExpression ",
         )
-        .and_then(|(program, result, cost)| match result {
+        .and_then(|(program, result, cost, _)| match result {
             Type::String => Ok(Some((program, cost))),
             _ => Err("messageExpression must evaluate to a string".to_string()),
         })
     };
-    let cost = program.as_ref().map_or(0, |(_, c)| *c);
+    let cost = program.as_ref().map_or(0, |(_, c, _)| *c);
     let message_cost = match &message_expression {
         Ok(Some((_, c))) => *c,
         _ => 0,
     };
-    let program = program.map(|(p, _)| p);
+    let (program, types) = match program {
+        Ok((p, _, types)) => (Ok(p), Some(types)),
+        Err(e) => (Err(e), None),
+    };
     let message_expression = message_expression.map(|m| m.map(|(p, _)| p));
     Checked {
         program,
         message_expression,
         cost,
         message_cost,
+        types,
     }
 }
 
@@ -173,10 +182,14 @@ impl RuleSet {
                             .program
                             .as_ref()
                             .is_ok_and(|p| p.references().has_variable("oldSelf"));
+                        let runtime_bound = checked
+                            .types
+                            .filter(|_| checked.cost > cost::PER_CALL_LIMIT);
                         Compiled {
                             program: checked.program,
                             message_expression: checked.message_expression.ok().flatten(),
                             uses_old_self,
+                            runtime_bound,
                         }
                     });
                 }
@@ -451,6 +464,21 @@ impl RuleSet {
         if node.unchanged && !compiled.uses_old_self {
             return ErrorList::new();
         }
+        // A rule that could cost more than one call may: bound it by the
+        // value's actual sizes (upstream stops it at its runtime cost limit).
+        if let Some(types) = &compiled.runtime_bound {
+            let limits = Limits::of_value(node.self_value, Some(node.schema));
+            if cost::estimate(program.expression(), types, &limits) > cost::PER_CALL_LIMIT {
+                return vec![FieldError::invalid(
+                    &path,
+                    schema_type,
+                    &format!(
+                        "call cost exceeds limit for rule: {}",
+                        message_or_default(rule)
+                    ),
+                )];
+            }
+        }
         let activation = self.activation(node, slot);
         match program.execute(activation) {
             Ok(CelValue::Bool(true)) => ErrorList::new(),
@@ -662,6 +690,28 @@ mod tests {
         assert!(
             errs[1].contains("found no matching overload for 'sum' applied to 'list(string).()'"),
             "{errs:?}"
+        );
+    }
+
+    /// A rule whose estimate allows more than one call's budget is bounded
+    /// by the actual value: stopped on a large list, run on a small one.
+    #[test]
+    fn runaway_rules_are_stopped_by_the_per_call_limit() {
+        let s = schema(json!({"type": "object", "properties": {"names": {
+            "type": "array", "maxItems": 500, "items": {"type": "string", "maxLength": 16},
+            "x-kubernetes-validations": [{"rule": "self.all(x, self.exists_one(y, x == y))",
+                "message": "names must be unique"}]}}}));
+        // Accepted when the CRD is written (between the per-call and the
+        // per-expression limits).
+        assert!(compile_errors(&s, &FieldPath::new("openAPIV3Schema")).is_empty());
+        let names =
+            |n: usize| json!({"names": (0..n).map(|i| format!("n{i}")).collect::<Vec<_>>()});
+        assert!(errors(&s, names(50), None).is_empty());
+        assert_eq!(
+            errors(&s, names(500), None),
+            [
+                "names: Invalid value: \"array\": call cost exceeds limit for rule: names must be unique"
+            ]
         );
     }
 }
