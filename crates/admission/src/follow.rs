@@ -17,6 +17,8 @@ pub struct Stores {
     pub bindings: Arc<GenericStore>,
     pub mutating_policies: Arc<GenericStore>,
     pub mutating_bindings: Arc<GenericStore>,
+    /// CustomResourceDefinitions: the schemas policies are type-checked against.
+    pub crds: Arc<GenericStore>,
 }
 
 const MANAGER: &str = "kubext-admission";
@@ -36,6 +38,8 @@ impl Policies {
         let policies = list(&stores.policies).await?;
         let bindings = list(&stores.bindings).await?;
         self.set(&policies, &bindings);
+        let crds = list(&stores.crds).await?;
+        crate::type_checking::write(&stores.policies, &policies, &crds).await;
         let policies = list(&stores.mutating_policies).await?;
         let bindings = list(&stores.mutating_bindings).await?;
         self.set_mutating(&policies, &bindings);

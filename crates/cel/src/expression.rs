@@ -87,6 +87,44 @@ impl Expression {
             .map_err(|e| e.to_string())
     }
 
+    /// Checks `source` again with `object` and `oldObject` typed by a
+    /// resource's schema (the others as in [`Expression::compile`]): cel-go's
+    /// issues when the expression names what that resource lacks
+    /// (a policy's `status.typeChecking`).
+    pub fn check_against(
+        source: &str,
+        variables: &[&str],
+        object: &schema::structural::Structural,
+    ) -> Result<(), String> {
+        // Upstream words these as the checker's issues, without the
+        // `compilation failed: ` prefix.
+        let Some(object_type) = Type::of_resource(object) else {
+            return Ok(());
+        };
+        let env = crate::environment();
+        let program = env.compile(source).map_err(|e| e.to_string())?;
+        let declared: Vec<(&str, Type)> = variables
+            .iter()
+            .map(|v| {
+                let t = match *v {
+                    "object" | "oldObject" => object_type.clone(),
+                    "variables" => Type::map(Type::String, Type::Dyn),
+                    "authorizer" => Type::Opaque("kubernetes.authorization.Authorizer".into()),
+                    _ => Type::Dyn,
+                };
+                (*v, t)
+            })
+            .collect();
+        crate::check::check(
+            program.expression(),
+            program.source_info(),
+            &declared,
+            crate::declarations(),
+        )
+        .map(|_| ())
+        .map_err(|issues| issues.to_string())
+    }
+
     /// Whether the checker could tell the type (not `dyn`).
     pub fn is_typed(&self) -> bool {
         self.result != Type::Dyn

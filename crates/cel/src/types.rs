@@ -36,7 +36,7 @@ pub enum Type {
 }
 
 /// A schema object type.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Object {
     /// `selfType0.spec.template`: the object's path from `self`.
     pub name: String,
@@ -62,6 +62,22 @@ impl Type {
     /// `metadata.generateName`).
     pub fn of_schema(s: &Structural, resource_root: bool) -> Option<Type> {
         of_schema_at(s, resource_root, "selfType0")
+    }
+
+    /// A whole object of a resource with schema `s`, as admission sees it:
+    /// `apiVersion`, `kind`, any `metadata`, and the schema's fields.
+    pub fn of_resource(s: &Structural) -> Option<Type> {
+        let Type::Object(o) = of_schema_at(s, false, "Object")? else {
+            return None;
+        };
+        let mut fields = o.fields.clone();
+        fields.insert("apiVersion".into(), Type::String);
+        fields.insert("kind".into(), Type::String);
+        fields.insert("metadata".into(), Type::Dyn);
+        Some(Type::Object(Arc::new(Object {
+            name: o.name.clone(),
+            fields,
+        })))
     }
 }
 

@@ -207,6 +207,10 @@ pub async fn start(
         bindings: store("v1", "validatingadmissionpolicybindings")?,
         mutating_policies: store("v1beta1", "mutatingadmissionpolicies")?,
         mutating_bindings: store("v1beta1", "mutatingadmissionpolicybindings")?,
+        crds: catalog
+            .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .map(|s| Arc::new(s.store.clone_handle()))
+            .ok_or_else(|| anyhow!("customresourcedefinitions are not served"))?,
     };
     policies
         .rebuild(&stores)

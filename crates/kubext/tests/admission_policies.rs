@@ -455,3 +455,68 @@ spec:
             "policy": "tidy-configmaps.example.com"}])
     );
 }
+
+/// A policy that names a custom resource explicitly is type-checked against
+/// its schema: what the schema lacks is reported in `status.typeChecking`
+/// (the policy still serves), with the generation observed.
+#[test]
+fn type_checking_warnings_name_what_the_schema_lacks() {
+    let server = Server::builder().start().unwrap();
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gauges.policy.example.com}
+spec:
+  group: policy.example.com
+  scope: Namespaced
+  names: {plural: gauges, singular: gauge, kind: Gauge}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {replicas: {type: integer}}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: gauges.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["policy.example.com"], apiVersions: ["v1"], operations: ["CREATE"], resources: ["gauges"]}
+  validations:
+  - expression: "object.spec.replicas < 10 && object.metadata.name != ''"
+  - expression: "object.spec.replicaz > 1"
+"#,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let out = server.kubectl_ok(&[
+            "get",
+            "validatingadmissionpolicy",
+            "gauges.example.com",
+            "-o",
+            "jsonpath={.status}",
+        ]);
+        if out.contains("typeChecking") {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "no type checking: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["observedGeneration"], 1, "{status}");
+    let warnings = status["typeChecking"]["expressionWarnings"]
+        .as_array()
+        .unwrap();
+    assert_eq!(warnings.len(), 1, "{status}");
+    assert_eq!(warnings[0]["fieldRef"], "spec.validations[1].expression");
+    assert_eq!(
+        warnings[0]["warning"],
+        "policy.example.com/v1, Kind=Gauge: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^"
+    );
+}
