@@ -266,7 +266,7 @@ pub struct Attributes<'a> {
 #[async_trait::async_trait]
 pub trait GlobalAdmission: Send + Sync + 'static {
     /// Mutating admission: may change `object` (the object written, before
-    /// the type's defaulting and validation).
+    /// the type's defaulting and validation; `attributes.object` is unset).
     async fn mutate(
         &self,
         _attributes: &Attributes<'_>,

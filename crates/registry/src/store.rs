@@ -78,12 +78,13 @@ impl GenericStore {
         let Some(admission) = &self.global_admission else {
             return Ok(());
         };
-        let seen = object.clone();
+        // The object goes as `object` (mutable); `attributes.object` is
+        // unset rather than a copy made for every write.
         let attributes = Attributes {
             operation,
             rtype: &self.rtype,
             name,
-            object: Some(&seen),
+            object: None,
             old_object,
             ctx,
         };
