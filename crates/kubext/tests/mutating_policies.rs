@@ -81,7 +81,9 @@ spec:
         "jsonpath={.metadata.labels}",
     ]);
     assert!(!out.contains("owner"), "{out}");
-    // Listed with upstream's columns.
+    // Documented in OpenAPI (kubectl explain), listed with upstream's columns.
+    let explained = server.kubectl_ok(&["explain", "mutatingadmissionpolicies.spec.mutations"]);
+    assert!(explained.contains("patchType"), "{explained}");
     let table = server.kubectl_ok(&["get", "mutatingadmissionpolicies"]);
     assert!(
         table.contains("MUTATIONS") && table.contains("label-configmaps.example.com   1"),

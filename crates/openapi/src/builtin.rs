@@ -121,6 +121,18 @@ fn generate() -> Builtin {
         "v1",
         "ValidatingAdmissionPolicyBinding",
     );
+    // 1.34's v1beta1 MutatingAdmissionPolicy has 1.33's v1alpha1 shape: its
+    // schemas are published under the served version's names.
+    roots.kind::<admissionregistration::v1alpha1::MutatingAdmissionPolicy>(
+        admission,
+        "v1beta1",
+        "MutatingAdmissionPolicy",
+    );
+    roots.kind::<admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding>(
+        admission,
+        "v1beta1",
+        "MutatingAdmissionPolicyBinding",
+    );
     let authn = "authentication.k8s.io";
     roots.kind::<authentication::v1::TokenReview>(authn, "v1", "TokenReview");
     roots.kind::<authentication::v1::SelfSubjectReview>(authn, "v1", "SelfSubjectReview");
@@ -150,13 +162,19 @@ fn generate() -> Builtin {
 
     let Roots {
         mut generator,
-        kinds,
+        mut kinds,
     } = roots;
     let mut components: Map<String, Value> = generator
         .take_definitions(false)
         .into_iter()
         .map(|(name, schema)| (name, to_oas3(schema)))
         .collect();
+    rename_version(
+        &mut components,
+        &mut kinds,
+        "io.k8s.api.admissionregistration.v1alpha1.",
+        "io.k8s.api.admissionregistration.v1beta1.",
+    );
 
     fix_required(&mut components, &kinds);
     if let Some(Value::Object(s)) = components.get_mut(INT_OR_STRING) {
@@ -204,6 +222,37 @@ fn generate() -> Builtin {
         }
     }
     Builtin { components, kinds }
+}
+
+/// Publish the components named `from…` (and every reference to them) as
+/// `to…`: a kind served at a version whose shape k8s-openapi has only under
+/// an earlier one.
+fn rename_version(
+    components: &mut Map<String, Value>,
+    kinds: &mut [BuiltinKind],
+    from: &str,
+    to: &str,
+) {
+    let names: Vec<String> = components
+        .keys()
+        .filter(|k| k.starts_with(from))
+        .cloned()
+        .collect();
+    for name in names {
+        let Some(schema) = components.remove(&name) else {
+            continue;
+        };
+        let renamed = serde_json::to_string(&schema)
+            .ok()
+            .map(|text| text.replace(from, to))
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(schema);
+        components.insert(name.replacen(from, to, 1), renamed);
+    }
+    for k in kinds.iter_mut() {
+        k.schema = k.schema.replacen(from, to, 1);
+        k.list_schema = k.list_schema.replacen(from, to, 1);
+    }
 }
 
 /// k8s-openapi lists `metadata` as required on every kind (its Rust field is not

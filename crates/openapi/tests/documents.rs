@@ -61,6 +61,20 @@ fn served() -> Vec<ServedResource> {
             false,
         ),
         ServedResource::new(
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            "MutatingAdmissionPolicy",
+            "mutatingadmissionpolicies",
+            false,
+        ),
+        ServedResource::new(
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            "MutatingAdmissionPolicyBinding",
+            "mutatingadmissionpolicybindings",
+            false,
+        ),
+        ServedResource::new(
             "rbac.authorization.k8s.io",
             "v1",
             "ClusterRole",
@@ -303,6 +317,18 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
             "v1",
             "ValidatingAdmissionPolicyBinding",
             "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            "MutatingAdmissionPolicy",
+            "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1beta1",
+            "MutatingAdmissionPolicyBinding",
+            "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding",
         ),
         (
             "rbac.authorization.k8s.io",
@@ -814,6 +840,7 @@ fn index_and_cached_documents_agree() {
         BTreeSet::from([
             "api/v1",
             "apis/admissionregistration.k8s.io/v1",
+            "apis/admissionregistration.k8s.io/v1beta1",
             "apis/apiextensions.k8s.io/v1",
             "apis/apiregistration.k8s.io/v1",
             "apis/authentication.k8s.io/v1",
