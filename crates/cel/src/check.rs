@@ -290,6 +290,9 @@ impl Checker<'_> {
         if call.func_name == "_?._" {
             return self.optional_select(id, call);
         }
+        if let Some(t) = self.two_variable_entry(call) {
+            return t;
+        }
         match &call.target {
             Some(target) => {
                 let receiver = self.expr(target);
@@ -297,6 +300,36 @@ impl Checker<'_> {
                 self.resolve(id, &call.func_name, Some(receiver), &args)
             }
             None => self.global(id, &call.func_name, &call.args),
+        }
+    }
+
+    /// The pairs two-variable comprehensions range over, typed: the range of
+    /// `@kubext_entries(x)`, and `pair[0]`, `pair[1]`.
+    fn two_variable_entry(&mut self, call: &CallExpr) -> Option<Type> {
+        match (call.func_name.as_str(), call.args.as_slice()) {
+            ("@kubext_entries", [range]) => Some(match self.expr(range) {
+                Type::List(item) => Type::list(Type::Entry(Box::new(Type::Int), item)),
+                Type::Map(k, v) => Type::list(Type::Entry(k, v)),
+                _ => Type::list(Type::Dyn),
+            }),
+            ("_[_]", [pair, index]) => {
+                let Expr::Literal(LiteralValue::Int(i)) = &index.expr else {
+                    return None;
+                };
+                if !matches!(&pair.expr, Expr::Ident(name) if name == "@kubext_it") {
+                    return None;
+                }
+                let Type::Entry(first, second) = self.expr(pair) else {
+                    return None;
+                };
+                self.types.insert(index.id, Type::Int);
+                match *i.inner() {
+                    0 => Some(*first),
+                    1 => Some(*second),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 

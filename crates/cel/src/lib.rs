@@ -678,7 +678,11 @@ mod tests {
         ]);
         let errs = compile_errors(&good, &FieldPath::new("openAPIV3Schema"));
         assert!(errs.is_empty(), "{errs:?}");
-        let bad = s(&["self.s.isSorted()", "self.names.sum() > 0"]);
+        let bad = s(&[
+            "self.s.isSorted()",
+            "self.names.sum() > 0",
+            "self.counts.all(k, v, v.startsWith('a'))",
+        ]);
         let errs: Vec<String> = compile_errors(&bad, &FieldPath::new("openAPIV3Schema"))
             .iter()
             .map(|e| e.to_string())
@@ -689,6 +693,12 @@ mod tests {
         );
         assert!(
             errs[1].contains("found no matching overload for 'sum' applied to 'list(string).()'"),
+            "{errs:?}"
+        );
+        // Two-variable comprehensions know their variables' types.
+        assert!(
+            errs[2]
+                .contains("found no matching overload for 'startsWith' applied to 'int.(string)'"),
             "{errs:?}"
         );
     }

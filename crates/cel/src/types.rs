@@ -33,6 +33,10 @@ pub enum Type {
     Opaque(String),
     /// A type parameter of a declaration (`A`, `T`).
     Param(char),
+    /// One `[key or index, value]` pair of a two-variable comprehension's
+    /// range (the macros' `@kubext_entries`): checked precisely, a list at
+    /// run time.
+    Entry(Box<Type>, Box<Type>),
 }
 
 /// A schema object type.
@@ -229,6 +233,7 @@ impl fmt::Display for Type {
             Type::Object(o) => f.write_str(&o.name),
             Type::Opaque(name) => f.write_str(name),
             Type::Param(c) => write!(f, "{c}"),
+            Type::Entry(..) => f.write_str("list(dyn)"),
         }
     }
 }
