@@ -51,6 +51,10 @@ pub trait Objects: Send + Sync + 'static {
         selector: Option<&apimachinery::selector::LabelSelector>,
     ) -> Result<Vec<Value>, String>;
 
+    /// The other versions `group`'s `resource` is served in (what
+    /// `matchPolicy: Equivalent` matches too).
+    fn other_versions(&self, group: &str, resource: &str, version: &str) -> Vec<String>;
+
     /// What answers the `authorizer` variable's checks for the requesting
     /// user.
     fn authorizer(&self, ctx: &RequestContext) -> Option<Arc<dyn cel_rules::Authorize>>;
@@ -391,7 +395,11 @@ impl Policies {
             }
             Err(_) => return Ok(Vec::new()),
         };
-        if !policy.matcher.matches(a, namespace, true) {
+        let others = || match self.objects.get() {
+            Some(o) => o.other_versions(&a.rtype.group, &a.rtype.plural, &a.rtype.version),
+            None => Vec::new(),
+        };
+        if !policy.matcher.matches(a, namespace, true, &others) {
             return Ok(Vec::new());
         }
         let mut applicable = Vec::new();
@@ -407,7 +415,7 @@ impl Policies {
                 Err(_) => continue,
             };
             if let Some(m) = &binding.matcher
-                && !m.matches(a, namespace, false)
+                && !m.matches(a, namespace, false, &others)
             {
                 continue;
             }

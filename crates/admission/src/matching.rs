@@ -23,6 +23,9 @@ struct Rule {
 pub struct Matcher {
     rules: Vec<Rule>,
     excluded: Vec<Rule>,
+    /// `matchPolicy: Equivalent` (the default): a rule naming another served
+    /// version of the resource matches too.
+    equivalent: bool,
     namespace_selector: LabelSelector,
     object_selector: LabelSelector,
 }
@@ -74,6 +77,7 @@ impl Matcher {
         Ok(Matcher {
             rules: rules(v, "resourceRules"),
             excluded: rules(v, "excludeResourceRules"),
+            equivalent: v.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
             namespace_selector: selector(v, "namespaceSelector")?,
             object_selector: selector(v, "objectSelector")?,
         })
@@ -86,14 +90,25 @@ impl Matcher {
         a: &Attributes<'_>,
         namespace: Option<&Value>,
         rules_required: bool,
+        other_versions: &dyn Fn() -> Vec<String>,
     ) -> bool {
         let resource = Resource::of(a);
-        if (rules_required || !self.rules.is_empty())
-            && !self.rules.iter().any(|r| r.matches(&resource))
-        {
-            return false;
-        }
-        if self.excluded.iter().any(|r| r.matches(&resource)) {
+        // The request's own version first; the resource's other served
+        // versions only when that does not match (and the policy allows).
+        let exact = |r: &Rule| r.matches(&resource, resource.version);
+        let matched = if !rules_required && self.rules.is_empty() {
+            true
+        } else if self.rules.iter().any(exact) {
+            true
+        } else if self.equivalent {
+            let others = other_versions();
+            self.rules
+                .iter()
+                .any(|r| others.iter().any(|v| r.matches(&resource, v)))
+        } else {
+            false
+        };
+        if !matched || self.excluded.iter().any(exact) {
             return false;
         }
         // Cluster-scoped objects other than namespaces pass any namespace
@@ -160,10 +175,11 @@ fn any_or(list: &[String], value: &str) -> bool {
 }
 
 impl Rule {
-    fn matches(&self, r: &Resource<'_>) -> bool {
+    /// Whether the rule matches the request, taken at `version`.
+    fn matches(&self, r: &Resource<'_>, version: &str) -> bool {
         any_or(&self.operations, r.operation)
             && any_or(&self.groups, r.group)
-            && any_or(&self.versions, r.version)
+            && any_or(&self.versions, version)
             && self
                 .resources
                 .iter()

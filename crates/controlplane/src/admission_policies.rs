@@ -128,6 +128,19 @@ impl admission::Objects for CatalogObjects {
         }))
     }
 
+    fn other_versions(&self, group: &str, resource: &str, version: &str) -> Vec<String> {
+        let Some(api) = self.api.upgrade() else {
+            return Vec::new();
+        };
+        let catalog = api.catalog();
+        catalog
+            .served()
+            .filter(|s| s.rtype.group == group && s.rtype.plural == resource)
+            .map(|s| s.rtype.version.clone())
+            .filter(|v| v != version)
+            .collect()
+    }
+
     async fn namespace(&self, name: &str) -> Option<Value> {
         let api = self.api.upgrade()?;
         let catalog = api.catalog();

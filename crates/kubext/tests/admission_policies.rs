@@ -520,3 +520,66 @@ spec:
         "policy.example.com/v1, Kind=Gauge: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^"
     );
 }
+
+/// `matchPolicy: Equivalent` (the default) matches a request made through
+/// another served version of the named resource; `Exact` does not.
+#[test]
+fn equivalent_versions_match_unless_exact() {
+    let server = Server::builder().start().unwrap();
+    let policy = |name: &str, match_policy: &str| {
+        format!(
+            r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: {name}}}
+spec:
+  matchConstraints:
+    matchPolicy: {match_policy}
+    resourceRules:
+    - {{apiGroups: ["policy.example.com"], apiVersions: ["v1"], operations: ["CREATE"], resources: ["dials"]}}
+  validations:
+  - expression: "object.metadata.name != 'forbidden-' + '{match_policy}'.lowerAscii()"
+    message: "{match_policy} matched"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: {name}}}
+spec:
+  policyName: {name}
+  validationActions: [Deny]
+"#
+        )
+    };
+    server.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: dials.policy.example.com}
+spec:
+  group: policy.example.com
+  scope: Namespaced
+  names: {plural: dials, singular: dial, kind: Dial}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+  - {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+"#,
+    );
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/dials.policy.example.com",
+        "--timeout=10s",
+    ]);
+    server.apply(&policy("exact.example.com", "Exact"));
+    server.apply(&policy("equivalent.example.com", "Equivalent"));
+    let dial = |name: &str| {
+        format!(
+            "apiVersion: policy.example.com/v2\nkind: Dial\nmetadata: {{name: {name}, namespace: default}}\n"
+        )
+    };
+    let err = refused(&server, &dial("forbidden-equivalent"));
+    assert!(err.contains("Equivalent matched"), "{err}");
+    // Once the Equivalent policy is in force the Exact one (written first)
+    // is too; through v2 it does not match.
+    server.apply(&dial("forbidden-exact"));
+}
