@@ -96,9 +96,8 @@ impl Matcher {
         // The request's own version first; the resource's other served
         // versions only when that does not match (and the policy allows).
         let exact = |r: &Rule| r.matches(&resource, resource.version);
-        let matched = if !rules_required && self.rules.is_empty() {
-            true
-        } else if self.rules.iter().any(exact) {
+        let matched = if (!rules_required && self.rules.is_empty()) || self.rules.iter().any(exact)
+        {
             true
         } else if self.equivalent {
             let others = other_versions();
