@@ -293,6 +293,7 @@ impl Checker<'_> {
         if let Some(t) = self.two_variable_entry(call) {
             return t;
         }
+        self.validate_literals(call);
         match &call.target {
             Some(target) => {
                 let receiver = self.expr(target);
@@ -300,6 +301,31 @@ impl Checker<'_> {
                 self.resolve(id, &call.func_name, Some(receiver), &args)
             }
             None => self.global(id, &call.func_name, &call.args),
+        }
+    }
+
+    /// Upstream's literal validators: a constant regular expression, duration
+    /// or timestamp must parse (`invalid matches argument`).
+    fn validate_literals(&mut self, call: &CallExpr) {
+        let (name, argument) = match (call.func_name.as_str(), &call.target, call.args.as_slice()) {
+            ("matches", Some(_), [pattern]) | ("matches", None, [_, pattern]) => {
+                ("matches", pattern)
+            }
+            ("duration", None, [d]) => ("duration", d),
+            ("timestamp", None, [t]) => ("timestamp", t),
+            _ => return,
+        };
+        let Expr::Literal(LiteralValue::String(text)) = &argument.expr else {
+            return;
+        };
+        let text = text.inner();
+        let valid = match name {
+            "matches" => regex::Regex::new(text).is_ok(),
+            "duration" => crate::values::parse_duration(text).is_some(),
+            _ => chrono::DateTime::parse_from_rfc3339(text).is_ok(),
+        };
+        if !valid {
+            self.report(argument.id, format!("invalid {name} argument"));
         }
     }
 

@@ -695,6 +695,15 @@ mod tests {
             errs[1].contains("found no matching overload for 'sum' applied to 'list(string).()'"),
             "{errs:?}"
         );
+        // Constant patterns must parse (upstream's literal validators).
+        let literal: Vec<String> = compile_errors(&s(&["self.s.matches(')')"]), &FieldPath::new("x"))
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            literal[0].contains("compilation failed: ERROR: <input>:1:16: invalid matches argument"),
+            "{literal:?}"
+        );
         // Two-variable comprehensions know their variables' types.
         assert!(
             errs[2]

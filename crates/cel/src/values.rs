@@ -117,7 +117,7 @@ fn formatted<'a>(st: &str, s: Option<&Structural>) -> Option<Box<dyn Val + 'a>> 
 
 /// A `format: duration` string (Go's `time.ParseDuration` syntax: `1h30m`,
 /// `1.5s`, `-2ms`).
-fn parse_duration(st: &str) -> Option<chrono::Duration> {
+pub(crate) fn parse_duration(st: &str) -> Option<chrono::Duration> {
     let (negative, mut rest) = match st.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, st.strip_prefix('+').unwrap_or(st)),
