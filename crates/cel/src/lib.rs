@@ -696,12 +696,14 @@ mod tests {
             "{errs:?}"
         );
         // Constant patterns must parse (upstream's literal validators).
-        let literal: Vec<String> = compile_errors(&s(&["self.s.matches(')')"]), &FieldPath::new("x"))
-            .iter()
-            .map(|e| e.to_string())
-            .collect();
+        let literal: Vec<String> =
+            compile_errors(&s(&["self.s.matches(')')"]), &FieldPath::new("x"))
+                .iter()
+                .map(|e| e.to_string())
+                .collect();
         assert!(
-            literal[0].contains("compilation failed: ERROR: <input>:1:16: invalid matches argument"),
+            literal[0]
+                .contains("compilation failed: ERROR: <input>:1:16: invalid matches argument"),
             "{literal:?}"
         );
         // Two-variable comprehensions know their variables' types.

@@ -4,24 +4,20 @@
 //! refuse expressions that do not compile.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
-
-use testkit::Server;
+use testkit::{Server, eventually};
 
 /// Run `create -f -` until it fails (policies are compiled moments after they
 /// are written); its stderr.
 fn refused(server: &Server, manifest: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually("refused", || {
         let out = server.kubectl_with_stdin(&["create", "-f", "-"], Some(manifest));
         if !out.status.success() {
-            return String::from_utf8_lossy(&out.stderr).into_owned();
+            return Some(String::from_utf8_lossy(&out.stderr).into_owned());
         }
         // Created before the policy was in force: remove it and try again.
         server.kubectl_with_stdin(&["delete", "-f", "-"], Some(manifest));
-        assert!(Instant::now() < deadline, "never refused: {manifest}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        None
+    })
 }
 
 const SMALL_CONFIGMAPS: &str = r#"
@@ -170,25 +166,19 @@ spec:
       matchLabels: {kubernetes.io/metadata.name: relaxed}
 "#,
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually("a warning", || {
         let out = server.kubectl_with_stdin(
             &["create", "-f", "-"],
             Some("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: robot, namespace: relaxed}\n"),
         );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
         if stderr.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'naming.example.com' with binding 'naming-warn': name must start with team-") {
-            break;
+            return Some(());
         }
         server.kubectl_ok(&["delete", "serviceaccount", "robot", "-n", "relaxed"]);
-        assert!(Instant::now() < deadline, "no warning: {stderr}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        None
+    });
 
     // The parameter gone: the Deny binding refuses everything it matches.
     server.kubectl_ok(&["delete", "configmap", "naming"]);
@@ -252,18 +242,16 @@ spec:
     server.apply(
         "apiVersion: policy.example.com/v1\nkind: Vault\nmetadata: {name: gold, labels: {protected: \"yes\"}}\n---\napiVersion: policy.example.com/v1\nkind: Vault\nmetadata: {name: tin}\n",
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let err = loop {
+    let err = eventually("gold protected", || {
         let out = server.kubectl(&["delete", "vault", "gold"]);
         if !out.status.success() {
-            break String::from_utf8_lossy(&out.stderr).into_owned();
+            return Some(String::from_utf8_lossy(&out.stderr).into_owned());
         }
         server.apply(
             "apiVersion: policy.example.com/v1\nkind: Vault\nmetadata: {name: gold, labels: {protected: \"yes\"}}\n",
         );
-        assert!(Instant::now() < deadline, "gold was never protected");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        None
+    });
     assert!(
         err.contains("The vaults \"gold\" is invalid: : ValidatingAdmissionPolicy 'protected.example.com' with binding 'protected' denied request: protected vaults cannot be deleted"),
         "{err}"
@@ -358,17 +346,15 @@ spec:
     server.wait_until_allowed(&["create", "configmaps", "--as", "alice"]);
     let manifest =
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-alice, namespace: default}\n";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let err = loop {
+    let err = eventually("alice refused", || {
         let out =
             server.kubectl_with_stdin(&["create", "--as", "alice", "-f", "-"], Some(manifest));
         if !out.status.success() {
-            break String::from_utf8_lossy(&out.stderr).into_owned();
+            return Some(String::from_utf8_lossy(&out.stderr).into_owned());
         }
         server.kubectl_ok(&["delete", "configmap", "from-alice"]);
-        assert!(Instant::now() < deadline, "alice was never refused");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        None
+    });
     assert!(
         err.contains("denied request: only secret readers may create configmaps, not alice"),
         "{err}"
@@ -422,8 +408,7 @@ spec:
 "#,
     );
     // Audit only: admitted, recorded. Retry until the policy is in force.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let event = loop {
+    let event = eventually("the audit record", || {
         server.kubectl_ok(&["create", "configmap", "junky", "--from-literal=junk=1"]);
         let events: Vec<serde_json::Value> = std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -435,13 +420,11 @@ spec:
                 && e["stage"] == "ResponseComplete"
                 && e["annotations"]["tidy-configmaps.example.com/size"] == "1"
         });
-        if let Some(e) = found {
-            break e;
+        if found.is_none() {
+            server.kubectl_ok(&["delete", "configmap", "junky"]);
         }
-        server.kubectl_ok(&["delete", "configmap", "junky"]);
-        assert!(Instant::now() < deadline, "never recorded");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        found
+    });
     let failure: serde_json::Value = serde_json::from_str(
         event["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
             .as_str()
@@ -493,8 +476,7 @@ spec:
   - expression: "object.spec.replicaz > 1"
 "#,
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
+    let status = eventually("type checking", || {
         let out = server.kubectl_ok(&[
             "get",
             "validatingadmissionpolicy",
@@ -502,12 +484,8 @@ spec:
             "-o",
             "jsonpath={.status}",
         ]);
-        if out.contains("typeChecking") {
-            break out;
-        }
-        assert!(Instant::now() < deadline, "no type checking: {out}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        out.contains("typeChecking").then_some(out)
+    });
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     assert_eq!(status["observedGeneration"], 1, "{status}");
     let warnings = status["typeChecking"]["expressionWarnings"]

@@ -6,9 +6,7 @@
 //! expressions that do not compile are refused.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::{Duration, Instant};
-
-use testkit::Server;
+use testkit::{Server, eventually};
 
 /// Create `manifest` until `check` holds for the stored object (policies are
 /// compiled moments after they are written); the object as JSON.
@@ -19,18 +17,16 @@ fn created_until(
     manifest: &str,
     check: impl Fn(&serde_json::Value) -> bool,
 ) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually("mutated", || {
         server.apply(manifest);
         let out = server.kubectl_ok(&["get", kind, name, "-o", "json"]);
         let obj: serde_json::Value = serde_json::from_str(&out).unwrap();
         if check(&obj) {
-            return obj;
+            return Some(obj);
         }
         server.kubectl_ok(&["delete", kind, name]);
-        assert!(Instant::now() < deadline, "never mutated: {obj}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        None
+    })
 }
 
 #[test]

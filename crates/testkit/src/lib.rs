@@ -46,6 +46,20 @@ pub struct Server {
 
 /// Where the kubext binary is: `$KUBEXT_BIN`, else next to the running test binary
 /// (`target/<profile>/kubext`).
+/// Retry `attempt` every 100 ms until it returns `Some` (for what the server
+/// does moments after a write: controllers, compiled policies); the test
+/// fails with `what` after 10 s.
+pub fn eventually<T>(what: &str, mut attempt: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(done) = attempt() {
+            return done;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what} within 10 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 pub fn kubext_binary() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("KUBEXT_BIN") {
         return Ok(PathBuf::from(p));

@@ -116,6 +116,49 @@ fn validate_rules(rules: &[Value], path: &FieldPath, errs: &mut ErrorList) {
     }
 }
 
+/// What validating and mutating policies share: `matchConstraints`,
+/// `failurePolicy`, `paramKind`.
+fn validate_common(obj: &Value, errs: &mut ErrorList) {
+    let spec = FieldPath::new("spec");
+    match obj.pointer("/spec/matchConstraints") {
+        None | Some(Value::Null) => {
+            errs.push(FieldError::required(&spec.child("matchConstraints"), ""))
+        }
+        Some(m) => {
+            let at = spec.child("matchConstraints");
+            if list(m, "/resourceRules").is_empty() {
+                errs.push(FieldError::required(&at.child("resourceRules"), ""));
+            }
+            validate_rules(list(m, "/resourceRules"), &at.child("resourceRules"), errs);
+            validate_rules(
+                list(m, "/excludeResourceRules"),
+                &at.child("excludeResourceRules"),
+                errs,
+            );
+            supported(
+                str_at(m, "/matchPolicy"),
+                &["Equivalent", "Exact"],
+                &at.child("matchPolicy"),
+                errs,
+            );
+        }
+    }
+    supported(
+        str_at(obj, "/spec/failurePolicy"),
+        &["Fail", "Ignore"],
+        &spec.child("failurePolicy"),
+        errs,
+    );
+    if let Some(pk) = obj.pointer("/spec/paramKind").filter(|v| !v.is_null()) {
+        let at = spec.child("paramKind");
+        for field in ["apiVersion", "kind"] {
+            if str_at(pk, &format!("/{field}")).is_empty() {
+                errs.push(FieldError::required(&at.child(field), ""));
+            }
+        }
+    }
+}
+
 impl Strategy for Policies {
     fn prepare_create(&self, obj: &mut Value) {
         if let Some(o) = obj.as_object_mut() {
@@ -147,47 +190,7 @@ impl Strategy for Policies {
                 "validations or auditAnnotations must contain at least one item",
             ));
         }
-        match obj.pointer("/spec/matchConstraints") {
-            None | Some(Value::Null) => {
-                errs.push(FieldError::required(&spec.child("matchConstraints"), ""))
-            }
-            Some(m) => {
-                let at = spec.child("matchConstraints");
-                if list(m, "/resourceRules").is_empty() {
-                    errs.push(FieldError::required(&at.child("resourceRules"), ""));
-                }
-                validate_rules(
-                    list(m, "/resourceRules"),
-                    &at.child("resourceRules"),
-                    &mut errs,
-                );
-                validate_rules(
-                    list(m, "/excludeResourceRules"),
-                    &at.child("excludeResourceRules"),
-                    &mut errs,
-                );
-                supported(
-                    str_at(m, "/matchPolicy"),
-                    &["Equivalent", "Exact"],
-                    &at.child("matchPolicy"),
-                    &mut errs,
-                );
-            }
-        }
-        supported(
-            str_at(obj, "/spec/failurePolicy"),
-            &["Fail", "Ignore"],
-            &spec.child("failurePolicy"),
-            &mut errs,
-        );
-        if let Some(pk) = obj.pointer("/spec/paramKind").filter(|v| !v.is_null()) {
-            let at = spec.child("paramKind");
-            for field in ["apiVersion", "kind"] {
-                if str_at(pk, &format!("/{field}")).is_empty() {
-                    errs.push(FieldError::required(&at.child(field), ""));
-                }
-            }
-        }
+        validate_common(obj, &mut errs);
         for (i, v) in list(obj, "/spec/validations").iter().enumerate() {
             let at = spec.child("validations").index(i);
             if str_at(v, "/expression").trim().is_empty() {
@@ -395,28 +398,7 @@ impl Strategy for MutatingPolicies {
                 ));
             }
         }
-        match obj.pointer("/spec/matchConstraints") {
-            None | Some(Value::Null) => {
-                errs.push(FieldError::required(&spec.child("matchConstraints"), ""))
-            }
-            Some(m) => {
-                let at = spec.child("matchConstraints");
-                if list(m, "/resourceRules").is_empty() {
-                    errs.push(FieldError::required(&at.child("resourceRules"), ""));
-                }
-                validate_rules(
-                    list(m, "/resourceRules"),
-                    &at.child("resourceRules"),
-                    &mut errs,
-                );
-            }
-        }
-        supported(
-            str_at(obj, "/spec/failurePolicy"),
-            &["Fail", "Ignore"],
-            &spec.child("failurePolicy"),
-            &mut errs,
-        );
+        validate_common(obj, &mut errs);
         supported(
             str_at(obj, "/spec/reinvocationPolicy"),
             &["IfNeeded", "Never"],
