@@ -80,7 +80,7 @@ pub struct Policies {
 fn entries<P>(
     policies: &[Value],
     bindings: &[Value],
-    compile: fn(&Value) -> Result<P, apimachinery::ErrorList>,
+    compile: fn(&Value, bool) -> Result<P, apimachinery::ErrorList>,
 ) -> Vec<Entry<P>> {
     policies
         .iter()
@@ -92,7 +92,7 @@ fn entries<P>(
                 .to_string();
             let ignore_failures =
                 p.pointer("/spec/failurePolicy").and_then(Value::as_str) == Some("Ignore");
-            let compiled = compile(p).map_err(|errs| {
+            let compiled = compile(p, true).map_err(|errs| {
                 errs.iter()
                     .map(ToString::to_string)
                     .collect::<Vec<_>>()
@@ -596,10 +596,10 @@ impl Admission for PolicyCheck {
         _ctx: &RequestContext,
     ) -> Result<(), StatusError> {
         let (kind, errs) = match self {
-            PolicyCheck::Validating => (VALIDATING, policy::compile(new).err()),
+            PolicyCheck::Validating => (VALIDATING, policy::compile(new, false).err()),
             PolicyCheck::Mutating => (
                 "MutatingAdmissionPolicy",
-                policy::compile_mutating(new).err(),
+                policy::compile_mutating(new, false).err(),
             ),
         };
         match errs {

@@ -111,11 +111,18 @@ fn list<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
 /// compile (`spec.validations[0].expression: Invalid value: …`).
 struct Compiler {
     errs: ErrorList,
+    /// Compiling stored policies (to serve them), not ones being written.
+    stored: bool,
 }
 
 impl Compiler {
     fn compile(&mut self, source: &str, at: FieldPath, expected: Expected) -> Option<Expression> {
-        match Expression::compile(source, VARIABLES, expected) {
+        let compiled = if self.stored {
+            Expression::compile_stored(source, VARIABLES, expected)
+        } else {
+            Expression::compile(source, VARIABLES, expected)
+        };
+        match compiled {
             Ok(e) => Some(e),
             Err(detail) => {
                 self.errs
@@ -175,10 +182,12 @@ impl Compiler {
     }
 }
 
-/// A ValidatingAdmissionPolicy compiled, or upstream's errors.
-pub fn compile(obj: &Value) -> Result<Policy, ErrorList> {
+/// A ValidatingAdmissionPolicy compiled, or upstream's errors; `stored`: one
+/// already stored (to serve), else one being written.
+pub fn compile(obj: &Value, stored: bool) -> Result<Policy, ErrorList> {
     let mut c = Compiler {
         errs: ErrorList::new(),
+        stored,
     };
     let spec = FieldPath::new("spec");
     let common = c.common(obj);
@@ -228,10 +237,12 @@ pub fn compile(obj: &Value) -> Result<Policy, ErrorList> {
     }
 }
 
-/// A MutatingAdmissionPolicy compiled, or upstream's errors.
-pub fn compile_mutating(obj: &Value) -> Result<MutatingPolicy, ErrorList> {
+/// A MutatingAdmissionPolicy compiled, or upstream's errors (`stored` as
+/// for [`compile`]).
+pub fn compile_mutating(obj: &Value, stored: bool) -> Result<MutatingPolicy, ErrorList> {
     let mut c = Compiler {
         errs: ErrorList::new(),
+        stored,
     };
     let spec = FieldPath::new("spec");
     let common = c.common(obj);

@@ -44,6 +44,17 @@ impl Declarations {
         d
     }
 
+    /// What new expressions may use: kube-apiserver 1.33 compiles them in
+    /// 1.32's environment, so what 1.33 added (`library::STORED_ONLY`, the
+    /// semver library) is only for expressions already stored.
+    pub fn for_new_expressions() -> Declarations {
+        let mut d = Declarations::kubernetes();
+        for name in crate::library::STORED_ONLY {
+            d.functions.remove(*name);
+        }
+        d
+    }
+
     pub fn overloads(&self, name: &str) -> Option<&[Overload]> {
         self.functions.get(name).map(Vec::as_slice)
     }

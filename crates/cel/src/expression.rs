@@ -38,6 +38,25 @@ impl Expression {
         variables: &[&str],
         expected: Expected,
     ) -> Result<Expression, String> {
+        Expression::compile_with(source, variables, expected, crate::new_declarations())
+    }
+
+    /// As [`Expression::compile`], for an expression already stored: it may
+    /// use everything the serving environment has (1.33's semver library).
+    pub fn compile_stored(
+        source: &str,
+        variables: &[&str],
+        expected: Expected,
+    ) -> Result<Expression, String> {
+        Expression::compile_with(source, variables, expected, crate::declarations())
+    }
+
+    fn compile_with(
+        source: &str,
+        variables: &[&str],
+        expected: Expected,
+        decls: &crate::decls::Declarations,
+    ) -> Result<Expression, String> {
         let env = crate::environment();
         let program = env
             .compile(source)
@@ -57,7 +76,7 @@ impl Expression {
             program.expression(),
             program.source_info(),
             &declared,
-            crate::declarations(),
+            decls,
         )
         .map_err(|issues| format!("compilation failed: {issues}"))?;
         let fits = match (expected, &checked.result) {

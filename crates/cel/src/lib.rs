@@ -72,9 +72,16 @@ fn build_environment() -> Env {
     env
 }
 
-/// The checker's view of the same environment.
+/// The checker's view of the same environment (for stored expressions:
+/// serving them).
 fn declarations() -> &'static Declarations {
     static DECLARATIONS: LazyLock<Declarations> = LazyLock::new(Declarations::kubernetes);
+    &DECLARATIONS
+}
+
+/// The checker's view for expressions being written (a CRD or a policy).
+fn new_declarations() -> &'static Declarations {
+    static DECLARATIONS: LazyLock<Declarations> = LazyLock::new(Declarations::for_new_expressions);
     &DECLARATIONS
 }
 
@@ -94,6 +101,7 @@ struct Checked {
 /// estimated cost, or upstream's `<what>compilation failed: …` detail.
 fn compile_expression(
     env: &Env,
+    decls: &Declarations,
     source: &str,
     variables: &[(&str, Type)],
     limits: &Limits,
@@ -106,21 +114,27 @@ fn compile_expression(
         program.expression(),
         program.source_info(),
         variables,
-        declarations(),
+        decls,
     )
     .map_err(|issues| format!("{what}compilation failed: {issues}"))?;
     let cost = cost::estimate(program.expression(), &checked.types, limits);
     Ok((program, checked.result, cost, checked.types))
 }
 
-fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type, limits: &Limits) -> Checked {
+fn compile_rule(
+    env: &Env,
+    decls: &Declarations,
+    rule: &ValidationRule,
+    self_type: &Type,
+    limits: &Limits,
+) -> Checked {
     let old_self_type = if rule.optional_old_self.unwrap_or(false) {
         Type::optional(self_type.clone())
     } else {
         self_type.clone()
     };
     let variables = [("self", self_type.clone()), ("oldSelf", old_self_type)];
-    let program = compile_expression(env, &rule.rule, &variables, limits, "").and_then(
+    let program = compile_expression(env, decls, &rule.rule, &variables, limits, "").and_then(
         |(program, result, cost, types)| match result {
             Type::Bool => Ok((program, cost, types)),
             _ => Err("cel expression must evaluate to a bool".to_string()),
@@ -131,6 +145,7 @@ fn compile_rule(env: &Env, rule: &ValidationRule, self_type: &Type, limits: &Lim
     } else {
         compile_expression(
             env,
+            decls,
             &rule.message_expression,
             &variables,
             limits,
@@ -177,7 +192,7 @@ impl RuleSet {
                 let limits = Limits::of_schema(node);
                 for rule in &node.extensions.validations {
                     rules.entry(rule.rule.clone()).or_insert_with(|| {
-                        let checked = compile_rule(&env, rule, self_type, &limits);
+                        let checked = compile_rule(&env, declarations(), rule, self_type, &limits);
                         let uses_old_self = checked
                             .program
                             .as_ref()
@@ -220,7 +235,7 @@ pub fn compile_errors(schema: &Structural, schema_path: &FieldPath) -> ErrorList
                 if rule.rule.trim().is_empty() {
                     continue;
                 }
-                let checked = compile_rule(&env, rule, self_type, &limits);
+                let checked = compile_rule(&env, new_declarations(), rule, self_type, &limits);
                 let at = path.child("x-kubernetes-validations").index(i);
                 let rule_cost = checked.cost.saturating_mul(cardinality);
                 if rule_cost > cost::PER_EXPRESSION_LIMIT {
@@ -733,6 +748,28 @@ mod tests {
             [
                 "names: Invalid value: \"array\": call cost exceeds limit for rule: names must be unique"
             ]
+        );
+    }
+
+    /// 1.33 compiles new rules in 1.32's environment: the semver library is
+    /// refused in a rule being written, and evaluated in one already stored.
+    #[test]
+    fn semver_is_for_stored_rules_only() {
+        let s = schema(json!({"type": "object", "properties": {"v": {"type": "string",
+            "maxLength": 32, "x-kubernetes-validations": [
+                {"rule": "semver(self).isGreaterThan(semver('1.0.0'))"}]}}}));
+        let errs: Vec<String> = compile_errors(&s, &FieldPath::new("x"))
+            .iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errs[0].contains("undeclared reference to 'semver' (in container '')"),
+            "{errs:?}"
+        );
+        assert!(errors(&s, json!({"v": "1.2.0"}), None).is_empty());
+        assert_eq!(
+            errors(&s, json!({"v": "0.9.0"}), None),
+            ["v: Invalid value: \"string\": failed rule: semver(self).isGreaterThan(semver('1.0.0'))"]
         );
     }
 }
