@@ -755,9 +755,11 @@ mod tests {
     /// refused in a rule being written, and evaluated in one already stored.
     #[test]
     fn semver_is_for_stored_rules_only() {
-        let s = schema(json!({"type": "object", "properties": {"v": {"type": "string",
+        let s = schema(
+            json!({"type": "object", "properties": {"v": {"type": "string",
             "maxLength": 32, "x-kubernetes-validations": [
-                {"rule": "semver(self).isGreaterThan(semver('1.0.0'))"}]}}}));
+                {"rule": "semver(self).isGreaterThan(semver('1.0.0'))"}]}}}),
+        );
         let errs: Vec<String> = compile_errors(&s, &FieldPath::new("x"))
             .iter()
             .map(|e| e.to_string())
@@ -769,7 +771,70 @@ mod tests {
         assert!(errors(&s, json!({"v": "1.2.0"}), None).is_empty());
         assert_eq!(
             errors(&s, json!({"v": "0.9.0"}), None),
-            ["v: Invalid value: \"string\": failed rule: semver(self).isGreaterThan(semver('1.0.0'))"]
+            [
+                "v: Invalid value: \"string\": failed rule: semver(self).isGreaterThan(semver('1.0.0'))"
+            ]
         );
+    }
+
+    /// Upstream's own cases for `x-kubernetes-preserve-unknown-fields`
+    /// (apiextensions-apiserver schema/cel/validation_test.go, "unknown
+    /// fields"): unknown fields cannot be selected but count in equality;
+    /// typeless properties are not visible at all.
+    #[test]
+    fn preserved_unknown_fields_as_upstreams_tests_expect() {
+        let unknown = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        let typeless = json!({"x-kubernetes-preserve-unknown-fields": true});
+        let props = json!({
+            "withUnknown": unknown,
+            "withUnknownList": {"type": "array", "items": unknown},
+            "withUnknownFieldList": {"type": "array", "items": {"type": "object",
+                "properties": {"fieldOfUnknownType": typeless}}},
+            "anyvalList": {"type": "array", "items": typeless},
+            "anyvalMap": {"type": "object", "additionalProperties": typeless},
+            "anyvalField1": typeless,
+            "anyvalField2": typeless,
+        });
+        let object = json!({
+            "withUnknown": {"field1": "a", "field2": 1},
+            "withUnknownList": [{"field1": "a"}, {"field1": "b"}, {"field1": "b"},
+                {"field2": 1}, {"field2": 1}],
+            "withUnknownFieldList": [{"fieldOfUnknownType": "a"},
+                {"fieldOfUnknownType": 1}, {"fieldOfUnknownType": 1}],
+            "anyvalList": [1, "a"], "anyvalMap": {"k": "1"},
+            "anyvalField1": 1, "anyvalField2": "a",
+        });
+        for valid in [
+            "has(self.withUnknown)",
+            "self.withUnknownList.size() == 5",
+            "self.withUnknownList[0] != self.withUnknownList[1]",
+            "self.withUnknownList[1] == self.withUnknownList[2]",
+            "self.withUnknownList[3] == self.withUnknownList[4]",
+            "self.withUnknownFieldList[0] != self.withUnknownFieldList[1]",
+            "self.withUnknownFieldList[1] == self.withUnknownFieldList[2]",
+        ] {
+            let s = schema(json!({"type": "object", "properties": props,
+                "x-kubernetes-validations": [{"rule": valid}]}));
+            assert!(
+                compile_errors(&s, &FieldPath::new("x")).is_empty(),
+                "{valid}"
+            );
+            assert!(errors(&s, object.clone(), None).is_empty(), "{valid}");
+        }
+        for (rule, error) in [
+            ("has(self.withUnknown.field1)", "undefined field 'field1'"),
+            ("has(self.anyvalList)", "undefined field 'anyvalList'"),
+            ("has(self.anyvalMap)", "undefined field 'anyvalMap'"),
+            ("has(self.anyvalField1)", "undefined field 'anyvalField1'"),
+            ("has(self.anyvalField2)", "undefined field 'anyvalField2'"),
+        ] {
+            let s = schema(json!({"type": "object", "properties": props,
+                "x-kubernetes-validations": [{"rule": rule}]}));
+            let errs = compile_errors(&s, &FieldPath::new("x"));
+            assert!(
+                errs.first().is_some_and(|e| e.to_string().contains(error)),
+                "{rule}: {errs:?}"
+            );
+        }
     }
 }
