@@ -17,6 +17,7 @@ mod cost;
 mod decls;
 mod expression;
 pub mod library;
+mod list_types;
 mod objects;
 mod types;
 mod values;
@@ -836,5 +837,38 @@ mod tests {
                 "{rule}: {errs:?}"
             );
         }
+    }
+
+    /// `set` and `map` lists compare as upstream's: in any order (a map
+    /// list's elements matched by key); the rest of the list behaves as any.
+    #[test]
+    fn set_and_map_lists_compare_regardless_of_order() {
+        let s = schema(json!({"type": "object", "properties": {
+            "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                "items": {"type": "string"},
+                "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "tags are immutable"},
+                    {"rule": "size(self) == 2 && self.all(t, t != '') && 'a' in self && self[0] != ''"}]},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer"}}},
+                "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "ports are immutable"}]}}}));
+        let old = json!({"tags": ["a", "b"],
+            "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]});
+        let reordered = json!({"tags": ["b", "a"],
+            "ports": [{"name": "https", "port": 443}, {"name": "http", "port": 80}]});
+        assert!(errors(&s, reordered, Some(old.clone())).is_empty());
+        let changed = json!({"tags": ["c", "b"],
+            "ports": [{"name": "https", "port": 8443}, {"name": "http", "port": 80}]});
+        assert_eq!(
+            errors(&s, changed, Some(old)),
+            [
+                "ports: Invalid value: \"array\": ports are immutable",
+                "tags: Invalid value: \"array\": tags are immutable",
+                "tags: Invalid value: \"array\": failed rule: size(self) == 2 && self.all(t, t != '') && 'a' in self && self[0] != ''",
+            ]
+        );
     }
 }

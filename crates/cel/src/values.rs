@@ -18,6 +18,7 @@ use cel::common::value::Val;
 use schema::structural::{AdditionalProperties, Structural};
 use serde_json::Value;
 
+use crate::list_types::{Matching, TypedList};
 use crate::types;
 
 /// `v` under schema `s` (`None`: no schema, as for admission policies).
@@ -44,7 +45,24 @@ pub(crate) fn to_val<'a>(
             let embedded = items.is_some_and(|i| i.extensions.embedded_resource);
             let list: Vec<Box<dyn Val + 'a>> =
                 a.iter().map(|i| to_val(i, items, embedded)).collect();
-            Box::new(CelList::from(list))
+            let list = CelList::from(list);
+            match s.and_then(|s| s.extensions.list_type.as_deref()) {
+                Some("set") => Box::new(TypedList::new(list, Matching::Set)),
+                Some("map") => {
+                    // Keys as the elements' (escaped) field names.
+                    let keys = s
+                        .map(|s| {
+                            s.extensions
+                                .list_map_keys
+                                .iter()
+                                .filter_map(|k| types::escape(k))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    Box::new(TypedList::new(list, Matching::Map(keys)))
+                }
+                _ => Box::new(list),
+            }
         }
         Value::Object(o) => {
             // Properties are fields, escaped; additionalProperties are map keys.
