@@ -39,7 +39,7 @@ impl Policies {
         let bindings = list(&stores.bindings).await?;
         self.set(&policies, &bindings);
         let crds = list(&stores.crds).await?;
-        crate::type_checking::write(&stores.policies, &policies, &crds).await;
+        crate::type_checking::write(&stores.policies, &policies, &crds, self.objects.get()).await;
         let policies = list(&stores.mutating_policies).await?;
         let bindings = list(&stores.mutating_bindings).await?;
         self.set_mutating(&policies, &bindings);

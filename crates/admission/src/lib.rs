@@ -7,8 +7,9 @@
 //! upstream's messages, codes and failure policies. [`PolicyCheck`] refuses a
 //! policy whose expressions do not compile when it is written.
 //!
-//! Partial (issue 13): expressions are compiled with their variables dyn;
-//! `status.typeChecking` checks them against custom resources' schemas only.
+//! Expressions are compiled with their variables dyn, and type-checked
+//! against the schemas of the resources a policy names into
+//! `status.typeChecking`.
 //!
 //! Invariant: policies are compiled when they change, never per request.
 
@@ -50,6 +51,9 @@ pub trait Objects: Send + Sync + 'static {
         name: Option<&str>,
         selector: Option<&apimachinery::selector::LabelSelector>,
     ) -> Result<Vec<Value>, String>;
+
+    /// The kind served as `group/version`'s `resource`.
+    fn kind_of(&self, group: &str, version: &str, resource: &str) -> Option<String>;
 
     /// The other versions `group`'s `resource` is served in (what
     /// `matchPolicy: Equivalent` matches too).

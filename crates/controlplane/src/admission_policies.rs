@@ -128,6 +128,13 @@ impl admission::Objects for CatalogObjects {
         }))
     }
 
+    fn kind_of(&self, group: &str, version: &str, resource: &str) -> Option<String> {
+        let api = self.api.upgrade()?;
+        let catalog = api.catalog();
+        let served = catalog.lookup(group, version, resource)?;
+        Some(served.rtype.kind.clone())
+    }
+
     fn other_versions(&self, group: &str, resource: &str, version: &str) -> Vec<String> {
         let Some(api) = self.api.upgrade() else {
             return Vec::new();

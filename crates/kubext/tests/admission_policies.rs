@@ -497,6 +497,38 @@ spec:
         warnings[0]["warning"],
         "policy.example.com/v1, Kind=Gauge: ERROR: <input>:1:12: undefined field 'replicaz'\n | object.spec.replicaz > 1\n | ...........^"
     );
+
+    // Built-in kinds too, from their OpenAPI schemas.
+    server.apply(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: configmaps.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  validations:
+  - expression: "!has(object.data) || object.data.size() < 5"
+  - expression: "object.dat.size() > 0"
+"#,
+    );
+    let status = eventually("type checking", || {
+        let out = server.kubectl_ok(&[
+            "get",
+            "validatingadmissionpolicy",
+            "configmaps.example.com",
+            "-o",
+            "jsonpath={.status}",
+        ]);
+        out.contains("typeChecking").then_some(out)
+    });
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        serde_json::json!([{"fieldRef": "spec.validations[1].expression",
+            "warning": "v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'dat'\n | object.dat.size() > 0\n | ......^"}])
+    );
 }
 
 /// `matchPolicy: Equivalent` (the default) matches a request made through
