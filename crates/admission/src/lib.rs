@@ -122,6 +122,26 @@ fn entries<P>(
         .collect()
 }
 
+/// The bindings of a policy that apply to a request, each with the
+/// parameters to evaluate it with (`None`: no parameter), and the version the
+/// policy matched through, when not the request's.
+#[derive(Default)]
+struct Applicable<'e> {
+    through: Option<String>,
+    bindings: Vec<(&'e Binding, Vec<Option<Value>>)>,
+}
+
+/// `object` as `group/version` presents it.
+fn as_version(object: &Value, group: &str, version: &str) -> Value {
+    let mut converted = object.clone();
+    converted["apiVersion"] = if group.is_empty() {
+        json!(version)
+    } else {
+        json!(format!("{group}/{version}"))
+    };
+    converted
+}
+
 /// A decision to deny, with what upstream reports.
 struct Denial {
     /// `ValidatingAdmissionPolicy` or `MutatingAdmissionPolicy`.
@@ -374,9 +394,9 @@ impl Policies {
         }
     }
 
-    /// The bindings of `entry` that apply to the request, each with the
-    /// parameters to evaluate it with (`None`: no parameter); a binding or
-    /// policy that cannot be used denies as its failure policy says.
+    /// What of `entry` applies to the request (see [`Applicable`]); a
+    /// binding or policy that cannot be used denies as its failure policy
+    /// says.
     async fn applicable<'e, P>(
         &self,
         kind: &'static str,
@@ -384,7 +404,7 @@ impl Policies {
         common: impl Fn(&P) -> &Common,
         a: &Attributes<'_>,
         namespace: Option<&Value>,
-    ) -> Result<Vec<(&'e Binding, Vec<Option<Value>>)>, Denial> {
+    ) -> Result<Applicable<'e>, Denial> {
         let deny = |binding: Option<&str>, message: String| Denial {
             kind,
             policy: entry.name.clone(),
@@ -397,16 +417,19 @@ impl Policies {
             Err(e) if !entry.ignore_failures && !entry.bindings.is_empty() => {
                 return Err(deny(None, format!("failed to configure policy: {e}")));
             }
-            Err(_) => return Ok(Vec::new()),
+            Err(_) => return Ok(Applicable::default()),
         };
         let others = || match self.objects.get() {
             Some(o) => o.other_versions(&a.rtype.group, &a.rtype.plural, &a.rtype.version),
             None => Vec::new(),
         };
-        if !policy.matcher.matches(a, namespace, true, &others) {
-            return Ok(Vec::new());
-        }
-        let mut applicable = Vec::new();
+        let Some(through) = policy.matcher.select(a, namespace, true, &others) else {
+            return Ok(Applicable::default());
+        };
+        let mut applicable = Applicable {
+            through,
+            bindings: Vec::new(),
+        };
         for binding in &entry.bindings {
             let binding = match binding {
                 Ok(b) => b,
@@ -449,7 +472,7 @@ impl Policies {
             } else {
                 vec![None]
             };
-            applicable.push((binding, params));
+            applicable.bindings.push((binding, params));
         }
         Ok(applicable)
     }
@@ -471,10 +494,22 @@ impl Policies {
         let Ok(policy) = &entry.policy else {
             return None;
         };
-        for (binding, params) in applicable {
+        // Matched through another version: the objects as that version shows
+        // them (custom resources convert by their apiVersion alone).
+        let converted = applicable.through.as_deref().map(|v| {
+            (
+                a.object.map(|o| as_version(o, &a.rtype.group, v)),
+                a.old_object.map(|o| as_version(o, &a.rtype.group, v)),
+            )
+        });
+        for (binding, params) in applicable.bindings {
             for param in &params {
                 let mut bindings = base.child();
                 bindings.bind("params", param.as_ref());
+                if let Some((object, old_object)) = &converted {
+                    bindings.bind("object", object.as_ref());
+                    bindings.bind("oldObject", old_object.as_ref());
+                }
                 let failed = match prepare(&policy.common, &mut bindings) {
                     Ok(false) => continue,
                     Ok(true) => match validate(policy, &bindings) {

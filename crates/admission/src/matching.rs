@@ -92,23 +92,38 @@ impl Matcher {
         rules_required: bool,
         other_versions: &dyn Fn() -> Vec<String>,
     ) -> bool {
+        self.select(a, namespace, rules_required, other_versions)
+            .is_some()
+    }
+
+    /// As [`Matcher::matches`], telling how: `Some(None)` at the request's
+    /// version, `Some(Some(v))` through another served version `v` of the
+    /// resource (`matchPolicy: Equivalent`).
+    pub fn select(
+        &self,
+        a: &Attributes<'_>,
+        namespace: Option<&Value>,
+        rules_required: bool,
+        other_versions: &dyn Fn() -> Vec<String>,
+    ) -> Option<Option<String>> {
         let resource = Resource::of(a);
         // The request's own version first; the resource's other served
         // versions only when that does not match (and the policy allows).
         let exact = |r: &Rule| r.matches(&resource, resource.version);
         let matched = if (!rules_required && self.rules.is_empty()) || self.rules.iter().any(exact)
         {
-            true
+            Some(None)
         } else if self.equivalent {
             let others = other_versions();
-            self.rules
-                .iter()
-                .any(|r| others.iter().any(|v| r.matches(&resource, v)))
+            others
+                .into_iter()
+                .find(|v| self.rules.iter().any(|r| r.matches(&resource, v)))
+                .map(Some)
         } else {
-            false
+            None
         };
-        if !matched || self.excluded.iter().any(exact) {
-            return false;
+        if matched.is_none() || self.excluded.iter().any(exact) {
+            return None;
         }
         // Cluster-scoped objects other than namespaces pass any namespace
         // selector; a namespace is matched by its own labels.
@@ -122,14 +137,15 @@ impl Matcher {
         if (a.rtype.namespaced || a.rtype.plural == "namespaces")
             && !self.namespace_selector.matches(namespace_labels)
         {
-            return false;
+            return None;
         }
         // The object selector matches the new or the old object.
-        [a.object, a.old_object]
+        let selected = [a.object, a.old_object]
             .into_iter()
             .flatten()
             .any(|o| self.object_selector.matches(labels(Some(o))))
-            || (a.object.is_none() && a.old_object.is_none())
+            || (a.object.is_none() && a.old_object.is_none());
+        selected.then_some(matched).flatten()
     }
 }
 

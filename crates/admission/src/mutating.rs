@@ -83,7 +83,7 @@ impl Policies {
             message,
             reason: "Invalid".into(),
         };
-        for (binding, params) in applicable {
+        for (binding, params) in applicable.bindings {
             for param in &params {
                 for mutation in &policy.mutations {
                     let current = object.clone();

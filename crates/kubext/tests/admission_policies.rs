@@ -532,7 +532,8 @@ spec:
 }
 
 /// `matchPolicy: Equivalent` (the default) matches a request made through
-/// another served version of the named resource; `Exact` does not.
+/// another served version of the named resource, and evaluates the object as
+/// the named version; `Exact` does not match.
 #[test]
 fn equivalent_versions_match_unless_exact() {
     let server = Server::builder().start().unwrap();
@@ -549,7 +550,7 @@ spec:
     - {{apiGroups: ["policy.example.com"], apiVersions: ["v1"], operations: ["CREATE"], resources: ["dials"]}}
   validations:
   - expression: "object.metadata.name != 'forbidden-' + '{match_policy}'.lowerAscii()"
-    message: "{match_policy} matched"
+    messageExpression: "'{match_policy} matched, as ' + object.apiVersion"
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -588,7 +589,11 @@ spec:
         )
     };
     let err = refused(&server, &dial("forbidden-equivalent"));
-    assert!(err.contains("Equivalent matched"), "{err}");
+    // Evaluated on the object as the matched version (v1) presents it.
+    assert!(
+        err.contains("Equivalent matched, as policy.example.com/v1"),
+        "{err}"
+    );
     // Once the Equivalent policy is in force the Exact one (written first)
     // is too; through v2 it does not match.
     server.apply(&dial("forbidden-exact"));
