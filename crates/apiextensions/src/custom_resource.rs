@@ -272,7 +272,7 @@ impl CustomResources {
                     old,
                     schema,
                     &root,
-                    rules.as_ref(),
+                    &rules.budgeted(),
                 ));
             }
         }

@@ -45,9 +45,8 @@ struct Compiled {
     program: Result<Program, String>,
     message_expression: Option<Program>,
     uses_old_self: bool,
-    /// For a rule whose static estimate exceeds the per-call limit: its
-    /// types, to bound each evaluation by the actual value's sizes.
-    runtime_bound: Option<HashMap<u64, Type>>,
+    /// The static estimate (the most any admissible value can cost).
+    static_cost: u64,
 }
 
 /// Every rule of a schema, compiled.
@@ -94,8 +93,6 @@ struct Checked {
     /// Estimated maximum costs of the rule and of its message expression.
     cost: u64,
     message_cost: u64,
-    /// The rule's types, by node id.
-    types: Option<HashMap<u64, Type>>,
 }
 
 /// Parses and checks one expression: the program, its type and its
@@ -107,7 +104,7 @@ fn compile_expression(
     variables: &[(&str, Type)],
     limits: &Limits,
     what: &str,
-) -> Result<(Program, Type, u64, HashMap<u64, Type>), String> {
+) -> Result<(Program, Type, u64), String> {
     let program = env
         .compile(source)
         .map_err(|e| format!("{what}compilation failed: {e}"))?;
@@ -119,7 +116,7 @@ fn compile_expression(
     )
     .map_err(|issues| format!("{what}compilation failed: {issues}"))?;
     let cost = cost::estimate(program.expression(), &checked.types, limits);
-    Ok((program, checked.result, cost, checked.types))
+    Ok((program, checked.result, cost))
 }
 
 fn compile_rule(
@@ -136,8 +133,8 @@ fn compile_rule(
     };
     let variables = [("self", self_type.clone()), ("oldSelf", old_self_type)];
     let program = compile_expression(env, decls, &rule.rule, &variables, limits, "").and_then(
-        |(program, result, cost, types)| match result {
-            Type::Bool => Ok((program, cost, types)),
+        |(program, result, cost)| match result {
+            Type::Bool => Ok((program, cost)),
             _ => Err("cel expression must evaluate to a bool".to_string()),
         },
     );
@@ -152,27 +149,23 @@ fn compile_rule(
             limits,
             "messageExpression ",
         )
-        .and_then(|(program, result, cost, _)| match result {
+        .and_then(|(program, result, cost)| match result {
             Type::String => Ok(Some((program, cost))),
             _ => Err("messageExpression must evaluate to a string".to_string()),
         })
     };
-    let cost = program.as_ref().map_or(0, |(_, c, _)| *c);
+    let cost = program.as_ref().map_or(0, |(_, c)| *c);
     let message_cost = match &message_expression {
         Ok(Some((_, c))) => *c,
         _ => 0,
     };
-    let (program, types) = match program {
-        Ok((p, _, types)) => (Ok(p), Some(types)),
-        Err(e) => (Err(e), None),
-    };
+    let program = program.map(|(p, _)| p);
     let message_expression = message_expression.map(|m| m.map(|(p, _)| p));
     Checked {
         program,
         message_expression,
         cost,
         message_cost,
-        types,
     }
 }
 
@@ -198,14 +191,11 @@ impl RuleSet {
                             .program
                             .as_ref()
                             .is_ok_and(|p| p.references().has_variable("oldSelf"));
-                        let runtime_bound = checked
-                            .types
-                            .filter(|_| checked.cost > cost::PER_CALL_LIMIT);
                         Compiled {
                             program: checked.program,
                             message_expression: checked.message_expression.ok().flatten(),
                             uses_old_self,
-                            runtime_bound,
+                            static_cost: checked.cost,
                         }
                     });
                 }
@@ -418,7 +408,96 @@ impl RuleEvaluator for RuleSet {
         let mut activation = None;
         let mut errs = ErrorList::new();
         for rule in node.rules {
-            errs.extend(self.evaluate_rule(node, rule, &mut activation));
+            errs.extend(self.evaluate_rule(node, rule, &mut activation, None));
+        }
+        errs
+    }
+}
+
+/// An evaluation's estimate from the actual value's sizes (the rule is
+/// checked again for its types: rare, so nothing is kept per rule).
+fn actual_cost(program: &Program, node: &NodeContext<'_>, rule: &ValidationRule) -> Option<u64> {
+    let self_type = Type::of_schema(node.schema, node.path.as_str().is_empty())?;
+    let old_self_type = if rule.optional_old_self.unwrap_or(false) {
+        Type::optional(self_type.clone())
+    } else {
+        self_type.clone()
+    };
+    let variables = [("self", self_type), ("oldSelf", old_self_type)];
+    let checked = check::check(
+        program.expression(),
+        program.source_info(),
+        &variables,
+        declarations(),
+    )
+    .ok()?;
+    let limits = Limits::of_value(node.self_value, Some(node.schema));
+    Some(cost::estimate(
+        program.expression(),
+        &checked.types,
+        &limits,
+    ))
+}
+
+/// The rules of one request under kube-apiserver's runtime cost budget
+/// (`RuntimeCELCostBudget`, 10M): each evaluation is charged its static
+/// estimate, or, when that would overrun what is left, its estimate from the
+/// actual value's sizes; once the budget is spent, no further rule runs.
+pub struct Budgeted<'r> {
+    rules: &'r RuleSet,
+    remaining: std::cell::Cell<i64>,
+}
+
+/// kube-apiserver's per-request budget for CRD validation rules.
+const RUNTIME_BUDGET: i64 = 10_000_000;
+
+impl RuleSet {
+    /// An evaluator for one request, under the runtime cost budget.
+    pub fn budgeted(&self) -> Budgeted<'_> {
+        Budgeted {
+            rules: self,
+            remaining: std::cell::Cell::new(RUNTIME_BUDGET),
+        }
+    }
+}
+
+fn out_of_budget(node: &NodeContext<'_>) -> FieldError {
+    FieldError::invalid(
+        &node_path(node.path),
+        json!(node.schema.type_),
+        "validation failed due to running out of cost budget, no further validation rules will be run",
+    )
+}
+
+impl RuleEvaluator for Budgeted<'_> {
+    fn evaluate(&self, ctx: &RuleContext<'_>) -> ErrorList {
+        let node = NodeContext {
+            rules: std::slice::from_ref(ctx.rule),
+            schema: ctx.schema,
+            self_value: ctx.self_value,
+            old_self: ctx.old_self,
+            path: ctx.path,
+            unchanged: ctx.unchanged,
+        };
+        self.evaluate_node(&node)
+    }
+
+    fn evaluate_node(&self, node: &NodeContext<'_>) -> ErrorList {
+        if self.remaining.get() <= 0 {
+            return vec![out_of_budget(node)];
+        }
+        let mut activation = None;
+        let mut errs = ErrorList::new();
+        for rule in node.rules {
+            errs.extend(self.rules.evaluate_rule(
+                node,
+                rule,
+                &mut activation,
+                Some(&self.remaining),
+            ));
+            if self.remaining.get() < 0 {
+                break;
+            }
         }
         errs
     }
@@ -455,6 +534,7 @@ impl RuleSet {
         node: &NodeContext<'a>,
         rule: &ValidationRule,
         slot: &mut Option<Context<'a, 'a>>,
+        budget: Option<&std::cell::Cell<i64>>,
     ) -> ErrorList {
         let Some(compiled) = self.rules.get(&rule.rule) else {
             return ErrorList::new();
@@ -480,20 +560,35 @@ impl RuleSet {
         if node.unchanged && !compiled.uses_old_self {
             return ErrorList::new();
         }
-        // A rule that could cost more than one call may: bound it by the
-        // value's actual sizes (upstream stops it at its runtime cost limit).
-        if let Some(types) = &compiled.runtime_bound {
-            let limits = Limits::of_value(node.self_value, Some(node.schema));
-            if cost::estimate(program.expression(), types, &limits) > cost::PER_CALL_LIMIT {
-                return vec![FieldError::invalid(
-                    &path,
-                    schema_type,
-                    &format!(
-                        "call cost exceeds limit for rule: {}",
-                        message_or_default(rule)
-                    ),
-                )];
+        // What this evaluation may cost: the static estimate, or — when that
+        // is more than one call's limit or than the request has left — the
+        // estimate from the actual value's sizes (upstream counts the
+        // evaluation itself; the `cel` crate cannot).
+        let left = budget.map_or(i64::MAX, std::cell::Cell::get);
+        let mut charge = compiled.static_cost;
+        let over = |c: u64| c > cost::PER_CALL_LIMIT || i64::try_from(c).map_or(true, |c| c > left);
+        if over(charge)
+            && let Some(actual) = actual_cost(program, node, rule)
+        {
+            charge = charge.min(actual);
+        }
+        if charge > cost::PER_CALL_LIMIT {
+            return vec![FieldError::invalid(
+                &path,
+                schema_type,
+                &format!(
+                    "call cost exceeds limit for rule: {}",
+                    message_or_default(rule)
+                ),
+            )];
+        }
+        if let Some(budget) = budget {
+            let charge = i64::try_from(charge).unwrap_or(i64::MAX);
+            if charge > budget.get() {
+                budget.set(-1);
+                return vec![out_of_budget(node)];
             }
+            budget.set(budget.get() - charge);
         }
         let activation = self.activation(node, slot);
         match program.execute(activation) {
@@ -868,6 +963,35 @@ mod tests {
                 "ports: Invalid value: \"array\": ports are immutable",
                 "tags: Invalid value: \"array\": tags are immutable",
                 "tags: Invalid value: \"array\": failed rule: size(self) == 2 && self.all(t, t != '') && 'a' in self && self[0] != ''",
+            ]
+        );
+    }
+
+    /// A request's rules share kube-apiserver's runtime budget (10M): here
+    /// sixteen O(n²) rules, each within one call's limit (722,104 estimated),
+    /// spend it on 300 tags, and the rest do not run; on 10 tags they all run.
+    #[test]
+    fn a_requests_rules_share_the_runtime_budget() {
+        let rules: Vec<Value> = (0..16)
+            .map(|i| json!({"rule": format!("self.tags.all(x, self.tags.exists_one(y, x == y)) || {i} < 0")}))
+            .collect();
+        let s = schema(json!({"type": "object", "x-kubernetes-validations": rules,
+            "properties": {"tags": {"type": "array", "maxItems": 300,
+                "items": {"type": "string", "maxLength": 8}}}}));
+        let rules = RuleSet::compile(&s).unwrap();
+        let tags =
+            |n: usize| json!({"tags": (0..n).map(|i| format!("tag-{i:04}")).collect::<Vec<_>>()});
+        let run = |v: Value| -> Vec<String> {
+            schema::evaluate_rules(&v, None, &s, &FieldPath::root(), &rules.budgeted())
+                .iter()
+                .map(|e| e.to_string())
+                .collect()
+        };
+        assert!(run(tags(10)).is_empty());
+        assert_eq!(
+            run(tags(300)),
+            [
+                "<nil>: Invalid value: \"object\": validation failed due to running out of cost budget, no further validation rules will be run"
             ]
         );
     }
