@@ -1,13 +1,17 @@
-//! CEL for CRD validation rules (`x-kubernetes-validations`), on the `cel`
-//! crate: every rule of a schema compiled once (`RuleSet::compile`, per CRD
-//! version), evaluated per write with `self` (and `oldSelf` for transition
-//! rules), reported as kube-apiserver 1.33 reports them — the node's path (or
-//! the rule's `fieldPath`), the schema type as the value, `message`,
-//! `messageExpression` or `failed rule: <rule>`, `reason`.
+//! CEL as kube-apiserver 1.33 has it, on the `cel` crate. For CRD validation
+//! rules (`x-kubernetes-validations`): every rule of a schema type-checked
+//! and cost-estimated when the CRD is written (`compile_errors`), compiled
+//! once per CRD version (`RuleSet::compile`), evaluated per write with `self`
+//! (and `oldSelf` for transition rules) under the runtime cost limits
+//! (`RuleSet::budgeted`), reported as upstream reports them — the node's path
+//! (or the rule's `fieldPath`), the schema type as the value, `message`,
+//! `messageExpression` or `failed rule: <rule>`, `reason`. For admission
+//! policies: free-standing `Expression`s over JSON values, and the object
+//! types mutations construct (`ObjectTypes`).
 //!
-//! Partial (issue 13): no type checking against the schema, no cost
-//! estimation or runtime cost limit, and none of Kubernetes' CEL libraries
-//! beyond the standard library and string extensions.
+//! Runtime costs are estimates (the `cel` crate has no cost hooks): an
+//! evaluation is charged its static estimate, or its estimate from the actual
+//! value when that would break a limit.
 //!
 //! Invariant: pure; compiled programs are shared by `Arc` and never rebuilt
 //! per request.
