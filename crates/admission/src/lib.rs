@@ -477,20 +477,14 @@ impl Policies {
         Ok(applicable)
     }
 
-    async fn admit_by(
+    /// The policy's verdict on a request it applies to (`applicable`).
+    fn admit_by(
         &self,
         entry: &Entry<Policy>,
         a: &Attributes<'_>,
-        namespace: Option<&Value>,
+        applicable: Applicable<'_>,
         base: &Bindings<'_, '_>,
     ) -> Option<Denial> {
-        let applicable = match self
-            .applicable(VALIDATING, entry, |p: &Policy| &p.common, a, namespace)
-            .await
-        {
-            Ok(applicable) => applicable,
-            Err(denial) => return Some(denial),
-        };
         let Ok(policy) = &entry.policy else {
             return None;
         };
@@ -599,18 +593,36 @@ impl GlobalAdmission for Policies {
             return Ok(());
         }
         let namespace = self.namespace_of(a).await;
-        // The request's variables, converted once for every policy.
         let request = request(a);
-        let mut base = Bindings::default();
-        base.bind("object", a.object);
-        base.bind("oldObject", a.old_object);
-        base.bind("request", Some(&request));
-        base.bind("namespaceObject", namespace.as_ref());
-        if let Some(authorize) = self.objects.get().and_then(|o| o.authorizer(a.ctx)) {
-            base.bind_authorizer("authorizer", authorize);
-        }
+        // The request's variables, converted once, when a policy first
+        // applies (most writes meet none).
+        let mut base: Option<Bindings<'_, '_>> = None;
         for entry in entries.iter() {
-            if let Some(denial) = self.admit_by(entry, a, namespace.as_ref(), &base).await {
+            let applicable = self
+                .applicable(
+                    VALIDATING,
+                    entry,
+                    |p: &Policy| &p.common,
+                    a,
+                    namespace.as_ref(),
+                )
+                .await
+                .map_err(|denial| denial.into_error(a))?;
+            if applicable.bindings.is_empty() {
+                continue;
+            }
+            let base = base.get_or_insert_with(|| {
+                let mut base = Bindings::default();
+                base.bind("object", a.object);
+                base.bind("oldObject", a.old_object);
+                base.bind("request", Some(&request));
+                base.bind("namespaceObject", namespace.as_ref());
+                if let Some(authorize) = self.objects.get().and_then(|o| o.authorizer(a.ctx)) {
+                    base.bind_authorizer("authorizer", authorize);
+                }
+                base
+            });
+            if let Some(denial) = self.admit_by(entry, a, applicable, base) {
                 return Err(denial.into_error(a));
             }
         }
