@@ -439,6 +439,21 @@ spec:
     );
 }
 
+/// A policy's status once its type checking is written.
+fn type_checked_status(server: &Server, policy: &str) -> serde_json::Value {
+    let status = eventually("type checking", || {
+        let out = server.kubectl_ok(&[
+            "get",
+            "validatingadmissionpolicy",
+            policy,
+            "-o",
+            "jsonpath={.status}",
+        ]);
+        out.contains("typeChecking").then_some(out)
+    });
+    serde_json::from_str(&status).unwrap()
+}
+
 /// A policy that names a custom resource explicitly is type-checked against
 /// its schema: what the schema lacks is reported in `status.typeChecking`
 /// (the policy still serves), with the generation observed.
@@ -476,17 +491,7 @@ spec:
   - expression: "object.spec.replicaz > 1"
 "#,
     );
-    let status = eventually("type checking", || {
-        let out = server.kubectl_ok(&[
-            "get",
-            "validatingadmissionpolicy",
-            "gauges.example.com",
-            "-o",
-            "jsonpath={.status}",
-        ]);
-        out.contains("typeChecking").then_some(out)
-    });
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = type_checked_status(&server, "gauges.example.com");
     assert_eq!(status["observedGeneration"], 1, "{status}");
     let warnings = status["typeChecking"]["expressionWarnings"]
         .as_array()
@@ -513,17 +518,7 @@ spec:
   - expression: "object.dat.size() > 0"
 "#,
     );
-    let status = eventually("type checking", || {
-        let out = server.kubectl_ok(&[
-            "get",
-            "validatingadmissionpolicy",
-            "configmaps.example.com",
-            "-o",
-            "jsonpath={.status}",
-        ]);
-        out.contains("typeChecking").then_some(out)
-    });
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = type_checked_status(&server, "configmaps.example.com");
     assert_eq!(
         status["typeChecking"]["expressionWarnings"],
         serde_json::json!([{"fieldRef": "spec.validations[1].expression",
