@@ -17,7 +17,8 @@ use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::GenericStore;
 
 use crate::proxy::{Remote, Remotes};
-use crate::transport::Backend;
+use webhook::Backend;
+use webhook::service::{Unresolved, slice_of, slices_of_endpoints};
 use server::authn::UserInfo;
 use server::config::FrontProxyConfig;
 use server::pki::CertPair;
@@ -37,7 +38,7 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 }
 
 /// A ready `ip:port` of the APIService's service, from the Service and its
-/// EndpointSlices.
+/// EndpointSlices; why not in kube-aggregator's words otherwise.
 pub fn resolve(
     apiservice: &Value,
     service: Option<&Value>,
@@ -51,97 +52,26 @@ pub fn resolve(
         .pointer("/spec/service/port")
         .and_then(Value::as_i64)
         .unwrap_or(443);
-    let Some(service) = service else {
-        return Err((
+    webhook::service::resolve(service, port, slices).map_err(|why| match why {
+        Unresolved::ServiceNotFound => (
             "ServiceNotFound",
             format!("service/{name} in {ns:?} is not present"),
-        ));
-    };
-    let Some(service_port) = service
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
-    else {
-        return Err((
+        ),
+        Unresolved::NoPort { port } => (
             "ServicePortError",
             format!("service/{name} in {ns:?} is not listening on port {port}"),
-        ));
-    };
-    let port_name = service_port
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if slices.is_empty() {
-        return Err((
+        ),
+        Unresolved::NoEndpoints => (
             "EndpointsNotFound",
             format!("cannot find endpoints for service/{name} in {ns:?}"),
-        ));
-    }
-    for slice in slices {
-        let Some(target) = slice
-            .get("ports")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
-            .and_then(|p| p.get("port").and_then(Value::as_i64))
-        else {
-            continue;
-        };
-        let ready = slice
-            .get("endpoints")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|e| e.pointer("/conditions/ready") != Some(&Value::Bool(false)))
-            .flat_map(|e| {
-                e.get("addresses")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-            })
-            .find_map(Value::as_str);
-        if let Some(ip) = ready {
-            let host = if ip.contains(':') {
-                format!("[{ip}]")
-            } else {
-                ip.to_string()
-            };
-            return Ok(format!("{host}:{target}"));
-        }
-    }
-    Err((
-        "MissingEndpoints",
-        format!(
-            "endpoints for service/{name} in {ns:?} have no addresses with port name {port_name:?}"
         ),
-    ))
-}
-
-/// A v1 Endpoints object as EndpointSlices (one per subset), for [`resolve`].
-pub fn slices_of_endpoints(endpoints: &Value) -> Vec<Value> {
-    let subsets = endpoints.get("subsets").and_then(Value::as_array);
-    subsets
-        .into_iter()
-        .flatten()
-        .map(|subset| {
-            let addresses = |key: &str, ready: bool| {
-                subset
-                    .get(key)
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|a| a.get("ip").cloned())
-                    .map(move |ip| json!({"addresses": [ip], "conditions": {"ready": ready}}))
-                    .collect::<Vec<_>>()
-            };
-            let mut all = addresses("addresses", true);
-            all.extend(addresses("notReadyAddresses", false));
-            json!({"ports": subset.get("ports").cloned().unwrap_or(json!([])), "endpoints": all})
-        })
-        .collect()
+        Unresolved::NoReadyAddress { port_name } => (
+            "MissingEndpoints",
+            format!(
+                "endpoints for service/{name} in {ns:?} have no addresses with port name {port_name:?}"
+            ),
+        ),
+    })
 }
 
 /// The backend of an APIService: its TLS client, rebuilt only when the APIService
@@ -183,9 +113,9 @@ impl Backends {
         let backend = Backend::new(
             address.to_string(),
             &server_name,
-            Some(&ca),
+            &ca,
             insecure,
-            client,
+            Some((&client.cert_pem, &client.key_pem)),
         )?;
         self.0.insert(name, (key, backend.clone()));
         Ok(backend)
@@ -330,12 +260,7 @@ impl<P: Fn(Vec<RemoteGroupVersion>) + Send + Sync + 'static> Reconciler for Avai
                 .find(|s| meta::namespace(s) == ns && meta::name(s) == name);
             let own: Vec<Value> = slices
                 .iter()
-                .filter(|s| {
-                    meta::namespace(s) == ns
-                        && s.pointer("/metadata/labels/kubernetes.io~1service-name")
-                            .and_then(Value::as_str)
-                            == Some(name)
-                })
+                .filter(|s| meta::namespace(s) == ns && slice_of(s, name))
                 .cloned()
                 .collect();
             // Without EndpointSlices, a v1 Endpoints object of the same name will do.

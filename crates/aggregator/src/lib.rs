@@ -10,6 +10,5 @@
 pub mod availability;
 pub mod namespaces;
 pub mod proxy;
-pub mod transport;
 
 pub use proxy::Remotes;

@@ -18,7 +18,8 @@ use parking_lot::RwLock;
 
 use apimachinery::StatusError;
 
-use crate::transport::{Backend, BoxError};
+use webhook::Backend;
+use webhook::client::BoxError;
 use server::authn::UserInfo;
 use server::config::FrontProxyConfig;
 use server::delegation::{Claim, Delegation};

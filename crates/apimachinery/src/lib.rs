@@ -14,6 +14,7 @@ pub mod subresource;
 pub mod time;
 pub mod validation;
 pub mod verb;
+pub mod webhook_config;
 
 pub use field::{ErrorList, FieldError, FieldPath};
 pub use gvk::{GroupResource, GroupVersion, GroupVersionKind};

@@ -121,6 +121,16 @@ fn generate() -> Builtin {
         "v1",
         "ValidatingAdmissionPolicyBinding",
     );
+    roots.kind::<admissionregistration::v1::ValidatingWebhookConfiguration>(
+        admission,
+        "v1",
+        "ValidatingWebhookConfiguration",
+    );
+    roots.kind::<admissionregistration::v1::MutatingWebhookConfiguration>(
+        admission,
+        "v1",
+        "MutatingWebhookConfiguration",
+    );
     // 1.34's v1beta1 MutatingAdmissionPolicy has 1.33's v1alpha1 shape: its
     // schemas are published under the served version's names.
     roots.kind::<admissionregistration::v1alpha1::MutatingAdmissionPolicy>(

@@ -8,6 +8,7 @@ mod events;
 pub mod rbac;
 mod secrets;
 mod services;
+pub mod webhook_configurations;
 
 pub use services::{ServiceAllocator, ServiceRanges};
 
@@ -327,6 +328,26 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         admissionregistration::binding_columns(),
     );
     mutating_policy_bindings.categories = vec!["api-extensions".into()];
+    let webhook_configurations = [
+        ("ValidatingWebhookConfiguration", false),
+        ("MutatingWebhookConfiguration", true),
+    ]
+    .map(|(kind, mutating)| {
+        let mut r = columns(
+            resource(
+                admissionregistration::GROUP,
+                "v1",
+                kind,
+                &format!("{}s", kind.to_lowercase()),
+                false,
+                webhook_configurations::WebhookConfigurations { mutating },
+            ),
+            webhook_configurations::columns(),
+        );
+        r.tracks_generation = true;
+        r.categories = vec!["api-extensions".into()];
+        r
+    });
     [
         policies,
         policy_bindings,
@@ -345,6 +366,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         leases,
     ]
     .into_iter()
+    .chain(webhook_configurations)
     .chain(reviews)
     .chain(rbac_types)
     .map(Arc::new)

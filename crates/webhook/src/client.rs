@@ -1,7 +1,9 @@
-//! TLS connections to extension API servers: the aggregator's front-proxy client
-//! certificate, the APIService's `caBundle` checked against `<service>.<namespace>.svc`
-//! (or `insecureSkipTLSVerify`), HTTP/1.1 over pooled keep-alive connections. Built
-//! when an APIService or its endpoints change, not per request.
+//! TLS connections to webhooks and extension API servers: a `caBundle` checked
+//! against the server name (`<service>.<namespace>.svc`, or the URL's host),
+//! the system's roots when there is none, `insecureSkipTLSVerify`, an optional
+//! client certificate (the aggregator's front-proxy identity), HTTP/1.1 over
+//! pooled keep-alive connections. Built when a configuration or its endpoints
+//! change, not per request.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,11 +19,10 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use server::pki::CertPair;
-use server::tls::{certs, private_key, provider};
+use rustls::pki_types::PrivateKeyDer;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-/// What the aggregator sends to a backend: a client's body, streamed, or nothing.
+/// What is sent to a backend: a client's body, streamed, a buffered one, or nothing.
 pub type OutBody = BoxBody<Bytes, BoxError>;
 
 /// Time to open a TCP connection to a backend.
@@ -29,7 +30,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Idle keep-alive connections are closed after this long.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// How to reach one extension server; clones share one connection pool.
+/// How to reach one webhook or extension server; clones share one connection pool.
 #[derive(Clone)]
 pub struct Backend {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, OutBody>,
@@ -37,13 +38,15 @@ pub struct Backend {
 }
 
 impl Backend {
-    /// `ca_bundle`: PEM; `None` with `insecure` skips verification.
+    /// Connections to `address` (`host:port`) whose certificate must be valid
+    /// for `server_name`, issued by `ca_bundle` (PEM; the system's roots when
+    /// empty), unless `insecure`. `client`: a PEM certificate and key to present.
     pub fn new(
         address: String,
         server_name: &str,
-        ca_bundle: Option<&[u8]>,
+        ca_bundle: &[u8],
         insecure: bool,
-        client: &CertPair,
+        client: Option<(&str, &str)>,
     ) -> Result<Backend, String> {
         let builder = rustls::ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
@@ -53,19 +56,14 @@ impl Backend {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAny))
         } else {
-            let mut roots = rustls::RootCertStore::empty();
-            let pem = String::from_utf8_lossy(ca_bundle.unwrap_or_default()).to_string();
-            for cert in certs(&pem).map_err(|e| format!("caBundle: {e}"))? {
-                roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-            }
-            builder.with_root_certificates(roots)
+            builder.with_root_certificates(roots(ca_bundle)?)
         };
-        let config = builder
-            .with_client_auth_cert(
-                certs(&client.cert_pem).map_err(|e| e.to_string())?,
-                private_key(&client.key_pem).map_err(|e| e.to_string())?,
-            )
-            .map_err(|e| format!("front-proxy client certificate: {e}"))?;
+        let config = match client {
+            Some((cert, key)) => builder
+                .with_client_auth_cert(certs(cert)?, private_key(key)?)
+                .map_err(|e| format!("client certificate: {e}"))?,
+            None => builder.with_no_client_auth(),
+        };
         let server_name =
             ServerName::try_from(server_name.to_string()).map_err(|e| e.to_string())?;
         let mut tcp = HttpConnector::new();
@@ -82,6 +80,42 @@ impl Backend {
             .pool_idle_timeout(IDLE_TIMEOUT)
             .build(https);
         Ok(Backend { client, address })
+    }
+
+    /// POST `body` (JSON) to `path`, bounded by `timeout`: the status and body,
+    /// or why there is none (Go's client's words; a timeout is `context
+    /// deadline exceeded`).
+    pub async fn post_json(
+        &self,
+        path: &str,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), String> {
+        let post = async {
+            let req = http::Request::builder()
+                .method(http::Method::POST)
+                .uri(path)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header(http::header::ACCEPT, "application/json, */*")
+                .header(http::header::USER_AGENT, "kube-apiserver-admission")
+                .body(
+                    http_body_util::Full::new(body)
+                        .map_err(|e| match e {})
+                        .boxed(),
+                )
+                .map_err(|e| e.to_string())?;
+            let resp = self.send(req).await?;
+            let code = resp.status().as_u16();
+            let body = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok((code, body.to_bytes()))
+        };
+        tokio::time::timeout(timeout, post)
+            .await
+            .map_err(|_| "context deadline exceeded".to_string())?
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -170,6 +204,48 @@ fn describe(address: &str, e: &hyper_util::client::legacy::Error) -> String {
     } else {
         cause
     }
+}
+
+fn certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    rustls_pemfile::certs(&mut pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("invalid PEM certificate: {e}"))
+}
+
+fn private_key(pem: &str) -> Result<PrivateKeyDer<'static>, String> {
+    rustls_pemfile::private_key(&mut pem.as_bytes())
+        .map_err(|e| format!("invalid PEM private key: {e}"))?
+        .ok_or_else(|| "no private key found in PEM data".to_string())
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The certificates of `ca_bundle` (PEM), or the system's when it is empty
+/// (upstream: an empty caBundle leaves the default roots).
+fn roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    if ca_bundle.iter().all(u8::is_ascii_whitespace) {
+        let native = rustls_native_certs::load_native_certs();
+        roots.add_parsable_certificates(native.certs);
+        return Ok(roots);
+    }
+    let pem = String::from_utf8_lossy(ca_bundle);
+    let found = certs(&pem).map_err(|e| format!("caBundle: {e}"))?;
+    if found.is_empty() {
+        return Err("caBundle: no certificate found in PEM data".into());
+    }
+    for cert in found {
+        roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
+    }
+    Ok(roots)
+}
+
+/// Whether `ca_bundle` (PEM) holds at least one certificate rustls accepts as
+/// a root; why not otherwise (CRD conversion webhooks' caBundle check).
+pub fn check_ca_bundle(ca_bundle: &[u8]) -> Result<(), String> {
+    roots(ca_bundle).map(|_| ())
 }
 
 /// `insecureSkipTLSVerify: true`.
