@@ -1,6 +1,6 @@
-//! Keeps [`Policies`] current: recompiled after every change to a
-//! validating or mutating admission policy or binding (a burst of changes is
-//! one rebuild).
+//! Keeps [`Policies`] and [`Webhooks`] current: recompiled after every
+//! change to an admission policy, binding or webhook configuration (a burst
+//! of changes is one rebuild).
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::{GenericStore, ListOptions};
 use serde_json::Value;
 
-use crate::Policies;
+use crate::{Policies, Webhooks};
 
 /// The stores policies are read from.
 #[derive(Clone)]
@@ -92,4 +92,56 @@ pub async fn follow(policies: Arc<Policies>, stores: Stores) {
         tokio::join!(a, b, c, d);
     };
     runtime::run(Arc::new(Follower { policies, stores }), queue, 1, feed).await;
+}
+
+/// The stores webhook configurations are read from.
+#[derive(Clone)]
+pub struct WebhookStores {
+    pub validating: Arc<GenericStore>,
+    pub mutating: Arc<GenericStore>,
+}
+
+impl Webhooks {
+    /// Recompile from what the stores hold now.
+    pub async fn rebuild(&self, stores: &WebhookStores) -> Result<(), String> {
+        let validating = list(&stores.validating).await?;
+        let mutating = list(&stores.mutating).await?;
+        self.set(&validating, &mutating);
+        Ok(())
+    }
+}
+
+struct WebhookFollower {
+    webhooks: Arc<Webhooks>,
+    stores: WebhookStores,
+}
+
+#[async_trait::async_trait]
+impl Reconciler for WebhookFollower {
+    type Key = ();
+
+    fn name(&self) -> &'static str {
+        "admission-webhooks"
+    }
+
+    async fn reconcile(&self, _: &()) -> Result<(), String> {
+        self.webhooks.rebuild(&self.stores).await
+    }
+}
+
+/// Keep `webhooks` current (forever).
+pub async fn follow_webhooks(webhooks: Arc<Webhooks>, stores: WebhookStores) {
+    let queue = WorkQueue::new(
+        std::time::Duration::from_millis(50),
+        std::time::Duration::from_secs(5),
+    );
+    let any = |_: &Event| vec![()];
+    let (a, b) = (
+        runtime::follow(stores.validating.clone(), MANAGER, queue.clone(), any),
+        runtime::follow(stores.mutating.clone(), MANAGER, queue.clone(), any),
+    );
+    let feed = async move {
+        tokio::join!(a, b);
+    };
+    runtime::run(Arc::new(WebhookFollower { webhooks, stores }), queue, 1, feed).await;
 }

@@ -18,6 +18,7 @@ mod matching;
 mod mutating;
 mod policy;
 mod type_checking;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -28,8 +29,9 @@ use serde_json::{Value, json};
 
 use registry::{Admission, Attributes, GlobalAdmission, Operation, RequestContext};
 
-pub use follow::{Stores, follow};
+pub use follow::{Stores, WebhookStores, follow, follow_webhooks};
 pub use policy::VARIABLES;
+pub use webhooks::Webhooks;
 use policy::{Binding, Common, MutatingPolicy, ParamRef, Policy};
 
 const VALIDATING: &str = "ValidatingAdmissionPolicy";
@@ -62,6 +64,10 @@ pub trait Objects: Send + Sync + 'static {
     /// What answers the `authorizer` variable's checks for the requesting
     /// user.
     fn authorizer(&self, ctx: &RequestContext) -> Option<Arc<dyn cel_rules::Authorize>>;
+
+    /// The Service `namespace/name` and its EndpointSlices (or its v1
+    /// Endpoints as slices): where a webhook's `clientConfig.service` is.
+    async fn service_endpoints(&self, namespace: &str, name: &str) -> (Option<Value>, Vec<Value>);
 }
 
 /// A policy and its bindings, or why the policy cannot be used.
@@ -630,11 +636,65 @@ impl GlobalAdmission for Policies {
     }
 }
 
+/// Admission for every write, in upstream's plugin order: mutating policies,
+/// mutating webhooks; then (after the type's defaulting and validation)
+/// validating policies, validating webhooks.
+pub struct Chain {
+    pub policies: Arc<Policies>,
+    pub webhooks: Arc<Webhooks>,
+}
+
+impl Chain {
+    pub fn new() -> Chain {
+        Chain {
+            policies: Arc::new(Policies::new()),
+            webhooks: Arc::new(Webhooks::new()),
+        }
+    }
+
+    /// Where both read the objects they need.
+    pub fn attach(&self, objects: Arc<dyn Objects>) {
+        self.policies.attach(objects.clone());
+        self.webhooks.attach(objects);
+    }
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Chain::new()
+    }
+}
+
+#[async_trait::async_trait]
+impl GlobalAdmission for Chain {
+    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<(), StatusError> {
+        if exempt(a) {
+            return Ok(());
+        }
+        self.policies.mutate_object(a, object).await?;
+        self.webhooks.mutate(a, object).await
+    }
+
+    async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
+        if exempt(a) {
+            return Ok(());
+        }
+        self.policies.admit(a).await?;
+        self.webhooks.validate(a).await
+    }
+
+    fn render_metrics(&self, out: &mut String) {
+        self.webhooks.render_metrics(out);
+    }
+}
+
 /// Refuses an admission policy whose expressions do not compile (422, each
 /// expression's path and cel-go's message).
 pub enum PolicyCheck {
     Validating,
     Mutating,
+    /// A webhook configuration's match conditions.
+    Webhooks(&'static str),
 }
 
 #[async_trait::async_trait]
@@ -652,6 +712,10 @@ impl Admission for PolicyCheck {
                 "MutatingAdmissionPolicy",
                 policy::compile_mutating(new, false).err(),
             ),
+            PolicyCheck::Webhooks(kind) => {
+                let errs = webhooks::condition_errors(new);
+                (*kind, (!errs.is_empty()).then_some(errs))
+            }
         };
         match errs {
             None => Ok(()),

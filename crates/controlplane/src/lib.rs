@@ -6,7 +6,7 @@
 //! `controllers` and `aggregator`; this crate decides what runs and in which
 //! order (bootstrap before controllers, controllers before ready).
 
-mod admission_policies;
+mod admission_chain;
 mod authorization;
 mod kubernetes_service;
 
@@ -56,14 +56,14 @@ const BOOTSTRAP_NAMESPACES: [&str; 4] =
 pub async fn start(config: Config) -> Result<Running> {
     let remotes = Remotes::new(config.server.front_proxy.clone());
     let authorization = authorization::Authorization::new(&config.authorization_modes);
-    let policies = Arc::new(admission::Policies::new());
+    let admission = Arc::new(admission::Chain::new());
     let serving = Serving {
         name: "kubext".into(),
-        types: admission_policies::guard(authorization.guard(kubext_types(config.service_ranges))),
+        types: admission_chain::guard(authorization.guard(kubext_types(config.service_ranges))),
         authorizer: authorization.authorizer.clone(),
         rules: authorization.rules.clone(),
         delegation: Some(Arc::new(remotes.clone())),
-        admission: Some(policies.clone()),
+        admission: Some(admission.clone()),
     };
     let storage = config.server.storage;
     let prepared = server::prepare(config.server, serving).await?;
@@ -73,7 +73,7 @@ pub async fn start(config: Config) -> Result<Running> {
         &config.service_ranges,
         remotes,
         &authorization,
-        policies,
+        &admission,
     )
     .await?;
     let running = prepared.serve(controllers)?;
@@ -99,7 +99,7 @@ async fn start_controllers(
     service_ranges: &registry::builtin::ServiceRanges,
     remotes: Remotes,
     authorization: &authorization::Authorization,
-    policies: Arc<admission::Policies>,
+    admission: &admission::Chain,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let api = &prepared.api;
     let front_proxy = &prepared.front_proxy;
@@ -120,9 +120,8 @@ async fn start_controllers(
     let (leadership, election) = leader_election(api, storage);
     let rbac = authorization.start(api, leadership.clone()).await?;
     step("rbac");
-    let admission_policies =
-        admission_policies::start(api, authorization.authorizer.clone(), policies).await?;
-    step("admission policies");
+    let admission = admission_chain::start(api, authorization.authorizer.clone(), admission).await?;
+    step("admission");
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
     step("crd controller");
     let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
@@ -166,7 +165,7 @@ async fn start_controllers(
         let _ = tokio::join!(
             election,
             rbac,
-            admission_policies,
+            admission,
             namespaces,
             garbage_collector,
             crd_controller,

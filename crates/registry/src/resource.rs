@@ -277,6 +277,9 @@ pub trait GlobalAdmission: Send + Sync + 'static {
 
     /// Validating admission, on the final object.
     async fn admit(&self, attributes: &Attributes<'_>) -> Result<(), apimachinery::StatusError>;
+
+    /// Its metrics, in the Prometheus text format (served in `/metrics`).
+    fn render_metrics(&self, _out: &mut String) {}
 }
 
 /// Validating admission: the last word on a write, after defaulting and

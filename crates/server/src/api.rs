@@ -62,7 +62,7 @@ pub struct Api {
     /// The audit policy and log, when configured.
     pub(crate) audit: Option<Arc<crate::audit::Auditor>>,
     /// Admission for writes of every type, bound to every store.
-    admission: Option<Arc<dyn registry::GlobalAdmission>>,
+    pub(crate) admission: Option<Arc<dyn registry::GlobalAdmission>>,
 }
 
 impl Api {

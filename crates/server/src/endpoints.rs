@@ -35,6 +35,9 @@ pub fn serve(api: &Api, req: &Request<Incoming>, path: &str) -> Response<Body> {
             if let Some(audit) = &api.audit {
                 audit.render_metrics(&mut text);
             }
+            if let Some(admission) = &api.admission {
+                admission.render_metrics(&mut text);
+            }
             response::respond(200, "text/plain; version=0.0.4", text)
         }
         "/api" | "/apis" => discovery_root(api, path, accept),

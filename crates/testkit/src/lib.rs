@@ -9,6 +9,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod webhook;
+
 use anyhow::{Context, Result, anyhow, bail};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -288,3 +288,34 @@ impl ServerCertVerifier for AcceptAny {
             .supported_schemes()
     }
 }
+
+/// What Go's REST client says of a non-2xx answer: the message of a `Status`
+/// body, else its generic text for the code (`the server rejected our
+/// request for an unknown reason`).
+pub fn response_error(code: u16, body: &[u8]) -> String {
+    if let Ok(serde_json::Value::Object(status)) = serde_json::from_slice(body)
+        && status.get("kind").and_then(serde_json::Value::as_str) == Some("Status")
+        && let Some(message) = status.get("message").and_then(serde_json::Value::as_str)
+    {
+        return message.to_string();
+    }
+    let text = String::from_utf8_lossy(body);
+    match code {
+        400 => "the server rejected our request for an unknown reason".into(),
+        401 => "Unauthorized".into(),
+        403 => "forbidden".into(),
+        404 => "the server could not find the requested resource".into(),
+        409 => "the server reported a conflict".into(),
+        429 => "the server has received too many requests and has asked us to try again later"
+            .into(),
+        500 => format!(
+            "an error on the server ({:?}) has prevented the request from succeeding",
+            text.trim()
+        ),
+        503 => "the server is currently unable to handle the request".into(),
+        504 => "the server was unable to return a response in the time allotted, but may still be processing the request".into(),
+        _ => format!(
+            "the server responded with the status code {code} but did not return more information"
+        ),
+    }
+}

@@ -1,6 +1,7 @@
-//! Admission policies wired into kubext: the compiled policies bound to every
-//! store, their expressions checked when written, their parameters and
-//! namespaces read from the catalog, and the follower that recompiles them.
+//! Admission wired into kubext: the chain of admission policies and webhooks
+//! bound to every store, their expressions checked when written, the
+//! parameters, namespaces and webhook Services they need read from the
+//! catalog, and the followers that recompile them.
 
 use std::sync::{Arc, Weak};
 
@@ -12,9 +13,10 @@ use server::api::Api;
 use server::authn::UserInfo;
 use server::authz::{Authorizer, Decision};
 
-use admission::Policies;
+use admission::Chain;
 
-/// `types` with admission policies' expressions checked on write.
+/// `types` with admission policies' and webhook configurations' expressions
+/// checked on write.
 pub fn guard(types: Vec<Arc<ResourceType>>) -> Vec<Arc<ResourceType>> {
     types
         .into_iter()
@@ -26,6 +28,14 @@ pub fn guard(types: Vec<Arc<ResourceType>>) -> Vec<Arc<ResourceType>> {
                 (registry::builtin::admissionregistration::GROUP, "MutatingAdmissionPolicy") => {
                     admission::PolicyCheck::Mutating
                 }
+                (
+                    registry::builtin::admissionregistration::GROUP,
+                    "ValidatingWebhookConfiguration",
+                ) => admission::PolicyCheck::Webhooks("ValidatingWebhookConfiguration"),
+                (
+                    registry::builtin::admissionregistration::GROUP,
+                    "MutatingWebhookConfiguration",
+                ) => admission::PolicyCheck::Webhooks("MutatingWebhookConfiguration"),
                 _ => return t,
             };
             match Arc::try_unwrap(t) {
@@ -148,6 +158,41 @@ impl admission::Objects for CatalogObjects {
             .collect()
     }
 
+    async fn service_endpoints(&self, namespace: &str, name: &str) -> (Option<Value>, Vec<Value>) {
+        let Some(api) = self.api.upgrade() else {
+            return (None, Vec::new());
+        };
+        let catalog = api.catalog();
+        let mut ctx = system();
+        ctx.namespace = namespace.to_string();
+        let get = |group: &str, plural: &str| {
+            let served = catalog.lookup(group, "v1", plural);
+            let ctx = &ctx;
+            async move { served?.store.get(ctx, name).await.ok() }
+        };
+        let Some(service) = get("", "services").await else {
+            return (None, Vec::new());
+        };
+        let mut slices = Vec::new();
+        if let Some(served) = catalog.lookup("discovery.k8s.io", "v1", "endpointslices") {
+            let opts = ListOptions {
+                label_selector: LabelSelector::parse(&format!("kubernetes.io/service-name={name}"))
+                    .ok(),
+                ..Default::default()
+            };
+            if let Ok(listed) = served.store.list(&ctx, opts).await {
+                slices = listed.items.iter().map(|o| o.value.clone()).collect();
+            }
+        }
+        // Without EndpointSlices, a v1 Endpoints object of the same name will do.
+        if slices.is_empty()
+            && let Some(endpoints) = get("", "endpoints").await
+        {
+            slices = webhook::service::slices_of_endpoints(&endpoints.value);
+        }
+        (Some(service.value.clone()), slices)
+    }
+
     async fn namespace(&self, name: &str) -> Option<Value> {
         let api = self.api.upgrade()?;
         let catalog = api.catalog();
@@ -201,13 +246,14 @@ impl admission::Objects for CatalogObjects {
     }
 }
 
-/// Compile the stored policies, then keep them current.
+/// Compile the stored policies and webhook configurations, then keep them
+/// current.
 pub async fn start(
     api: &Arc<Api>,
     authorizer: Arc<dyn Authorizer>,
-    policies: Arc<Policies>,
+    chain: &Chain,
 ) -> Result<tokio::task::JoinHandle<()>> {
-    policies.attach(Arc::new(CatalogObjects {
+    chain.attach(Arc::new(CatalogObjects {
         api: Arc::downgrade(api),
         authorizer,
     }));
@@ -232,9 +278,25 @@ pub async fn start(
             .map(|s| Arc::new(s.store.clone_handle()))
             .ok_or_else(|| anyhow!("customresourcedefinitions are not served"))?,
     };
-    policies
+    let webhook_stores = admission::WebhookStores {
+        validating: store("v1", "validatingwebhookconfigurations")?,
+        mutating: store("v1", "mutatingwebhookconfigurations")?,
+    };
+    chain
+        .policies
         .rebuild(&stores)
         .await
         .map_err(|e| anyhow!("reading admission policies: {e}"))?;
-    Ok(tokio::spawn(admission::follow(policies, stores)))
+    chain
+        .webhooks
+        .rebuild(&webhook_stores)
+        .await
+        .map_err(|e| anyhow!("reading webhook configurations: {e}"))?;
+    let (policies, webhooks) = (chain.policies.clone(), chain.webhooks.clone());
+    Ok(tokio::spawn(async move {
+        tokio::join!(
+            admission::follow(policies, stores),
+            admission::follow_webhooks(webhooks, webhook_stores)
+        );
+    }))
 }

@@ -1,0 +1,604 @@
+//! Admission webhooks: kube-apiserver 1.33's MutatingAdmissionWebhook and
+//! ValidatingAdmissionWebhook. [`Webhooks`] holds every configuration's
+//! webhooks compiled (rebuilt when a configuration changes), picks those that
+//! apply to a write (rules with `matchPolicy`, namespace and object
+//! selectors, CEL match conditions), calls them over `kubext-webhook`'s
+//! pooled TLS clients — mutating webhooks in order with reinvocation,
+//! validating ones in parallel — and turns their answers into patches,
+//! denials, warnings and audit annotations with upstream's messages, codes
+//! and failure policies.
+//!
+//! Invariant: a call costs at most its webhook's `timeoutSeconds`; nothing
+//! is compiled per request.
+
+mod hook;
+mod metrics;
+mod review;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use apimachinery::status::StatusDetails;
+use apimachinery::{GroupResource, Status, StatusError};
+use cel_rules::Bindings;
+use parking_lot::{Mutex, RwLock};
+use serde_json::{Value, json};
+
+use registry::{Attributes, Operation};
+use webhook::Backend;
+use webhook::service::Unresolved;
+
+use crate::Objects;
+pub use hook::condition_errors;
+use hook::{Hook, Target};
+use metrics::Metrics;
+use review::{Answer, Invocation};
+
+/// Every configuration's webhooks, in upstream's order: configurations by
+/// name, webhooks as listed.
+#[derive(Default)]
+struct Hooks {
+    mutating: Vec<Hook>,
+    validating: Vec<Hook>,
+}
+
+/// The compiled webhooks, and admission by them.
+#[derive(Default)]
+pub struct Webhooks {
+    hooks: RwLock<Arc<Hooks>>,
+    /// TLS clients by client configuration and address (a connection pool each).
+    clients: Mutex<HashMap<String, Backend>>,
+    metrics: Metrics,
+    objects: OnceLock<Arc<dyn Objects>>,
+}
+
+fn compile_all(configurations: &[Value]) -> Vec<Hook> {
+    let mut sorted: Vec<&Value> = configurations.iter().collect();
+    sorted.sort_by_key(|c| c.pointer("/metadata/name").and_then(Value::as_str));
+    let mut hooks = Vec::new();
+    for configuration in sorted {
+        let name = configuration
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let listed = configuration.get("webhooks").and_then(Value::as_array);
+        for hook in listed.into_iter().flatten() {
+            let index = hooks.len();
+            hooks.push(Hook::compile(name, hook, index));
+        }
+    }
+    hooks
+}
+
+/// The outcome of one webhook for a request.
+enum Called {
+    /// Not called (no match, a false condition, or failed open).
+    Skipped,
+    /// Called; a mutating webhook's patched object, if it changed it.
+    Answered(Option<Value>),
+}
+
+/// Upstream's `ToStatusErr`: the webhook's own status, as a failure, 400 at least.
+fn rejection(hook: &str, status: Option<&Value>) -> StatusError {
+    let status = status.cloned().unwrap_or(Value::Null);
+    let text = |field: &str| status.get(field).and_then(Value::as_str).unwrap_or("");
+    let detail = match (text("message"), text("reason")) {
+        ("", "") => String::new(),
+        ("", reason) => reason.to_string(),
+        (message, _) => message.to_string(),
+    };
+    let message = if detail.is_empty() {
+        format!("admission webhook {hook:?} denied the request without explanation")
+    } else {
+        format!("admission webhook {hook:?} denied the request: {detail}")
+    };
+    let code = status
+        .get("code")
+        .and_then(Value::as_u64)
+        .map_or(400, |c| if c < 400 { 400 } else { c as u16 });
+    let details = status
+        .get("details")
+        .and_then(|d| serde_json::from_value::<StatusDetails>(d.clone()).ok());
+    StatusError(Box::new(Status {
+        kind: "Status".into(),
+        api_version: "v1".into(),
+        status: Some("Failure".into()),
+        message,
+        reason: text("reason").to_string(),
+        details,
+        code,
+        ..Default::default()
+    }))
+}
+
+/// The `request` variable of match conditions.
+fn request_variable(a: &Attributes<'_>) -> Value {
+    crate::request(a)
+}
+
+impl Webhooks {
+    pub fn new() -> Webhooks {
+        Webhooks::default()
+    }
+
+    /// Where namespaces, kinds and services are read from.
+    pub fn attach(&self, objects: Arc<dyn Objects>) {
+        let _ = self.objects.set(objects);
+    }
+
+    /// Replace the webhooks with those of these configurations.
+    pub fn set(&self, validating: &[Value], mutating: &[Value]) {
+        *self.hooks.write() = Arc::new(Hooks {
+            mutating: compile_all(mutating),
+            validating: compile_all(validating),
+        });
+        // Pools of configurations that changed are not reused.
+        self.clients.lock().clear();
+    }
+
+    /// The Prometheus text of the webhook metrics.
+    pub fn render_metrics(&self, out: &mut String) {
+        self.metrics.render(out);
+    }
+
+    fn snapshot(&self) -> Arc<Hooks> {
+        self.hooks.read().clone()
+    }
+
+    /// Mutating webhooks on a create or update: `object` is changed in place.
+    pub async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<(), StatusError> {
+        let hooks = self.snapshot();
+        if hooks.mutating.is_empty() {
+            return Ok(());
+        }
+        let namespace = self.namespace_of(a).await;
+        // Webhooks with `reinvocationPolicy: IfNeeded` called so far, and
+        // those to call again because a later webhook changed the object.
+        let mut invoked_if_needed: Vec<usize> = Vec::new();
+        let mut reinvoke: HashSet<usize> = HashSet::new();
+        for round in 0..2 {
+            for hook in &hooks.mutating {
+                if round == 1 && !reinvoke.contains(&hook.index) {
+                    continue;
+                }
+                let view = Attributes {
+                    object: Some(object),
+                    ..*a
+                };
+                let called = self
+                    .call(hook, true, &view, namespace.as_ref(), round)
+                    .await?;
+                let Called::Answered(changed) = called else {
+                    continue;
+                };
+                if let Some(changed) = changed {
+                    *object = changed;
+                    reinvoke.extend(invoked_if_needed.iter().copied());
+                }
+                if hook.reinvoke && !invoked_if_needed.contains(&hook.index) {
+                    invoked_if_needed.push(hook.index);
+                }
+            }
+            if reinvoke.is_empty() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Validating webhooks (and, on delete, mutating ones, which may only
+    /// look): all that apply are called at once; the first failure in
+    /// webhook order is the answer.
+    pub async fn validate(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
+        let hooks = self.snapshot();
+        let on_delete = a.operation == Operation::Delete && !hooks.mutating.is_empty();
+        if hooks.validating.is_empty() && !on_delete {
+            return Ok(());
+        }
+        let namespace = self.namespace_of(a).await;
+        if a.operation == Operation::Delete {
+            for hook in &hooks.mutating {
+                self.call(hook, true, a, namespace.as_ref(), 0).await?;
+            }
+        }
+        let calls = hooks
+            .validating
+            .iter()
+            .map(|hook| self.call(hook, false, a, namespace.as_ref(), 0));
+        for outcome in futures::future::join_all(calls).await {
+            outcome?;
+        }
+        Ok(())
+    }
+
+    async fn namespace_of(&self, a: &Attributes<'_>) -> Option<Value> {
+        match self.objects.get() {
+            Some(objects) if a.rtype.namespaced && !a.ctx.namespace.is_empty() => {
+                objects.namespace(&a.ctx.namespace).await
+            }
+            _ => None,
+        }
+    }
+
+    /// The version (and its kind) `hook` applies to `a` in, if it does.
+    fn select(
+        &self,
+        hook: &Hook,
+        a: &Attributes<'_>,
+        namespace: Option<&Value>,
+    ) -> Result<Option<(String, String)>, StatusError> {
+        let matcher = hook.matcher.as_ref().map_err(StatusError::internal)?;
+        let objects = self.objects.get();
+        let others = || match objects {
+            Some(o) => o.other_versions(&a.rtype.group, &a.rtype.plural, &a.rtype.version),
+            None => Vec::new(),
+        };
+        let Some(through) = matcher.select(a, namespace, true, &others) else {
+            return Ok(None);
+        };
+        Ok(Some(match through {
+            None => (a.rtype.version.clone(), a.rtype.kind.clone()),
+            Some(version) => {
+                let kind = objects
+                    .and_then(|o| o.kind_of(&a.rtype.group, &version, &a.rtype.plural))
+                    .ok_or_else(|| {
+                        StatusError::internal(format!(
+                            "unable to convert to {}/{version}, Resource={}: unknown kind",
+                            a.rtype.group, a.rtype.plural
+                        ))
+                    })?;
+                (version, kind)
+            }
+        }))
+    }
+
+    /// Whether `hook`'s match conditions let it be called; an error when one
+    /// fails to evaluate and none is false (upstream: 403 unless ignored).
+    fn conditions_hold(
+        &self,
+        hook: &Hook,
+        a: &Attributes<'_>,
+    ) -> Result<bool, StatusError> {
+        let conditions = match &hook.conditions {
+            Ok(c) if c.is_empty() => return Ok(true),
+            Ok(c) => c,
+            Err(e) => return self.condition_error(hook, a, e.clone()),
+        };
+        let request = request_variable(a);
+        let mut bindings = Bindings::default();
+        bindings.bind("object", a.object);
+        bindings.bind("oldObject", a.old_object);
+        bindings.bind("request", Some(&request));
+        bindings.bind("namespaceObject", None);
+        if let Some(authorize) = self.objects.get().and_then(|o| o.authorizer(a.ctx)) {
+            bindings.bind_authorizer("authorizer", authorize);
+        }
+        let mut errors = Vec::new();
+        for condition in conditions {
+            match condition
+                .expression
+                .evaluate(&bindings)
+                .map(|v| v.as_bool())
+            {
+                Ok(Some(true)) => {}
+                Ok(Some(false)) => return Ok(false),
+                Ok(None) => errors.push(format!(
+                    "expression '{}' resulted in error: must evaluate to bool",
+                    condition.source
+                )),
+                Err(e) => errors.push(format!(
+                    "expression '{}' resulted in error: {e}",
+                    condition.source
+                )),
+            }
+        }
+        match errors.len() {
+            0 => Ok(true),
+            1 => self.condition_error(hook, a, errors.remove(0)),
+            _ => self.condition_error(hook, a, format!("[{}]", errors.join(", "))),
+        }
+    }
+
+    fn condition_error(
+        &self,
+        hook: &Hook,
+        a: &Attributes<'_>,
+        error: String,
+    ) -> Result<bool, StatusError> {
+        if hook.ignore_failures {
+            tracing::warn!(webhook = %hook.name, %error, "match condition failed; webhook skipped");
+            return Ok(false);
+        }
+        let gr = GroupResource::new(&a.rtype.group, &a.rtype.plural);
+        Err(StatusError::forbidden(&gr, a.name, &error))
+    }
+
+    /// Call `hook` about `a` if it applies; `round` 1 is a reinvocation.
+    async fn call(
+        &self,
+        hook: &Hook,
+        mutating: bool,
+        a: &Attributes<'_>,
+        namespace: Option<&Value>,
+        round: usize,
+    ) -> Result<Called, StatusError> {
+        let Some((version, kind)) = self.select(hook, a, namespace)? else {
+            return Ok(Called::Skipped);
+        };
+        if !self.conditions_hold(hook, a)? {
+            return Ok(Called::Skipped);
+        }
+        if a.ctx.dry_run {
+            if !hook.side_effects_set {
+                return self.failed(hook, mutating, a, round, "Webhook SideEffects is nil", 400);
+            }
+            if !hook.dry_run_safe {
+                return Err(StatusError::bad_request(format!(
+                    "admission webhook {:?} does not support dry run",
+                    hook.name
+                )));
+            }
+        }
+        let Some(review_version) = hook.review_version else {
+            return self.failed(
+                hook,
+                mutating,
+                a,
+                round,
+                "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)",
+                400,
+            );
+        };
+        // Under `matchPolicy: Equivalent` the webhook sees the object in the
+        // version its rules name.
+        let converted = |o: Option<&Value>| {
+            o.map(|o| crate::as_version(o, &a.rtype.group, &version))
+        };
+        let (object, old_object) = if version == a.rtype.version {
+            (a.object.cloned(), a.old_object.cloned())
+        } else {
+            (converted(a.object), converted(a.old_object))
+        };
+        let invocation = Invocation {
+            attributes: a,
+            version: &version,
+            kind: &kind,
+            object: object.as_ref(),
+            old_object: old_object.as_ref(),
+        };
+        let uid = uuid::Uuid::new_v4().to_string();
+        let body = review::request_body(review_version, &uid, &invocation);
+        let started = Instant::now();
+        let answer = match self.post(hook, body).await {
+            Ok(body) => review::verify(review_version, &uid, &body, mutating),
+            Err(reason) => Err(reason),
+        };
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(reason) => return self.failed(hook, mutating, a, round, &reason, 0),
+        };
+        self.metrics.observe(&metrics::Call {
+            name: &hook.name,
+            mutating,
+            operation: a.operation.as_str(),
+            elapsed: started.elapsed(),
+            code: if answer.allowed {
+                200
+            } else {
+                rejection(&hook.name, answer.status.as_ref()).code()
+            },
+            rejected: !answer.allowed,
+            error_type: "no_error",
+        });
+        self.record(hook, a, &answer);
+        if !answer.allowed {
+            return Err(rejection(&hook.name, answer.status.as_ref()));
+        }
+        if !mutating {
+            return Ok(Called::Answered(None));
+        }
+        let patched = self.patch(hook, object.as_ref(), answer.patch.as_deref())?;
+        let changed = patched
+            .filter(|p| Some(p) != object.as_ref())
+            .map(|mut p| {
+                // Back in the request's version.
+                if version != a.rtype.version
+                    && let Some(o) = a.object
+                {
+                    p["apiVersion"] = o.get("apiVersion").cloned().unwrap_or(Value::Null);
+                }
+                p
+            });
+        a.ctx.audit_annotations.add(
+            format!(
+                "mutation.webhook.admission.k8s.io/round_{round}_index_{}",
+                hook.index
+            ),
+            json!({"configuration": hook.configuration, "webhook": hook.name, "mutated": changed.is_some()})
+                .to_string(),
+        );
+        Ok(Called::Answered(changed))
+    }
+
+    /// The warnings and audit annotations of an answer.
+    fn record(&self, hook: &Hook, a: &Attributes<'_>, answer: &Answer) {
+        for warning in &answer.warnings {
+            if !warning.chars().any(char::is_control) {
+                a.ctx.warnings.add(warning.clone());
+            }
+        }
+        for (key, value) in &answer.audit_annotations {
+            a.ctx
+                .audit_annotations
+                .add(format!("{}/{key}", hook.name), value.clone());
+        }
+    }
+
+    /// `object` with the webhook's JSON patch applied (`None`: no change asked).
+    fn patch(
+        &self,
+        hook: &Hook,
+        object: Option<&Value>,
+        patch: Option<&[u8]>,
+    ) -> Result<Option<Value>, StatusError> {
+        let Some(patch) = patch else {
+            return Ok(None);
+        };
+        let ops = patch::json_patch::JsonPatch::from_slice(patch)
+            .map_err(|e| StatusError::internal(e.to_string()))?;
+        if ops.is_empty() {
+            return Ok(None);
+        }
+        let Some(object) = object else {
+            return Err(StatusError::internal(format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                hook.name
+            )));
+        };
+        ops.apply(object)
+            .map(Some)
+            .map_err(|e| StatusError::internal(e.to_string()))
+    }
+
+    /// A call that did not produce an answer: skipped under `failurePolicy:
+    /// Ignore`, else 500 `failed calling webhook "x": <reason>`.
+    fn failed(
+        &self,
+        hook: &Hook,
+        mutating: bool,
+        a: &Attributes<'_>,
+        round: usize,
+        reason: &str,
+        code: u16,
+    ) -> Result<Called, StatusError> {
+        let message = format!("failed calling webhook {:?}: {reason}", hook.name);
+        self.metrics.observe(&metrics::Call {
+            name: &hook.name,
+            mutating,
+            operation: a.operation.as_str(),
+            elapsed: std::time::Duration::ZERO,
+            code,
+            rejected: !hook.ignore_failures,
+            error_type: "calling_webhook_error",
+        });
+        if !hook.ignore_failures {
+            return Err(StatusError::internal(message));
+        }
+        tracing::warn!(webhook = %hook.name, error = %message, "webhook failed open");
+        self.metrics.failed_open(&hook.name, mutating);
+        let kind = if mutating { "mutation" } else { "validating" };
+        a.ctx.audit_annotations.add(
+            format!(
+                "failed-open.{kind}.webhook.admission.k8s.io/round_{round}_index_{}",
+                hook.index
+            ),
+            hook.name.clone(),
+        );
+        Ok(Called::Skipped)
+    }
+
+    /// POST `body` to the webhook: its answer's body, or why there is none
+    /// (`failed to call webhook: Post "<url>?timeout=10s": …`).
+    async fn post(&self, hook: &Hook, body: Vec<u8>) -> Result<bytes::Bytes, String> {
+        let target = hook.target.as_ref().map_err(Clone::clone)?;
+        let timeout = hook.timeout;
+        let query = format!("?timeout={}s", timeout.as_secs());
+        let url = format!("{}{query}", target.url());
+        let call_error = |e: String| format!("failed to call webhook: Post {url:?}: {e}");
+        let address = self.address(target).await.map_err(call_error)?;
+        let client = self
+            .client(hook, target, &address)
+            .map_err(|e| format!("could not get REST client: {e}"))?;
+        let path = match target.path() {
+            "" => format!("/{query}"),
+            p => format!("{p}{query}"),
+        };
+        let (code, body) = client
+            .post_json(&path, body.into(), timeout)
+            .await
+            .map_err(call_error)?;
+        if !(200..300).contains(&code) {
+            return Err(format!(
+                "failed to call webhook: {}",
+                webhook::client::response_error(code, &body)
+            ));
+        }
+        Ok(body)
+    }
+
+    /// Where to connect: the URL's host, or a ready endpoint of the Service.
+    async fn address(&self, target: &Target) -> Result<String, String> {
+        let (namespace, name, port) = match target {
+            Target::Url { address, .. } => return Ok(address.clone()),
+            Target::Service {
+                namespace,
+                name,
+                port,
+                ..
+            } => (namespace, name, *port),
+        };
+        let objects = self.objects.get().ok_or("no service resolver")?;
+        let (service, slices) = objects.service_endpoints(namespace, name).await;
+        webhook::service::resolve(service.as_ref(), port, &slices).map_err(|why| match why {
+            Unresolved::ServiceNotFound => format!("service {name:?} not found"),
+            Unresolved::NoPort { port } => {
+                format!("no service port {port} found for service {name:?}")
+            }
+            Unresolved::NoEndpoints | Unresolved::NoReadyAddress { .. } => {
+                format!("no endpoints available for service {name:?}")
+            }
+        })
+    }
+
+    /// The pooled client for `hook`'s configuration at `address`.
+    fn client(&self, hook: &Hook, target: &Target, address: &str) -> Result<Backend, String> {
+        let key = format!("{}|{address}", hook.client_key);
+        let mut clients = self.clients.lock();
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let client = Backend::new(
+            address.to_string(),
+            &target.server_name(),
+            &hook.ca_bundle,
+            false,
+            None,
+        )?;
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denials_as_upstream() {
+        let err = rejection(
+            "deny.example.com",
+            Some(&json!({"message": "this webhook denies all requests", "code": 200})),
+        );
+        assert_eq!(err.code(), 400);
+        assert_eq!(
+            err.status().message,
+            "admission webhook \"deny.example.com\" denied the request: this webhook denies all requests"
+        );
+        let err = rejection("deny.example.com", None);
+        assert_eq!(
+            err.status().message,
+            "admission webhook \"deny.example.com\" denied the request without explanation"
+        );
+        let err = rejection(
+            "deny.example.com",
+            Some(&json!({"reason": "Forbidden", "code": 403})),
+        );
+        assert_eq!(err.code(), 403);
+        assert_eq!(err.reason(), "Forbidden");
+        assert_eq!(
+            err.status().message,
+            "admission webhook \"deny.example.com\" denied the request: Forbidden"
+        );
+    }
+}
