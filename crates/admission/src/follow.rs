@@ -143,5 +143,11 @@ pub async fn follow_webhooks(webhooks: Arc<Webhooks>, stores: WebhookStores) {
     let feed = async move {
         tokio::join!(a, b);
     };
-    runtime::run(Arc::new(WebhookFollower { webhooks, stores }), queue, 1, feed).await;
+    runtime::run(
+        Arc::new(WebhookFollower { webhooks, stores }),
+        queue,
+        1,
+        feed,
+    )
+    .await;
 }

@@ -31,8 +31,8 @@ use registry::{Admission, Attributes, GlobalAdmission, Operation, RequestContext
 
 pub use follow::{Stores, WebhookStores, follow, follow_webhooks};
 pub use policy::VARIABLES;
-pub use webhooks::Webhooks;
 use policy::{Binding, Common, MutatingPolicy, ParamRef, Policy};
+pub use webhooks::Webhooks;
 
 const VALIDATING: &str = "ValidatingAdmissionPolicy";
 

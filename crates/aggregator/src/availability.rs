@@ -17,12 +17,12 @@ use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::GenericStore;
 
 use crate::proxy::{Remote, Remotes};
-use webhook::Backend;
-use webhook::service::{Unresolved, slice_of, slices_of_endpoints};
 use server::authn::UserInfo;
 use server::config::FrontProxyConfig;
 use server::pki::CertPair;
 use server::remote_discovery::RemoteGroupVersion;
+use webhook::Backend;
+use webhook::service::{Unresolved, slice_of, slices_of_endpoints};
 
 const MANAGER: &str = "kubext-apiservice-availability";
 /// Between rounds of checks when nothing changes.

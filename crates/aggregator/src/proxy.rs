@@ -18,12 +18,12 @@ use parking_lot::RwLock;
 
 use apimachinery::StatusError;
 
-use webhook::Backend;
-use webhook::client::BoxError;
 use server::authn::UserInfo;
 use server::config::FrontProxyConfig;
 use server::delegation::{Claim, Delegation};
 use server::response::{self, Body};
+use webhook::Backend;
+use webhook::client::BoxError;
 
 /// Time for a backend to start its answer; the body is not bounded (watches stream
 /// for as long as they last).

@@ -202,11 +202,15 @@ mod tests {
         let path = FieldPath::new("url");
         assert_eq!(
             messages(&validate_url("http://example.com/x", &path)),
-            ["url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"]
+            [
+                "url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"
+            ]
         );
         assert_eq!(
             messages(&validate_url("https://example.com/x?a=b", &path)),
-            ["url: Invalid value: \"https://example.com/x?a=b\": query parameters are not permitted in the URL"]
+            [
+                "url: Invalid value: \"https://example.com/x?a=b\": query parameters are not permitted in the URL"
+            ]
         );
         assert!(validate_url("https://example.com:8443/x", &path).is_empty());
         assert_eq!(validate_url("https://u:p@example.com", &path).len(), 1);

@@ -120,7 +120,8 @@ async fn start_controllers(
     let (leadership, election) = leader_election(api, storage);
     let rbac = authorization.start(api, leadership.clone()).await?;
     step("rbac");
-    let admission = admission_chain::start(api, authorization.authorizer.clone(), admission).await?;
+    let admission =
+        admission_chain::start(api, authorization.authorizer.clone(), admission).await?;
     step("admission");
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
     step("crd controller");

@@ -56,6 +56,20 @@ fn served() -> Vec<ServedResource> {
         ServedResource::new(
             "admissionregistration.k8s.io",
             "v1",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            false,
+        ),
+        ServedResource::new(
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            false,
+        ),
+        ServedResource::new(
+            "admissionregistration.k8s.io",
+            "v1",
             "ValidatingAdmissionPolicyBinding",
             "validatingadmissionpolicybindings",
             false,
@@ -311,6 +325,18 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
             "v1",
             "ValidatingAdmissionPolicy",
             "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+            "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
         ),
         (
             "admissionregistration.k8s.io",

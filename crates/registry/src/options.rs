@@ -55,8 +55,11 @@ impl AuditAnnotations {
 pub struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl Warnings {
+    /// Add `warning` unless it was added already (upstream's recorder dedupes).
     pub fn add(&self, warning: String) {
-        if let Ok(mut w) = self.0.lock() {
+        if let Ok(mut w) = self.0.lock()
+            && !w.contains(&warning)
+        {
             w.push(warning);
         }
     }

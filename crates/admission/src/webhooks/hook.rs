@@ -104,7 +104,10 @@ impl Target {
 fn split_host_port(authority: &str) -> (&str, &str) {
     if let Some(end) = authority.find(']') {
         let host = &authority[..=end];
-        return (host, authority[end + 1..].strip_prefix(':').unwrap_or("443"));
+        return (
+            host,
+            authority[end + 1..].strip_prefix(':').unwrap_or("443"),
+        );
     }
     match authority.rsplit_once(':') {
         Some((host, port)) => (host, port),
@@ -264,9 +267,11 @@ mod tests {
         assert_eq!(url.path(), "/validate");
         assert!(matches!(&url, Target::Url { address, .. } if address == "127.0.0.1:8443"));
         let bare = Target::of(&json!({"url": "https://webhook.example.com"})).unwrap();
-        assert!(matches!(&bare, Target::Url { address, .. } if address == "webhook.example.com:443"));
-        let svc = Target::of(&json!({"service": {"name": "w", "namespace": "n", "path": "/p"}}))
-            .unwrap();
+        assert!(
+            matches!(&bare, Target::Url { address, .. } if address == "webhook.example.com:443")
+        );
+        let svc =
+            Target::of(&json!({"service": {"name": "w", "namespace": "n", "path": "/p"}})).unwrap();
         assert_eq!(svc.url(), "https://w.n.svc:443/p");
         assert_eq!(svc.server_name(), "w.n.svc");
     }

@@ -121,9 +121,8 @@ impl Metrics {
             "# HELP apiserver_admission_webhook_admission_duration_seconds Admission webhook latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).\n# TYPE apiserver_admission_webhook_admission_duration_seconds histogram"
         );
         for ((name, ty, op, rejected), h) in &state.durations {
-            let labels = format!(
-                "name=\"{name}\",operation=\"{op}\",rejected=\"{rejected}\",type=\"{ty}\""
-            );
+            let labels =
+                format!("name=\"{name}\",operation=\"{op}\",rejected=\"{rejected}\",type=\"{ty}\"");
             for (le, n) in BUCKETS.iter().zip(h.buckets) {
                 let _ = writeln!(
                     out,

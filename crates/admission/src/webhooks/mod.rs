@@ -255,11 +255,7 @@ impl Webhooks {
 
     /// Whether `hook`'s match conditions let it be called; an error when one
     /// fails to evaluate and none is false (upstream: 403 unless ignored).
-    fn conditions_hold(
-        &self,
-        hook: &Hook,
-        a: &Attributes<'_>,
-    ) -> Result<bool, StatusError> {
+    fn conditions_hold(&self, hook: &Hook, a: &Attributes<'_>) -> Result<bool, StatusError> {
         let conditions = match &hook.conditions {
             Ok(c) if c.is_empty() => return Ok(true),
             Ok(c) => c,
@@ -352,9 +348,8 @@ impl Webhooks {
         };
         // Under `matchPolicy: Equivalent` the webhook sees the object in the
         // version its rules name.
-        let converted = |o: Option<&Value>| {
-            o.map(|o| crate::as_version(o, &a.rtype.group, &version))
-        };
+        let converted =
+            |o: Option<&Value>| o.map(|o| crate::as_version(o, &a.rtype.group, &version));
         let (object, old_object) = if version == a.rtype.version {
             (a.object.cloned(), a.old_object.cloned())
         } else {
@@ -399,17 +394,15 @@ impl Webhooks {
             return Ok(Called::Answered(None));
         }
         let patched = self.patch(hook, object.as_ref(), answer.patch.as_deref())?;
-        let changed = patched
-            .filter(|p| Some(p) != object.as_ref())
-            .map(|mut p| {
-                // Back in the request's version.
-                if version != a.rtype.version
-                    && let Some(o) = a.object
-                {
-                    p["apiVersion"] = o.get("apiVersion").cloned().unwrap_or(Value::Null);
-                }
-                p
-            });
+        let changed = patched.filter(|p| Some(p) != object.as_ref()).map(|mut p| {
+            // Back in the request's version.
+            if version != a.rtype.version
+                && let Some(o) = a.object
+            {
+                p["apiVersion"] = o.get("apiVersion").cloned().unwrap_or(Value::Null);
+            }
+            p
+        });
         a.ctx.audit_annotations.add(
             format!(
                 "mutation.webhook.admission.k8s.io/round_{round}_index_{}",

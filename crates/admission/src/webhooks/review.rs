@@ -121,7 +121,10 @@ fn invalid(detail: impl std::fmt::Display) -> String {
 
 /// `apiVersion` and `kind` as Go prints a GroupVersionKind.
 fn gvk_text(review: &Value) -> String {
-    let api_version = review.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let api_version = review
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let kind = review.get("kind").and_then(Value::as_str).unwrap_or("");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     format!("{group}/{version}, Kind={kind}")
@@ -160,22 +163,32 @@ pub fn verify(
         }
         match (mutating, patch.is_some(), patch_type) {
             (true, true, None) => {
-                return Err(invalid("webhook returned response.patch but not response.patchType"));
+                return Err(invalid(
+                    "webhook returned response.patch but not response.patchType",
+                ));
             }
             (true, false, Some(_)) => {
-                return Err(invalid("webhook returned response.patchType but not response.patch"));
+                return Err(invalid(
+                    "webhook returned response.patchType but not response.patch",
+                ));
             }
             (true, true, Some(t)) if t.as_str() != Some("JSONPatch") => {
                 let t = t.as_str().unwrap_or("");
                 return Err(if t.is_empty() {
-                    invalid(format!("webhook returned invalid response.patchType of {t:?}"))
+                    invalid(format!(
+                        "webhook returned invalid response.patchType of {t:?}"
+                    ))
                 } else {
                     format!("unsupported patch type {t:?}")
                 });
             }
-            (false, true, _) => return Err(invalid("validating webhook may not return response.patch")),
+            (false, true, _) => {
+                return Err(invalid("validating webhook may not return response.patch"));
+            }
             (false, false, Some(_)) => {
-                return Err(invalid("validating webhook may not return response.patchType"));
+                return Err(invalid(
+                    "validating webhook may not return response.patchType",
+                ));
             }
             _ => {}
         }
@@ -226,14 +239,22 @@ mod tests {
     #[test]
     fn v1_answers_are_checked_as_upstream() {
         let v1 = ReviewVersion::V1;
-        let err = verify(v1, "u1", &review(json!({"uid": "u2", "allowed": true})), false)
-            .unwrap_err();
+        let err = verify(
+            v1,
+            "u1",
+            &review(json!({"uid": "u2", "allowed": true})),
+            false,
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             "received invalid webhook response: expected response.uid=\"u1\", got \"u2\""
         );
         let err = verify(v1, "u1", b"{\"kind\":\"AdmissionReview\"}", false).unwrap_err();
-        assert_eq!(err, "received invalid webhook response: webhook response was absent");
+        assert_eq!(
+            err,
+            "received invalid webhook response: webhook response was absent"
+        );
         let no_gvk = serde_json::to_vec(&json!({"response": {"uid": "u1"}})).unwrap();
         assert_eq!(
             verify(v1, "u1", &no_gvk, false).unwrap_err(),
@@ -248,7 +269,9 @@ mod tests {
             verify(v1, "u1", &patched, false).unwrap_err(),
             "received invalid webhook response: validating webhook may not return response.patch"
         );
-        let ok = review(json!({"uid": "u1", "allowed": true, "patch": "W10=", "patchType": "JSONPatch", "warnings": ["w"]}));
+        let ok = review(
+            json!({"uid": "u1", "allowed": true, "patch": "W10=", "patchType": "JSONPatch", "warnings": ["w"]}),
+        );
         let answer = verify(v1, "u1", &ok, true).unwrap();
         assert!(answer.allowed);
         assert_eq!(answer.patch.as_deref(), Some(&b"[]"[..]));

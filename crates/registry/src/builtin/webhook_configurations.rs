@@ -104,36 +104,31 @@ impl WebhookConfigurations {
         for (i, hook) in webhooks.iter().enumerate() {
             let at = FieldPath::new("webhooks").index(i);
             let name = str_at(hook, "/name");
-            errs.extend(validate_fully_qualified_name(name, &at.child("name")));
             if !seen.insert(name) && (old.is_none() || old_names_unique) {
                 errs.push(FieldError::duplicate(&at.child("name"), json!(name)));
             }
-            self.validate_webhook(hook, &at, &mut errs);
+            errs.extend(validate_fully_qualified_name(name, &at.child("name")));
+            self.validate_webhook(hook, &at, &old_side_effects, &mut errs);
             validate_review_versions(
                 &strings(hook, "admissionReviewVersions"),
                 &at.child("admissionReviewVersions"),
                 old_lacks_known_version,
                 &mut errs,
             );
-            match hook.get("sideEffects").and_then(Value::as_str) {
-                None => errs.push(FieldError::required(
-                    &at.child("sideEffects"),
-                    "must specify one of None, NoneOnDryRun",
-                )),
-                Some("None" | "NoneOnDryRun") => {}
-                Some(s) if old_side_effects.contains(s) && matches!(s, "Some" | "Unknown") => {}
-                Some(s) => errs.push(FieldError::not_supported(
-                    &at.child("sideEffects"),
-                    json!(s),
-                    &["None", "NoneOnDryRun"],
-                )),
-            }
         }
         errs
     }
 
-    /// What one webhook must satisfy besides its name, versions and side effects.
-    fn validate_webhook(&self, hook: &Value, at: &FieldPath, errs: &mut ErrorList) {
+    /// What one webhook must satisfy besides its name's uniqueness and its
+    /// review versions, in upstream's order. `old_side_effects`: the classes
+    /// the stored object already used (still accepted on update).
+    fn validate_webhook(
+        &self,
+        hook: &Value,
+        at: &FieldPath,
+        old_side_effects: &HashSet<&str>,
+        errs: &mut ErrorList,
+    ) {
         for (i, rule) in list(hook, "rules").iter().enumerate() {
             validate_rule(rule, &at.child("rules").index(i), errs);
         }
@@ -141,13 +136,27 @@ impl WebhookConfigurations {
             if let Some(v) = hook.get(field).and_then(Value::as_str)
                 && !allowed.contains(&v)
             {
-                errs.push(FieldError::not_supported(&at.child(field), json!(v), allowed));
+                errs.push(FieldError::not_supported(
+                    &at.child(field),
+                    json!(v),
+                    allowed,
+                ));
             }
         };
         choice("failurePolicy", &["Fail", "Ignore"]);
         choice("matchPolicy", &["Equivalent", "Exact"]);
-        if self.mutating {
-            choice("reinvocationPolicy", &["IfNeeded", "Never"]);
+        match hook.get("sideEffects").and_then(Value::as_str) {
+            None => errs.push(FieldError::required(
+                &at.child("sideEffects"),
+                "must specify one of None, NoneOnDryRun",
+            )),
+            Some("None" | "NoneOnDryRun") => {}
+            Some(s) if old_side_effects.contains(s) && matches!(s, "Some" | "Unknown") => {}
+            Some(s) => errs.push(FieldError::not_supported(
+                &at.child("sideEffects"),
+                json!(s),
+                &["None", "NoneOnDryRun"],
+            )),
         }
         if let Some(t) = hook.get("timeoutSeconds").and_then(Value::as_i64)
             && !(1..=30).contains(&t)
@@ -167,6 +176,16 @@ impl WebhookConfigurations {
             hook.get("clientConfig").unwrap_or(&Value::Null),
             &at.child("clientConfig"),
         ));
+        if self.mutating
+            && let Some(v) = hook.get("reinvocationPolicy").and_then(Value::as_str)
+            && !["IfNeeded", "Never"].contains(&v)
+        {
+            errs.push(FieldError::not_supported(
+                &at.child("reinvocationPolicy"),
+                json!(v),
+                &["IfNeeded", "Never"],
+            ));
+        }
         validate_match_conditions(list(hook, "matchConditions"), at, errs);
     }
 }
@@ -363,7 +382,11 @@ fn validate_match_conditions(conditions: &[Value], at: &FieldPath, errs: &mut Er
             errs.push(FieldError::required(&at.child("name"), ""));
         } else {
             for problem in is_qualified_name(name) {
-                errs.push(FieldError::invalid(&at.child("name"), json!(name), &problem));
+                errs.push(FieldError::invalid(
+                    &at.child("name"),
+                    json!(name),
+                    &problem,
+                ));
             }
             if !names.insert(name) {
                 errs.push(FieldError::duplicate(&at.child("name"), json!(name)));
@@ -445,11 +468,15 @@ mod tests {
         assert!(messages(&hook(json!({}))).is_empty());
         assert_eq!(
             messages(&hook(json!({"name": "deny"}))),
-            ["webhooks[0].name: Invalid value: \"deny\": should be a domain with at least three segments separated by dots"]
+            [
+                "webhooks[0].name: Invalid value: \"deny\": should be a domain with at least three segments separated by dots"
+            ]
         );
         assert_eq!(
             messages(&hook(json!({"timeoutSeconds": 31}))),
-            ["webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"]
+            [
+                "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"
+            ]
         );
         assert_eq!(
             messages(&hook(json!({"sideEffects": null}))),
@@ -457,14 +484,20 @@ mod tests {
         );
         assert_eq!(
             messages(&hook(json!({"sideEffects": "Some"}))),
-            ["webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\""]
+            [
+                "webhooks[0].sideEffects: Unsupported value: \"Some\": supported values: \"None\", \"NoneOnDryRun\""
+            ]
         );
         assert_eq!(
             messages(&hook(json!({"admissionReviewVersions": ["v2"]}))),
-            ["webhooks[0].admissionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1"]
+            [
+                "webhooks[0].admissionReviewVersions: Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1"
+            ]
         );
         assert_eq!(
-            messages(&hook(json!({"rules": [{"operations": ["*", "CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/*", "pods"]}]}))),
+            messages(&hook(
+                json!({"rules": [{"operations": ["*", "CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["*/*", "pods"]}]})
+            )),
             [
                 "webhooks[0].rules[0].operations: Invalid value: []string{\"*\", \"CREATE\"}: if '*' is present, must not specify other operations",
                 "webhooks[0].rules[0].resources: Invalid value: []string{\"*/*\", \"pods\"}: if '*/*' is present, must not specify other resources",
