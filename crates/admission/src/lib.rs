@@ -64,10 +64,6 @@ pub trait Objects: Send + Sync + 'static {
     /// What answers the `authorizer` variable's checks for the requesting
     /// user.
     fn authorizer(&self, ctx: &RequestContext) -> Option<Arc<dyn cel_rules::Authorize>>;
-
-    /// The Service `namespace/name` and its EndpointSlices (or its v1
-    /// Endpoints as slices): where a webhook's `clientConfig.service` is.
-    async fn service_endpoints(&self, namespace: &str, name: &str) -> (Option<Value>, Vec<Value>);
 }
 
 /// A policy and its bindings, or why the policy cannot be used.
@@ -652,10 +648,10 @@ impl Chain {
         }
     }
 
-    /// Where both read the objects they need.
-    pub fn attach(&self, objects: Arc<dyn Objects>) {
+    /// Where both read the objects they need; what calls webhooks.
+    pub fn attach(&self, objects: Arc<dyn Objects>, caller: webhook::Caller) {
         self.policies.attach(objects.clone());
-        self.webhooks.attach(objects);
+        self.webhooks.attach(objects, caller);
     }
 }
 

@@ -158,41 +158,6 @@ impl admission::Objects for CatalogObjects {
             .collect()
     }
 
-    async fn service_endpoints(&self, namespace: &str, name: &str) -> (Option<Value>, Vec<Value>) {
-        let Some(api) = self.api.upgrade() else {
-            return (None, Vec::new());
-        };
-        let catalog = api.catalog();
-        let mut ctx = system();
-        ctx.namespace = namespace.to_string();
-        let get = |group: &str, plural: &str| {
-            let served = catalog.lookup(group, "v1", plural);
-            let ctx = &ctx;
-            async move { served?.store.get(ctx, name).await.ok() }
-        };
-        let Some(service) = get("", "services").await else {
-            return (None, Vec::new());
-        };
-        let mut slices = Vec::new();
-        if let Some(served) = catalog.lookup("discovery.k8s.io", "v1", "endpointslices") {
-            let opts = ListOptions {
-                label_selector: LabelSelector::parse(&format!("kubernetes.io/service-name={name}"))
-                    .ok(),
-                ..Default::default()
-            };
-            if let Ok(listed) = served.store.list(&ctx, opts).await {
-                slices = listed.items.iter().map(|o| o.value.clone()).collect();
-            }
-        }
-        // Without EndpointSlices, a v1 Endpoints object of the same name will do.
-        if slices.is_empty()
-            && let Some(endpoints) = get("", "endpoints").await
-        {
-            slices = webhook::service::slices_of_endpoints(&endpoints.value);
-        }
-        (Some(service.value.clone()), slices)
-    }
-
     async fn namespace(&self, name: &str) -> Option<Value> {
         let api = self.api.upgrade()?;
         let catalog = api.catalog();
@@ -252,11 +217,15 @@ pub async fn start(
     api: &Arc<Api>,
     authorizer: Arc<dyn Authorizer>,
     chain: &Chain,
+    caller: webhook::Caller,
 ) -> Result<tokio::task::JoinHandle<()>> {
-    chain.attach(Arc::new(CatalogObjects {
-        api: Arc::downgrade(api),
-        authorizer,
-    }));
+    chain.attach(
+        Arc::new(CatalogObjects {
+            api: Arc::downgrade(api),
+            authorizer,
+        }),
+        caller,
+    );
     let catalog = api.catalog();
     let store = |version: &str, plural: &str| {
         catalog

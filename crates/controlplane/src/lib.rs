@@ -9,6 +9,7 @@
 mod admission_chain;
 mod authorization;
 mod kubernetes_service;
+mod webhook_services;
 
 pub use authorization::AuthorizationMode;
 
@@ -120,8 +121,14 @@ async fn start_controllers(
     let (leadership, election) = leader_election(api, storage);
     let rbac = authorization.start(api, leadership.clone()).await?;
     step("rbac");
-    let admission =
-        admission_chain::start(api, authorization.authorizer.clone(), admission).await?;
+    let caller = webhook_services::caller(api);
+    let admission = admission_chain::start(
+        api,
+        authorization.authorizer.clone(),
+        admission,
+        caller.clone(),
+    )
+    .await?;
     step("admission");
     let crd_controller = start_crd_controller(api, leadership.clone()).await?;
     step("crd controller");

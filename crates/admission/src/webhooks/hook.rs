@@ -1,11 +1,10 @@
 //! One webhook of a Validating- or MutatingWebhookConfiguration, compiled when
 //! the configuration changes: its matcher, match conditions (CEL), failure
 //! policy, timeout, AdmissionReview version, side effects, reinvocation and
-//! where to call it.
+//! its client configuration.
 
 use std::time::Duration;
 
-use base64::Engine;
 use cel_rules::{Expected, Expression};
 use serde_json::Value;
 
@@ -20,100 +19,6 @@ const VARIABLES: &[&str] = &[
     "namespaceObject",
     "authorizer",
 ];
-
-/// Where a webhook is called.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// `clientConfig.url`: `host:port` to connect to, the host to verify, the path.
-    Url {
-        url: String,
-        address: String,
-        host: String,
-        path: String,
-    },
-    /// `clientConfig.service`, resolved per call through its endpoints.
-    Service {
-        namespace: String,
-        name: String,
-        port: i64,
-        path: String,
-    },
-}
-
-impl Target {
-    fn of(config: &Value) -> Result<Target, String> {
-        if let Some(url) = config.get("url").and_then(Value::as_str) {
-            let rest = url
-                .strip_prefix("https://")
-                .ok_or_else(|| format!("Unparsable URL: {url}"))?;
-            let (authority, path) = match rest.find('/') {
-                Some(i) => (&rest[..i], &rest[i..]),
-                None => (rest, ""),
-            };
-            let (host, port) = split_host_port(authority);
-            return Ok(Target::Url {
-                url: url.to_string(),
-                address: format!("{host}:{port}"),
-                host: host.trim_matches(['[', ']']).to_string(),
-                path: path.to_string(),
-            });
-        }
-        let Some(service) = config.get("service").filter(|s| s.is_object()) else {
-            return Err("webhook configuration must have either service or URL".into());
-        };
-        let text = |f: &str| service.get(f).and_then(Value::as_str).unwrap_or("");
-        Ok(Target::Service {
-            namespace: text("namespace").to_string(),
-            name: text("name").to_string(),
-            port: service.get("port").and_then(Value::as_i64).unwrap_or(443),
-            path: text("path").to_string(),
-        })
-    }
-
-    /// The URL upstream's errors quote (`https://<svc>.<ns>.svc:<port><path>`).
-    pub fn url(&self) -> String {
-        match self {
-            Target::Url { url, .. } => url.clone(),
-            Target::Service {
-                namespace,
-                name,
-                port,
-                path,
-            } => format!("https://{name}.{namespace}.svc:{port}{path}"),
-        }
-    }
-
-    /// The name the server's certificate must carry.
-    pub fn server_name(&self) -> String {
-        match self {
-            Target::Url { host, .. } => host.clone(),
-            Target::Service {
-                namespace, name, ..
-            } => format!("{name}.{namespace}.svc"),
-        }
-    }
-
-    pub fn path(&self) -> &str {
-        match self {
-            Target::Url { path, .. } | Target::Service { path, .. } => path,
-        }
-    }
-}
-
-/// `host:port` with 443 when no port is given; IPv6 hosts keep their brackets.
-fn split_host_port(authority: &str) -> (&str, &str) {
-    if let Some(end) = authority.find(']') {
-        let host = &authority[..=end];
-        return (
-            host,
-            authority[end + 1..].strip_prefix(':').unwrap_or("443"),
-        );
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) => (host, port),
-        None => (authority, "443"),
-    }
-}
 
 /// The AdmissionReview version a webhook is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,11 +53,7 @@ pub struct Hook {
     pub side_effects_set: bool,
     /// `reinvocationPolicy: IfNeeded`.
     pub reinvoke: bool,
-    pub target: Result<Target, String>,
-    /// PEM.
-    pub ca_bundle: Vec<u8>,
-    /// The client configuration (the key of its connection pool).
-    pub client_key: String,
+    pub client: webhook::ClientConfig,
 }
 
 fn text<'a>(v: &'a Value, field: &str) -> &'a str {
@@ -162,10 +63,6 @@ fn text<'a>(v: &'a Value, field: &str) -> &'a str {
 impl Hook {
     /// Webhook `hook` of `configuration`, the `index`th of its kind.
     pub fn compile(configuration: &str, hook: &Value, index: usize) -> Hook {
-        let client_config = hook.get("clientConfig").cloned().unwrap_or(Value::Null);
-        let ca_bundle = base64::engine::general_purpose::STANDARD
-            .decode(text(&client_config, "caBundle"))
-            .unwrap_or_default();
         // The `rules` of a webhook are a policy's `resourceRules`.
         let mut match_resources = hook.clone();
         if let Some(m) = match_resources.as_object_mut()
@@ -202,9 +99,7 @@ impl Hook {
             dry_run_safe: matches!(side_effects, Some("None" | "NoneOnDryRun")),
             side_effects_set: side_effects.is_some(),
             reinvoke: text(hook, "reinvocationPolicy") == "IfNeeded",
-            target: Target::of(&client_config),
-            ca_bundle,
-            client_key: client_config.to_string(),
+            client: webhook::ClientConfig::of(hook.get("clientConfig").unwrap_or(&Value::Null)),
         }
     }
 }
@@ -253,26 +148,4 @@ pub fn condition_errors(configuration: &Value) -> apimachinery::ErrorList {
         }
     }
     errs
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn targets() {
-        let url = Target::of(&json!({"url": "https://127.0.0.1:8443/validate"})).unwrap();
-        assert_eq!(url.server_name(), "127.0.0.1");
-        assert_eq!(url.path(), "/validate");
-        assert!(matches!(&url, Target::Url { address, .. } if address == "127.0.0.1:8443"));
-        let bare = Target::of(&json!({"url": "https://webhook.example.com"})).unwrap();
-        assert!(
-            matches!(&bare, Target::Url { address, .. } if address == "webhook.example.com:443")
-        );
-        let svc =
-            Target::of(&json!({"service": {"name": "w", "namespace": "n", "path": "/p"}})).unwrap();
-        assert_eq!(svc.url(), "https://w.n.svc:443/p");
-        assert_eq!(svc.server_name(), "w.n.svc");
-    }
 }

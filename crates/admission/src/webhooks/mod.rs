@@ -15,23 +15,22 @@ mod hook;
 mod metrics;
 mod review;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use apimachinery::status::StatusDetails;
 use apimachinery::{GroupResource, Status, StatusError};
 use cel_rules::Bindings;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use serde_json::{Value, json};
 
 use registry::{Attributes, Operation};
-use webhook::Backend;
-use webhook::service::Unresolved;
+use webhook::{CallError, Caller};
 
 use crate::Objects;
+use hook::Hook;
 pub use hook::condition_errors;
-use hook::{Hook, Target};
 use metrics::Metrics;
 use review::{Answer, Invocation};
 
@@ -47,8 +46,8 @@ struct Hooks {
 #[derive(Default)]
 pub struct Webhooks {
     hooks: RwLock<Arc<Hooks>>,
-    /// TLS clients by client configuration and address (a connection pool each).
-    clients: Mutex<HashMap<String, Backend>>,
+    /// Calls them (a connection pool per client configuration and address).
+    caller: OnceLock<Caller>,
     metrics: Metrics,
     objects: OnceLock<Arc<dyn Objects>>,
 }
@@ -122,9 +121,10 @@ impl Webhooks {
         Webhooks::default()
     }
 
-    /// Where namespaces, kinds and services are read from.
-    pub fn attach(&self, objects: Arc<dyn Objects>) {
+    /// Where namespaces and kinds are read from, and what calls webhooks.
+    pub fn attach(&self, objects: Arc<dyn Objects>, caller: Caller) {
         let _ = self.objects.set(objects);
+        let _ = self.caller.set(caller);
     }
 
     /// Replace the webhooks with those of these configurations.
@@ -134,7 +134,9 @@ impl Webhooks {
             validating: compile_all(validating),
         });
         // Pools of configurations that changed are not reused.
-        self.clients.lock().clear();
+        if let Some(caller) = self.caller.get() {
+            caller.clear();
+        }
     }
 
     /// The Prometheus text of the webhook metrics.
@@ -367,7 +369,8 @@ impl Webhooks {
         let started = Instant::now();
         let answer = match self.post(hook, body).await {
             Ok(body) => review::verify(review_version, &uid, &body, mutating),
-            Err(reason) => Err(reason),
+            Err(CallError::Client(e)) => Err(format!("could not get REST client: {e}")),
+            Err(CallError::Request(e)) => Err(format!("failed to call webhook: {e}")),
         };
         let answer = match answer {
             Ok(answer) => answer,
@@ -412,6 +415,16 @@ impl Webhooks {
                 .to_string(),
         );
         Ok(Called::Answered(changed))
+    }
+
+    /// POST `body` to the webhook with upstream's `?timeout=` query.
+    async fn post(&self, hook: &Hook, body: Vec<u8>) -> Result<bytes::Bytes, CallError> {
+        let caller = self
+            .caller
+            .get()
+            .ok_or_else(|| CallError::Client("not attached".into()))?;
+        let query = format!("?timeout={}s", hook.timeout.as_secs());
+        caller.post(&hook.client, &query, body, hook.timeout).await
     }
 
     /// The warnings and audit annotations of an answer.
@@ -489,77 +502,6 @@ impl Webhooks {
             hook.name.clone(),
         );
         Ok(Called::Skipped)
-    }
-
-    /// POST `body` to the webhook: its answer's body, or why there is none
-    /// (`failed to call webhook: Post "<url>?timeout=10s": …`).
-    async fn post(&self, hook: &Hook, body: Vec<u8>) -> Result<bytes::Bytes, String> {
-        let target = hook.target.as_ref().map_err(Clone::clone)?;
-        let timeout = hook.timeout;
-        let query = format!("?timeout={}s", timeout.as_secs());
-        let url = format!("{}{query}", target.url());
-        let call_error = |e: String| format!("failed to call webhook: Post {url:?}: {e}");
-        let address = self.address(target).await.map_err(call_error)?;
-        let client = self
-            .client(hook, target, &address)
-            .map_err(|e| format!("could not get REST client: {e}"))?;
-        let path = match target.path() {
-            "" => format!("/{query}"),
-            p => format!("{p}{query}"),
-        };
-        let (code, body) = client
-            .post_json(&path, body.into(), timeout)
-            .await
-            .map_err(call_error)?;
-        if !(200..300).contains(&code) {
-            return Err(format!(
-                "failed to call webhook: {}",
-                webhook::client::response_error(code, &body)
-            ));
-        }
-        Ok(body)
-    }
-
-    /// Where to connect: the URL's host, or a ready endpoint of the Service.
-    async fn address(&self, target: &Target) -> Result<String, String> {
-        let (namespace, name, port) = match target {
-            Target::Url { address, .. } => return Ok(address.clone()),
-            Target::Service {
-                namespace,
-                name,
-                port,
-                ..
-            } => (namespace, name, *port),
-        };
-        let objects = self.objects.get().ok_or("no service resolver")?;
-        let (service, slices) = objects.service_endpoints(namespace, name).await;
-        webhook::service::resolve(service.as_ref(), port, &slices).map_err(|why| match why {
-            Unresolved::ServiceNotFound => format!("service {name:?} not found"),
-            Unresolved::NoPort { port } => {
-                format!("no service port {port} found for service {name:?}")
-            }
-            Unresolved::NoEndpoints | Unresolved::NoReadyAddress { .. } => {
-                format!("no endpoints available for service {name:?}")
-            }
-        })
-    }
-
-    /// The pooled client for `hook`'s configuration at `address`.
-    fn client(&self, hook: &Hook, target: &Target, address: &str) -> Result<Backend, String> {
-        let key = format!("{}|{address}", hook.client_key);
-        let mut clients = self.clients.lock();
-        if let Some(client) = clients.get(&key) {
-            return Ok(client.clone());
-        }
-        let client = Backend::new(
-            address.to_string(),
-            &target.server_name(),
-            &hook.ca_bundle,
-            false,
-            None,
-        )?;
-        clients.insert(key, client.clone());
-        Ok(client)
     }
 }
 
