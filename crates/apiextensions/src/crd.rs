@@ -213,6 +213,7 @@ pub fn validate_crd(obj: &Value) -> ErrorList {
         ));
     }
     errs.extend(validate_versions(obj, &spec.child("versions")));
+    errs.extend(crate::conversion::validate(obj));
     errs
 }
 

@@ -1,5 +1,6 @@
 //! Resource types that serve the instances of a CRD, one per served version.
 
+use crate::conversion::WebhookConverter;
 use registry::{ResourceType, Strategy, TableColumn};
 use schema::Structural;
 use schema::jsonpath::JsonPath;
@@ -20,7 +21,7 @@ pub fn is_established(crd: &Value) -> bool {
 }
 
 /// The resource type of the CRD's storage version (whether served or not), for cleanup.
-pub fn storage_type(crd: &Value) -> Option<ResourceType> {
+pub fn storage_type(crd: &Value, conversion: Option<&webhook::Caller>) -> Option<ResourceType> {
     let mut established = crd.clone();
     crate::crd::set_condition(&mut established, "Established", "", "");
     let storage = crd
@@ -36,14 +37,16 @@ pub fn storage_type(crd: &Value) -> Option<ResourceType> {
         .and_then(Value::as_str)
         .map(String::from)
         .and_then(|name| {
-            served_types(&established)
+            served_types(&established, conversion)
                 .into_iter()
                 .find(|t| t.version == name)
         })
 }
 
 /// The resource types for every served version of an established CRD.
-pub fn served_types(crd: &Value) -> Vec<ResourceType> {
+/// `conversion` calls its conversion webhook, if it has one (without it,
+/// objects are converted as with strategy `None`).
+pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<ResourceType> {
     if !is_established(crd) {
         return Vec::new();
     }
@@ -128,6 +131,9 @@ pub fn served_types(crd: &Value) -> Vec<ResourceType> {
             t.tracks_generation = true;
             t.allow_unconditional_update = false;
             t.openapi_schema = v.pointer("/schema/openAPIV3Schema").cloned();
+            t.converter = conversion
+                .and_then(|caller| WebhookConverter::of(crd, &storage_api_version, caller))
+                .map(|c| std::sync::Arc::new(c) as std::sync::Arc<dyn registry::Converter>);
             t.refuse_create = terminating.then(|| {
                 "create not allowed while custom resource definition is terminating".to_string()
             });

@@ -2,11 +2,12 @@
 //! compilation of a CRD's versions into the resource types that serve custom
 //! resources (the CRD controller in `controllers::crd` runs it).
 //!
-//! Invariant: pure compilation and strategies: no HTTP, no tasks. Aggregated
-//! servers (`kubext-apiserver`) compile their types with it too.
-//!
-//! Conversion webhooks and CEL validation rules are not implemented yet.
+//! Invariant: compilation and strategies, no tasks; the only call out is a
+//! CRD's conversion webhook (`conversion`), through the `webhook` client the
+//! caller gives. Aggregated servers (`kubext-apiserver`) compile their types
+//! with it too.
 
+pub mod conversion;
 pub mod crd;
 pub mod custom_resource;
 pub mod list_types;

@@ -58,7 +58,7 @@ fn compile(definition: &Value) -> Result<Vec<registry::ResourceType>> {
     }
     let mut established = definition.clone();
     apiextensions::crd::set_condition(&mut established, "Established", "", "");
-    let mut types = apiextensions::custom_resource::served_types(&established);
+    let mut types = apiextensions::custom_resource::served_types(&established, None);
     if types.is_empty() {
         return Err(anyhow!("{name}: no served version"));
     }

@@ -35,6 +35,8 @@ pub struct CrdController {
     /// Every replica serves what CRDs say; only the leader writes statuses and
     /// cleans up deleted CRDs.
     leadership: crate::leader::Leadership,
+    /// Calls CRDs' conversion webhooks.
+    conversion: Option<webhook::Caller>,
 }
 
 impl CrdController {
@@ -49,7 +51,14 @@ impl CrdController {
             cleaning: Default::default(),
             compiled: Default::default(),
             leadership,
+            conversion: None,
         }
+    }
+
+    /// Serve CRDs with conversion webhooks through `caller`.
+    pub fn with_conversion(mut self, caller: webhook::Caller) -> Self {
+        self.conversion = Some(caller);
+        self
     }
 
     /// Run forever: follow CRDs through a reflector (list, watch, resume,
@@ -209,9 +218,9 @@ impl CrdController {
                 Some(status) => {
                     let mut next = crd.clone();
                     next["status"] = status.clone();
-                    served_types(&next)
+                    served_types(&next, self.conversion.as_ref())
                 }
-                None => served_types(crd),
+                None => served_types(crd, self.conversion.as_ref()),
             };
             *entry = (key, types.into_iter().map(Arc::new).collect());
         }
@@ -505,7 +514,8 @@ impl Cleanup {
             false,
         )
         .await;
-        if let Some(rtype) = storage_type(crd) {
+        // Deleting needs no conversion webhook: instances go as stored.
+        if let Some(rtype) = storage_type(crd, None) {
             let store = GenericStore::new(Arc::new(rtype), crds.storage().clone(), crds.prefix());
             let mut backoff = Duration::from_secs(1);
             while let Err(why) = delete_instances(&store).await {

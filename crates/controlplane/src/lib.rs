@@ -130,7 +130,7 @@ async fn start_controllers(
     )
     .await?;
     step("admission");
-    let crd_controller = start_crd_controller(api, leadership.clone()).await?;
+    let crd_controller = start_crd_controller(api, leadership.clone(), caller).await?;
     step("crd controller");
     let apiservice_registration = start_apiservice_registration(api, leadership.clone())?;
     let availability = start_availability(api, front_proxy, remotes.clone(), leadership.clone())?;
@@ -241,6 +241,7 @@ async fn publish_authentication_configmap(
 async fn start_crd_controller(
     api: &Arc<Api>,
     leadership: leader::Leadership,
+    caller: webhook::Caller,
 ) -> Result<tokio::task::JoinHandle<()>> {
     let crds = api
         .catalog()
@@ -255,9 +256,9 @@ async fn start_crd_controller(
         }
         let _ = first_tx.send(true);
     });
-    let controller = Arc::new(controllers::crd::CrdController::new(
-        crds, publish, leadership,
-    ));
+    let controller = Arc::new(
+        controllers::crd::CrdController::new(crds, publish, leadership).with_conversion(caller),
+    );
     let handle = tokio::spawn(controller.run());
     let _ = tokio::time::timeout(Duration::from_secs(5), first_rx.wait_for(|p| *p)).await;
     Ok(handle)

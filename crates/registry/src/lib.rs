@@ -19,7 +19,7 @@ pub use table::resource_age;
 pub use object::{JsonCodec, Object};
 pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
-    Admission, Allocation, Allocator, Attributes, ExtraSubresource, GlobalAdmission, Operation,
-    Provider, READ_VERBS, ResourceType, ScalePaths, Strategy, TableColumn,
+    Admission, Allocation, Allocator, Attributes, Converter, ExtraSubresource, GlobalAdmission,
+    Operation, Provider, READ_VERBS, ResourceType, ScalePaths, Strategy, TableColumn,
 };
 pub use store::{DeleteOutcome, GenericStore, ListResult, Storage};

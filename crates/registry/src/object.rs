@@ -31,29 +31,29 @@ impl Object {
         }
     }
 
-    /// The object as presentation `key` shows it, made by `make` the first time
-    /// (`None` from `make`: the stored form is the presented form).
-    pub fn presented(
-        self: &Arc<Self>,
-        key: u64,
-        make: impl FnOnce(&Value) -> Option<Value>,
-    ) -> Arc<Object> {
-        if let Some((_, p)) = self.presented.lock().iter().find(|(k, _)| *k == key) {
-            return p.clone();
-        }
-        let presented = match make(&self.value) {
-            Some(value) => Arc::new(Object::new(value)),
-            None => self.clone(),
+    /// The object as presentation `key` shows it, if made already.
+    pub fn presentation(&self, key: u64) -> Option<Arc<Object>> {
+        let cache = self.presented.lock();
+        cache
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, p)| p.clone())
+    }
+
+    /// Keep `value` as the object as presentation `key` shows it (`None`: the
+    /// stored form is the presented form).
+    pub fn keep_presentation(self: &Arc<Self>, key: u64, value: Option<Value>) -> Arc<Object> {
+        let Some(value) = value else {
+            return self.clone();
         };
+        let presented = Arc::new(Object::new(value));
         // Only other objects are kept: the object itself would be a cycle. A few
         // suffice (served versions); types replaced by a CRD change age out.
-        if !Arc::ptr_eq(&presented, self) {
-            let mut cache = self.presented.lock();
-            if cache.len() >= MAX_PRESENTATIONS {
-                cache.remove(0);
-            }
-            cache.push((key, presented.clone()));
+        let mut cache = self.presented.lock();
+        if cache.len() >= MAX_PRESENTATIONS {
+            cache.remove(0);
         }
+        cache.push((key, presented.clone()));
         presented
     }
 

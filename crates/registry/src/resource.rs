@@ -195,9 +195,30 @@ pub struct ResourceType {
     pub admission: Option<std::sync::Arc<dyn Admission>>,
     /// Allocation from a pool shared by every object of the type.
     pub allocator: Option<std::sync::Arc<dyn Allocator>>,
+    /// Conversion between versions that calls out (a CRD's conversion webhook).
+    pub converter: Option<std::sync::Arc<dyn Converter>>,
     /// Creates need their namespace to exist here and not be terminating. Off for
     /// an aggregated API server's types: namespaces live on the main server.
     pub namespace_lifecycle: bool,
+}
+
+/// Conversion between a resource's versions by a call out of the server (a
+/// CRD's conversion webhook). The store converts through it an object stored
+/// in another version before the strategy's [`Strategy::convert_from_storage`]
+/// (pruning, read-time defaults), and an object written in another version
+/// than the storage version before storing it.
+#[async_trait::async_trait]
+pub trait Converter: Send + Sync + 'static {
+    /// The `apiVersion` objects are stored in.
+    fn storage_api_version(&self) -> &str;
+
+    /// Every object of `objects` in `api_version` (those already in it as
+    /// they are), in order; one call for all of them.
+    async fn convert(
+        &self,
+        objects: Vec<&Value>,
+        api_version: &str,
+    ) -> Result<Vec<Value>, apimachinery::StatusError>;
 }
 
 /// Hands out values from a pool shared by every object of a type (Services:
@@ -379,6 +400,7 @@ impl ResourceType {
             return_deleted_object: false,
             allow_unconditional_update: true,
             allocator: None,
+            converter: None,
             columns: Vec::new(),
             age_column: true,
             selectable_fields: Vec::new(),

@@ -194,33 +194,84 @@ impl GenericStore {
     }
 
     pub async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Arc<Object>> {
-        Ok(self.present(&self.current(ctx, name).await?.object))
+        self.present(&self.current(ctx, name).await?.object).await
     }
 
-    /// A stored object as this resource serves it (converted if the served
-    /// version is not the storage version; otherwise shared as is).
     /// The presentation boundary: a stored object as this type serves it
     /// (converted, pruned, read-time defaults), made once per object version and
-    /// served version, shared by get, list and watch.
-    pub fn present(&self, obj: &Arc<Object>) -> Arc<Object> {
-        if !self.rtype.strategy.converts_on_read(&obj.value) {
-            return obj.clone();
+    /// served version, shared by get, list and watch. Objects served as
+    /// stored are shared as they are.
+    pub async fn present(&self, obj: &Arc<Object>) -> Result<Arc<Object>> {
+        let mut presented = self.present_all(std::slice::from_ref(obj)).await?;
+        Ok(presented.pop().unwrap_or_else(|| obj.clone()))
+    }
+
+    /// [`GenericStore::present`] for many objects: those a converter must
+    /// convert go to it in one call.
+    pub async fn present_all(&self, objects: &[Arc<Object>]) -> Result<Vec<Arc<Object>>> {
+        let strategy = &self.rtype.strategy;
+        let key = self.rtype.presentation;
+        let mut presented: Vec<Option<Arc<Object>>> = objects
+            .iter()
+            .map(|o| {
+                if !strategy.converts_on_read(&o.value) {
+                    Some(o.clone())
+                } else {
+                    o.presentation(key)
+                }
+            })
+            .collect();
+        let served_api_version = self.rtype.api_version();
+        if let Some(converter) = &self.rtype.converter {
+            let outside: Vec<usize> = (0..objects.len())
+                .filter(|&i| {
+                    presented[i].is_none()
+                        && meta::api_version(&objects[i].value) != served_api_version
+                })
+                .collect();
+            if !outside.is_empty() {
+                let values = outside.iter().map(|&i| &objects[i].value).collect();
+                let converted = converter.convert(values, &served_api_version).await?;
+                for (&i, value) in outside.iter().zip(converted) {
+                    let value = strategy.convert_from_storage(&value).unwrap_or(value);
+                    presented[i] = Some(objects[i].keep_presentation(key, Some(value)));
+                }
+            }
         }
-        obj.presented(self.rtype.presentation, |value| {
-            self.rtype.strategy.convert_from_storage(value)
+        Ok(presented
+            .into_iter()
+            .zip(objects)
+            .map(|(p, o)| {
+                p.unwrap_or_else(|| {
+                    o.keep_presentation(key, strategy.convert_from_storage(&o.value))
+                })
+            })
+            .collect())
+    }
+
+    /// The stored bytes for a served object (converted to the storage
+    /// version when it is written in another).
+    async fn encode(&self, obj: &Value) -> Result<bytes::Bytes> {
+        if let Some(converter) = &self.rtype.converter
+            && meta::api_version(obj) != converter.storage_api_version()
+        {
+            let storage_version = converter.storage_api_version().to_string();
+            let mut converted = converter.convert(vec![obj], &storage_version).await?;
+            let stored = converted.pop().unwrap_or(Value::Null);
+            return Ok(encode_for_storage(&stored));
+        }
+        Ok(match self.rtype.strategy.to_storage(obj) {
+            Some(converted) => encode_for_storage(&converted),
+            None => encode_for_storage(obj),
         })
     }
 
-    /// The stored bytes for a served object.
-    fn encode(&self, obj: &Value) -> bytes::Bytes {
-        match self.rtype.strategy.to_storage(obj) {
-            Some(converted) => encode_for_storage(&converted),
-            None => encode_for_storage(obj),
+    /// Whether `obj` (served) is also its stored form.
+    fn stored_as_served(&self, obj: &Value) -> bool {
+        match &self.rtype.converter {
+            Some(converter) => meta::api_version(obj) == converter.storage_api_version(),
+            None => self.rtype.strategy.to_storage(obj).is_none(),
         }
-    }
-
-    fn served_value(&self, v: Value) -> Value {
-        self.rtype.strategy.convert_from_storage(&v).unwrap_or(v)
     }
 
     /// A predicate for label and field selectors (the fields were checked at parse time).
@@ -303,13 +354,14 @@ impl GenericStore {
             ReadFreshness::Exact(_) => {}
         }
         let page = self.storage.list(&prefix, None, limit, &*predicate);
-        Ok(self.page_result(
+        self.page_result(
             page.items,
             page.revision,
             page.remaining,
             &prefix,
             has_selector,
-        ))
+        )
+        .await
     }
 
     /// A page from the backend at a past revision; filtering happens here, so
@@ -343,28 +395,30 @@ impl GenericStore {
                 items.push(entry);
             }
         }
-        Ok(self.page_result(items, rv, remaining, prefix, has_selector))
+        self.page_result(items, rv, remaining, prefix, has_selector)
+            .await
     }
 
-    fn page_result(
+    async fn page_result(
         &self,
         entries: Vec<Arc<Entry<Object>>>,
         revision: i64,
         remaining: usize,
         prefix: &str,
         has_selector: bool,
-    ) -> ListResult {
+    ) -> Result<ListResult> {
         let continue_token = (remaining > 0).then(|| {
             let last = entries.last().map(|e| &e.key[prefix.len()..]).unwrap_or("");
             ContinueToken::new(revision, last).encode()
         });
-        ListResult {
-            items: entries.iter().map(|e| self.present(&e.object)).collect(),
+        let stored: Vec<Arc<Object>> = entries.iter().map(|e| e.object.clone()).collect();
+        Ok(ListResult {
+            items: self.present_all(&stored).await?,
             resource_version: revision,
             continue_token,
             // Upstream only knows the count when no selector filters the range.
             remaining: (remaining > 0 && !has_selector).then_some(remaining as i64),
-        }
+        })
     }
 
     pub async fn watch(&self, ctx: &RequestContext, opts: WatchOptions) -> Result<Watcher<Object>> {
@@ -505,7 +559,7 @@ impl GenericStore {
         }
         let revision = self
             .storage
-            .create(&key, self.encode(&obj))
+            .create(&key, self.encode(&obj).await?)
             .await
             .map_err(|e| self.storage_error(e, &name))?;
         Ok(self.written(&key, revision, obj))
@@ -517,7 +571,7 @@ impl GenericStore {
     fn written(&self, key: &str, revision: i64, mut obj: Value) -> Arc<Object> {
         meta::set_resource_version(&mut obj, revision);
         let object = Arc::new(Object::new(obj));
-        if self.rtype.strategy.to_storage(&object.value).is_none() {
+        if self.stored_as_served(&object.value) {
             self.storage.remember(key, revision, object.clone());
         }
         object
@@ -639,7 +693,7 @@ impl GenericStore {
         let key = self.key(&ctx.namespace, name);
         let mut current = self.current(ctx, name).await?;
         for _ in 0..MAX_CONFLICT_RETRIES {
-            let presented = self.present(&current.object);
+            let presented = self.present(&current.object).await?;
             let old = &presented.value;
             let mut new = mutate(old)?;
             let wanted_rv = meta::resource_version(&new);
@@ -676,7 +730,7 @@ impl GenericStore {
                     .map(|(rev, _)| rev)
             } else {
                 self.storage
-                    .update(&key, self.encode(&new), current.mod_revision)
+                    .update(&key, self.encode(&new).await?, current.mod_revision)
                     .await
             };
             match result {
@@ -782,7 +836,7 @@ impl GenericStore {
         let gr = self.rtype.group_resource();
         for _ in 0..MAX_CONFLICT_RETRIES {
             let current = self.current(ctx, name).await?;
-            let mut served = self.served_value(current.object.value.clone());
+            let mut served = self.present(&current.object).await?.value.clone();
             check_preconditions(&served, opts, &gr, name)?;
             self.admit_globally(Operation::Delete, name, None, Some(&served), ctx)
                 .await?;
@@ -818,7 +872,7 @@ impl GenericStore {
                 }
                 match self
                     .storage
-                    .update(&key, self.encode(&pending), current.mod_revision)
+                    .update(&key, self.encode(&pending).await?, current.mod_revision)
                     .await
                 {
                     Ok(rev) => {

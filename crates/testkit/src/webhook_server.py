@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""An admission webhook server for kubext's black-box tests, after upstream's
-e2e webhook (agnhost `webhook`): HTTPS only, answers in the AdmissionReview
-version it was sent, copies `request.uid`, refuses bodies that are not
-`application/json`. Every request it receives is appended to
-`<record-dir>/requests.jsonl` (one AdmissionReview per line).
+"""An admission and conversion webhook server for kubext's black-box tests,
+after upstream's e2e webhooks (agnhost `webhook` and `crd-conversion-webhook`):
+HTTPS only, answers in the review version it was sent, copies `request.uid`,
+refuses bodies that are not `application/json`. Every request it receives is
+appended to `<record-dir>/requests.jsonl` (one review per line).
 
 Usage: webhook_server.py CERT KEY RECORD_DIR; prints `port <n>` when ready.
 """
@@ -107,6 +107,42 @@ def status_deny(request):
     return deny("go away", code=403, reason="Forbidden")
 
 
+def convert(obj, to_version):
+    """agnhost's converter: v1 `hostPort: "h:p"` <-> v2 `host: h, port: p`."""
+    converted = json.loads(json.dumps(obj))
+    from_version = obj["apiVersion"].split("/")[-1]
+    to = to_version.split("/")[-1]
+    if from_version == "v1" and to == "v2" and "hostPort" in converted:
+        host, port = converted.pop("hostPort").split(":")
+        converted["host"], converted["port"] = host, port
+    elif from_version == "v2" and to == "v1" and "host" in converted:
+        converted["hostPort"] = f'{converted.pop("host")}:{converted.pop("port")}'
+    converted["apiVersion"] = to_version
+    return converted
+
+
+def conversion(path, request):
+    """The ConversionReview response for `path`'s behaviour."""
+    desired = request["desiredAPIVersion"]
+    objects = [convert(o, desired) for o in request.get("objects") or []]
+    result = {"status": "Success"}
+    if path == "/convert-fail":
+        result = {"status": "Failure", "message": "custom webhook conversion error"}
+    elif path == "/convert-none":
+        objects = []
+    elif path == "/convert-uid":
+        for o in objects:
+            o["metadata"]["uid"] = "changed"
+    elif path == "/convert-metadata":
+        for o in objects:
+            meta = o["metadata"]
+            meta.setdefault("labels", {})["converted"] = "yes"
+            meta["finalizers"] = ["foo"]
+            meta["generation"] = 42
+            meta["garbage"] = "yes"
+    return {"uid": request.get("uid"), "convertedObjects": objects, "result": result}
+
+
 ROUTES = {
     "/always-allow": lambda r: allow(),
     "/wrong-uid": lambda r: allow(),
@@ -161,6 +197,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path == "/server-error":
             self.answer(500, None)
+            return
+        if path == "/convert-http-error":
+            self.answer(400, None)
+            return
+        if review.get("kind") == "ConversionReview":
+            response = conversion(path, request)
+            self.answer(200, {"apiVersion": review.get("apiVersion"), "kind": "ConversionReview", "response": response})
             return
         route = ROUTES.get(path)
         if route is None:

@@ -110,7 +110,8 @@ async fn pump(
     mut ends: Ends,
 ) {
     for item in std::mem::take(&mut watcher.initial) {
-        if tx.send(encoder.item(&item)).await.is_err() {
+        let (frame, last) = encoder.frame(&item).await;
+        if tx.send(frame).await.is_err() || last {
             return;
         }
     }
@@ -147,7 +148,11 @@ async fn pump(
             () = ends.reached() => return,
             _ = tx.closed() => return,
         };
-        permit.send(encoder.item(&item));
+        let (frame, last) = encoder.frame(&item).await;
+        permit.send(frame);
+        if last {
+            return;
+        }
     }
 }
 
@@ -182,15 +187,25 @@ struct EventEncoder {
 }
 
 impl EventEncoder {
-    fn item(&mut self, item: &WatchItem<Object>) -> Bytes {
+    /// The frame of `item`, and whether it ends the watch (an object that
+    /// cannot be presented, e.g. its conversion webhook failed: an `ERROR`
+    /// event, then the client relists).
+    async fn frame(&mut self, item: &WatchItem<Object>) -> (Bytes, bool) {
+        match self.item(item).await {
+            Ok(frame) => (frame, false),
+            Err(e) => (self.error(&e), true),
+        }
+    }
+
+    async fn item(&mut self, item: &WatchItem<Object>) -> Result<Bytes> {
         let (kind, obj) = match item {
             WatchItem::Added(o) => ("ADDED", o),
             WatchItem::Modified(o) => ("MODIFIED", o),
             WatchItem::Deleted(o) => ("DELETED", o),
-            WatchItem::Bookmark(rv) => return self.bookmark(*rv, false),
+            WatchItem::Bookmark(rv) => return Ok(self.bookmark(*rv, false)),
         };
         // The same presentation as get and list: this version's shape and defaults.
-        let obj = self.served.store.present(obj);
+        let obj = self.served.store.present(obj).await?;
         let body = encode::object(
             &self.output,
             &self.served.rtype,
@@ -200,7 +215,7 @@ impl EventEncoder {
         );
         // Tables carry column definitions only in the first event.
         self.table.no_headers = true;
-        frame(kind, &body)
+        Ok(frame(kind, &body))
     }
 
     fn bookmark(&self, revision: i64, initial_events_end: bool) -> Bytes {

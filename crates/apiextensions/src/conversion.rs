@@ -1,0 +1,516 @@
+//! CRD conversion webhooks (`spec.conversion.strategy: Webhook`): the
+//! `ConversionReview` sent (v1 or v1beta1, as `conversionReviewVersions`
+//! asks), the answer checked as upstream checks it, and each converted
+//! object's metadata restored but for its labels and annotations — with
+//! upstream's messages (`conversion webhook for <gvk> failed: …`, 500).
+//! Also `spec.conversion`'s validation.
+
+use std::time::Duration;
+
+use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, meta};
+use serde_json::{Value, json};
+
+use registry::Converter;
+use webhook::{CallError, Caller, ClientConfig};
+
+/// Upstream's client timeout for conversion calls (they have no `timeoutSeconds`).
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The ConversionReview versions kubext speaks, in its order of preference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReviewVersion {
+    V1,
+    V1beta1,
+}
+
+impl ReviewVersion {
+    fn api_version(self) -> &'static str {
+        match self {
+            ReviewVersion::V1 => "apiextensions.k8s.io/v1",
+            ReviewVersion::V1beta1 => "apiextensions.k8s.io/v1beta1",
+        }
+    }
+}
+
+/// A CRD's conversion webhook.
+pub struct WebhookConverter {
+    storage_api_version: String,
+    /// `None`: no ConversionReview version kubext speaks.
+    review_version: Option<ReviewVersion>,
+    client: ClientConfig,
+    caller: Caller,
+}
+
+impl WebhookConverter {
+    /// The converter of `crd` when its strategy is `Webhook`.
+    pub fn of(crd: &Value, storage_api_version: &str, caller: &Caller) -> Option<WebhookConverter> {
+        let conversion = crd.pointer("/spec/conversion")?;
+        if conversion.get("strategy").and_then(Value::as_str) != Some("Webhook") {
+            return None;
+        }
+        let webhook = conversion.get("webhook").unwrap_or(&Value::Null);
+        let review_version = webhook
+            .get("conversionReviewVersions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find_map(|v| match v.as_str() {
+                Some("v1") => Some(ReviewVersion::V1),
+                Some("v1beta1") => Some(ReviewVersion::V1beta1),
+                _ => None,
+            });
+        Some(WebhookConverter {
+            storage_api_version: storage_api_version.to_string(),
+            review_version,
+            client: ClientConfig::of(webhook.get("clientConfig").unwrap_or(&Value::Null)),
+            caller: caller.clone(),
+        })
+    }
+}
+
+/// Go's `%v` of an object's GroupVersionKind: `stable.example.com/v1, Kind=Foo`.
+fn gvk_text(obj: &Value) -> String {
+    let api_version = meta::api_version(obj);
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    if api_version.contains('/') {
+        format!("{api_version}, Kind={kind}")
+    } else {
+        format!("/{api_version}, Kind={kind}")
+    }
+}
+
+/// An object with nothing but `apiVersion` and `kind` (upstream converts it
+/// without a call).
+fn is_empty_object(obj: &Value) -> bool {
+    obj.as_object()
+        .is_some_and(|o| o.len() == 2 && o.contains_key("apiVersion") && o.contains_key("kind"))
+}
+
+/// A conversion failure: 500 with the converter's message as is.
+fn failure(message: String) -> StatusError {
+    StatusError::new(500, "", message)
+}
+
+fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+#[async_trait::async_trait]
+impl Converter for WebhookConverter {
+    fn storage_api_version(&self) -> &str {
+        &self.storage_api_version
+    }
+
+    async fn convert(
+        &self,
+        objects: Vec<&Value>,
+        api_version: &str,
+    ) -> Result<Vec<Value>, StatusError> {
+        let mut converted: Vec<Value> = objects.iter().map(|o| (*o).clone()).collect();
+        let send: Vec<usize> = (0..objects.len())
+            .filter(|&i| meta::api_version(objects[i]) != api_version)
+            .collect();
+        let (empty, send): (Vec<usize>, Vec<usize>) =
+            send.into_iter().partition(|&i| is_empty_object(objects[i]));
+        for i in empty {
+            converted[i]["apiVersion"] = json!(api_version);
+        }
+        let Some(&first) = send.first() else {
+            return Ok(converted);
+        };
+        let gvk = gvk_text(objects[first]);
+        let inputs: Vec<&Value> = send.iter().map(|&i| objects[i]).collect();
+        let outputs = self
+            .call(&inputs, api_version, &gvk)
+            .await
+            .map_err(failure)?;
+        for (&i, out) in send.iter().zip(outputs) {
+            converted[i] = out;
+        }
+        Ok(converted)
+    }
+}
+
+impl WebhookConverter {
+    /// One ConversionReview for `inputs`: the converted objects, checked.
+    async fn call(
+        &self,
+        inputs: &[&Value],
+        api_version: &str,
+        gvk: &str,
+    ) -> Result<Vec<Value>, String> {
+        let failed =
+            |e: &dyn std::fmt::Display| format!("conversion webhook for {gvk} failed: {e}");
+        let review_version = self
+            .review_version
+            .ok_or_else(|| failed(&"no supported conversion review versions"))?;
+        let uid = uuid::Uuid::new_v4().to_string();
+        let review = json!({
+            "apiVersion": review_version.api_version(),
+            "kind": "ConversionReview",
+            "request": {"uid": uid, "desiredAPIVersion": api_version, "objects": inputs},
+            "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}},
+        });
+        let body = serde_json::to_vec(&review).unwrap_or_default();
+        let answer = self
+            .caller
+            .post(&self.client, "", body, TIMEOUT)
+            .await
+            .map_err(|e| match e {
+                CallError::Client(e) | CallError::Request(e) => failed(&e),
+            })?;
+        let answer: Value = serde_json::from_slice(&answer).map_err(|e| failed(&e))?;
+        let response = check_review(&answer, review_version, &uid).map_err(|e| failed(&e))?;
+        let outputs = response
+            .get("convertedObjects")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if outputs.len() != inputs.len() {
+            return Err(format!(
+                "conversion webhook for {gvk} returned {} objects, expected {}",
+                outputs.len(),
+                inputs.len()
+            ));
+        }
+        let single = inputs.len() == 1;
+        inputs
+            .iter()
+            .zip(outputs)
+            .enumerate()
+            .map(|(i, (input, mut output))| {
+                let at = |what: &str, e: String| {
+                    if single {
+                        format!("conversion webhook for {gvk} returned {what}: {e}")
+                    } else {
+                        format!("conversion webhook for {gvk} returned {what} at index {i}: {e}")
+                    }
+                };
+                check_converted(input, &output, api_version, i, single, gvk)?;
+                let object_what = if single {
+                    "invalid object"
+                } else {
+                    "invalid converted object"
+                };
+                validate_identity(input, &output).map_err(|e| at(object_what, e))?;
+                let metadata_what = if single {
+                    "invalid metadata"
+                } else {
+                    "invalid metadata in object"
+                };
+                restore_metadata(input, &mut output).map_err(|e| at(metadata_what, e))?;
+                Ok(output)
+            })
+            .collect()
+    }
+}
+
+/// The review's `response`, once its kind, uid and result are as expected.
+fn check_review<'a>(
+    answer: &'a Value,
+    version: ReviewVersion,
+    uid: &str,
+) -> Result<&'a Value, String> {
+    if version == ReviewVersion::V1
+        && (text(answer, "/apiVersion") != "apiextensions.k8s.io/v1"
+            || text(answer, "/kind") != "ConversionReview")
+    {
+        return Err(format!(
+            "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {}",
+            gvk_text(answer)
+        ));
+    }
+    let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
+        return Err("no response provided".into());
+    };
+    if version == ReviewVersion::V1 && text(response, "/uid") != uid {
+        return Err(format!(
+            "expected response.uid={uid:?}, got {:?}",
+            text(response, "/uid")
+        ));
+    }
+    let status = text(response, "/result/status");
+    if status != "Success" {
+        let message = text(response, "/result/message");
+        return Err(if message.is_empty() {
+            format!("response.result.status was '{status}', not 'Success'")
+        } else {
+            message.to_string()
+        });
+    }
+    Ok(response)
+}
+
+/// The converted object is in the version asked for, of the same kind.
+fn check_converted(
+    input: &Value,
+    output: &Value,
+    api_version: &str,
+    index: usize,
+    single: bool,
+    gvk: &str,
+) -> Result<(), String> {
+    let prefix = if single {
+        format!("conversion webhook for {gvk} returned invalid object at index 0")
+    } else {
+        format!("conversion webhook for {gvk} returned invalid converted object at index {index}")
+    };
+    let received = meta::api_version(output);
+    if received != api_version {
+        return Err(format!(
+            "{prefix}: invalid groupVersion (expected {api_version}, received {received})"
+        ));
+    }
+    let (expected, received) = (text(input, "/kind"), text(output, "/kind"));
+    if expected != received {
+        return Err(format!(
+            "{prefix}: invalid kind (expected {expected}, received {received})"
+        ));
+    }
+    Ok(())
+}
+
+/// Kind, name, namespace and UID are the input's.
+fn validate_identity(input: &Value, output: &Value) -> Result<(), String> {
+    for (what, pointer) in [
+        ("kind", "/kind"),
+        ("name", "/metadata/name"),
+        ("namespace", "/metadata/namespace"),
+        ("UID", "/metadata/uid"),
+    ] {
+        let (e, a) = (text(input, pointer), text(output, pointer));
+        if e != a {
+            return Err(format!("must have the same {what}: {e} != {a}"));
+        }
+    }
+    Ok(())
+}
+
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "<nil>",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_i64() => "int64",
+        Value::Number(_) => "float64",
+        Value::String(_) => "string",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+    }
+}
+
+/// The input's metadata with the output's labels and annotations (checked),
+/// as upstream's `restoreObjectMeta`: anything else a webhook changes in
+/// metadata is silently undone.
+fn restore_metadata(input: &Value, output: &mut Value) -> Result<(), String> {
+    let converted = match output.get("metadata") {
+        None | Some(Value::Null) => return Err("missing metadata in converted object".into()),
+        Some(Value::Object(m)) => m.clone(),
+        Some(other) => {
+            return Err(format!(
+                "invalid metadata of type {} in converted object",
+                go_type(other)
+            ));
+        }
+    };
+    let mut restored = input
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut errs = ErrorList::new();
+    for (field, path) in [
+        ("labels", "metadata.labels"),
+        ("annotations", "metadata.annotation"),
+    ] {
+        match converted.get(field) {
+            None | Some(Value::Null) => {
+                restored.remove(field);
+            }
+            Some(Value::Object(m)) => {
+                if let Some((k, v)) = m.iter().find(|(_, v)| !v.is_string()) {
+                    return Err(format!(
+                        "metadata.{field}[{k}] must be a string, but is {} in converted object",
+                        go_type(v)
+                    ));
+                }
+                if restored.get(field) != Some(&Value::Object(m.clone())) {
+                    errs.extend(if field == "labels" {
+                        apimachinery::validation::validate_labels(m, &FieldPath::new(path))
+                    } else {
+                        apimachinery::validation::validate_annotations(m, &FieldPath::new(path))
+                    });
+                }
+                restored.insert(field.into(), Value::Object(m.clone()));
+            }
+            Some(other) => {
+                return Err(format!(
+                    "invalid metadata.{field} of type {} in converted object",
+                    go_type(other)
+                ));
+            }
+        }
+    }
+    if !errs.is_empty() {
+        return Err(aggregate(&errs));
+    }
+    output["metadata"] = Value::Object(restored);
+    Ok(())
+}
+
+/// Go's aggregate error text: one error as is, several as `[a, b]`.
+fn aggregate(errs: &ErrorList) -> String {
+    let all: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    if all.len() == 1 {
+        all[0].clone()
+    } else {
+        format!("[{}]", all.join(", "))
+    }
+}
+
+/// `spec.conversion` as upstream validates it (on its internal type: the
+/// paths name `webhookClientConfig` and `conversionReviewVersions` directly
+/// under `spec.conversion`).
+pub fn validate(crd: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let Some(conversion) = crd.pointer("/spec/conversion").filter(|c| !c.is_null()) else {
+        return errs;
+    };
+    let path = FieldPath::new("spec").child("conversion");
+    let strategy = text(conversion, "/strategy");
+    let webhook = conversion.get("webhook").filter(|w| !w.is_null());
+    let client_config = webhook
+        .and_then(|w| w.get("clientConfig"))
+        .filter(|c| !c.is_null());
+    let review_versions: Vec<&str> = webhook
+        .and_then(|w| w.get("conversionReviewVersions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    match strategy {
+        "" => errs.push(FieldError::required(&path.child("strategy"), "")),
+        "None" => {
+            if client_config.is_some() {
+                errs.push(FieldError::forbidden(
+                    &path.child("webhookClientConfig"),
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+            if !review_versions.is_empty() {
+                errs.push(FieldError::forbidden(
+                    &path.child("conversionReviewVersions"),
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+        }
+        "Webhook" => {
+            let client_path = path.child("webhookClientConfig");
+            match client_config {
+                None => errs.push(FieldError::required(
+                    &client_path,
+                    "required when strategy is set to Webhook",
+                )),
+                Some(config) => {
+                    errs.extend(apimachinery::webhook_config::validate_client_config(
+                        config,
+                        &client_path,
+                    ));
+                    let bundle = text(config, "/caBundle");
+                    if !bundle.is_empty() {
+                        validate_ca_bundle(bundle, &client_path.child("caBundle"), &mut errs);
+                    }
+                }
+            }
+            registry::builtin::webhook_configurations::validate_review_versions(
+                &review_versions,
+                &path.child("conversionReviewVersions"),
+                false,
+                &mut errs,
+            );
+            if crd.pointer("/spec/preserveUnknownFields") == Some(&Value::Bool(true)) {
+                errs.push(FieldError::invalid(
+                    &path.child("strategy"),
+                    json!(strategy),
+                    "must be None if spec.preserveUnknownFields is true",
+                ));
+            }
+        }
+        other => errs.push(FieldError::not_supported(
+            &path.child("strategy"),
+            json!(other),
+            &["None", "Webhook"],
+        )),
+    }
+    errs
+}
+
+fn validate_ca_bundle(bundle: &str, path: &FieldPath, errs: &mut ErrorList) {
+    use base64::Engine;
+    let pem = base64::engine::general_purpose::STANDARD
+        .decode(bundle)
+        .unwrap_or_default();
+    if let Err(e) = webhook::client::check_ca_bundle(&pem) {
+        errs.push(FieldError::invalid(path, json!(bundle), &e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_but_labels_and_annotations_is_restored() {
+        let input =
+            json!({"metadata": {"name": "a", "uid": "1", "generation": 1, "labels": {"x": "1"}}});
+        let mut output = json!({"metadata": {"name": "a", "uid": "1", "generation": 42,
+            "finalizers": ["foo"], "garbage": true, "labels": {"x": "2"}, "annotations": {"a": "b"}}});
+        restore_metadata(&input, &mut output).unwrap();
+        assert_eq!(
+            output["metadata"],
+            json!({"name": "a", "uid": "1", "generation": 1, "labels": {"x": "2"}, "annotations": {"a": "b"}})
+        );
+        let mut no_metadata = json!({});
+        assert_eq!(
+            restore_metadata(&input, &mut no_metadata).unwrap_err(),
+            "missing metadata in converted object"
+        );
+    }
+
+    #[test]
+    fn identity_must_be_kept() {
+        let input = json!({"kind": "K", "metadata": {"name": "a", "uid": "1"}});
+        let output = json!({"kind": "K", "metadata": {"name": "a", "uid": "2"}});
+        assert_eq!(
+            validate_identity(&input, &output).unwrap_err(),
+            "must have the same UID: 1 != 2"
+        );
+    }
+
+    #[test]
+    fn conversion_validation_as_upstream() {
+        let crd = |conversion: Value| json!({"spec": {"conversion": conversion}});
+        let messages = |v: Value| -> Vec<String> {
+            validate(&crd(v)).iter().map(ToString::to_string).collect()
+        };
+        assert_eq!(
+            messages(json!({"strategy": "Webhook"})),
+            [
+                "spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook",
+                "spec.conversion.conversionReviewVersions: Required value: must specify one of v1, v1beta1",
+            ]
+        );
+        assert_eq!(
+            messages(json!({"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"]}})),
+            [
+                "spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy is not set to Webhook"
+            ]
+        );
+        assert!(
+            messages(json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"url": "https://a.example.com/convert"},
+            "conversionReviewVersions": ["v1"]}}))
+            .is_empty()
+        );
+    }
+}
