@@ -579,9 +579,9 @@ impl Policies {
 
 #[async_trait::async_trait]
 impl GlobalAdmission for Policies {
-    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<(), StatusError> {
+    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<bool, StatusError> {
         if exempt(a) {
-            return Ok(());
+            return Ok(false);
         }
         self.mutate_object(a, object).await
     }
@@ -663,12 +663,13 @@ impl Default for Chain {
 
 #[async_trait::async_trait]
 impl GlobalAdmission for Chain {
-    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<(), StatusError> {
+    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<bool, StatusError> {
         if exempt(a) {
-            return Ok(());
+            return Ok(false);
         }
-        self.policies.mutate_object(a, object).await?;
-        self.webhooks.mutate(a, object).await
+        let by_policies = self.policies.mutate_object(a, object).await?;
+        let by_webhooks = self.webhooks.mutate(a, object).await?;
+        Ok(by_policies || by_webhooks)
     }
 
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {

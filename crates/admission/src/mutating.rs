@@ -22,11 +22,12 @@ impl Policies {
         &self,
         a: &Attributes<'_>,
         object: &mut Value,
-    ) -> Result<(), StatusError> {
+    ) -> Result<bool, StatusError> {
         let entries = self.mutating.read().clone();
         if entries.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut changed = false;
         let namespace = self.namespace_of(a).await;
         let request = crate::request(a);
         let mut reinvoke = Vec::new();
@@ -35,8 +36,11 @@ impl Policies {
             self.mutate_by(entry, a, namespace.as_ref(), &request, object)
                 .await
                 .map_err(|d| d.into_error(a))?;
-            if *object != before && entry.policy.as_ref().is_ok_and(|p| p.reinvoke) {
-                reinvoke.push((entry, object.clone()));
+            if *object != before {
+                changed = true;
+                if entry.policy.as_ref().is_ok_and(|p| p.reinvoke) {
+                    reinvoke.push((entry, object.clone()));
+                }
             }
         }
         // Reinvoke IfNeeded policies whose output a later policy changed.
@@ -47,7 +51,7 @@ impl Policies {
                     .map_err(|d| d.into_error(a))?;
             }
         }
-        Ok(())
+        Ok(changed)
     }
 
     async fn mutate_by(

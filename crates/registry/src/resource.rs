@@ -288,12 +288,13 @@ pub struct Attributes<'a> {
 pub trait GlobalAdmission: Send + Sync + 'static {
     /// Mutating admission: may change `object` (the object written, before
     /// the type's defaulting and validation; `attributes.object` is unset).
+    /// Whether it changed it.
     async fn mutate(
         &self,
         _attributes: &Attributes<'_>,
         _object: &mut Value,
-    ) -> Result<(), apimachinery::StatusError> {
-        Ok(())
+    ) -> Result<bool, apimachinery::StatusError> {
+        Ok(false)
     }
 
     /// Validating admission, on the final object.

@@ -67,6 +67,8 @@ impl GenericStore {
     }
 
     /// Mutating admission for every type, before the type's own preparation.
+    /// What it adds outside a custom resource's schema is pruned, as upstream
+    /// prunes when it stores the object.
     async fn mutate_globally(
         &self,
         operation: Operation,
@@ -88,7 +90,10 @@ impl GenericStore {
             old_object,
             ctx,
         };
-        admission.mutate(&attributes, object).await
+        if admission.mutate(&attributes, object).await? {
+            self.rtype.strategy.prune(object);
+        }
+        Ok(())
     }
 
     async fn admit_globally(

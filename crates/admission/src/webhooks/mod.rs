@@ -148,12 +148,14 @@ impl Webhooks {
         self.hooks.read().clone()
     }
 
-    /// Mutating webhooks on a create or update: `object` is changed in place.
-    pub async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<(), StatusError> {
+    /// Mutating webhooks on a create or update: `object` is changed in
+    /// place; whether any webhook changed it.
+    pub async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<bool, StatusError> {
         let hooks = self.snapshot();
         if hooks.mutating.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
+        let mut changed_any = false;
         let namespace = self.namespace_of(a).await;
         // Webhooks with `reinvocationPolicy: IfNeeded` called so far, and
         // those to call again because a later webhook changed the object.
@@ -176,6 +178,7 @@ impl Webhooks {
                 };
                 if let Some(changed) = changed {
                     *object = changed;
+                    changed_any = true;
                     reinvoke.extend(invoked_if_needed.iter().copied());
                 }
                 if hook.reinvoke && !invoked_if_needed.contains(&hook.index) {
@@ -186,7 +189,7 @@ impl Webhooks {
                 break;
             }
         }
-        Ok(())
+        Ok(changed_any)
     }
 
     /// Validating webhooks (and, on delete, mutating ones, which may only
