@@ -11,10 +11,39 @@ use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, meta};
 use serde_json::{Value, json};
 
 use registry::Converter;
+use webhook::metrics::{Family, labels};
 use webhook::{CallError, Caller, ClientConfig};
 
 /// Upstream's client timeout for conversion calls (they have no `timeoutSeconds`).
 const TIMEOUT: Duration = Duration::from_secs(30);
+
+static CRD_DURATION: Family = Family {
+    name: "apiserver_crd_conversion_webhook_duration_seconds",
+    help: "CRD webhook conversion duration in seconds",
+    buckets: Some(&[
+        0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096,
+        8.192, 16.384,
+    ]),
+};
+static REQUESTS: Family = Family {
+    name: "apiserver_conversion_webhook_request_total",
+    help: "Counter for conversion webhook requests with success/failure and failure error type",
+    buckets: None,
+};
+static DURATION: Family = Family {
+    name: "apiserver_conversion_webhook_duration_seconds",
+    help: "Conversion webhook request latency",
+    buckets: Some(&[
+        0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0,
+    ]),
+};
+
+/// Why a review failed, as upstream's `failure_type` label says.
+const CALL_FAILURE: &str = "conversion_webhook_call_failure";
+const MALFORMED: &str = "conversion_webhook_malformed_response_failure";
+const PARTIAL: &str = "conversion_webhook_partial_response_failure";
+const INVALID_OBJECT: &str = "conversion_webhook_invalid_converted_object_failure";
+const NO_OBJECTS: &str = "conversion_webhook_no_objects_returned_failure";
 
 /// The ConversionReview versions kubext speaks, in its order of preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +63,7 @@ impl ReviewVersion {
 
 /// A CRD's conversion webhook.
 pub struct WebhookConverter {
+    crd_name: String,
     storage_api_version: String,
     /// `None`: no ConversionReview version kubext speaks.
     review_version: Option<ReviewVersion>,
@@ -60,6 +90,7 @@ impl WebhookConverter {
                 _ => None,
             });
         Some(WebhookConverter {
+            crd_name: meta::name(crd).to_string(),
             storage_api_version: storage_api_version.to_string(),
             review_version,
             client: ClientConfig::of(webhook.get("clientConfig").unwrap_or(&Value::Null)),
@@ -120,10 +151,10 @@ impl Converter for WebhookConverter {
         };
         let gvk = gvk_text(objects[first]);
         let inputs: Vec<&Value> = send.iter().map(|&i| objects[i]).collect();
-        let outputs = self
-            .call(&inputs, api_version, &gvk)
-            .await
-            .map_err(failure)?;
+        let started = std::time::Instant::now();
+        let result = self.call(&inputs, api_version, &gvk).await;
+        self.record(objects[first], api_version, started.elapsed(), &result);
+        let outputs = result.map_err(|(message, _)| failure(message))?;
         for (&i, out) in send.iter().zip(outputs) {
             converted[i] = out;
         }
@@ -132,18 +163,52 @@ impl Converter for WebhookConverter {
 }
 
 impl WebhookConverter {
-    /// One ConversionReview for `inputs`: the converted objects, checked.
+    /// Count a review in upstream's metrics.
+    fn record(
+        &self,
+        input: &Value,
+        api_version: &str,
+        elapsed: Duration,
+        result: &Result<Vec<Value>, (String, &'static str)>,
+    ) {
+        let metrics = &self.caller.metrics;
+        let version = |v: &str| v.rsplit('/').next().unwrap_or("").to_string();
+        let (from, to) = (version(meta::api_version(input)), version(api_version));
+        let (outcome, failure_type) = match result {
+            Ok(_) => ("success", ""),
+            Err((_, t)) => ("failure", *t),
+        };
+        metrics.observe(
+            &CRD_DURATION,
+            labels(&[
+                ("crd_name", &self.crd_name),
+                ("from_version", &from),
+                ("to_version", &to),
+                ("succeeded", if result.is_ok() { "true" } else { "false" }),
+            ]),
+            elapsed,
+        );
+        let labels = labels(&[("result", outcome), ("failure_type", failure_type)]);
+        metrics.inc(&REQUESTS, labels.clone());
+        metrics.observe(&DURATION, labels, elapsed);
+    }
+
+    /// One ConversionReview for `inputs`: the converted objects, checked; or
+    /// the failure and its kind.
     async fn call(
         &self,
         inputs: &[&Value],
         api_version: &str,
         gvk: &str,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, (String, &'static str)> {
         let failed =
             |e: &dyn std::fmt::Display| format!("conversion webhook for {gvk} failed: {e}");
-        let review_version = self
-            .review_version
-            .ok_or_else(|| failed(&"no supported conversion review versions"))?;
+        let review_version = self.review_version.ok_or_else(|| {
+            (
+                failed(&"no supported conversion review versions"),
+                CALL_FAILURE,
+            )
+        })?;
         let uid = uuid::Uuid::new_v4().to_string();
         let review = json!({
             "apiVersion": review_version.api_version(),
@@ -157,20 +222,24 @@ impl WebhookConverter {
             .post(&self.client, "", body, TIMEOUT)
             .await
             .map_err(|e| match e {
-                CallError::Client(e) | CallError::Request(e) => failed(&e),
+                CallError::Client(e) | CallError::Request(e) => (failed(&e), CALL_FAILURE),
             })?;
-        let answer: Value = serde_json::from_slice(&answer).map_err(|e| failed(&e))?;
-        let response = check_review(&answer, review_version, &uid).map_err(|e| failed(&e))?;
+        let answer: Value = serde_json::from_slice(&answer).map_err(|e| (failed(&e), MALFORMED))?;
+        let response =
+            check_review(&answer, review_version, &uid).map_err(|(e, t)| (failed(&e), t))?;
         let outputs = response
             .get("convertedObjects")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
         if outputs.len() != inputs.len() {
-            return Err(format!(
-                "conversion webhook for {gvk} returned {} objects, expected {}",
-                outputs.len(),
-                inputs.len()
+            return Err((
+                format!(
+                    "conversion webhook for {gvk} returned {} objects, expected {}",
+                    outputs.len(),
+                    inputs.len()
+                ),
+                NO_OBJECTS,
             ));
         }
         let single = inputs.len() == 1;
@@ -186,19 +255,22 @@ impl WebhookConverter {
                         format!("conversion webhook for {gvk} returned {what} at index {i}: {e}")
                     }
                 };
-                check_converted(input, &output, api_version, i, single, gvk)?;
+                check_converted(input, &output, api_version, i, single, gvk)
+                    .map_err(|e| (e, INVALID_OBJECT))?;
                 let object_what = if single {
                     "invalid object"
                 } else {
                     "invalid converted object"
                 };
-                validate_identity(input, &output).map_err(|e| at(object_what, e))?;
+                validate_identity(input, &output)
+                    .map_err(|e| (at(object_what, e), INVALID_OBJECT))?;
                 let metadata_what = if single {
                     "invalid metadata"
                 } else {
                     "invalid metadata in object"
                 };
-                restore_metadata(input, &mut output).map_err(|e| at(metadata_what, e))?;
+                restore_metadata(input, &mut output)
+                    .map_err(|e| (at(metadata_what, e), INVALID_OBJECT))?;
                 Ok(output)
             })
             .collect()
@@ -210,33 +282,40 @@ fn check_review<'a>(
     answer: &'a Value,
     version: ReviewVersion,
     uid: &str,
-) -> Result<&'a Value, String> {
+) -> Result<&'a Value, (String, &'static str)> {
     if version == ReviewVersion::V1
         && (text(answer, "/apiVersion") != "apiextensions.k8s.io/v1"
             || text(answer, "/kind") != "ConversionReview")
     {
-        return Err(format!(
-            "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {}",
-            gvk_text(answer)
+        return Err((
+            format!(
+                "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {}",
+                gvk_text(answer)
+            ),
+            MALFORMED,
         ));
     }
     let Some(response) = answer.get("response").filter(|r| r.is_object()) else {
-        return Err("no response provided".into());
+        return Err(("no response provided".into(), MALFORMED));
     };
     if version == ReviewVersion::V1 && text(response, "/uid") != uid {
-        return Err(format!(
-            "expected response.uid={uid:?}, got {:?}",
-            text(response, "/uid")
+        return Err((
+            format!(
+                "expected response.uid={uid:?}, got {:?}",
+                text(response, "/uid")
+            ),
+            MALFORMED,
         ));
     }
     let status = text(response, "/result/status");
     if status != "Success" {
         let message = text(response, "/result/message");
-        return Err(if message.is_empty() {
+        let message = if message.is_empty() {
             format!("response.result.status was '{status}', not 'Success'")
         } else {
             message.to_string()
-        });
+        };
+        return Err((message, PARTIAL));
     }
     Ok(response)
 }

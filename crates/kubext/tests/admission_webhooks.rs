@@ -855,7 +855,8 @@ async fn a_service_without_endpoints_fails_the_call() {
 #[test]
 fn fields_a_mutating_webhook_adds_outside_the_schema_are_pruned() {
     let f = fixture();
-    f.server.apply(r#"
+    f.server.apply(
+        r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: e2e-test-crds.pruning.example.com}
@@ -876,28 +877,56 @@ spec:
             properties:
               mutation-start: {type: string}
               mutation-stage-1: {type: string}
-"#);
-    f.server
-        .kubectl_ok(&["wait", "--for=condition=Established", "crd/e2e-test-crds.pruning.example.com"]);
+"#,
+    );
+    f.server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/e2e-test-crds.pruning.example.com",
+    ]);
     let stage = |n: u32| {
-        let mut h = f.hook(&format!("mutate-custom-resource-data-stage-{n}.k8s.io"), "/mutating-custom-resource", json!({}));
+        let mut h = f.hook(
+            &format!("mutate-custom-resource-data-stage-{n}.k8s.io"),
+            "/mutating-custom-resource",
+            json!({}),
+        );
         h["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["pruning.example.com"], "apiVersions": ["v1"], "resources": ["e2e-test-crds"]}]);
         h
     };
-    f.configure("MutatingWebhookConfiguration", "mutate-custom-resources", vec![stage(1), stage(2)]);
+    f.configure(
+        "MutatingWebhookConfiguration",
+        "mutate-custom-resources",
+        vec![stage(1), stage(2)],
+    );
     let manifest = "apiVersion: pruning.example.com/v1\nkind: E2eTestCrd\nmetadata: {name: cr, namespace: default}\ndata: {mutation-start: 'yes'}\n";
     let data = testkit::eventually("the webhooks mutate", || {
-        f.server.kubectl_with_stdin(&["create", "-f", "-"], Some(manifest));
-        let data = f.server.kubectl_ok(&["get", "e2e-test-crds.pruning.example.com", "cr", "-o", "jsonpath={.data}"]);
-        f.server.kubectl(&["delete", "e2e-test-crds.pruning.example.com", "cr"]);
+        f.server
+            .kubectl_with_stdin(&["create", "-f", "-"], Some(manifest));
+        let data = f.server.kubectl_ok(&[
+            "get",
+            "e2e-test-crds.pruning.example.com",
+            "cr",
+            "-o",
+            "jsonpath={.data}",
+        ]);
+        f.server
+            .kubectl(&["delete", "e2e-test-crds.pruning.example.com", "cr"]);
         data.contains("mutation-stage-1").then_some(data)
     });
     let data: Value = serde_json::from_str(&data).unwrap();
     // Stage 2's key is not in the schema: pruned when stored, as upstream.
-    assert_eq!(data, json!({"mutation-start": "yes", "mutation-stage-1": "yes"}));
+    assert_eq!(
+        data,
+        json!({"mutation-start": "yes", "mutation-stage-1": "yes"})
+    );
     // ...though the second stage did add it.
-    assert!(f.hooks.requests_to("/mutating-custom-resource").iter().any(|r| {
-        r["review"]["request"]["name"] == "cr"
-            && r["review"]["request"]["object"]["data"]["mutation-stage-1"] == "yes"
-    }));
+    assert!(
+        f.hooks
+            .requests_to("/mutating-custom-resource")
+            .iter()
+            .any(|r| {
+                r["review"]["request"]["name"] == "cr"
+                    && r["review"]["request"]["object"]["data"]["mutation-stage-1"] == "yes"
+            })
+    );
 }

@@ -352,6 +352,16 @@ async fn a_failing_conversion_webhook_fails_only_its_crds_other_versions() {
         other => panic!("expected an error event, got {other:?}"),
     }
 
+    let metrics = server.kubectl_ok(&["get", "--raw", "/metrics"]);
+    assert!(
+        metrics.contains("apiserver_conversion_webhook_request_total{failure_type=\"conversion_webhook_partial_response_failure\",result=\"failure\"} 4"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("apiserver_crd_conversion_webhook_duration_seconds_count{crd_name=\"e2e-test-crds.bad.example.com\",from_version=\"v1\",succeeded=\"false\",to_version=\"v2\"} 3"),
+        "{metrics}"
+    );
+
     // Everything else keeps working: the storage version, the other CRD,
     // discovery.
     assert_eq!(

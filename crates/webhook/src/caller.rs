@@ -162,6 +162,8 @@ pub enum CallError {
 pub struct Caller {
     clients: Arc<Mutex<HashMap<String, Backend>>>,
     directory: Arc<dyn Directory>,
+    /// What its users count about their calls (served in `/metrics`).
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Caller {
@@ -169,6 +171,7 @@ impl Caller {
         Caller {
             clients: Default::default(),
             directory,
+            metrics: Default::default(),
         }
     }
 

@@ -31,7 +31,6 @@ use webhook::{CallError, Caller};
 use crate::Objects;
 use hook::Hook;
 pub use hook::condition_errors;
-use metrics::Metrics;
 use review::{Answer, Invocation};
 
 /// Every configuration's webhooks, in upstream's order: configurations by
@@ -48,7 +47,6 @@ pub struct Webhooks {
     hooks: RwLock<Arc<Hooks>>,
     /// Calls them (a connection pool per client configuration and address).
     caller: OnceLock<Caller>,
-    metrics: Metrics,
     objects: OnceLock<Arc<dyn Objects>>,
 }
 
@@ -139,9 +137,18 @@ impl Webhooks {
         }
     }
 
-    /// The Prometheus text of the webhook metrics.
+    /// The Prometheus text of the metrics of calls out (admission and
+    /// conversion webhooks).
     pub fn render_metrics(&self, out: &mut String) {
-        self.metrics.render(out);
+        if let Some(caller) = self.caller.get() {
+            caller.metrics.render(out);
+        }
+    }
+
+    fn observe(&self, call: &metrics::Call<'_>) {
+        if let Some(caller) = self.caller.get() {
+            metrics::observe(&caller.metrics, call);
+        }
     }
 
     fn snapshot(&self) -> Arc<Hooks> {
@@ -150,7 +157,11 @@ impl Webhooks {
 
     /// Mutating webhooks on a create or update: `object` is changed in
     /// place; whether any webhook changed it.
-    pub async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<bool, StatusError> {
+    pub async fn mutate(
+        &self,
+        a: &Attributes<'_>,
+        object: &mut Value,
+    ) -> Result<bool, StatusError> {
         let hooks = self.snapshot();
         if hooks.mutating.is_empty() {
             return Ok(false);
@@ -379,7 +390,7 @@ impl Webhooks {
             Ok(answer) => answer,
             Err(reason) => return self.failed(hook, mutating, a, round, &reason, 0),
         };
-        self.metrics.observe(&metrics::Call {
+        self.observe(&metrics::Call {
             name: &hook.name,
             mutating,
             operation: a.operation.as_str(),
@@ -482,7 +493,7 @@ impl Webhooks {
         code: u16,
     ) -> Result<Called, StatusError> {
         let message = format!("failed calling webhook {:?}: {reason}", hook.name);
-        self.metrics.observe(&metrics::Call {
+        self.observe(&metrics::Call {
             name: &hook.name,
             mutating,
             operation: a.operation.as_str(),
@@ -495,7 +506,9 @@ impl Webhooks {
             return Err(StatusError::internal(message));
         }
         tracing::warn!(webhook = %hook.name, error = %message, "webhook failed open");
-        self.metrics.failed_open(&hook.name, mutating);
+        if let Some(caller) = self.caller.get() {
+            metrics::failed_open(&caller.metrics, &hook.name, mutating);
+        }
         let kind = if mutating { "mutation" } else { "validating" };
         a.ctx.audit_annotations.add(
             format!(
