@@ -25,10 +25,13 @@ struct Series {
     sum: f64,
 }
 
+/// A family and its series by rendered labels.
+type Recorded = (&'static Family, BTreeMap<String, Series>);
+
 /// Every family's series, by family name and rendered labels.
 #[derive(Default)]
 pub struct Metrics {
-    families: Mutex<BTreeMap<&'static str, (&'static Family, BTreeMap<String, Series>)>>,
+    families: Mutex<BTreeMap<&'static str, Recorded>>,
 }
 
 /// Labels as Prometheus writes them, sorted by name.
