@@ -4,6 +4,7 @@
 
 mod network;
 mod reconcile;
+mod webhook;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,6 +45,14 @@ struct Args {
     /// Print the CRD as YAML and exit (for `kubectl apply -f -`).
     #[arg(long)]
     print_crd: bool,
+    /// Serve a validating admission webhook for Networks on this address
+    /// (e.g. `127.0.0.1:0`) and register it with the API server.
+    #[arg(long)]
+    webhook_addr: Option<std::net::SocketAddr>,
+    /// The host the API server reaches the webhook at (its certificate's
+    /// name) [default: the address's IP].
+    #[arg(long)]
+    webhook_host: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -65,6 +74,10 @@ async fn main() -> Result<()> {
         .context("no Kubernetes API to talk to (KUBECONFIG)")?;
     if !args.no_install_crd {
         install_crd(&client).await?;
+    }
+    if let Some(addr) = args.webhook_addr {
+        let host = args.webhook_host.unwrap_or_else(|| addr.ip().to_string());
+        webhook::start(client.clone(), addr, &host).await?;
     }
     let identity = args.identity.unwrap_or_else(default_identity);
     let lease = LeaseManagerBuilder::new(client.clone(), &args.lease_name)

@@ -18,8 +18,13 @@ struct Operator {
 
 impl Operator {
     fn start(kubeconfig: &Path, dir: &Path, n: usize) -> Operator {
+        Operator::start_with(kubeconfig, dir, n, &[])
+    }
+
+    fn start_with(kubeconfig: &Path, dir: &Path, n: usize, args: &[&str]) -> Operator {
         let log = dir.join(format!("operator-{n}.log"));
         let child = Command::new(env!("CARGO_BIN_EXE_network-controller"))
+            .args(args)
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,network_controller=debug")
             .stdin(Stdio::null())
@@ -239,4 +244,59 @@ fn the_operator_keeps_networks_allocated() {
     eventually("the Released event", || {
         events(&kubext).iter().any(|e| e["reason"] == "Released")
     });
+}
+
+/// The kube-rs user's path for webhooks: the operator serves its own
+/// validating webhook over TLS and registers it; kubext calls it on every
+/// write of a Network.
+#[test]
+fn the_operators_own_webhook_refuses_networks_it_cannot_allocate() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubext = Server::builder().start().unwrap();
+    let _operator = Operator::start_with(
+        &kubext.kubeconfig,
+        dir.path(),
+        1,
+        &["--webhook-addr", "127.0.0.1:0"],
+    );
+    eventually("the webhook is registered", || {
+        kubext
+            .kubectl(&[
+                "get",
+                "validatingwebhookconfiguration",
+                "networks.samplecrd.k8s.io",
+            ])
+            .status
+            .success()
+    });
+    kubext.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/networks.samplecrd.k8s.io",
+    ]);
+    let mut refused = String::new();
+    eventually("refused at admission", || {
+        let out = kubext.kubectl_with_stdin(
+            &["create", "-f", "-"],
+            Some(&network("10.0.0.0/24", "10.0.1.1")),
+        );
+        if out.status.success() {
+            kubext.kubectl(&["delete", "network", "office"]);
+            return false;
+        }
+        refused = String::from_utf8_lossy(&out.stderr).into_owned();
+        true
+    });
+    assert!(
+        refused.contains("admission webhook \"networks.samplecrd.k8s.io\" denied the request: GatewayOutsideCIDR: gateway 10.0.1.1 is not a usable address of 10.0.0.0/24 (10.0.0.1–10.0.0.254)"),
+        "{refused}"
+    );
+    // Valid networks pass, and updates are checked too.
+    kubext.apply(&network("10.0.0.0/24", "10.0.0.1"));
+    let out = kubext.kubectl_with_stdin(
+        &["apply", "-f", "-"],
+        Some(&network("10.0.0.0/24", "10.0.2.1")),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GatewayOutsideCIDR"));
 }
