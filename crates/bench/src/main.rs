@@ -27,6 +27,7 @@ mod kubext;
 mod raw;
 mod report;
 mod stats;
+mod webhooks;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
@@ -76,6 +77,10 @@ struct Args {
     /// Skip the aggregation phase (proxy overhead, discovery with a hanging backend).
     #[arg(long)]
     skip_aggregation: bool,
+    /// Skip the webhook phase (creates through a validating webhook, reads
+    /// through a conversion webhook).
+    #[arg(long)]
+    skip_webhooks: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -256,6 +261,14 @@ async fn run(args: Args) -> Result<()> {
         match cel::measure(creates).await {
             Ok(r) => cel::print(&r),
             Err(e) => eprintln!("CEL phase failed: {e:#}"),
+        }
+    }
+    if !args.skip_webhooks {
+        let requests = if args.quick { 500 } else { 2000 };
+        eprintln!("== Webhooks: {requests} requests per mode ==");
+        match webhooks::measure_all(requests).await {
+            Ok(r) => webhooks::print(&r),
+            Err(e) => eprintln!("webhook phase failed: {e:#}"),
         }
     }
     if !args.skip_aggregation {

@@ -141,6 +141,14 @@ impl WebhookServer {
             .collect()
     }
 
+    /// How many connections clients opened so far.
+    pub fn connections(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("connections"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
     /// The requests received on `path`.
     pub fn requests_to(&self, path: &str) -> Vec<Value> {
         self.requests()
