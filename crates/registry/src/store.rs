@@ -532,6 +532,9 @@ impl GenericStore {
             meta::set_str(&mut obj, "name", &name);
         }
         let name = meta::name(&obj).to_string();
+        // Namespace lifecycle comes first, as upstream's plugin order has it:
+        // no admission webhook hears of writes into a missing namespace.
+        self.admit_namespace(&ctx.namespace).await?;
         self.mutate_globally(Operation::Create, &name, &mut obj, None, ctx)
             .await?;
         self.fill_create_metadata(&mut obj);
@@ -542,7 +545,6 @@ impl GenericStore {
         }
         // Held until the object is stored (or the create fails).
         let _allocation = self.allocate(&mut obj, None).await?;
-        self.admit_namespace(&ctx.namespace).await?;
         if let Some(admission) = &self.rtype.admission {
             admission.admit(Operation::Create, &obj, None, ctx).await?;
         }
