@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use registry::Converter;
 use webhook::metrics::{Family, labels};
-use webhook::{CallError, Caller, ClientConfig};
+use webhook::{CallError, Caller, ClientConfig, ReviewVersion};
 
 /// Upstream's client timeout for conversion calls (they have no `timeoutSeconds`).
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -45,22 +45,6 @@ const PARTIAL: &str = "conversion_webhook_partial_response_failure";
 const INVALID_OBJECT: &str = "conversion_webhook_invalid_converted_object_failure";
 const NO_OBJECTS: &str = "conversion_webhook_no_objects_returned_failure";
 
-/// The ConversionReview versions kubext speaks, in its order of preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReviewVersion {
-    V1,
-    V1beta1,
-}
-
-impl ReviewVersion {
-    fn api_version(self) -> &'static str {
-        match self {
-            ReviewVersion::V1 => "apiextensions.k8s.io/v1",
-            ReviewVersion::V1beta1 => "apiextensions.k8s.io/v1beta1",
-        }
-    }
-}
-
 /// A CRD's conversion webhook.
 pub struct WebhookConverter {
     crd_name: String,
@@ -79,16 +63,7 @@ impl WebhookConverter {
             return None;
         }
         let webhook = conversion.get("webhook").unwrap_or(&Value::Null);
-        let review_version = webhook
-            .get("conversionReviewVersions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find_map(|v| match v.as_str() {
-                Some("v1") => Some(ReviewVersion::V1),
-                Some("v1beta1") => Some(ReviewVersion::V1beta1),
-                _ => None,
-            });
+        let review_version = ReviewVersion::first_known(webhook.get("conversionReviewVersions"));
         Some(WebhookConverter {
             crd_name: meta::name(crd).to_string(),
             storage_api_version: storage_api_version.to_string(),
@@ -211,7 +186,7 @@ impl WebhookConverter {
         })?;
         let uid = uuid::Uuid::new_v4().to_string();
         let review = json!({
-            "apiVersion": review_version.api_version(),
+            "apiVersion": review_version.api_version("apiextensions.k8s.io"),
             "kind": "ConversionReview",
             "request": {"uid": uid, "desiredAPIVersion": api_version, "objects": inputs},
             "response": {"uid": "", "convertedObjects": null, "result": {"metadata": {}}},

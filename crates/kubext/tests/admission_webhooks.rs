@@ -486,18 +486,16 @@ async fn failure_policies_timeouts_and_bad_answers() {
 async fn webhooks_never_see_webhook_configurations() {
     let f = fixture();
     let rules = json!([{"operations": ["CREATE", "DELETE"], "apiGroups": ["admissionregistration.k8s.io"], "apiVersions": ["*"], "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]}]);
-    let mut deny = f.hook(
+    let deny = f.hook(
         "deny-webhook-configuration-deletions.k8s.io",
         "/always-deny",
-        json!({}),
+        json!({"rules": rules.clone()}),
     );
-    deny["rules"] = rules.clone();
-    let mut label = f.hook(
+    let label = f.hook(
         "add-label-to-webhook-configurations.k8s.io",
         "/add-label",
-        json!({}),
+        json!({"rules": rules}),
     );
-    label["rules"] = rules;
     f.configure(
         "ValidatingWebhookConfiguration",
         "deny-deletions",
@@ -569,21 +567,19 @@ async fn dry_run_calls_side_effect_free_webhooks_with_dry_run_set() {
 #[tokio::test]
 async fn reinvocation_if_needed_calls_a_webhook_again_after_a_later_change() {
     let f = fixture();
+    let creates = json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]);
     let count = |policy: &str| {
-        let mut h = f.hook(
+        f.hook(
             "count-calls.k8s.io",
             "/count-calls",
-            json!({"reinvocationPolicy": policy}),
-        );
-        h["rules"][0]["operations"] = json!(["CREATE"]);
-        h
+            json!({"rules": creates, "reinvocationPolicy": policy}),
+        )
     };
-    let mut stage = f.hook(
+    let stage = f.hook(
         "adding-configmap-data-stage-1.k8s.io",
         "/mutating-configmaps",
-        json!({}),
+        json!({"rules": creates}),
     );
-    stage["rules"][0]["operations"] = json!(["CREATE"]);
     f.configure(
         "MutatingWebhookConfiguration",
         "a-count",
@@ -685,24 +681,24 @@ fn configurations_are_validated_defaulted_and_printed_as_upstream() {
     );
 }
 
-const CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: e2e-test-crds.webhook.example.com}
-spec:
-  group: webhook.example.com
-  scope: Namespaced
-  names: {plural: e2e-test-crds, singular: e2e-test-crd, kind: E2eTestCrd}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: {type: object, properties: {data: {type: object, additionalProperties: {type: string}}}}}
-  - name: v2
-    served: true
-    storage: false
-    schema: {openAPIV3Schema: {type: object, properties: {data: {type: object, additionalProperties: {type: string}}}}}
-"#;
+/// The e2e tests' CRD `e2e-test-crds.<group>`, kind E2eTestCrd, served in
+/// `versions` (the first stored), whose `data` has schema `data` (JSON).
+fn crd(group: &str, versions: &[&str], data: &str) -> String {
+    let versions: Vec<String> = versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            format!(
+                "  - name: {v}\n    served: true\n    storage: {}\n    schema: {{openAPIV3Schema: {{type: object, properties: {{data: {data}}}}}}}\n",
+                i == 0
+            )
+        })
+        .collect();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: e2e-test-crds.{group}}}\nspec:\n  group: {group}\n  scope: Namespaced\n  names: {{plural: e2e-test-crds, singular: e2e-test-crd, kind: E2eTestCrd}}\n  versions:\n{}",
+        versions.concat()
+    )
+}
 
 fn custom_resource(version: &str, name: &str, data: &str, labels: &str) -> String {
     format!(
@@ -723,26 +719,28 @@ fn create(server: &Server, manifest: &str) -> Result<(), String> {
 #[test]
 fn custom_resources_are_checked_on_create_update_and_delete_in_every_version() {
     let f = fixture();
-    f.server.apply(CRD);
+    f.server.apply(&crd(
+        "webhook.example.com",
+        &["v1", "v2"],
+        r#"{type: object, additionalProperties: {type: string}}"#,
+    ));
     f.server.kubectl_ok(&[
         "wait",
         "--for=condition=Established",
         "crd/e2e-test-crds.webhook.example.com",
     ]);
     let rules = json!([{"operations": ["CREATE", "UPDATE", "DELETE"], "apiGroups": ["webhook.example.com"], "apiVersions": ["v1"], "resources": ["e2e-test-crds"]}]);
-    let mut deny = f.hook(
+    let deny = f.hook(
         "deny-unwanted-custom-resource-data.k8s.io",
         "/custom-resource",
-        json!({}),
+        json!({"rules": rules}),
     );
-    deny["rules"] = rules.clone();
     // Only objects labelled `exact: yes`, only in v1 itself.
-    let mut exact = f.hook(
+    let exact = f.hook(
         "deny-exact.k8s.io",
         "/always-deny",
-        json!({"matchPolicy": "Exact", "objectSelector": {"matchLabels": {"exact": "yes"}}}),
+        json!({"rules": rules, "matchPolicy": "Exact", "objectSelector": {"matchLabels": {"exact": "yes"}}}),
     );
-    exact["rules"] = rules;
     f.configure(
         "ValidatingWebhookConfiguration",
         "deny-custom-resources",
@@ -875,43 +873,23 @@ async fn a_service_without_endpoints_fails_the_call() {
 #[test]
 fn fields_a_mutating_webhook_adds_outside_the_schema_are_pruned() {
     let f = fixture();
-    f.server.apply(
-        r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: e2e-test-crds.pruning.example.com}
-spec:
-  group: pruning.example.com
-  scope: Namespaced
-  names: {plural: e2e-test-crds, singular: e2e-test-crd, kind: E2eTestCrd}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          data:
-            type: object
-            properties:
-              mutation-start: {type: string}
-              mutation-stage-1: {type: string}
-"#,
-    );
+    // The schema knows the start and the first stage only.
+    f.server.apply(&crd(
+        "pruning.example.com",
+        &["v1"],
+        r#"{type: object, properties: {mutation-start: {type: string}, mutation-stage-1: {type: string}}}"#,
+    ));
     f.server.kubectl_ok(&[
         "wait",
         "--for=condition=Established",
         "crd/e2e-test-crds.pruning.example.com",
     ]);
     let stage = |n: u32| {
-        let mut h = f.hook(
+        f.hook(
             &format!("mutate-custom-resource-data-stage-{n}.k8s.io"),
             "/mutating-custom-resource",
-            json!({}),
-        );
-        h["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["pruning.example.com"], "apiVersions": ["v1"], "resources": ["e2e-test-crds"]}]);
-        h
+            json!({"rules": [{"operations": ["CREATE"], "apiGroups": ["pruning.example.com"], "apiVersions": ["v1"], "resources": ["e2e-test-crds"]}]}),
+        )
     };
     f.configure(
         "MutatingWebhookConfiguration",

@@ -121,6 +121,37 @@ fn split_host_port(authority: &str) -> (&str, &str) {
     }
 }
 
+/// The review versions (`admissionReviewVersions`, `conversionReviewVersions`)
+/// kubext speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewVersion {
+    V1,
+    V1beta1,
+}
+
+impl ReviewVersion {
+    /// The first of `versions` (a webhook's list) kubext speaks.
+    pub fn first_known(versions: Option<&Value>) -> Option<ReviewVersion> {
+        versions
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find_map(|v| match v.as_str() {
+                Some("v1") => Some(ReviewVersion::V1),
+                Some("v1beta1") => Some(ReviewVersion::V1beta1),
+                _ => None,
+            })
+    }
+
+    /// `group/<this version>`.
+    pub fn api_version(self, group: &str) -> String {
+        match self {
+            ReviewVersion::V1 => format!("{group}/v1"),
+            ReviewVersion::V1beta1 => format!("{group}/v1beta1"),
+        }
+    }
+}
+
 /// A webhook's `clientConfig`, ready to call.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {

@@ -91,19 +91,31 @@ impl Backend {
         body: Bytes,
         timeout: Duration,
     ) -> Result<(u16, Bytes), String> {
-        let post = async {
-            let req = http::Request::builder()
-                .method(http::Method::POST)
-                .uri(path)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .header(http::header::ACCEPT, "application/json, */*")
-                .header(http::header::USER_AGENT, "kube-apiserver-admission")
-                .body(
-                    http_body_util::Full::new(body)
-                        .map_err(|e| match e {})
-                        .boxed(),
-                )
-                .map_err(|e| e.to_string())?;
+        let req = http::Request::builder()
+            .method(http::Method::POST)
+            .uri(path)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, */*")
+            .header(http::header::USER_AGENT, "kube-apiserver-admission")
+            .body(
+                http_body_util::Full::new(body)
+                    .map_err(|e| match e {})
+                    .boxed(),
+            )
+            .map_err(|e| e.to_string())?;
+        self.exchange(req, timeout)
+            .await
+            .map_err(|_| "context deadline exceeded".to_string())?
+    }
+
+    /// Send `req` and read the whole answer, bounded by `timeout` (`Err(())`
+    /// when it runs out).
+    async fn exchange(
+        &self,
+        req: http::Request<OutBody>,
+        timeout: Duration,
+    ) -> Result<Result<(u16, Bytes), String>, ()> {
+        let exchange = async {
             let resp = self.send(req).await?;
             let code = resp.status().as_u16();
             let body = resp
@@ -113,9 +125,9 @@ impl Backend {
                 .map_err(|e| e.to_string())?;
             Ok((code, body.to_bytes()))
         };
-        tokio::time::timeout(timeout, post)
+        tokio::time::timeout(timeout, exchange)
             .await
-            .map_err(|_| "context deadline exceeded".to_string())?
+            .map_err(|_| ())
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -141,24 +153,14 @@ impl Backend {
         headers: &http::HeaderMap,
         timeout: Duration,
     ) -> Result<(u16, Bytes), String> {
-        let get = async {
-            let mut req = http::Request::builder()
-                .method(method)
-                .uri(path)
-                .header(http::header::ACCEPT, "application/json")
-                .body(Empty::new().map_err(|e| match e {}).boxed())
-                .map_err(|e| e.to_string())?;
-            req.headers_mut().extend(headers.clone());
-            let resp = self.send(req).await?;
-            let code = resp.status().as_u16();
-            let body = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok((code, body.to_bytes()))
-        };
-        tokio::time::timeout(timeout, get)
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(http::header::ACCEPT, "application/json")
+            .body(Empty::new().map_err(|e| match e {}).boxed())
+            .map_err(|e| e.to_string())?;
+        req.headers_mut().extend(headers.clone());
+        self.exchange(req, timeout)
             .await
             .map_err(|_| format!("timed out after {}s", timeout.as_secs()))?
     }

@@ -12,5 +12,5 @@ pub mod client;
 pub mod metrics;
 pub mod service;
 
-pub use caller::{CallError, Caller, ClientConfig, Directory, Target};
+pub use caller::{CallError, Caller, ClientConfig, Directory, ReviewVersion, Target};
 pub use client::Backend;

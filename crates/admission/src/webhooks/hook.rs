@@ -9,6 +9,7 @@ use cel_rules::{Expected, Expression};
 use serde_json::Value;
 
 use crate::matching::Matcher;
+use webhook::ReviewVersion;
 
 /// What a webhook's match conditions may name (upstream declares
 /// `namespaceObject` and leaves it null for webhooks).
@@ -19,13 +20,6 @@ const VARIABLES: &[&str] = &[
     "namespaceObject",
     "authorizer",
 ];
-
-/// The AdmissionReview version a webhook is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReviewVersion {
-    V1,
-    V1beta1,
-}
 
 /// One `matchConditions` entry.
 pub struct Condition {
@@ -71,16 +65,7 @@ impl Hook {
             m.insert("resourceRules".into(), rules);
         }
         let matcher = Matcher::compile(&match_resources);
-        let review_version = hook
-            .get("admissionReviewVersions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find_map(|v| match v.as_str() {
-                Some("v1") => Some(ReviewVersion::V1),
-                Some("v1beta1") => Some(ReviewVersion::V1beta1),
-                _ => None,
-            });
+        let review_version = ReviewVersion::first_known(hook.get("admissionReviewVersions"));
         let side_effects = hook.get("sideEffects").and_then(Value::as_str);
         Hook {
             configuration: configuration.to_string(),

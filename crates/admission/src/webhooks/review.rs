@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use registry::{Attributes, Operation};
 
-use super::hook::ReviewVersion;
+use webhook::ReviewVersion;
 
 /// What one call is about: the request, and the version (and kind) the
 /// webhook matched it in — another served version under `matchPolicy:
@@ -20,11 +20,8 @@ pub struct Invocation<'a> {
     pub old_object: Option<&'a Value>,
 }
 
-fn api_version(version: ReviewVersion) -> &'static str {
-    match version {
-        ReviewVersion::V1 => "admission.k8s.io/v1",
-        ReviewVersion::V1beta1 => "admission.k8s.io/v1beta1",
-    }
+fn api_version(version: ReviewVersion) -> String {
+    version.api_version("admission.k8s.io")
 }
 
 /// The request's options (`CreateOptions`, `UpdateOptions`, `DeleteOptions`).
