@@ -76,6 +76,26 @@ enum Called {
     Answered(Option<Value>),
 }
 
+/// Why a call produced no answer: upstream's `ErrCallingWebhook`.
+struct CallFailure {
+    /// After `failed calling webhook "x": `.
+    reason: String,
+    /// The metrics' `code` label (0: no HTTP status).
+    code: u16,
+    elapsed: std::time::Duration,
+}
+
+impl CallFailure {
+    /// A failure before anything was sent.
+    fn before_call(reason: &str, code: u16) -> CallFailure {
+        CallFailure {
+            reason: reason.to_string(),
+            code,
+            elapsed: std::time::Duration::ZERO,
+        }
+    }
+}
+
 /// Upstream's `ToStatusErr`: the webhook's own status, as a failure, 400 at least.
 fn rejection(hook: &str, status: Option<&Value>) -> StatusError {
     let status = status.cloned().unwrap_or(Value::Null);
@@ -343,7 +363,8 @@ impl Webhooks {
         }
         if a.ctx.dry_run {
             if !hook.side_effects_set {
-                return self.failed(hook, mutating, a, round, "Webhook SideEffects is nil", 400);
+                let failure = CallFailure::before_call("Webhook SideEffects is nil", 400);
+                return self.failed(hook, mutating, a, round, failure);
             }
             if !hook.dry_run_safe {
                 return Err(StatusError::bad_request(format!(
@@ -353,14 +374,11 @@ impl Webhooks {
             }
         }
         let Some(review_version) = hook.review_version else {
-            return self.failed(
-                hook,
-                mutating,
-                a,
-                round,
+            let failure = CallFailure::before_call(
                 "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)",
                 400,
             );
+            return self.failed(hook, mutating, a, round, failure);
         };
         // Under `matchPolicy: Equivalent` the webhook sees the object in the
         // version its rules name.
@@ -388,7 +406,14 @@ impl Webhooks {
         };
         let answer = match answer {
             Ok(answer) => answer,
-            Err(reason) => return self.failed(hook, mutating, a, round, &reason, 0),
+            Err(reason) => {
+                let failure = CallFailure {
+                    reason,
+                    code: 0,
+                    elapsed: started.elapsed(),
+                };
+                return self.failed(hook, mutating, a, round, failure);
+            }
         };
         self.observe(&metrics::Call {
             name: &hook.name,
@@ -489,16 +514,15 @@ impl Webhooks {
         mutating: bool,
         a: &Attributes<'_>,
         round: usize,
-        reason: &str,
-        code: u16,
+        failure: CallFailure,
     ) -> Result<Called, StatusError> {
-        let message = format!("failed calling webhook {:?}: {reason}", hook.name);
+        let message = format!("failed calling webhook {:?}: {}", hook.name, failure.reason);
         self.observe(&metrics::Call {
             name: &hook.name,
             mutating,
             operation: a.operation.as_str(),
-            elapsed: std::time::Duration::ZERO,
-            code,
+            elapsed: failure.elapsed,
+            code: failure.code,
             rejected: !hook.ignore_failures,
             error_type: "calling_webhook_error",
         });
