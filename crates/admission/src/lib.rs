@@ -17,6 +17,7 @@ mod follow;
 mod matching;
 mod mutating;
 mod policy;
+mod reinvocation;
 mod type_checking;
 mod webhooks;
 
@@ -583,7 +584,16 @@ impl GlobalAdmission for Policies {
         if exempt(a) {
             return Ok(false);
         }
-        self.mutate_object(a, object).await
+        let mut state = reinvocation::Reinvocation::default();
+        let mut changed = self
+            .mutate_round(a, object, &mut state, reinvocation::Round::First)
+            .await?;
+        if state.needed {
+            changed |= self
+                .mutate_round(a, object, &mut state, reinvocation::Round::Reinvocation)
+                .await?;
+        }
+        Ok(changed)
     }
 
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
@@ -633,8 +643,9 @@ impl GlobalAdmission for Policies {
 }
 
 /// Admission for every write, in upstream's plugin order: mutating policies,
-/// mutating webhooks; then (after the type's defaulting and validation)
-/// validating policies, validating webhooks.
+/// mutating webhooks (and once more what asked to be reinvoked); then
+/// (after the type's defaulting and validation) validating policies,
+/// validating webhooks.
 pub struct Chain {
     pub policies: Arc<Policies>,
     pub webhooks: Arc<Webhooks>,
@@ -667,9 +678,27 @@ impl GlobalAdmission for Chain {
         if exempt(a) {
             return Ok(false);
         }
-        let by_policies = self.policies.mutate_object(a, object).await?;
-        let by_webhooks = self.webhooks.mutate(a, object).await?;
-        Ok(by_policies || by_webhooks)
+        // Round 0, then (when a later change asks for it) the reinvocation
+        // round: upstream's chain runs every mutating plugin once more.
+        let mut state = reinvocation::Reinvocation::default();
+        let mut changed = false;
+        for round in [
+            reinvocation::Round::First,
+            reinvocation::Round::Reinvocation,
+        ] {
+            if round == reinvocation::Round::Reinvocation && !state.needed {
+                break;
+            }
+            changed |= self
+                .policies
+                .mutate_round(a, object, &mut state, round)
+                .await?;
+            changed |= self
+                .webhooks
+                .mutate_round(a, object, &mut state, round)
+                .await?;
+        }
+        Ok(changed)
     }
 
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {

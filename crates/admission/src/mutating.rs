@@ -2,8 +2,9 @@
 //! constraints and binding match the request changes the object in turn —
 //! its mutations evaluated (with `object` as mutated so far) into an apply
 //! configuration, merged as server-side apply merges, or a JSON patch,
-//! applied — once, and once more for `reinvocationPolicy: IfNeeded` policies
-//! when a later policy changed the object.
+//! applied — once, and once more (in the chain's reinvocation round) for
+//! `reinvocationPolicy: IfNeeded` policies when a later policy or webhook
+//! changed the object.
 
 use serde_json::Value;
 
@@ -12,46 +13,59 @@ use cel_rules::Bindings;
 use registry::Attributes;
 
 use crate::policy::{MutatingPolicy, PatchType};
+use crate::reinvocation::{Reinvocation, Round};
 use crate::{Denial, Entry, Policies};
 
 const MUTATING: &str = "MutatingAdmissionPolicy";
 
 impl Policies {
-    /// Apply every matching mutating policy to `object`.
-    pub(crate) async fn mutate_object(
+    /// Apply the mutating policies to `object`: every matching one in round
+    /// 0 (`IfNeeded` ones recorded with their output), and in the
+    /// reinvocation round those `IfNeeded` ones whose output was changed
+    /// since. Whether the object changed.
+    pub(crate) async fn mutate_round(
         &self,
         a: &Attributes<'_>,
         object: &mut Value,
+        state: &mut Reinvocation,
+        round: Round,
     ) -> Result<bool, StatusError> {
         let entries = self.mutating.read().clone();
         if entries.is_empty() {
             return Ok(false);
         }
-        let mut changed = false;
         let namespace = self.namespace_of(a).await;
         let request = crate::request(a);
-        let mut reinvoke = Vec::new();
-        for entry in entries.iter() {
-            let before = object.clone();
-            self.mutate_by(entry, a, namespace.as_ref(), &request, object)
-                .await
-                .map_err(|d| d.into_error(a))?;
-            if *object != before {
-                changed = true;
-                if entry.policy.as_ref().is_ok_and(|p| p.reinvoke) {
-                    reinvoke.push((entry, object.clone()));
+        let before_round = object.clone();
+        match round {
+            Round::First => {
+                for (position, entry) in entries.iter().enumerate() {
+                    let before = object.clone();
+                    self.mutate_by(entry, a, namespace.as_ref(), &request, object)
+                        .await
+                        .map_err(|d| d.into_error(a))?;
+                    if *object != before && !state.policies.is_empty() {
+                        // A policy that ran before asked to see later changes.
+                        state.needed = true;
+                    }
+                    if entry.policy.as_ref().is_ok_and(|p| p.reinvoke) {
+                        state.policies.push((position, object.clone()));
+                    }
+                }
+            }
+            Round::Reinvocation => {
+                for (position, after) in std::mem::take(&mut state.policies) {
+                    if *object != after
+                        && let Some(entry) = entries.get(position)
+                    {
+                        self.mutate_by(entry, a, namespace.as_ref(), &request, object)
+                            .await
+                            .map_err(|d| d.into_error(a))?;
+                    }
                 }
             }
         }
-        // Reinvoke IfNeeded policies whose output a later policy changed.
-        for (entry, after) in reinvoke {
-            if *object != after {
-                self.mutate_by(entry, a, namespace.as_ref(), &request, object)
-                    .await
-                    .map_err(|d| d.into_error(a))?;
-            }
-        }
-        Ok(changed)
+        Ok(*object != before_round)
     }
 
     async fn mutate_by(

@@ -928,3 +928,67 @@ fn fields_a_mutating_webhook_adds_outside_the_schema_are_pruned() {
             })
     );
 }
+
+/// A webhook's change reinvokes the mutating chain: an `IfNeeded` mutating
+/// policy that ran before it runs again and sees the change (upstream
+/// re-runs every mutating plugin once).
+#[tokio::test]
+async fn a_webhooks_change_reinvokes_if_needed_mutating_policies() {
+    let f = fixture();
+    let policy = |reinvocation: &str| {
+        format!(
+            r#"
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata: {{name: saw-stage-1.example.com}}
+spec:
+  reinvocationPolicy: {reinvocation}
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [JSONPatch{{op: 'add', path: '/metadata/labels', value: {{'saw-stage-1': 'mutation-stage-1' in object.data ? 'yes' : 'no'}}}}]
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: saw-stage-1}}
+spec:
+  policyName: saw-stage-1.example.com
+"#
+        )
+    };
+    f.server.apply(&policy("IfNeeded"));
+    f.configure(
+        "MutatingWebhookConfiguration",
+        "stage-1",
+        vec![f.hook(
+            "adding-configmap-data-stage-1.k8s.io",
+            "/mutating-configmaps",
+            json!({}),
+        )],
+    );
+    let client = f.server.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let start = configmap("reinvoked", json!({"mutation-start": "yes"}));
+    let saw = |cm: &ConfigMap| {
+        cm.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("saw-stage-1"))
+            .cloned()
+    };
+    // The policy ran first (no stage 1 yet), the webhook added stage 1,
+    // and the policy ran again.
+    let created = created_until(&api, &start, |cm| {
+        cm.data.as_ref().unwrap().contains_key("mutation-stage-1") && saw(cm).is_some()
+    })
+    .await;
+    assert_eq!(saw(&created).as_deref(), Some("yes"));
+    // With `Never`, the policy's first answer stands.
+    f.server.apply(&policy("Never"));
+    let once = created_until(&api, &start, |cm| saw(cm).as_deref() == Some("no")).await;
+    assert_eq!(once.data.unwrap()["mutation-stage-1"], "yes");
+}

@@ -15,7 +15,6 @@ mod hook;
 mod metrics;
 mod review;
 
-use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -29,6 +28,7 @@ use registry::{Attributes, Operation};
 use webhook::{CallError, Caller};
 
 use crate::Objects;
+use crate::reinvocation::{Reinvocation, Round};
 use hook::Hook;
 pub use hook::condition_errors;
 use review::{Answer, Invocation};
@@ -175,51 +175,58 @@ impl Webhooks {
         self.hooks.read().clone()
     }
 
-    /// Mutating webhooks on a create or update: `object` is changed in
-    /// place; whether any webhook changed it.
-    pub async fn mutate(
+    /// Mutating webhooks on a create or update, in order: `object` is
+    /// changed in place. In round 0 every one that applies is called; a
+    /// change asks for a reinvocation round in which the `IfNeeded` ones
+    /// called before it (all of them, if policies changed the object in
+    /// between) are called again. Whether the object changed.
+    pub(crate) async fn mutate_round(
         &self,
         a: &Attributes<'_>,
         object: &mut Value,
+        state: &mut Reinvocation,
+        round: Round,
     ) -> Result<bool, StatusError> {
         let hooks = self.snapshot();
         if hooks.mutating.is_empty() {
             return Ok(false);
         }
-        let mut changed_any = false;
+        if round == Round::Reinvocation
+            && state.webhook_output.as_ref().is_some_and(|o| o != object)
+        {
+            state
+                .webhooks_to_call
+                .extend(state.webhooks_invoked.iter().copied());
+        }
         let namespace = self.namespace_of(a).await;
-        // Webhooks with `reinvocationPolicy: IfNeeded` called so far, and
-        // those to call again because a later webhook changed the object.
-        let mut invoked_if_needed: Vec<usize> = Vec::new();
-        let mut reinvoke: HashSet<usize> = HashSet::new();
-        for round in 0..2 {
-            for hook in &hooks.mutating {
-                if round == 1 && !reinvoke.contains(&hook.index) {
-                    continue;
-                }
-                let view = Attributes {
-                    object: Some(object),
-                    ..*a
-                };
-                let called = self
-                    .call(hook, true, &view, namespace.as_ref(), round)
-                    .await?;
-                let Called::Answered(changed) = called else {
-                    continue;
-                };
-                if let Some(changed) = changed {
-                    *object = changed;
-                    changed_any = true;
-                    reinvoke.extend(invoked_if_needed.iter().copied());
-                }
-                if hook.reinvoke && !invoked_if_needed.contains(&hook.index) {
-                    invoked_if_needed.push(hook.index);
-                }
+        let mut changed_any = false;
+        for hook in &hooks.mutating {
+            if round == Round::Reinvocation && !state.webhooks_to_call.contains(&hook.index) {
+                continue;
             }
-            if reinvoke.is_empty() {
-                break;
+            let view = Attributes {
+                object: Some(object),
+                ..*a
+            };
+            let called = self
+                .call(hook, true, &view, namespace.as_ref(), round.number())
+                .await?;
+            let Called::Answered(changed) = called else {
+                continue;
+            };
+            if let Some(changed) = changed {
+                *object = changed;
+                changed_any = true;
+                state.needed = true;
+                state
+                    .webhooks_to_call
+                    .extend(state.webhooks_invoked.iter().copied());
+            }
+            if hook.reinvoke && !state.webhooks_invoked.contains(&hook.index) {
+                state.webhooks_invoked.push(hook.index);
             }
         }
+        state.webhook_output = Some(object.clone());
         Ok(changed_any)
     }
 
