@@ -299,13 +299,29 @@ async fn mutating_webhooks_run_in_order_each_seeing_the_last_patch() {
     );
 }
 
+/// Audit events of `log` for the request with `audit_id`, once complete.
+async fn audit_event(log: &std::path::Path, audit_id: &str) -> Value {
+    for _ in 0..100 {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let event = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["auditID"] == audit_id && e["stage"] == "ResponseComplete");
+        if let Some(event) = event {
+            return event;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("no audit event for {audit_id}");
+}
+
 #[tokio::test]
 async fn warnings_and_audit_annotations_pass_through() {
     let dir = tempfile::tempdir().unwrap();
     let (policy, log) = (dir.path().join("policy.yaml"), dir.path().join("audit.log"));
     std::fs::write(
         &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Request\n  namespaces: [default]\n- level: Metadata\n",
     )
     .unwrap();
     let f = fixture_with(
@@ -313,67 +329,96 @@ async fn warnings_and_audit_annotations_pass_through() {
             .arg(format!("--audit-policy-file={}", policy.display()))
             .arg(format!("--audit-log-path={}", log.display())),
     );
+    f.server
+        .apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: metadata-only}\n");
+    f.configure(
+        "MutatingWebhookConfiguration",
+        "stage",
+        vec![f.hook(
+            "adding-configmap-data-stage-1.k8s.io",
+            "/mutating-configmaps",
+            json!({}),
+        )],
+    );
     f.configure(
         "ValidatingWebhookConfiguration",
         "warn",
         vec![f.hook("warn.example.com", "/warn", json!({}))],
     );
     let client = f.server.client().await.unwrap();
-    let body = serde_json::to_vec(
-        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "warned"}}),
-    )
+    let body = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "warned"}, "data": {"mutation-start": "yes"}}))
     .unwrap();
+    let create = |namespace: &'static str| {
+        let (client, body) = (client.clone(), body.clone());
+        async move {
+            let (code, headers, created) = common::send_raw(
+                &client,
+                "POST",
+                &format!("/api/v1/namespaces/{namespace}/configmaps"),
+                "application/json",
+                body,
+            )
+            .await;
+            assert_eq!(code, 201);
+            Api::<ConfigMap>::namespaced(client, namespace)
+                .delete("warned", &DeleteParams::default())
+                .await
+                .unwrap();
+            let mutated = serde_json::from_slice::<Value>(&created).unwrap()["data"]
+                .get("mutation-stage-1")
+                .is_some();
+            (headers, mutated)
+        }
+    };
+    let mut in_force = None;
     for _ in 0..100 {
-        let (code, headers, _) = common::send_raw(
-            &client,
-            "POST",
-            "/api/v1/namespaces/default/configmaps",
-            "application/json",
-            body.clone(),
-        )
-        .await;
-        assert_eq!(code, 201);
-        Api::<ConfigMap>::namespaced(client.clone(), "default")
-            .delete("warned", &DeleteParams::default())
-            .await
-            .unwrap();
-        let warnings: Vec<&str> = headers
-            .get_all("warning")
-            .iter()
-            .map(|v| v.to_str().unwrap())
-            .collect();
-        if warnings.is_empty() {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            continue;
+        let (headers, mutated) = create("default").await;
+        if mutated && headers.get("warning").is_some() {
+            in_force = Some(headers);
+            break;
         }
-        // The webhook repeats its first warning: sent once, as upstream.
-        assert_eq!(
-            warnings,
-            [
-                "299 - \"this object is watched\"",
-                "299 - \"second warning\""
-            ]
-        );
-        // Its audit annotations are recorded under its name.
-        let audit_id = headers["audit-id"].to_str().unwrap().to_string();
-        for _ in 0..100 {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let event = text
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .find(|e| e["auditID"] == audit_id.as_str() && e["stage"] == "ResponseComplete");
-            if let Some(event) = event {
-                assert_eq!(
-                    event["annotations"]["warn.example.com/checked"], "yes",
-                    "{event}"
-                );
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-        }
-        panic!("no audit event for {audit_id}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    panic!("no warnings");
+    let headers = in_force.expect("the webhooks never took effect");
+    // The webhook repeats its first warning: sent once, as upstream.
+    let warnings: Vec<&str> = headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"this object is watched\"",
+            "299 - \"second warning\""
+        ]
+    );
+    // Audit annotations: the validating webhook's own under its name, and
+    // upstream's for the mutation (its patch only at level Request).
+    let event = audit_event(&log, headers["audit-id"].to_str().unwrap()).await;
+    let annotations = &event["annotations"];
+    assert_eq!(annotations["warn.example.com/checked"], "yes", "{event}");
+    assert_eq!(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_0"],
+        r#"{"configuration":"stage","webhook":"adding-configmap-data-stage-1.k8s.io","mutated":true}"#
+    );
+    assert_eq!(
+        annotations["patch.webhook.admission.k8s.io/round_0_index_0"],
+        r#"{"configuration":"stage","webhook":"adding-configmap-data-stage-1.k8s.io","patch":[{"op":"add","path":"/data/mutation-stage-1","value":"yes"}],"patchType":"JSONPatch"}"#
+    );
+    let (headers, _) = create("metadata-only").await;
+    let event = audit_event(&log, headers["audit-id"].to_str().unwrap()).await;
+    assert!(
+        event["annotations"]
+            .get("mutation.webhook.admission.k8s.io/round_0_index_0")
+            .is_some()
+    );
+    assert_eq!(
+        event["annotations"].get("patch.webhook.admission.k8s.io/round_0_index_0"),
+        None,
+        "{event}"
+    );
 }
 
 #[tokio::test]

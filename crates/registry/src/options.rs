@@ -27,25 +27,45 @@ pub struct RequestContext {
 }
 
 /// Audit annotations collected while a request runs (admission policies'
-/// `auditAnnotations` and `Audit` actions); the audit stage records them.
+/// `auditAnnotations` and `Audit` actions, webhooks'); the audit stage
+/// records them.
 #[derive(Debug, Clone, Default)]
-pub struct AuditAnnotations(
-    std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, String>>>,
-);
+pub struct AuditAnnotations(std::sync::Arc<std::sync::Mutex<Annotations>>);
+
+type AnnotationMap = std::collections::BTreeMap<String, String>;
+
+#[derive(Debug, Default)]
+struct Annotations {
+    /// Recorded at level Metadata and above.
+    metadata: AnnotationMap,
+    /// Recorded at level Request and above (they show request content).
+    request: AnnotationMap,
+}
 
 impl AuditAnnotations {
     /// Add `key`; an existing key keeps its first value (upstream).
     pub fn add(&self, key: String, value: String) {
         if let Ok(mut a) = self.0.lock() {
-            a.entry(key).or_insert(value);
+            a.metadata.entry(key).or_insert(value);
         }
     }
 
-    /// The annotations so far, emptied.
-    pub fn take(&self) -> std::collections::BTreeMap<String, String> {
+    /// Add `key`, to be recorded only at level Request and above.
+    pub fn add_at_request_level(&self, key: String, value: String) {
+        if let Ok(mut a) = self.0.lock() {
+            a.request.entry(key).or_insert(value);
+        }
+    }
+
+    /// The annotations so far, emptied: those for every level, and those
+    /// for level Request and above.
+    pub fn take(&self) -> (AnnotationMap, AnnotationMap) {
         self.0
             .lock()
-            .map(|mut a| std::mem::take(&mut *a))
+            .map(|mut a| {
+                let a = std::mem::take(&mut *a);
+                (a.metadata, a.request)
+            })
             .unwrap_or_default()
     }
 }

@@ -452,14 +452,28 @@ impl Webhooks {
             }
             p
         });
-        a.ctx.audit_annotations.add(
-            format!(
-                "mutation.webhook.admission.k8s.io/round_{round}_index_{}",
-                hook.index
-            ),
-            json!({"configuration": hook.configuration, "webhook": hook.name, "mutated": changed.is_some()})
-                .to_string(),
+        // Upstream's annotations, fields in its structs' order.
+        let names = format!(
+            "\"configuration\":{},\"webhook\":{}",
+            json!(hook.configuration),
+            json!(hook.name)
         );
+        let key = format!("round_{round}_index_{}", hook.index);
+        a.ctx.audit_annotations.add(
+            format!("mutation.webhook.admission.k8s.io/{key}"),
+            format!("{{{names},\"mutated\":{}}}", changed.is_some()),
+        );
+        if let Some(patch) = answer
+            .patch
+            .as_deref()
+            .and_then(|p| serde_json::from_slice::<Value>(p).ok())
+            .filter(|p| p.as_array().is_some_and(|ops| !ops.is_empty()))
+        {
+            a.ctx.audit_annotations.add_at_request_level(
+                format!("patch.webhook.admission.k8s.io/{key}"),
+                format!("{{{names},\"patch\":{patch},\"patchType\":\"JSONPatch\"}}"),
+            );
+        }
         Ok(Called::Answered(changed))
     }
 

@@ -327,10 +327,15 @@ impl Audit {
         let request_body = self.body.take();
         let omit_managed = self.decision.omit_managed_fields;
         let level = self.decision.level;
-        let annotations = self.annotations.take();
+        let (annotations, request_annotations) = self.annotations.take();
         self.with_event(|e| {
             for (k, v) in annotations {
                 e.annotations.entry(k).or_insert(v);
+            }
+            if level >= Level::Request {
+                for (k, v) in request_annotations {
+                    e.annotations.entry(k).or_insert(v);
+                }
             }
             e.response_status = Some(response_status(code, parsed.as_ref().filter(|_| is_status)));
             let request_object = request_body;
