@@ -278,6 +278,13 @@ async fn mutating_webhooks_run_in_order_each_seeing_the_last_patch() {
             .all(|r| r["review"]["request"]["name"] != "skip-me")
     );
 
+    // The skip is counted, as upstream's match-condition metrics do.
+    let metrics = f.server.kubectl_ok(&["get", "--raw", "/metrics"]);
+    assert!(
+        metrics.contains("apiserver_admission_match_condition_exclusions_total{kind=\"webhook\",name=\"adding-configmap-data-stage-1.k8s.io\",operation=\"CREATE\",type=\"admit\"} 1"),
+        "{metrics}"
+    );
+
     // Namespace lifecycle comes first: a write into a missing namespace is a
     // 404 and no webhook hears of it.
     let missing: Api<ConfigMap> = Api::namespaced(f.server.client().await.unwrap(), "missing");

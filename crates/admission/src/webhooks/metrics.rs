@@ -3,7 +3,8 @@
 //! (`apiserver_admission_webhook_request_total`,
 //! `apiserver_admission_webhook_admission_duration_seconds`), rejections
 //! (`apiserver_admission_webhook_rejection_count`) and calls failed open
-//! (`apiserver_admission_webhook_fail_open_count`).
+//! (`apiserver_admission_webhook_fail_open_count`), and match conditions'
+//! errors, exclusions and time (`apiserver_admission_match_condition_*`).
 
 use std::time::Duration;
 
@@ -29,6 +30,53 @@ static FAIL_OPEN: Family = Family {
     help: "Admission webhook fail open count, identified by name and broken out for each admission type (validating or admit).",
     buckets: None,
 };
+
+static CONDITION_ERRORS: Family = Family {
+    name: "apiserver_admission_match_condition_evaluation_errors_total",
+    help: "Admission match condition evaluation errors count, identified by name of resource containing the match condition and broken out for each kind containing matchConditions (webhook or policy), operation and admission type (validate or admit).",
+    buckets: None,
+};
+static CONDITION_EXCLUSIONS: Family = Family {
+    name: "apiserver_admission_match_condition_exclusions_total",
+    help: "Admission match condition evaluation exclusions count, identified by name of resource containing the match condition and broken out for each kind containing matchConditions (webhook or policy), operation and admission type (validate or admit).",
+    buckets: None,
+};
+static CONDITION_SECONDS: Family = Family {
+    name: "apiserver_admission_match_condition_evaluation_seconds",
+    help: "Admission match condition evaluation time in seconds, identified by name and broken out for each kind containing matchConditions (webhook or policy), operation and type (validate or admit).",
+    buckets: Some(&[0.001, 0.005, 0.01, 0.025, 0.1, 0.2, 0.25]),
+};
+
+/// How a webhook's match conditions came out, for the metrics.
+pub struct Conditions<'a> {
+    pub name: &'a str,
+    pub mutating: bool,
+    pub operation: &'static str,
+    pub elapsed: Duration,
+    pub errors: usize,
+    /// A condition was false: the webhook was not called.
+    pub excluded: bool,
+}
+
+/// Match conditions' metrics (`type` is `validate` or `admit` here).
+pub fn observe_conditions(metrics: &Metrics, c: &Conditions<'_>) {
+    let ty = if c.mutating { "admit" } else { "validate" };
+    let labels = || {
+        labels(&[
+            ("name", c.name),
+            ("kind", "webhook"),
+            ("type", ty),
+            ("operation", c.operation),
+        ])
+    };
+    for _ in 0..c.errors {
+        metrics.inc(&CONDITION_ERRORS, labels());
+    }
+    if c.excluded {
+        metrics.inc(&CONDITION_EXCLUSIONS, labels());
+    }
+    metrics.observe(&CONDITION_SECONDS, labels(), c.elapsed);
+}
 
 /// `validating` or `admit` (upstream's `type` label).
 fn type_label(mutating: bool) -> &'static str {

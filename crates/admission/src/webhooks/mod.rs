@@ -298,12 +298,18 @@ impl Webhooks {
 
     /// Whether `hook`'s match conditions let it be called; an error when one
     /// fails to evaluate and none is false (upstream: 403 unless ignored).
-    fn conditions_hold(&self, hook: &Hook, a: &Attributes<'_>) -> Result<bool, StatusError> {
+    fn conditions_hold(
+        &self,
+        hook: &Hook,
+        mutating: bool,
+        a: &Attributes<'_>,
+    ) -> Result<bool, StatusError> {
         let conditions = match &hook.conditions {
             Ok(c) if c.is_empty() => return Ok(true),
             Ok(c) => c,
             Err(e) => return self.condition_error(hook, a, e.clone()),
         };
+        let started = Instant::now();
         let request = request_variable(a);
         let mut bindings = Bindings::default();
         bindings.bind("object", a.object);
@@ -314,6 +320,7 @@ impl Webhooks {
             bindings.bind_authorizer("authorizer", authorize);
         }
         let mut errors = Vec::new();
+        let mut excluded = false;
         for condition in conditions {
             match condition
                 .expression
@@ -321,7 +328,10 @@ impl Webhooks {
                 .map(|v| v.as_bool())
             {
                 Ok(Some(true)) => {}
-                Ok(Some(false)) => return Ok(false),
+                Ok(Some(false)) => {
+                    excluded = true;
+                    break;
+                }
                 Ok(None) => errors.push(format!(
                     "expression '{}' resulted in error: must evaluate to bool",
                     condition.source
@@ -332,10 +342,25 @@ impl Webhooks {
                 )),
             }
         }
-        match errors.len() {
-            0 => Ok(true),
-            1 => self.condition_error(hook, a, errors.remove(0)),
-            _ => self.condition_error(hook, a, format!("[{}]", errors.join(", "))),
+        if let Some(caller) = self.caller.get() {
+            metrics::observe_conditions(
+                &caller.metrics,
+                &metrics::Conditions {
+                    name: &hook.name,
+                    mutating,
+                    operation: a.operation.as_str(),
+                    elapsed: started.elapsed(),
+                    errors: errors.len(),
+                    excluded,
+                },
+            );
+        }
+        // Any false condition skips the webhook, whatever failed to evaluate.
+        match (excluded, errors.len()) {
+            (true, _) => Ok(false),
+            (false, 0) => Ok(true),
+            (false, 1) => self.condition_error(hook, a, errors.remove(0)),
+            (false, _) => self.condition_error(hook, a, format!("[{}]", errors.join(", "))),
         }
     }
 
@@ -365,7 +390,7 @@ impl Webhooks {
         let Some((version, kind)) = self.select(hook, a, namespace)? else {
             return Ok(Called::Skipped);
         };
-        if !self.conditions_hold(hook, a)? {
+        if !self.conditions_hold(hook, mutating, a)? {
             return Ok(Called::Skipped);
         }
         if a.ctx.dry_run {
