@@ -145,25 +145,35 @@ async fn custom_resources_are_converted_on_every_read_and_write() {
     );
     assert_eq!(field(&read, "hostPort"), None);
 
-    // Created at v2: stored at v1.
-    v2.create(
-        &PostParams::default(),
-        &object(
-            group,
-            "v2",
-            "cr-instance-2",
-            json!({"host": "example.com", "port": "443"}),
-        ),
-    )
-    .await
-    .unwrap();
+    // Created at v2: stored at v1, and read back to v2 for the answer (two
+    // reviews, as upstream).
+    let before = hooks.requests_to("/crdconvert").len();
+    let created = v2
+        .create(
+            &PostParams::default(),
+            &object(
+                group,
+                "v2",
+                "cr-instance-2",
+                json!({"host": "example.com", "port": "443"}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(field(&created, "host"), Some("example.com"));
+    let desired: Vec<Value> = hooks.requests_to("/crdconvert")[before..]
+        .iter()
+        .map(|r| r["review"]["request"]["desiredAPIVersion"].clone())
+        .collect();
+    assert_eq!(desired, ["stable.example.com/v1", "stable.example.com/v2"]);
     assert_eq!(
         field(&v1.get("cr-instance-2").await.unwrap(), "hostPort"),
         Some("example.com:443")
     );
 
     // A list at v2 converts the items it has not presented before in one
-    // review (cr-instance-1 was, by the get above).
+    // review (cr-instance-1 and cr-instance-2 were, by the get and the
+    // create above).
     for name in ["batch-1", "batch-2"] {
         v1.create(
             &PostParams::default(),
@@ -195,7 +205,7 @@ async fn custom_resources_are_converted_on_every_read_and_write() {
         .iter()
         .map(|o| o["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["batch-1", "batch-2", "cr-instance-2"]);
+    assert_eq!(names, ["batch-1", "batch-2"]);
     // Listed again: presented already, no review.
     v2.list(&ListParams::default()).await.unwrap();
     assert_eq!(hooks.requests_to("/crdconvert").len(), before + 1);
@@ -394,10 +404,18 @@ async fn a_failing_conversion_webhook_fails_only_its_crds_other_versions() {
         "{resources}"
     );
 
-    // A webhook that cannot be reached at all: bounded, and the same containment.
+    // A webhook that cannot be reached at all: bounded, and the same
+    // containment, for an object never read at v2 (those read are cached).
+    api(&client, good, "v1")
+        .create(
+            &PostParams::default(),
+            &object(good, "v1", "unread", json!({"hostPort": "u:3"})),
+        )
+        .await
+        .unwrap();
     drop(hooks);
     let started = std::time::Instant::now();
-    let status = api_error(other.get("fine").await.unwrap_err());
+    let status = api_error(other.get("unread").await.unwrap_err());
     assert!(started.elapsed() < std::time::Duration::from_secs(31));
     assert_eq!(status.code, 500);
     assert!(status.message.starts_with("conversion webhook for good.example.com/v1, Kind=E2eTestCrd failed: Post \"https://e2e-test-crd-conversion-webhook.webhooks.svc:443/crdconvert\": "), "{status:?}");

@@ -254,21 +254,42 @@ impl GenericStore {
             .collect())
     }
 
-    /// The stored bytes for a served object (converted to the storage
-    /// version when it is written in another).
-    async fn encode(&self, obj: &Value) -> Result<bytes::Bytes> {
+    /// The stored bytes for a served object, and its stored form when a
+    /// converter made it (written in another version than the storage one).
+    async fn encode(&self, obj: &Value) -> Result<(bytes::Bytes, Option<Value>)> {
         if let Some(converter) = &self.rtype.converter
             && meta::api_version(obj) != converter.storage_api_version()
         {
             let storage_version = converter.storage_api_version().to_string();
             let mut converted = converter.convert(vec![obj], &storage_version).await?;
             let stored = converted.pop().unwrap_or(Value::Null);
-            return Ok(encode_for_storage(&stored));
+            return Ok((encode_for_storage(&stored), Some(stored)));
         }
-        Ok(match self.rtype.strategy.to_storage(obj) {
+        let bytes = match self.rtype.strategy.to_storage(obj) {
             Some(converted) => encode_for_storage(&converted),
             None => encode_for_storage(obj),
-        })
+        };
+        Ok((bytes, None))
+    }
+
+    /// What a write answers: the object as written at `revision`. One a
+    /// converter stored in another version is read back through it, as
+    /// upstream decodes the stored object for its answer (the presentation
+    /// is then cached for later reads).
+    async fn answer(
+        &self,
+        key: &str,
+        revision: i64,
+        served: Value,
+        stored: Option<Value>,
+    ) -> Result<Arc<Object>> {
+        match stored {
+            Some(stored) => {
+                let stored = self.written(key, revision, stored);
+                self.present(&stored).await
+            }
+            None => Ok(self.written(key, revision, served)),
+        }
     }
 
     /// Whether `obj` (served) is also its stored form.
@@ -564,12 +585,13 @@ impl GenericStore {
             }
             return Ok(Arc::new(Object::new(obj)));
         }
+        let (bytes, stored) = self.encode(&obj).await?;
         let revision = self
             .storage
-            .create(&key, self.encode(&obj).await?)
+            .create(&key, bytes)
             .await
             .map_err(|e| self.storage_error(e, &name))?;
-        Ok(self.written(&key, revision, obj))
+        self.answer(&key, revision, obj, stored).await
     }
 
     /// The object as written at `revision`, shared with the watch cache so the
@@ -730,22 +752,23 @@ impl GenericStore {
             }
             let finalized =
                 meta::deletion_timestamp(&new).is_some() && !self.deletion_pending(&new);
+            let mut stored = None;
             let result = if finalized {
                 self.storage
                     .delete(&key, Some(current.mod_revision))
                     .await
                     .map(|(rev, _)| rev)
             } else {
-                self.storage
-                    .update(&key, self.encode(&new).await?, current.mod_revision)
-                    .await
+                let (bytes, stored_form) = self.encode(&new).await?;
+                stored = stored_form;
+                self.storage.update(&key, bytes, current.mod_revision).await
             };
             match result {
                 Ok(revision) if finalized => {
                     meta::set_resource_version(&mut new, revision);
                     return Ok(Arc::new(Object::new(new)));
                 }
-                Ok(revision) => return Ok(self.written(&key, revision, new)),
+                Ok(revision) => return self.answer(&key, revision, new, stored).await,
                 Err(storage::Error::Conflict {
                     current: Some(kv), ..
                 }) => {
@@ -879,7 +902,7 @@ impl GenericStore {
                 }
                 match self
                     .storage
-                    .update(&key, self.encode(&pending).await?, current.mod_revision)
+                    .update(&key, self.encode(&pending).await?.0, current.mod_revision)
                     .await
                 {
                     Ok(rev) => {
