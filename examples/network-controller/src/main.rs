@@ -42,7 +42,7 @@ struct Args {
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
-    /// Print the CRD as YAML and exit (for `kubectl apply -f -`).
+    /// Print the CRD as JSON and exit (for `kubectl apply -f -`).
     #[arg(long)]
     print_crd: bool,
     /// Serve a validating admission webhook for Networks on this address
