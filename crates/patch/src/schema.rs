@@ -85,19 +85,24 @@ pub trait PatchMeta {
 /// A tree of [`FieldMeta`] keyed by field name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PatchSchema {
-    fields: BTreeMap<String, SchemaNode>,
+    pub(crate) fields: BTreeMap<String, SchemaNode>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct SchemaNode {
-    meta: FieldMeta,
-    children: PatchSchema,
+pub(crate) struct SchemaNode {
+    pub(crate) meta: FieldMeta,
+    pub(crate) children: PatchSchema,
 }
 
 impl PatchSchema {
     /// An empty schema: every map merges, every list is atomic.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether nothing is declared.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
     }
 
     /// Declares `meta` for the dotted `path`.
@@ -216,32 +221,13 @@ pub fn common_schema() -> PatchSchema {
         .list("status.conditions", Strategy::Merge, "type")
 }
 
-/// The patch metadata of the built-in types kubext serves, from the
-/// `patchStrategy`/`patchMergeKey` tags in k8s.io/api v0.32:
-///
-/// | type | tagged fields |
-/// |---|---|
-/// | every type | `metadata.finalizers` (set), `metadata.ownerReferences` (key `uid`), `status.conditions` (key `type`) |
-/// | core/v1 ServiceAccount | `secrets` (key `name`); `imagePullSecrets` is untagged, so atomic |
-/// | core/v1 Service | `spec.ports` (key `port`) |
-/// | core/v1 Namespace | `spec.finalizers` is untagged, so atomic |
-/// | core/v1 ConfigMap, Secret, Endpoints, Event; discovery.k8s.io/v1 EndpointSlice; coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event | none (lists atomic) |
-///
-/// Unknown kinds get [`common_schema`]. Note that kube-apiserver refuses
-/// strategic merge patch for custom resources with 415; that check belongs
-/// to the caller.
-pub fn builtin_schema(group: &str, kind: &str) -> PatchSchema {
-    let common = common_schema();
-    match (group, kind) {
-        ("", "ServiceAccount") => common
-            .list("secrets", Strategy::Merge, "name")
-            .atomic("imagePullSecrets"),
-        ("", "Service") => common.list("spec.ports", Strategy::Merge, "port"),
-        ("", "Namespace") => common.atomic("spec.finalizers"),
-        ("", "Endpoints") => common.atomic("subsets"),
-        ("discovery.k8s.io", "EndpointSlice") => common.atomic("endpoints").atomic("ports"),
-        _ => common,
-    }
+/// The patch metadata of built-in kind `group/version/kind`, from the
+/// `x-kubernetes-*` extensions of kube-apiserver 1.33's OpenAPI (see
+/// [`crate::builtin`]); kinds it does not know get [`common_schema`]. Note
+/// that kube-apiserver refuses strategic merge patch for custom resources
+/// with 415; that check belongs to the caller.
+pub fn builtin_schema(group: &str, version: &str, kind: &str) -> PatchSchema {
+    crate::builtin::schema_of_kind(group, version, kind).unwrap_or_else(common_schema)
 }
 
 #[cfg(test)]
@@ -265,21 +251,19 @@ mod tests {
 
     #[test]
     fn builtins_carry_object_meta() {
-        let svc = builtin_schema("", "Service");
+        let svc = builtin_schema("", "v1", "Service");
         assert_eq!(
             svc.lookup(&["metadata", "finalizers"]),
             FieldMeta::merge("")
         );
-        assert_eq!(
-            svc.lookup(&["metadata", "ownerReferences"]),
-            FieldMeta::merge("uid")
-        );
-        assert_eq!(svc.lookup(&["spec", "ports"]), FieldMeta::merge("port"));
-        assert_eq!(
-            svc.lookup(&["status", "conditions"]),
-            FieldMeta::merge("type")
-        );
-        let ns = builtin_schema("", "Namespace");
+        let owners = svc.lookup(&["metadata", "ownerReferences"]);
+        assert_eq!(owners.merge_key.as_deref(), Some("uid"));
+        assert_eq!(owners.strategy, Some(Strategy::Merge));
+        let ports = svc.lookup(&["spec", "ports"]);
+        assert_eq!(ports.merge_key.as_deref(), Some("port"));
+        let conditions = svc.lookup(&["status", "conditions"]);
+        assert_eq!(conditions.merge_key.as_deref(), Some("type"));
+        let ns = builtin_schema("", "v1", "Namespace");
         assert_eq!(ns.lookup(&["spec", "finalizers"]), FieldMeta::default());
     }
 

@@ -164,7 +164,7 @@ proptest! {
         doc in object(true),
         patch in json_value(true),
     ) {
-        let schema = builtin_schema("", "Service")
+        let schema = builtin_schema("", "v1", "Service")
             .list("a", kubext_patch::Strategy::Merge, "name")
             .set("b")
             .set("metadata.finalizers");

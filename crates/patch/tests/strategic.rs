@@ -67,8 +67,8 @@ fn malformed(msg: &str) -> Want {
 
 #[allow(clippy::too_many_lines)]
 fn cases() -> Vec<Case> {
-    let cm_schema = || builtin_schema("", "ConfigMap");
-    let svc_schema = || builtin_schema("", "Service");
+    let cm_schema = || builtin_schema("", "v1", "ConfigMap");
+    let svc_schema = || builtin_schema("", "v1", "Service");
     let c = |name, schema, doc, patch, want| Case {
         name,
         schema,
@@ -376,21 +376,21 @@ fn cases() -> Vec<Case> {
         ),
         c(
             "atomic list (Endpoints subsets) is replaced",
-            builtin_schema("", "Endpoints"),
+            builtin_schema("", "v1", "Endpoints"),
             json!({"subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
             json!({"subsets": [{"addresses": [{"ip": "10.0.0.2"}]}]}),
             Want::Doc(json!({"subsets": [{"addresses": [{"ip": "10.0.0.2"}]}]})),
         ),
         c(
             "EndpointSlice lists are atomic",
-            builtin_schema("discovery.k8s.io", "EndpointSlice"),
+            builtin_schema("discovery.k8s.io", "v1", "EndpointSlice"),
             json!({"endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]}),
             json!({"endpoints": [{"addresses": ["10.0.0.2"]}]}),
             Want::Doc(json!({"endpoints": [{"addresses": ["10.0.0.2"]}], "ports": [{"port": 80}]})),
         ),
         c(
             "ServiceAccount secrets merge by name, imagePullSecrets are atomic",
-            builtin_schema("", "ServiceAccount"),
+            builtin_schema("", "v1", "ServiceAccount"),
             json!({"secrets": [{"name": "a"}], "imagePullSecrets": [{"name": "p"}]}),
             json!({"secrets": [{"name": "b"}], "imagePullSecrets": [{"name": "q"}]}),
             Want::Doc(
@@ -399,14 +399,14 @@ fn cases() -> Vec<Case> {
         ),
         c(
             "Namespace spec.finalizers are atomic",
-            builtin_schema("", "Namespace"),
+            builtin_schema("", "v1", "Namespace"),
             json!({"spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
             json!({"spec": {"finalizers": []}}),
             Want::Doc(json!({"spec": {"finalizers": []}, "status": {"phase": "Active"}})),
         ),
         c(
             "Lease spec scalars",
-            builtin_schema("coordination.k8s.io", "Lease"),
+            builtin_schema("coordination.k8s.io", "v1", "Lease"),
             json!({"spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}),
             json!({"spec": {"holderIdentity": "b", "renewTime": "2024-01-01T00:00:00.000000Z"}}),
             Want::Doc(json!({"spec": {
@@ -504,7 +504,7 @@ fn table() {
 
 #[test]
 fn error_statuses() {
-    let schema = builtin_schema("", "ConfigMap");
+    let schema = builtin_schema("", "v1", "ConfigMap");
     let doc = cm(json!({"name": "x", "finalizers": ["a"]}));
     let status = |patch: Value| {
         strategic::apply(&doc, &patch, &schema)
@@ -521,7 +521,7 @@ fn error_statuses() {
 
 #[test]
 fn bytes_entry_point() {
-    let schema = builtin_schema("", "ConfigMap");
+    let schema = builtin_schema("", "v1", "ConfigMap");
     let doc = cm(json!({"name": "x"}));
     assert!(matches!(
         strategic::apply_slice(&doc, b"{", &schema),

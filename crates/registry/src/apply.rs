@@ -655,7 +655,7 @@ mod tests {
 
     #[test]
     fn configmap_scenarios() {
-        let schema = patch::builtin_schema("", "ConfigMap");
+        let schema = patch::builtin_schema("", "v1", "ConfigMap");
         let cases = vec![
             Case {
                 name: "create via apply",
@@ -1023,7 +1023,7 @@ mod tests {
 
     #[test]
     fn associative_list_scenarios() {
-        let schema = patch::builtin_schema("", "Service");
+        let schema = patch::builtin_schema("", "v1", "Service");
         run(Case {
             name: "service ports by key",
             schema,
@@ -1097,7 +1097,7 @@ mod tests {
 
     #[test]
     fn set_list_scenarios() {
-        let schema = patch::builtin_schema("", "ConfigMap");
+        let schema = patch::builtin_schema("", "v1", "ConfigMap");
         let with_finalizers = |f: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "finalizers": f}});
         let owns = |items: &[&str]| {
             let m: Map<String, Value> = items
@@ -1143,7 +1143,7 @@ mod tests {
 
     #[test]
     fn objects_without_managed_fields_start_with_before_first_apply() {
-        let schema = patch::builtin_schema("", "ConfigMap");
+        let schema = patch::builtin_schema("", "v1", "ConfigMap");
         let live = cm(json!({"a": "1"}));
         let err = apply(
             Some(&live),
@@ -1178,7 +1178,7 @@ mod tests {
 
     #[test]
     fn times_and_versions() {
-        let schema = patch::builtin_schema("", "ConfigMap");
+        let schema = patch::builtin_schema("", "v1", "ConfigMap");
         let first = apply(
             None,
             &cm(json!({"a": "1"})),

@@ -1130,9 +1130,9 @@ impl<'a> Writer<'a> {
 /// `manager` through the main resource, with list ownership from the object's
 /// built-in patch schema (`patch::builtin_schema` of its group and kind).
 pub fn record_update(obj: &mut Value, old: Option<&Value>, manager: &str, api_version: &str) {
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let kind = apimachinery::meta::kind(obj).to_string();
-    let schema = patch::builtin_schema(group, &kind);
+    let schema = patch::builtin_schema(group, version, &kind);
     record_update_with_schema(obj, old, manager, api_version, &schema);
 }
 
@@ -1200,7 +1200,7 @@ mod tests {
     use patch::PatchSchema;
 
     fn service_schema() -> PatchSchema {
-        patch::builtin_schema("", "Service")
+        patch::builtin_schema("", "v1", "Service")
     }
 
     #[test]
@@ -1238,9 +1238,11 @@ mod tests {
         record_update_with_schema(&mut obj, None, "kubectl-create", "v1", &service_schema());
         assert_eq!(
             obj["metadata"]["managedFields"][0]["fieldsV1"],
+            // `selector` is an atomic map (upstream's `+mapType=atomic`):
+            // owned whole.
             json!({"f:spec":{
                 "f:ports":{".":{},"k:{\"port\":80}":{".":{},"f:name":{},"f:port":{}}},
-                "f:selector":{".":{},"f:app":{}}
+                "f:selector":{}
             }})
         );
     }

@@ -409,7 +409,7 @@ impl ResourceType {
             openapi_schema: None,
             refuse_create: None,
             structured: true,
-            patch_schema: patch::builtin_schema(group, kind),
+            patch_schema: patch::builtin_schema(group, version, kind),
             deprecation_warning: None,
             scale: None,
             verbs: ALL_VERBS,
