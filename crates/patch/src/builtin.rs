@@ -3,56 +3,70 @@
 //! extensions of kube-apiserver 1.33's OpenAPI (`data/`, extracted from
 //! upstream's `api/openapi-spec/swagger.json`), walked from a kind's
 //! definition into a [`PatchSchema`]. Adding a kind needs no code here.
+//! The data stays undecoded but for an index; definitions are decoded while
+//! a kind is walked.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::schema::{ANY_FIELD, FieldMeta, PatchSchema, SchemaNode, Strategy};
 
 const DATA: &str = include_str!("../data/builtin-patch-metadata.json");
 
+/// The data, indexed without being decoded: definitions are decoded when a
+/// kind's schema is walked, so only the built schemas stay in memory.
 struct Data {
     /// `group/version/Kind` → definition name.
-    kinds: Map<String, Value>,
-    definitions: Map<String, Value>,
+    kinds: HashMap<&'static str, &'static str>,
+    definitions: HashMap<&'static str, &'static RawValue>,
+}
+
+#[derive(serde::Deserialize)]
+struct Document {
+    #[serde(rename = "_kinds", borrow)]
+    kinds: HashMap<&'static str, &'static str>,
+    #[serde(borrow)]
+    definitions: HashMap<&'static str, &'static RawValue>,
 }
 
 fn data() -> &'static Data {
-    static DATA_PARSED: OnceLock<Data> = OnceLock::new();
-    DATA_PARSED.get_or_init(|| {
-        let mut all: Map<String, Value> = serde_json::from_str(DATA).unwrap_or_default();
-        let take = |all: &mut Map<String, Value>, key: &str| match all.remove(key) {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        Data {
-            kinds: take(&mut all, "_kinds"),
-            definitions: take(&mut all, "definitions"),
-        }
+    static INDEX: OnceLock<Data> = OnceLock::new();
+    INDEX.get_or_init(|| match serde_json::from_str::<Document>(DATA) {
+        Ok(d) => Data {
+            kinds: d.kinds,
+            definitions: d.definitions,
+        },
+        Err(_) => Data {
+            kinds: HashMap::new(),
+            definitions: HashMap::new(),
+        },
     })
 }
 
-/// The schema of `group/version/kind`, built once; `None` for kinds the
-/// data does not know.
+/// A definition's properties, decoded.
+fn properties(definition: &str) -> Option<Map<String, Value>> {
+    let raw = data().definitions.get(definition)?;
+    match serde_json::from_str::<Value>(raw.get()).ok()? {
+        Value::Object(mut d) => match d.remove("properties") {
+            Some(Value::Object(p)) => Some(p),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The schema of `group/version/kind` (built when asked: a resource type
+/// keeps its own); `None` for kinds the data does not know.
 pub fn schema_of_kind(group: &str, version: &str, kind: &str) -> Option<PatchSchema> {
-    static BUILT: OnceLock<parking_lot::Mutex<HashMap<String, Arc<PatchSchema>>>> = OnceLock::new();
     // The data names the core group `core`.
     let group = if group.is_empty() { "core" } else { group };
-    let key = format!("{group}/{version}/{kind}");
-    let built = BUILT.get_or_init(Default::default);
-    if let Some(schema) = built.lock().get(&key) {
-        return Some((**schema).clone());
-    }
-    let data = data();
-    let definition = data
+    let definition = data()
         .kinds
-        .get(&key)
-        .and_then(Value::as_str)?;
-    let schema = Arc::new(walk(&data.definitions, definition, &mut Vec::new()));
-    built.lock().insert(key, schema.clone());
-    Some((*schema).clone())
+        .get(format!("{group}/{version}/{kind}").as_str())?;
+    Some(walk(definition, &mut Vec::new()))
 }
 
 /// A field's metadata from its extensions.
@@ -85,27 +99,23 @@ fn field_meta(property: &Map<String, Value>) -> FieldMeta {
 
 /// The schema under `definition`, keeping only the fields with metadata or
 /// with some below them. `path` guards against recursive definitions.
-fn walk(definitions: &Map<String, Value>, definition: &str, path: &mut Vec<String>) -> PatchSchema {
+fn walk(definition: &str, path: &mut Vec<String>) -> PatchSchema {
     let mut schema = PatchSchema::new();
     if path.iter().any(|d| d == definition) {
         return schema;
     }
-    let Some(properties) = definitions
-        .get(definition)
-        .and_then(|d| d.get("properties"))
-        .and_then(Value::as_object)
-    else {
+    let Some(properties) = properties(definition) else {
         return schema;
     };
     path.push(definition.to_string());
-    for (field, property) in properties {
+    for (field, property) in &properties {
         let Some(property) = property.as_object() else {
             continue;
         };
         let meta = field_meta(property);
         let reference = |k: &str| property.get(k).and_then(Value::as_str);
         let children = if let Some(values) = reference("additionalProperties") {
-            let below = walk(definitions, values, path);
+            let below = walk(values, path);
             let mut children = PatchSchema::new();
             if !below.is_empty() {
                 children.fields.insert(
@@ -118,7 +128,7 @@ fn walk(definitions: &Map<String, Value>, definition: &str, path: &mut Vec<Strin
             }
             children
         } else if let Some(next) = reference("$ref").or_else(|| reference("items")) {
-            walk(definitions, next, path)
+            walk(next, path)
         } else {
             PatchSchema::new()
         };
