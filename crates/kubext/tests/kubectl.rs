@@ -312,3 +312,41 @@ fn kubectl_versions_1_27_to_1_33() {
         run(&["delete", "configmap", &name], None);
     }
 }
+
+/// Built-in kinds' patch metadata comes from upstream's OpenAPI: a Service's
+/// `spec.selector` is an atomic map (`+mapType=atomic`), owned whole by
+/// server-side apply.
+#[test]
+fn server_side_apply_owns_a_service_selector_whole() {
+    let server = server();
+    let manifest = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec:\n  selector: {app: web}\n  ports: [{port: 80, protocol: TCP}]\n";
+    let out = server.kubectl_with_stdin(
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=tester",
+            "-f",
+            "-",
+        ],
+        Some(manifest),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svc: serde_json::Value = serde_json::from_str(&server.kubectl_ok(&[
+        "get",
+        "service",
+        "web",
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ]))
+    .unwrap();
+    let entry = svc["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "tester")
+        .unwrap()
+        .clone();
+    let spec = &entry["fieldsV1"]["f:spec"];
+    assert_eq!(spec["f:selector"], serde_json::json!({}), "{entry}");
+}

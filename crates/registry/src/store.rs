@@ -207,6 +207,10 @@ impl GenericStore {
     /// served version, shared by get, list and watch. Objects served as
     /// stored are shared as they are.
     pub async fn present(&self, obj: &Arc<Object>) -> Result<Arc<Object>> {
+        // Most objects are served as stored: no allocation on that path.
+        if !self.rtype.strategy.converts_on_read(&obj.value) {
+            return Ok(obj.clone());
+        }
         let mut presented = self.present_all(std::slice::from_ref(obj)).await?;
         Ok(presented.pop().unwrap_or_else(|| obj.clone()))
     }
@@ -226,8 +230,8 @@ impl GenericStore {
                 }
             })
             .collect();
-        let served_api_version = self.rtype.api_version();
         if let Some(converter) = &self.rtype.converter {
+            let served_api_version = self.rtype.api_version();
             let outside: Vec<usize> = (0..objects.len())
                 .filter(|&i| {
                     presented[i].is_none()
