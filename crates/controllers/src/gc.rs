@@ -18,12 +18,14 @@ use registry::options::{DeleteOptions, PropagationPolicy};
 use serde_json::{Value, json};
 use storage::{WatchItem, WatchStart};
 
+use crate::runtime::WorkQueue;
 use crate::{Resources, system_context};
 
 const MANAGER: &str = "kubext-garbage-collector";
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
 const RETRY: Duration = Duration::from_millis(500);
+const MAX_RETRY: Duration = Duration::from_secs(30);
 
 /// What the collector knows of one object: kept small, as there is one per object
 /// in the store.
@@ -314,63 +316,43 @@ impl<R: Resources> GarbageCollector<R> {
             .await
             .map_err(|e| e.to_string())?;
         let mut graph = Graph::default();
-        let mut pending: HashSet<String> = HashSet::new();
+        // Uids to look at; failures come back after their backoff.
+        let queue = WorkQueue::new(RETRY, MAX_RETRY);
         for item in std::mem::take(&mut watcher.initial) {
-            pending.extend(apply(&mut graph, item));
+            apply(&mut graph, item)
+                .into_iter()
+                .for_each(|uid| queue.add(uid));
         }
-        // Failed uids with their attempt count and when to try again.
-        let mut retry: HashMap<String, (u32, tokio::time::Instant)> = HashMap::new();
         loop {
-            // Act once the queue is drained, so a burst is looked at once.
-            if !pending.is_empty() {
-                let uids = std::mem::take(&mut pending);
-                let failed = self.act(&graph, &uids).await;
-                for uid in uids {
-                    if !failed.contains(&uid) {
-                        retry.remove(&uid);
-                    }
-                }
-                for uid in failed {
-                    let attempts = retry.get(&uid).map_or(0, |(n, _)| *n) + 1;
-                    retry.insert(
-                        uid,
-                        (attempts, tokio::time::Instant::now() + backoff(attempts)),
-                    );
-                }
-            }
-            let wake = retry
-                .values()
-                .map(|(_, due)| *due)
-                .min()
-                .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 item = watcher.events.recv() => {
                     let Some(item) = item else { return Err("watch closed".into()) };
-                    pending.extend(apply(&mut graph, item));
-                    while let Ok(item) = watcher.events.try_recv() {
-                        pending.extend(apply(&mut graph, item));
+                    // Take in the whole burst before acting, so it is looked at once.
+                    let mut next = Some(item);
+                    while let Some(item) = next {
+                        apply(&mut graph, item).into_iter().for_each(|uid| queue.add(uid));
+                        next = watcher.events.try_recv().ok();
                     }
                 }
-                _ = tokio::time::sleep_until(wake) => {
-                    let now = tokio::time::Instant::now();
-                    pending.extend(retry.iter().filter(|(_, (_, due))| *due <= now).map(|(uid, _)| uid.clone()));
-                }
+                uid = queue.next() => match self.act(&graph, &uid).await {
+                    Ok(()) => queue.done(&uid),
+                    Err(error) => {
+                        let delay = queue.retry(uid);
+                        tracing::warn!(%error, ?delay, "garbage collection step failed; retrying");
+                    }
+                },
             }
         }
     }
 
-    /// Carry out the decisions for `uids`; returns those that failed.
-    async fn act(&self, graph: &Graph, uids: &HashSet<String>) -> HashSet<String> {
-        let mut failed = HashSet::new();
-        for uid in uids {
-            for action in graph.decide(uid) {
-                if let Err(e) = self.execute(graph, &action).await {
-                    tracing::warn!(?action, error = %e, "garbage collection step failed; retrying");
-                    failed.insert(uid.clone());
-                }
-            }
+    /// Carry out the decisions for `uid`.
+    async fn act(&self, graph: &Graph, uid: &str) -> Result<(), String> {
+        for action in graph.decide(uid) {
+            self.execute(graph, &action)
+                .await
+                .map_err(|e| format!("{action:?}: {e}"))?;
         }
-        failed
+        Ok(())
     }
 
     async fn execute(&self, graph: &Graph, action: &Action) -> Result<(), String> {
@@ -453,9 +435,6 @@ impl<R: Resources> GarbageCollector<R> {
 }
 
 /// 0.5 s, doubling per failed attempt, at most 30 s.
-fn backoff(attempts: u32) -> Duration {
-    (RETRY * 2u32.saturating_pow(attempts.saturating_sub(1).min(6))).min(Duration::from_secs(30))
-}
 
 /// Apply one event to the graph; the uids to look at again.
 fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {

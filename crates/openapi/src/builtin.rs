@@ -4,8 +4,9 @@
 use std::sync::OnceLock;
 
 use k8s_openapi::api::{
-    admissionregistration, authentication, authorization, coordination, core::v1 as core,
-    discovery, events, rbac,
+    admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates,
+    coordination, core::v1 as core, discovery, events, flowcontrol, networking, node, policy, rbac,
+    scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -89,6 +90,57 @@ impl Roots {
     }
 }
 
+/// The kinds of registry's built-in kinds table (`data/builtin-kinds.tsv`).
+fn table_kinds(roots: &mut Roots) {
+    roots.kind::<core::LimitRange>("", "v1", "LimitRange");
+    roots.kind::<core::Node>("", "v1", "Node");
+    roots.kind::<core::PersistentVolumeClaim>("", "v1", "PersistentVolumeClaim");
+    roots.kind::<core::PersistentVolume>("", "v1", "PersistentVolume");
+    roots.kind::<core::Pod>("", "v1", "Pod");
+    roots.kind::<core::PodTemplate>("", "v1", "PodTemplate");
+    roots.kind::<core::ReplicationController>("", "v1", "ReplicationController");
+    roots.kind::<core::ResourceQuota>("", "v1", "ResourceQuota");
+    roots.kind::<apps::v1::ControllerRevision>("apps", "v1", "ControllerRevision");
+    roots.kind::<apps::v1::DaemonSet>("apps", "v1", "DaemonSet");
+    roots.kind::<apps::v1::Deployment>("apps", "v1", "Deployment");
+    roots.kind::<apps::v1::ReplicaSet>("apps", "v1", "ReplicaSet");
+    roots.kind::<apps::v1::StatefulSet>("apps", "v1", "StatefulSet");
+    roots.kind::<autoscaling::v2::HorizontalPodAutoscaler>(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+    );
+    roots.kind::<batch::v1::CronJob>("batch", "v1", "CronJob");
+    roots.kind::<batch::v1::Job>("batch", "v1", "Job");
+    roots.kind::<certificates::v1::CertificateSigningRequest>(
+        "certificates.k8s.io",
+        "v1",
+        "CertificateSigningRequest",
+    );
+    let flowcontrol_group = "flowcontrol.apiserver.k8s.io";
+    roots.kind::<flowcontrol::v1::FlowSchema>(flowcontrol_group, "v1", "FlowSchema");
+    roots.kind::<flowcontrol::v1::PriorityLevelConfiguration>(
+        flowcontrol_group,
+        "v1",
+        "PriorityLevelConfiguration",
+    );
+    let networking_group = "networking.k8s.io";
+    roots.kind::<networking::v1::IngressClass>(networking_group, "v1", "IngressClass");
+    roots.kind::<networking::v1::Ingress>(networking_group, "v1", "Ingress");
+    roots.kind::<networking::v1::IPAddress>(networking_group, "v1", "IPAddress");
+    roots.kind::<networking::v1::NetworkPolicy>(networking_group, "v1", "NetworkPolicy");
+    roots.kind::<networking::v1::ServiceCIDR>(networking_group, "v1", "ServiceCIDR");
+    roots.kind::<node::v1::RuntimeClass>("node.k8s.io", "v1", "RuntimeClass");
+    roots.kind::<policy::v1::PodDisruptionBudget>("policy", "v1", "PodDisruptionBudget");
+    roots.kind::<scheduling::v1::PriorityClass>("scheduling.k8s.io", "v1", "PriorityClass");
+    let storage_group = "storage.k8s.io";
+    roots.kind::<storage::v1::CSIDriver>(storage_group, "v1", "CSIDriver");
+    roots.kind::<storage::v1::CSINode>(storage_group, "v1", "CSINode");
+    roots.kind::<storage::v1::CSIStorageCapacity>(storage_group, "v1", "CSIStorageCapacity");
+    roots.kind::<storage::v1::StorageClass>(storage_group, "v1", "StorageClass");
+    roots.kind::<storage::v1::VolumeAttachment>(storage_group, "v1", "VolumeAttachment");
+}
+
 fn generate() -> Builtin {
     let mut roots = Roots {
         generator: SchemaSettings::draft2020_12().into_generator(),
@@ -164,6 +216,7 @@ fn generate() -> Builtin {
         "v1",
         "CustomResourceDefinition",
     );
+    table_kinds(&mut roots);
     roots.other::<meta::APIResourceList>();
     roots.other::<meta::DeleteOptions>();
     roots.other::<meta::ListMeta>();

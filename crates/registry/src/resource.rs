@@ -132,6 +132,16 @@ impl TableColumn {
         self.priority = 1;
         self
     }
+
+    /// `Age` placed among a type's columns where upstream's printer puts it
+    /// (its cell is the table's, not the type's `row`).
+    pub const fn age() -> Self {
+        TableColumn::new("Age", "string", "")
+    }
+
+    pub fn is_age(&self) -> bool {
+        self.name == "Age" && self.description.is_empty()
+    }
 }
 
 /// Everything the server and generic store need to serve one resource at one version.

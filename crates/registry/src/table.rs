@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resource::ResourceType;
+use crate::resource::{ResourceType, TableColumn};
 
 /// Go's `duration.HumanDuration`, which kubectl's AGE column uses.
 pub fn human_duration(seconds: i64) -> String {
@@ -45,18 +45,29 @@ pub fn column_definitions(rtype: &ResourceType) -> Vec<Value> {
         "name": "Name", "type": "string", "format": "name", "priority": 0,
         "description": "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
     })];
+    let placed = placed_age(rtype);
     let (first, rest) = split_before_wide(rtype);
-    let age = rtype.age_column.then_some(&AGE);
+    let age = (rtype.age_column && placed.is_none()).then_some(&AGE);
     for c in first.iter().chain(age).chain(rest.iter()) {
+        let description = if c.is_age() {
+            AGE.description.as_ref()
+        } else {
+            c.description.as_ref()
+        };
         cols.push(json!({
             "name": c.name, "type": c.type_, "format": c.format,
-            "description": c.description, "priority": c.priority,
+            "description": description, "priority": c.priority,
         }));
     }
     cols
 }
 
-static AGE: crate::resource::TableColumn = crate::resource::TableColumn::new(
+/// Where the type's own columns place `Age` ([`TableColumn::age`]), if they do.
+fn placed_age(rtype: &ResourceType) -> Option<usize> {
+    rtype.columns.iter().position(TableColumn::is_age)
+}
+
+static AGE: TableColumn = TableColumn::new(
     "Age",
     "string",
     "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
@@ -83,20 +94,29 @@ fn split_before_wide(
 pub fn row(rtype: &ResourceType, obj: &Value, include_object: &str) -> Value {
     let mut cells = vec![json!(apimachinery::meta::name(obj))];
     let own = rtype.strategy.row(obj);
-    if !rtype.age_column {
+    let age = || {
+        json!(resource_age(
+            apimachinery::meta::str_field(obj, "creationTimestamp").unwrap_or("")
+        ))
+    };
+    if let Some(at) = placed_age(rtype) {
+        // The type's cells leave out Age; it goes where its columns put it.
+        let mut own = own.into_iter();
+        cells.extend(own.by_ref().take(at));
+        cells.push(age());
+        cells.extend(own);
+    } else if !rtype.age_column {
         cells.extend(own);
     } else {
         let (first, _) = split_before_wide(rtype);
-        let age =
-            resource_age(apimachinery::meta::str_field(obj, "creationTimestamp").unwrap_or(""));
         for (i, cell) in own.into_iter().enumerate() {
             if i == first.len() {
-                cells.push(json!(age));
+                cells.push(age());
             }
             cells.push(cell);
         }
         if cells.len() <= first.len() + 1 {
-            cells.push(json!(age));
+            cells.push(age());
         }
     }
     let object = match include_object {

@@ -4,10 +4,15 @@ pub mod admissionregistration;
 pub mod apiregistration;
 mod configmaps;
 mod core;
+mod create_rules;
+pub mod defaults;
 mod events;
+pub mod kinds;
+pub mod printers;
 pub mod rbac;
 mod secrets;
 mod services;
+pub mod validation;
 pub mod webhook_configurations;
 
 pub use services::{ServiceAllocator, ServiceRanges};
@@ -369,6 +374,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     .chain(webhook_configurations)
     .chain(reviews)
     .chain(rbac_types)
+    .chain(kinds::resource_types())
     .map(Arc::new)
     .collect()
 }

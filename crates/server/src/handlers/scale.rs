@@ -59,7 +59,7 @@ fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
         .label_selector
         .as_deref()
         .and_then(|p| read(obj, p))
-        .and_then(Value::as_str)
+        .and_then(selector_text)
     {
         status["selector"] = json!(sel);
     }
@@ -70,6 +70,19 @@ fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
         "spec": {"replicas": read(obj, &paths.spec_replicas).and_then(Value::as_i64).unwrap_or(0)},
         "status": status,
     })
+}
+
+/// A custom resource's selector path holds the selector as text; a built-in
+/// kind's (`spec.selector`) a `metav1.LabelSelector`, shown as upstream's
+/// `LabelSelectorAsSelector(…).String()`.
+fn selector_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Object(_) => apimachinery::selector::LabelSelector::from_json(value)
+            .ok()
+            .map(|s| s.to_string()),
+        _ => None,
+    }
 }
 
 fn desired_replicas(scale: &Value) -> Result<i64> {

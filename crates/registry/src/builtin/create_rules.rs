@@ -1,0 +1,306 @@
+//! What upstream's registry strategies (`pkg/registry/<group>/<kind>/strategy.go`)
+//! and default-on admission plugins do to a table kind's object beyond
+//! defaulting: a Pod starts Pending with its QoS class, tolerations and
+//! priority; a Job gets its generated selector; a DaemonSet its template
+//! generation.
+
+use apimachinery::meta;
+use serde_json::{Map, Value, json};
+
+/// The rule run when an object of `group`/`kind` is created (after its status
+/// was cleared, before the second defaulting).
+pub fn on_create(group: &str, kind: &str) -> Option<fn(&mut Value)> {
+    match (group, kind) {
+        ("", "Pod") => Some(pod_created),
+        ("batch", "Job") => Some(job_selector),
+        ("apps", "DaemonSet") => Some(daemonset_created),
+        _ => None,
+    }
+}
+
+/// The rule run when the main resource of `group`/`kind` is updated.
+pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
+    match (group, kind) {
+        ("apps", "DaemonSet") => Some(daemonset_updated),
+        _ => None,
+    }
+}
+
+fn object_mut<'a>(parent: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
+    parent
+        .as_object_mut()
+        .and_then(|map| object_mut_in(map, key))
+}
+
+// ---- Pod ----
+
+/// The toleration seconds kube-apiserver's DefaultTolerationSeconds plugin adds
+/// (`--default-not-ready-toleration-seconds`, `--default-unreachable-toleration-seconds`).
+const DEFAULT_TOLERATION_SECONDS: i64 = 300;
+const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
+const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+
+fn pod_created(pod: &mut Value) {
+    add_default_tolerations(pod);
+    default_priority(pod);
+    let mut status = json!({"phase": "Pending", "qosClass": qos_class(pod)});
+    let gated = pod
+        .pointer("/spec/schedulingGates")
+        .and_then(Value::as_array)
+        .is_some_and(|g| !g.is_empty());
+    if gated {
+        status["conditions"] = json!([{
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": null,
+            "lastTransitionTime": apimachinery::time::now_rfc3339(),
+            "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+        }]);
+    }
+    pod["status"] = status;
+}
+
+/// DefaultTolerationSeconds: tolerate not-ready and unreachable nodes for 5
+/// minutes unless the pod already tolerates them with `NoExecute`.
+fn add_default_tolerations(pod: &mut Value) {
+    let Some(spec) = object_mut(pod, "spec") else {
+        return;
+    };
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if tolerations.is_null() {
+        *tolerations = json!([]);
+    }
+    let Some(list) = tolerations.as_array_mut() else {
+        return;
+    };
+    for key in [TAINT_NOT_READY, TAINT_UNREACHABLE] {
+        if !list.iter().any(|t| tolerates_no_execute(t, key)) {
+            list.push(json!({
+                "key": key,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+            }));
+        }
+    }
+}
+
+/// Upstream's `ToleratesTaint` for a `NoExecute` taint with `key`.
+fn tolerates_no_execute(toleration: &Value, key: &str) -> bool {
+    let field = |f: &str| toleration.get(f).and_then(Value::as_str).unwrap_or("");
+    let effect_matches = matches!(field("effect"), "" | "NoExecute");
+    let key_matches = field("key").is_empty() || field("key") == key;
+    let operator_matches = match field("operator") {
+        "Exists" => true,
+        "" | "Equal" => field("key") == key && field("value").is_empty(),
+        _ => false,
+    };
+    effect_matches && key_matches && operator_matches
+}
+
+/// Priority admission without a global default class: a pod naming no class
+/// gets priority 0 and `PreemptLowerPriority`.
+fn default_priority(pod: &mut Value) {
+    let named = pod
+        .pointer("/spec/priorityClassName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    if named {
+        return;
+    }
+    if let Some(spec) = object_mut(pod, "spec") {
+        spec.entry("priority").or_insert(json!(0));
+        spec.entry("preemptionPolicy")
+            .or_insert(json!("PreemptLowerPriority"));
+    }
+}
+
+/// Upstream's `GetPodQOS` (after defaulting, so limits imply requests):
+/// no requests or limits anywhere → BestEffort; cpu and memory limited on
+/// every container with requests equal to limits → Guaranteed; else Burstable.
+pub fn qos_class(pod: &Value) -> &'static str {
+    let containers = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|f| pod.pointer(&format!("/spec/{f}")).and_then(Value::as_array))
+        .flatten();
+    let mut any = false;
+    let mut guaranteed = true;
+    for container in containers {
+        let requests = container.pointer("/resources/requests");
+        let limits = container.pointer("/resources/limits");
+        let named = |list: Option<&Value>, r: &str| list.and_then(|l| l.get(r)).cloned();
+        for resource in ["cpu", "memory"] {
+            let (request, limit) = (named(requests, resource), named(limits, resource));
+            any |= request.is_some() || limit.is_some();
+            if limit.is_none() || request.is_some_and(|r| Some(r) != named(limits, resource)) {
+                guaranteed = false;
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+// ---- Job ----
+
+const JOB_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
+const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+const LEGACY_JOB_UID_LABEL: &str = "controller-uid";
+const LEGACY_JOB_NAME_LABEL: &str = "job-name";
+
+/// `generateSelectorIfNeeded`: unless `spec.manualSelector`, label the
+/// template with the Job's uid and name (keeping labels the user set) and
+/// select on the uid.
+fn job_selector(job: &mut Value) {
+    let manual = job
+        .pointer("/spec/manualSelector")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if manual {
+        return;
+    }
+    let (uid, name) = (meta::uid(job).to_string(), meta::name(job).to_string());
+    let Some(spec) = job.get_mut("spec") else {
+        return;
+    };
+    if let Some(labels) = object_mut(spec, "template")
+        .and_then(|t| object_mut_in(t, "metadata"))
+        .and_then(|m| object_mut_in(m, "labels"))
+    {
+        for (key, value) in [
+            (LEGACY_JOB_UID_LABEL, &uid),
+            (JOB_UID_LABEL, &uid),
+            (LEGACY_JOB_NAME_LABEL, &name),
+            (JOB_NAME_LABEL, &name),
+        ] {
+            labels.entry(key).or_insert_with(|| json!(value));
+        }
+    }
+    if let Some(match_labels) =
+        object_mut(spec, "selector").and_then(|s| object_mut_in(s, "matchLabels"))
+    {
+        match_labels
+            .entry(JOB_UID_LABEL)
+            .or_insert_with(|| json!(uid));
+    }
+}
+
+fn object_mut_in<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    let child = map.entry(key).or_insert_with(|| json!({}));
+    if child.is_null() {
+        *child = json!({});
+    }
+    child.as_object_mut()
+}
+
+// ---- DaemonSet ----
+
+/// apps/v1 shows the internal `spec.templateGeneration` as this annotation.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+fn daemonset_created(ds: &mut Value) {
+    set_template_generation(ds, 1);
+}
+
+/// The template generation is the server's: kept, and bumped when the
+/// template changes.
+fn daemonset_updated(new: &mut Value, old: &Value) {
+    let previous = meta::annotations(old)
+        .and_then(|a| a.get(TEMPLATE_GENERATION))
+        .and_then(Value::as_str)
+        .and_then(|g| g.parse::<i64>().ok())
+        .unwrap_or(1);
+    let changed = new.pointer("/spec/template") != old.pointer("/spec/template");
+    set_template_generation(new, previous + i64::from(changed));
+}
+
+fn set_template_generation(ds: &mut Value, generation: i64) {
+    if let Some(annotations) =
+        object_mut(ds, "metadata").and_then(|m| object_mut_in(m, "annotations"))
+    {
+        annotations.insert(TEMPLATE_GENERATION.into(), json!(generation.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qos_classes_as_upstream() {
+        // pkg/apis/core/helper/qos TestComputePodQOS's shapes.
+        let pod = |resources: Value| json!({"spec": {"containers": [{"resources": resources}]}});
+        assert_eq!(qos_class(&pod(json!({}))), "BestEffort");
+        let cpu_mem = json!({"cpu": "100m", "memory": "100Mi"});
+        assert_eq!(
+            qos_class(&pod(json!({"requests": cpu_mem, "limits": cpu_mem}))),
+            "Guaranteed"
+        );
+        assert_eq!(
+            qos_class(&pod(json!({"requests": {"cpu": "100m"}}))),
+            "Burstable"
+        );
+        assert_eq!(
+            qos_class(&pod(
+                json!({"requests": {"cpu": "50m", "memory": "100Mi"}, "limits": cpu_mem})
+            )),
+            "Burstable"
+        );
+    }
+
+    #[test]
+    fn a_pod_gets_upstream_tolerations_once() {
+        let mut pod = json!({"spec": {"tolerations": [
+            {"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}
+        ]}});
+        pod_created(&mut pod);
+        let tolerations = pod["spec"]["tolerations"].as_array().unwrap();
+        assert_eq!(tolerations.len(), 2);
+        assert_eq!(tolerations[0]["tolerationSeconds"], 60);
+        assert_eq!(tolerations[1]["key"], TAINT_NOT_READY);
+        assert_eq!(
+            pod["status"],
+            json!({"phase": "Pending", "qosClass": "BestEffort"})
+        );
+        assert_eq!(pod["spec"]["priority"], 0);
+    }
+
+    #[test]
+    fn a_job_selects_its_uid_unless_manual() {
+        let mut job = json!({"metadata": {"name": "pi", "uid": "u1"},
+            "spec": {"template": {"metadata": {"labels": {"job-name": "mine"}}}}});
+        job_selector(&mut job);
+        let labels = &job["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(labels["job-name"], "mine");
+        assert_eq!(labels[JOB_NAME_LABEL], "pi");
+        assert_eq!(labels[JOB_UID_LABEL], "u1");
+        assert_eq!(
+            job["spec"]["selector"],
+            json!({"matchLabels": {JOB_UID_LABEL: "u1"}})
+        );
+        let mut manual =
+            json!({"metadata": {"name": "pi", "uid": "u1"}, "spec": {"manualSelector": true}});
+        job_selector(&mut manual);
+        assert!(manual["spec"].get("selector").is_none());
+    }
+
+    #[test]
+    fn a_daemonset_template_change_bumps_its_generation() {
+        let mut old = json!({"spec": {"template": {"spec": {"a": 1}}}});
+        daemonset_created(&mut old);
+        let mut same = old.clone();
+        daemonset_updated(&mut same, &old);
+        assert_eq!(same["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
+        let mut changed = json!({"metadata": {"annotations": {TEMPLATE_GENERATION: "7"}},
+            "spec": {"template": {"spec": {"a": 2}}}});
+        daemonset_updated(&mut changed, &old);
+        assert_eq!(changed["metadata"]["annotations"][TEMPLATE_GENERATION], "2");
+    }
+}

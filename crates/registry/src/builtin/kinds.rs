@@ -1,0 +1,253 @@
+//! The built-in kinds that need no strategy of their own, served from a data
+//! table (`data/builtin-kinds.tsv`: names, scope, subresources, generation,
+//! etcd key) with one generic strategy: upstream's defaulting, status kept
+//! apart from the main resource, printer columns, and the few create-time
+//! rules of upstream's registry strategies (`create_rules`).
+
+use serde_json::{Value, json};
+
+use super::create_rules;
+use super::defaults;
+use super::printers;
+use super::validation;
+use apimachinery::ErrorList;
+
+use crate::resource::{ResourceType, ScalePaths, Strategy};
+
+const TABLE: &str = include_str!("../../data/builtin-kinds.tsv");
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KindRow {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub resource: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short_names: Vec<&'static str>,
+    pub categories: Vec<&'static str>,
+    pub status: bool,
+    pub scale: bool,
+    pub tracks_generation: bool,
+    pub etcd_prefix: &'static str,
+}
+
+/// The table's rows; a malformed row is a build-time mistake caught by the
+/// unit test, and skipped here.
+pub fn rows() -> Vec<KindRow> {
+    TABLE
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(parse_row)
+        .collect()
+}
+
+fn parse_row(line: &'static str) -> Option<KindRow> {
+    let cells: Vec<&'static str> = line.split('\t').collect();
+    let [
+        group,
+        version,
+        resource,
+        kind,
+        scope,
+        short,
+        categories,
+        subresources,
+        generation,
+        etcd,
+    ] = cells.as_slice()
+    else {
+        return None;
+    };
+    let list = |cell: &'static str| -> Vec<&'static str> {
+        match cell {
+            "-" => Vec::new(),
+            cell => cell.split(',').collect(),
+        }
+    };
+    let subresources = list(subresources);
+    Some(KindRow {
+        group: if *group == "-" { "" } else { group },
+        version,
+        resource,
+        kind,
+        namespaced: match *scope {
+            "ns" => true,
+            "cluster" => false,
+            _ => return None,
+        },
+        short_names: list(short),
+        categories: list(categories),
+        status: subresources.contains(&"status"),
+        scale: subresources.contains(&"scale"),
+        tracks_generation: *generation == "spec",
+        etcd_prefix: etcd,
+    })
+}
+
+/// A resource type for every row.
+pub fn resource_types() -> Vec<ResourceType> {
+    rows().into_iter().map(resource_type).collect()
+}
+
+fn resource_type(row: KindRow) -> ResourceType {
+    let printer = printers::printer(row.group, row.kind);
+    let strategy = BuiltinKind {
+        kind: row.kind,
+        status: row.status,
+        defaults: defaults::defaulter(row.group, row.kind),
+        row: printer.as_ref().map(|p| p.row),
+        on_create: create_rules::on_create(row.group, row.kind),
+        on_update: create_rules::on_update(row.group, row.kind),
+        validate: validation::on_create(row.group, row.kind),
+        validate_update: validation::on_update(row.group, row.kind),
+    };
+    let mut t = ResourceType::new(
+        row.group,
+        row.version,
+        row.kind,
+        row.resource,
+        row.namespaced,
+        Box::new(strategy),
+    );
+    t.short_names = row.short_names.iter().map(|s| s.to_string()).collect();
+    t.categories = row.categories.iter().map(|s| s.to_string()).collect();
+    t.has_status = row.status;
+    t.tracks_generation = row.tracks_generation;
+    t.storage_path = row.etcd_prefix.to_string();
+    match printer {
+        Some(p) => t.columns = p.columns,
+        None => default_table(&mut t),
+    }
+    if row.scale {
+        t.scale = Some(ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: Some(".spec.selector".into()),
+        });
+    }
+    t
+}
+
+/// Upstream's default table for kinds without a printer: Name, Created At.
+fn default_table(t: &mut ResourceType) {
+    t.age_column = false;
+    t.columns = vec![crate::resource::TableColumn::new(
+        "Created At",
+        "date",
+        "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+    )];
+}
+
+/// The generic strategy of a table kind.
+struct BuiltinKind {
+    kind: &'static str,
+    status: bool,
+    defaults: Option<fn(&mut Value)>,
+    row: Option<fn(&Value) -> Vec<Value>>,
+    on_create: Option<fn(&mut Value)>,
+    on_update: Option<fn(&mut Value, &Value)>,
+    validate: Option<fn(&Value) -> ErrorList>,
+    validate_update: Option<fn(&Value, &Value) -> ErrorList>,
+}
+
+impl BuiltinKind {
+    /// Upstream defaults when a body is decoded and again when the stored
+    /// object is read back: before and after the strategy's own changes, so
+    /// what those add is defaulted too (a Job's generated template labels).
+    fn default(&self, obj: &mut Value) {
+        if let Some(defaults) = self.defaults {
+            defaults(obj);
+        }
+    }
+}
+
+impl Strategy for BuiltinKind {
+    fn prepare_create(&self, obj: &mut Value) {
+        self.default(obj);
+        // Status is the controllers' to write (Nodes register with theirs).
+        if self.status
+            && self.kind != "Node"
+            && let Some(map) = obj.as_object_mut()
+        {
+            map.insert("status".into(), json!({}));
+        }
+        if let Some(rule) = self.on_create {
+            rule(obj);
+        }
+        self.default(obj);
+    }
+
+    fn prepare_update(&self, new: &mut Value, old: &Value) {
+        self.default(new);
+        if self.status {
+            match old.get("status") {
+                Some(status) => new["status"] = status.clone(),
+                None => {
+                    if let Some(map) = new.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+        }
+        if let Some(rule) = self.on_update {
+            rule(new, old);
+        }
+        self.default(new);
+    }
+
+    fn validate(&self, obj: &Value) -> ErrorList {
+        self.validate
+            .map_or_else(Vec::new, |validate| validate(obj))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+        match self.validate_update {
+            Some(validate) => validate(new, old),
+            None => self.validate(new),
+        }
+    }
+
+    fn row(&self, obj: &Value) -> Vec<Value> {
+        match self.row {
+            Some(row) => row(obj),
+            None => vec![json!(
+                apimachinery::meta::str_field(obj, "creationTimestamp").unwrap_or("")
+            )],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_parses() {
+        let lines = TABLE
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .count();
+        assert_eq!(
+            rows().len(),
+            lines,
+            "a row of builtin-kinds.tsv is malformed"
+        );
+    }
+
+    #[test]
+    fn deployments_scale_and_keep_status_apart() {
+        let deployments = rows()
+            .into_iter()
+            .find(|r| r.resource == "deployments")
+            .unwrap();
+        assert!(deployments.scale && deployments.status && deployments.tracks_generation);
+        assert_eq!(deployments.categories, ["all"]);
+        let rc = rows()
+            .into_iter()
+            .find(|r| r.kind == "ReplicationController")
+            .unwrap();
+        assert_eq!(rc.etcd_prefix, "controllers");
+        assert_eq!(rc.group, "");
+    }
+}
