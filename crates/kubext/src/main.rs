@@ -1,5 +1,7 @@
 //! `kubext`: flags → `controlplane::Config` → `controlplane::start`. Thin by design.
 
+mod kube_apiserver;
+
 use anyhow::Result;
 
 /// mimalloc: the server allocates and frees many small JSON nodes from several
@@ -46,20 +48,22 @@ enum LogFormat {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Directory for the database, generated certificates and admin.kubeconfig.
-    #[arg(long, default_value = "./kubext-data")]
-    data_dir: PathBuf,
+    /// Directory for the database, generated certificates and admin.kubeconfig
+    /// [default: --cert-dir when given, else ./kubext-data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
     /// IP address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     bind_address: IpAddr,
     /// HTTPS port; 0 picks a free port (see the kubeconfig line printed at start).
     #[arg(long, default_value_t = 6443)]
     secure_port: u16,
-    /// Storage backend.
-    #[arg(long, value_enum, default_value = "embedded")]
-    storage: StorageArg,
-    /// Comma-separated etcd endpoints (with --storage etcd).
-    #[arg(long, value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
+    /// Storage backend [default: etcd when --etcd-servers is given and the
+    /// first endpoint answers as etcd, else embedded].
+    #[arg(long, value_enum)]
+    storage: Option<StorageArg>,
+    /// Comma-separated etcd endpoints [default with --storage etcd: http://127.0.0.1:2379].
+    #[arg(long, value_delimiter = ',')]
     etcd_servers: Vec<String>,
     /// Key prefix for everything kubext stores.
     #[arg(long, default_value = "/registry")]
@@ -70,6 +74,37 @@ struct ServeArgs {
     /// Private key of --tls-cert-file (PEM).
     #[arg(long, requires = "tls_cert_file")]
     tls_private_key_file: Option<PathBuf>,
+    /// Directory holding the serving certificate as apiserver.crt and
+    /// apiserver.key (kube-apiserver's; used unless --tls-cert-file is given),
+    /// and the default --data-dir.
+    #[arg(long)]
+    cert_dir: Option<PathBuf>,
+    /// Accepted for kube-apiserver compatibility: kubext runs no pods and does
+    /// not refuse privileged containers either way.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    allow_privileged: bool,
+    /// Admission plugins to turn on besides the default ones (kube-apiserver's
+    /// names, comma-separated or repeated). Accepted and checked; kubext's
+    /// admission (namespace lifecycle, default tolerations and priority of
+    /// pods, admission policies and webhooks) is always on.
+    #[arg(long, value_delimiter = ',')]
+    enable_admission_plugins: Vec<String>,
+    /// Admission plugins to turn off (kube-apiserver's names, comma-separated
+    /// or repeated). Accepted and checked, as --enable-admission-plugins.
+    #[arg(long, value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
+    /// Accepted for kube-apiserver compatibility: the address published to
+    /// the cluster is the bind address.
+    #[arg(long)]
+    advertise_address: Option<IpAddr>,
+    /// Accepted for kube-apiserver compatibility (key=value pairs); kubext's
+    /// features are fixed.
+    #[arg(long, value_delimiter = ',')]
+    feature_gates: Vec<String>,
+    /// Accepted for kube-apiserver compatibility (key=value pairs); kubext
+    /// serves the group-versions a default kube-apiserver 1.33 serves.
+    #[arg(long, value_delimiter = ',')]
+    runtime_config: Vec<String>,
     /// Extra CA bundle (PEM) for client certificates; the generated CA is always trusted.
     #[arg(long)]
     client_ca_file: Option<PathBuf>,
@@ -212,21 +247,63 @@ fn init_logging(format: LogFormat) {
     }
 }
 
+/// The storage to use: as asked, or etcd when `--etcd-servers` names one
+/// that answers, else the embedded store.
+async fn choose_storage(args: &ServeArgs) -> server::StorageKind {
+    let asked = match args.storage {
+        Some(storage) => storage,
+        None if args.etcd_servers.is_empty() => StorageArg::Embedded,
+        None if kube_apiserver::answers_as_etcd(&args.etcd_servers).await => StorageArg::Etcd,
+        None => {
+            tracing::info!(
+                etcd_servers = ?args.etcd_servers,
+                "no etcd answers at --etcd-servers; using the embedded store"
+            );
+            StorageArg::Embedded
+        }
+    };
+    match asked {
+        StorageArg::Embedded => server::StorageKind::Embedded,
+        StorageArg::Memory => server::StorageKind::Memory,
+        StorageArg::Etcd => server::StorageKind::Etcd,
+    }
+}
+
 async fn serve(args: ServeArgs) -> Result<()> {
+    kube_apiserver::check_admission_plugins(
+        "enable-admission-plugins",
+        &args.enable_admission_plugins,
+    )
+    .map_err(anyhow::Error::msg)?;
+    kube_apiserver::check_admission_plugins(
+        "disable-admission-plugins",
+        &args.disable_admission_plugins,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let storage = choose_storage(&args).await;
+    let (tls_cert_file, tls_private_key_file) = match (&args.tls_cert_file, &args.cert_dir) {
+        (None, Some(dir)) => kube_apiserver::serving_certificate(dir).unzip(),
+        _ => (args.tls_cert_file, args.tls_private_key_file),
+    };
+    let data_dir = args
+        .data_dir
+        .or(args.cert_dir)
+        .unwrap_or_else(|| PathBuf::from("./kubext-data"));
+    let etcd_servers = if args.etcd_servers.is_empty() {
+        vec!["http://127.0.0.1:2379".to_string()]
+    } else {
+        args.etcd_servers
+    };
     let config = controlplane::Config {
         server: server::Config {
-            data_dir: args.data_dir,
+            data_dir,
             bind_address: args.bind_address,
             secure_port: args.secure_port,
-            storage: match args.storage {
-                StorageArg::Embedded => server::StorageKind::Embedded,
-                StorageArg::Memory => server::StorageKind::Memory,
-                StorageArg::Etcd => server::StorageKind::Etcd,
-            },
-            etcd_servers: args.etcd_servers,
+            storage,
+            etcd_servers,
             etcd_prefix: args.etcd_prefix,
-            tls_cert_file: args.tls_cert_file,
-            tls_private_key_file: args.tls_private_key_file,
+            tls_cert_file,
+            tls_private_key_file,
             client_ca_file: args.client_ca_file,
             token_auth_file: args.token_auth_file,
             compaction_interval: args.compaction_interval,
@@ -295,7 +372,7 @@ fn raise_open_files_limit() {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(kube_apiserver::command_line());
     let Command::Serve(args) = cli.command;
     init_logging(args.log_format);
     raise_open_files_limit();

@@ -12,7 +12,7 @@ use super::printers;
 use super::validation;
 use apimachinery::ErrorList;
 
-use crate::resource::{ResourceType, ScalePaths, Strategy};
+use crate::resource::{ResourceType, ScalePaths, Strategy, TableColumn};
 
 const TABLE: &str = include_str!("../../data/builtin-kinds.tsv");
 
@@ -116,7 +116,12 @@ fn resource_type(row: KindRow) -> ResourceType {
     t.tracks_generation = row.tracks_generation;
     t.storage_path = row.etcd_prefix.to_string();
     match printer {
-        Some(p) => t.columns = p.columns,
+        Some(p) => {
+            // Kinds printed without Age (PodTemplate, ComponentStatus, IPAddress)
+            // have no marker for it.
+            t.age_column = p.columns.iter().any(TableColumn::is_age);
+            t.columns = p.columns;
+        }
         None => default_table(&mut t),
     }
     if row.scale {
@@ -132,7 +137,7 @@ fn resource_type(row: KindRow) -> ResourceType {
 /// Upstream's default table for kinds without a printer: Name, Created At.
 fn default_table(t: &mut ResourceType) {
     t.age_column = false;
-    t.columns = vec![crate::resource::TableColumn::new(
+    t.columns = vec![TableColumn::new(
         "Created At",
         "date",
         "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
