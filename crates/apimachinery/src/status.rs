@@ -286,6 +286,18 @@ impl StatusError {
         self
     }
 
+    /// Ask the client to retry after `seconds` (`details.retryAfterSeconds`
+    /// and a `Retry-After` header; nothing for 0, as upstream omits it).
+    pub fn with_retry_after(mut self, seconds: u32) -> Self {
+        if seconds > 0 {
+            self.0
+                .details
+                .get_or_insert_with(Default::default)
+                .retry_after_seconds = Some(seconds);
+        }
+        self
+    }
+
     pub fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec(&*self.0).unwrap_or_default()
     }

@@ -38,11 +38,7 @@ fn upstream_resources() -> Vec<Vec<String>> {
 }
 
 /// Resources a default 1.33 server serves that kubext does not serve yet.
-const NOT_YET: &[&str] = &[
-    "core/v1/bindings",
-    "core/v1/componentstatuses",
-    "autoscaling/v1/horizontalpodautoscalers",
-];
+const NOT_YET: &[&str] = &["core/v1/bindings", "core/v1/componentstatuses"];
 
 #[test]
 fn discovery_lists_every_resource_of_a_default_1_33_server() {
@@ -218,6 +214,42 @@ fn a_deployment_is_stored_with_upstream_defaults_and_prints_its_columns() {
     let table = s.kubectl_ok(&["get", "deploy", "web", "--no-headers"]);
     let row: Vec<&str> = table.split_whitespace().collect();
     assert_eq!(&row[..4], ["web", "2/3", "3", "2"], "{table}");
+
+    // autoscaling/v1 and v2 HorizontalPodAutoscalers are one stored object
+    // (pkg/apis/autoscaling/v1/conversion.go: the CPU target is v1's field).
+    s.kubectl_ok(&[
+        "autoscale",
+        "deployment",
+        "web",
+        "--min=2",
+        "--max=5",
+        "--cpu-percent=60",
+    ]);
+    let v1 = get_json(&s, &["horizontalpodautoscalers.v1.autoscaling", "web"]);
+    assert_eq!(v1["apiVersion"], "autoscaling/v1");
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 60, "{v1}");
+    assert_eq!(v1["spec"]["minReplicas"], 2);
+    let v2 = get_json(&s, &["horizontalpodautoscalers.v2.autoscaling", "web"]);
+    assert_eq!(
+        v2["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 60}}}])
+    );
+    let table = s.kubectl_ok(&["get", "hpa"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "REFERENCE",
+            "TARGETS",
+            "MINPODS",
+            "MAXPODS",
+            "REPLICAS",
+            "AGE"
+        ]
+    );
+    assert!(table.contains("Deployment/web"), "{table}");
 }
 
 #[test]
@@ -406,4 +438,116 @@ spec: {limits: [{type: Container, max: {cpu: "1"}}]}
         lr["spec"]["limits"][0]["defaultRequest"],
         json!({"cpu": "1"})
     );
+}
+
+/// `kubectl create --raw`: the exit status and what kubectl printed.
+fn post_raw(s: &Server, path: &str, body: &Value) -> (bool, String) {
+    let out = s.kubectl_with_stdin(
+        &["create", "--raw", path, "-f", "-"],
+        Some(&body.to_string()),
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn pod_subresources_answer_as_a_cluster_without_kubelets() {
+    let s = server();
+    s.kubectl_ok(&["run", "box", "--image=busybox:1.36", "--restart=Never"]);
+    // pkg/registry/core/pod/rest/log.go: no host, no log (204, empty).
+    assert_eq!(s.kubectl_ok(&["logs", "box"]), "");
+    // streamLocation: exec and attach need a host.
+    let out = s.kubectl(&["exec", "box", "--", "true"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("pod box does not have a host assigned"),
+        "{stderr}"
+    );
+    let out = s.kubectl(&["logs", "box", "-c", "other"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("container other is not valid for pod box"),
+        "{out:?}"
+    );
+
+    // BindingREST.Create: the pod is assigned and scheduled, once.
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "box"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
+    let path = "/api/v1/namespaces/default/pods/box/binding";
+    let (ok, answer) = post_raw(&s, path, &binding);
+    assert!(ok, "{answer}");
+    assert!(answer.contains(r#""status":"Success""#), "{answer}");
+    let pod = get_json(&s, &["pod", "box"]);
+    assert_eq!(pod["spec"]["nodeName"], "node-1");
+    let scheduled = pod["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .unwrap();
+    assert_eq!(scheduled["status"], "True");
+    let (ok, answer) = post_raw(&s, path, &binding);
+    assert!(!ok);
+    assert!(
+        answer.contains(r#"Operation cannot be fulfilled on pods/binding "box": pod box is already assigned to node "node-1""#),
+        "{answer}"
+    );
+    // GetConnectionInfo: a bound pod's node must exist.
+    let out = s.kubectl(&["logs", "box"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(r#"nodes "node-1" not found"#),
+        "{out:?}"
+    );
+
+    // Eviction: a pending pod is deleted whatever budgets say (canIgnorePDB).
+    s.kubectl_ok(&[
+        "run",
+        "pending",
+        "--image=busybox:1.36",
+        "--labels=app=guarded",
+    ]);
+    s.apply(
+        r#"
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: guard}
+spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}
+"#,
+    );
+    let eviction = |name: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+    let (ok, answer) = post_raw(
+        &s,
+        "/api/v1/namespaces/default/pods/pending/eviction",
+        &eviction("pending"),
+    );
+    assert!(ok, "{answer}");
+    assert!(s.kubectl(&["get", "pod", "pending"]).status.code() != Some(0));
+    // A running pod under a budget no controller has counted yet: 429.
+    s.kubectl_ok(&[
+        "run",
+        "running",
+        "--image=busybox:1.36",
+        "--labels=app=guarded",
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "pod",
+        "running",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ]);
+    let (ok, answer) = post_raw(
+        &s,
+        "/api/v1/namespaces/default/pods/running/eviction",
+        &eviction("running"),
+    );
+    assert!(!ok);
+    assert!(
+        answer.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{answer}"
+    );
+    assert!(s.kubectl(&["get", "pod", "running"]).status.success());
 }

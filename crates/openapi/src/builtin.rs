@@ -110,6 +110,11 @@ fn table_kinds(roots: &mut Roots) {
         "v2",
         "HorizontalPodAutoscaler",
     );
+    roots.kind::<autoscaling::v1::HorizontalPodAutoscaler>(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+    );
     roots.kind::<batch::v1::CronJob>("batch", "v1", "CronJob");
     roots.kind::<batch::v1::Job>("batch", "v1", "Job");
     roots.kind::<certificates::v1::CertificateSigningRequest>(

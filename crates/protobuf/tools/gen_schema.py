@@ -87,6 +87,17 @@ ROOTS = [
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview", "authorization/v1"),
     ("certificates.k8s.io/v1", "CertificateSigningRequest", "certificates/v1"),
     ("storage.k8s.io/v1", "StorageClass", "storage/v1"),
+    ("storage.k8s.io/v1", "CSIDriver", "storage/v1"),
+    ("storage.k8s.io/v1", "CSINode", "storage/v1"),
+    ("storage.k8s.io/v1", "CSIStorageCapacity", "storage/v1"),
+    ("storage.k8s.io/v1", "VolumeAttachment", "storage/v1"),
+    ("autoscaling/v1", "HorizontalPodAutoscaler", "autoscaling/v1"),
+    ("autoscaling/v2", "HorizontalPodAutoscaler", "autoscaling/v2"),
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", "flowcontrol/v1"),
+    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration", "flowcontrol/v1"),
+    ("node.k8s.io/v1", "RuntimeClass", "node/v1"),
+    ("networking.k8s.io/v1", "IPAddress", "networking/v1"),
+    ("networking.k8s.io/v1", "ServiceCIDR", "networking/v1"),
 ]
 # Sent with the apiVersion of whatever group the request targets.
 ANY_VERSION_ROOTS = [("DeleteOptions", AM + "pkg/apis/meta/v1")]

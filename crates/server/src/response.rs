@@ -34,7 +34,17 @@ pub fn json(code: u16, body: impl Into<Bytes>) -> Response<Body> {
 pub fn error(err: &StatusError) -> Response<Body> {
     let mut body = err.to_json();
     body.push(b'\n');
-    json(err.code(), body)
+    let mut resp = json(err.code(), body);
+    if let Some(seconds) = err
+        .status()
+        .details
+        .as_ref()
+        .and_then(|d| d.retry_after_seconds)
+    {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    resp
 }
 
 /// Headers upstream puts on every response (unless the handler set them): API

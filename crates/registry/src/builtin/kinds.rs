@@ -12,6 +12,7 @@ use super::printers;
 use super::validation;
 use apimachinery::ErrorList;
 
+use crate::ExtraSubresource;
 use crate::resource::{ResourceType, ScalePaths, Strategy, TableColumn};
 
 const TABLE: &str = include_str!("../../data/builtin-kinds.tsv");
@@ -124,6 +125,9 @@ fn resource_type(row: KindRow) -> ResourceType {
         }
         None => default_table(&mut t),
     }
+    if row.group.is_empty() && row.kind == "Pod" {
+        t.extra_subresources = POD_SUBRESOURCES;
+    }
     if row.scale {
         t.scale = Some(ScalePaths {
             spec_replicas: ".spec.replicas".into(),
@@ -132,6 +136,48 @@ fn resource_type(row: KindRow) -> ResourceType {
         });
     }
     t
+}
+
+/// Pod subresources besides `status` (upstream's discovery; `resize` is not served).
+const POD_SUBRESOURCES: &[ExtraSubresource] = &[
+    sub("attach", "", "PodAttachOptions", &["create", "get"]),
+    sub("binding", "", "Binding", &["create"]),
+    sub(
+        "ephemeralcontainers",
+        "",
+        "Pod",
+        &["get", "patch", "update"],
+    ),
+    sub("eviction", "policy", "Eviction", &["create"]),
+    sub("exec", "", "PodExecOptions", &["create", "get"]),
+    sub("log", "", "Pod", &["get"]),
+    sub(
+        "portforward",
+        "",
+        "PodPortForwardOptions",
+        &["create", "get"],
+    ),
+    sub(
+        "proxy",
+        "",
+        "PodProxyOptions",
+        &["create", "delete", "get", "patch", "update"],
+    ),
+];
+
+const fn sub(
+    name: &'static str,
+    group: &'static str,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+) -> ExtraSubresource {
+    ExtraSubresource {
+        name,
+        group,
+        version: "v1",
+        kind,
+        verbs,
+    }
 }
 
 /// Upstream's default table for kinds without a printer: Name, Created At.

@@ -7,6 +7,7 @@ mod core;
 mod create_rules;
 pub mod defaults;
 mod events;
+mod hpa;
 pub mod kinds;
 pub mod printers;
 pub mod rbac;
@@ -375,6 +376,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     .chain(reviews)
     .chain(rbac_types)
     .chain(kinds::resource_types())
+    .chain([hpa::resource_type()])
     .map(Arc::new)
     .collect()
 }

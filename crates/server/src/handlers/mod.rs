@@ -6,6 +6,7 @@ mod call;
 mod computed;
 mod delete;
 mod patch;
+mod pods;
 mod read;
 mod reviews;
 mod scale;
@@ -121,6 +122,10 @@ async fn serve_inner(
     if info.subresource == Subresource::Token {
         let body = call.read_body(req.into_body()).await?;
         return token::token_request(&call, content_type.as_deref(), &body).await;
+    }
+    if pods::handles(&call) {
+        let body = call.read_body(req.into_body()).await?;
+        return pods::serve(&call, content_type.as_deref(), body).await;
     }
     if info.subresource == Subresource::Scale {
         let body = call.read_body(req.into_body()).await?;
