@@ -551,3 +551,96 @@ spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}
     );
     assert!(s.kubectl(&["get", "pod", "running"]).status.success());
 }
+
+/// kubebuilder's generated operator bundle (CRDs, Namespace, ServiceAccount,
+/// RBAC, Services, Deployment, webhook configurations), plus a PDB.
+fn operator_bundle() -> String {
+    let bundle = include_str!("data/kubebuilder-project-v4-install.yaml");
+    format!(
+        "{bundle}---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: manager, namespace: project-v4-system}}\nspec: {{minAvailable: 1, selector: {{matchLabels: {{control-plane: controller-manager}}}}}}\n"
+    )
+}
+
+/// Every object of the bundle with its resourceVersion.
+fn versions(s: &Server, bundle: &str) -> Vec<(String, String)> {
+    let out = s.kubectl_with_stdin(&["get", "-f", "-", "-o", "json"], Some(bundle));
+    assert!(out.status.success(), "{out:?}");
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                format!("{}/{}", o["kind"], o["metadata"]["name"]),
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_operator_bundle_applies_and_reapplies_as_a_no_op() {
+    let s = server();
+    let bundle = operator_bundle();
+    let apply = |extra: &[&str]| {
+        let mut args = vec!["apply", "-f", "-"];
+        args.extend_from_slice(extra);
+        let out = s.kubectl_with_stdin(&args, Some(&bundle));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "kubectl apply {extra:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout + &String::from_utf8_lossy(&out.stderr)
+    };
+    let first = apply(&[]);
+    assert_eq!(first.lines().count(), 24, "{first}");
+    assert!(first.lines().all(|l| l.ends_with(" created")), "{first}");
+    let before = versions(&s, &bundle);
+    let again = apply(&[]);
+    assert_eq!(
+        versions(&s, &bundle),
+        before,
+        "a second client-side apply writes nothing:\n{again}"
+    );
+    // kubectl sends a patch (and prints "configured") where its three-way diff
+    // cannot see equality, against kube-apiserver too: a PDB's selector has
+    // patch strategy `replace` (sent whole), and webhook `rules` are atomic
+    // lists the server defaulted (`scope: "*"`). Everything else is unchanged.
+    for line in again.lines() {
+        let resent =
+            line.starts_with("poddisruptionbudget.") || line.contains("webhookconfiguration.");
+        assert!(line.ends_with(" unchanged") || resent, "{again}");
+    }
+    // Taking over from client-side apply conflicts where kube-apiserver's
+    // last-applied comparison conflicts too: webhook `rules` are atomic lists
+    // the server defaulted, so live and last-applied differ.
+    let takeover = apply(&["--server-side", "--force-conflicts"]);
+    assert!(!takeover.contains("Warning"), "{takeover}");
+    let before = versions(&s, &bundle);
+    let ssa_again = apply(&["--server-side", "--force-conflicts"]);
+    assert_eq!(
+        versions(&s, &bundle),
+        before,
+        "a second server-side apply changes nothing:\n{ssa_again}"
+    );
+    let deployment = get_json(
+        &s,
+        &[
+            "deployment",
+            "project-v4-controller-manager",
+            "-n",
+            "project-v4-system",
+        ],
+    );
+    assert_eq!(deployment["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["timeoutSeconds"],
+        1
+    );
+}

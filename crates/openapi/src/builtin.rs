@@ -350,171 +350,23 @@ fn fix_required(components: &mut Map<String, Value>, kinds: &[BuiltinKind]) {
     }
 }
 
-/// The list-type / map-type / strategic-merge extensions upstream's documents carry
-/// for these types (from the `+listType`, `+patchStrategy`, ... markers).
+/// The list-type / map-type / strategic-merge extensions upstream's documents
+/// carry (from the `+listType`, `+patchStrategy`, ... markers), from the patch
+/// metadata data: one source for patching and for what clients read.
 fn apply_extensions(components: &mut Map<String, Value>) {
-    let atomic = json!({"x-kubernetes-list-type": "atomic"});
-    let set = json!({"x-kubernetes-list-type": "set"});
-    let map_by = |key: &str| {
-        json!({
-            "x-kubernetes-list-map-keys": [key],
-            "x-kubernetes-list-type": "map",
-            "x-kubernetes-patch-merge-key": key,
-            "x-kubernetes-patch-strategy": "merge",
-        })
-    };
-    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1";
-    let props: Vec<(String, &str, Value)> = vec![
-        (
-            format!("{meta}.ObjectMeta"),
-            "finalizers",
-            json!({"x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"}),
-        ),
-        (
-            format!("{meta}.ObjectMeta"),
-            "ownerReferences",
-            map_by("uid"),
-        ),
-        (
-            format!("{meta}.ObjectMeta"),
-            "managedFields",
-            atomic.clone(),
-        ),
-        (format!("{meta}.DeleteOptions"), "dryRun", atomic.clone()),
-        (format!("{meta}.StatusDetails"), "causes", atomic.clone()),
-        (
-            "io.k8s.api.core.v1.ServiceSpec".into(),
-            "ports",
-            json!({
-                "x-kubernetes-list-map-keys": ["port", "protocol"],
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-patch-merge-key": "port",
-                "x-kubernetes-patch-strategy": "merge",
-            }),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceSpec".into(),
-            "clusterIPs",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceSpec".into(),
-            "externalIPs",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceSpec".into(),
-            "ipFamilies",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceSpec".into(),
-            "loadBalancerSourceRanges",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceSpec".into(),
-            "selector",
-            json!({"x-kubernetes-map-type": "atomic"}),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceStatus".into(),
-            "conditions",
-            map_by("type"),
-        ),
-        (
-            "io.k8s.api.core.v1.LoadBalancerStatus".into(),
-            "ingress",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.LoadBalancerIngress".into(),
-            "ports",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.Endpoints".into(),
-            "subsets",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.EndpointSubset".into(),
-            "addresses",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.EndpointSubset".into(),
-            "notReadyAddresses",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.EndpointSubset".into(),
-            "ports",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceAccount".into(),
-            "secrets",
-            map_by("name"),
-        ),
-        (
-            "io.k8s.api.core.v1.ServiceAccount".into(),
-            "imagePullSecrets",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.NamespaceSpec".into(),
-            "finalizers",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.core.v1.NamespaceStatus".into(),
-            "conditions",
-            map_by("type"),
-        ),
-        (
-            "io.k8s.api.discovery.v1.EndpointSlice".into(),
-            "endpoints",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.discovery.v1.EndpointSlice".into(),
-            "ports",
-            atomic.clone(),
-        ),
-        ("io.k8s.api.discovery.v1.Endpoint".into(), "addresses", set),
-        (
-            "io.k8s.api.discovery.v1.EndpointHints".into(),
-            "forZones",
-            atomic.clone(),
-        ),
-        (
-            "io.k8s.api.discovery.v1.EndpointHints".into(),
-            "forNodes",
-            atomic,
-        ),
-    ];
-    for (schema, prop, ext) in props {
-        let target = components
-            .get_mut(&schema)
-            .and_then(|s| s.get_mut("properties"))
-            .and_then(|p| p.get_mut(prop))
-            .and_then(Value::as_object_mut);
-        if let (Some(target), Value::Object(ext)) = (target, ext) {
-            target.extend(ext);
-        }
-    }
-    // `+structType=atomic`
-    for schema in [
-        format!("{meta}.OwnerReference"),
-        "io.k8s.api.core.v1.ObjectReference".into(),
-        "io.k8s.api.core.v1.LocalObjectReference".into(),
-        "io.k8s.api.core.v1.EndpointAddress".into(),
-        "io.k8s.api.core.v1.EndpointPort".into(),
-        "io.k8s.api.discovery.v1.EndpointPort".into(),
-    ] {
-        if let Some(Value::Object(s)) = components.get_mut(&schema) {
-            s.insert("x-kubernetes-map-type".into(), json!("atomic"));
+    for (definition, property, extensions) in patch::builtin::openapi_extensions() {
+        let Some(schema) = components.get_mut(definition) else {
+            continue;
+        };
+        let target = match &property {
+            None => schema.as_object_mut(),
+            Some(name) => schema
+                .get_mut("properties")
+                .and_then(|p| p.get_mut(name.as_str()))
+                .and_then(Value::as_object_mut),
+        };
+        if let Some(target) = target {
+            target.extend(extensions);
         }
     }
 }

@@ -69,6 +69,38 @@ pub fn schema_of_kind(group: &str, version: &str, kind: &str) -> Option<PatchSch
     Some(walk(definition, &mut Vec::new()))
 }
 
+/// The `x-kubernetes-*` extensions of the data, as OpenAPI documents carry
+/// them: `(definition, None, extensions)` for a definition's own
+/// (`+structType=atomic`), `(definition, Some(property), extensions)` for its
+/// properties'. Decodes everything: for building OpenAPI documents once.
+pub fn openapi_extensions() -> Vec<(&'static str, Option<String>, Map<String, Value>)> {
+    let extensions = |map: Map<String, Value>| -> Map<String, Value> {
+        map.into_iter()
+            .filter(|(k, _)| k.starts_with("x-kubernetes-"))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (definition, raw) in &data().definitions {
+        let Ok(Value::Object(mut d)) = serde_json::from_str::<Value>(raw.get()) else {
+            continue;
+        };
+        if let Some(Value::Object(own)) = d.remove("_type") {
+            out.push((*definition, None, extensions(own)));
+        }
+        if let Some(Value::Object(properties)) = d.remove("properties") {
+            for (name, property) in properties {
+                if let Value::Object(property) = property {
+                    let ext = extensions(property);
+                    if !ext.is_empty() {
+                        out.push((*definition, Some(name), ext));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A field's metadata from its extensions.
 fn field_meta(property: &Map<String, Value>) -> FieldMeta {
     let text = |k: &str| property.get(k).and_then(Value::as_str).unwrap_or("");

@@ -13,7 +13,7 @@
 //! Everything here is pure: objects in, object or [`PatchError`] out. The
 //! error variant tells the server which HTTP status upstream would use.
 
-mod builtin;
+pub mod builtin;
 mod error;
 mod gofmt;
 mod gosort;

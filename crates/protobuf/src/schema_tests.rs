@@ -96,6 +96,8 @@ const NEWER_THAN_1_33: &[(&str, &str)] = &[
     ("core/v1.ResourceHealth", "message"),
     ("core/v1.VolumeMountStatus", "volumeStatus"),
     ("core/v1.VolumeProjection", "podCertificate"),
+    ("storage/v1.CSIDriverSpec", "preventPodSchedulingIfMissing"),
+    ("storage/v1.CSIDriverSpec", "serviceAccountTokenInSecrets"),
 ];
 
 const MAX_GEN_DEPTH: usize = 24;
@@ -263,6 +265,17 @@ openapi_types! {
     "authorization.k8s.io/v1", "SelfSubjectRulesReview" => k8s_openapi::api::authorization::v1::SelfSubjectRulesReview;
     "certificates.k8s.io/v1", "CertificateSigningRequest" => k8s_openapi::api::certificates::v1::CertificateSigningRequest;
     "storage.k8s.io/v1", "StorageClass" => k8s_openapi::api::storage::v1::StorageClass;
+    "storage.k8s.io/v1", "CSIDriver" => k8s_openapi::api::storage::v1::CSIDriver;
+    "storage.k8s.io/v1", "CSINode" => k8s_openapi::api::storage::v1::CSINode;
+    "storage.k8s.io/v1", "CSIStorageCapacity" => k8s_openapi::api::storage::v1::CSIStorageCapacity;
+    "storage.k8s.io/v1", "VolumeAttachment" => k8s_openapi::api::storage::v1::VolumeAttachment;
+    "autoscaling/v1", "HorizontalPodAutoscaler" => k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler;
+    "autoscaling/v2", "HorizontalPodAutoscaler" => k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    "flowcontrol.apiserver.k8s.io/v1", "FlowSchema" => k8s_openapi::api::flowcontrol::v1::FlowSchema;
+    "flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration" => k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration;
+    "node.k8s.io/v1", "RuntimeClass" => k8s_openapi::api::node::v1::RuntimeClass;
+    "networking.k8s.io/v1", "IPAddress" => k8s_openapi::api::networking::v1::IPAddress;
+    "networking.k8s.io/v1", "ServiceCIDR" => k8s_openapi::api::networking::v1::ServiceCIDR;
     "meta.k8s.io/v1", "DeleteOptions" => k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 }
 

@@ -91,6 +91,7 @@ impl Strategy for Services {
     }
 
     fn prepare_update(&self, new: &mut Value, old: &Value) {
+        keep_allocated_ips(new, old);
         set_defaults(new);
         if let Some(status) = old.get("status") {
             new["status"] = status.clone();
@@ -213,6 +214,33 @@ fn go_strings(items: &[String]) -> String {
         .map(|s| apimachinery::gofmt::quote(s))
         .collect();
     format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// An update that leaves the allocated cluster IPs out keeps them (upstream's
+/// `patchAllocatedValues`, before validation): re-applying a manifest without
+/// `clusterIP` is not an attempt to unset it.
+fn keep_allocated_ips(new: &mut Value, old: &Value) {
+    let has_ip = |svc: &Value| str_at(svc, "/spec/type") != "ExternalName";
+    if !has_ip(new) || !has_ip(old) {
+        return;
+    }
+    let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let empty = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        _ => false,
+    };
+    for field in ["clusterIP", "clusterIPs"] {
+        let kept = old.pointer(&format!("/spec/{field}"));
+        if empty(spec.get(field)) && !empty(kept) {
+            if let Some(kept) = kept {
+                spec.insert(field.into(), kept.clone());
+            }
+        }
+    }
 }
 
 /// Cluster IPs may not change once set (upstream `validateUpgradeDowngradeClusterIPs`).
