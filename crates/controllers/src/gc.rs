@@ -24,6 +24,7 @@ use crate::{Resources, system_context};
 const MANAGER: &str = "kubext-garbage-collector";
 pub const FOREGROUND: &str = "foregroundDeletion";
 pub const ORPHAN: &str = "orphan";
+/// Failed steps come back after 0.5 s, doubling per failure, at most 30 s.
 const RETRY: Duration = Duration::from_millis(500);
 const MAX_RETRY: Duration = Duration::from_secs(30);
 
@@ -433,8 +434,6 @@ impl<R: Resources> GarbageCollector<R> {
         }
     }
 }
-
-/// 0.5 s, doubling per failed attempt, at most 30 s.
 
 /// Apply one event to the graph; the uids to look at again.
 fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {

@@ -338,20 +338,48 @@ fn advertised(addr: SocketAddr) -> SocketAddr {
     SocketAddr::new(ip, addr.port())
 }
 
-/// The namespaces every cluster has.
+/// kube-apiserver's system PriorityClasses (`AddSystemPriorityClasses`):
+/// name, value, description.
+const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+];
+
+/// Create `obj` in `store` unless it exists.
+async fn ensure(store: &GenericStore, obj: serde_json::Value, what: &str) -> Result<()> {
+    let ctx = controllers::system_context("", "kubext");
+    match store.create(&ctx, obj).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == 409 => Ok(()),
+        Err(e) => Err(anyhow!("creating {what}: {e}")),
+    }
+}
+
+/// What every cluster has: the system namespaces and PriorityClasses.
 async fn bootstrap(api: &Api) -> Result<()> {
     let catalog = api.catalog();
     let namespaces = catalog
         .lookup("", "v1", "namespaces")
         .ok_or_else(|| anyhow!("namespaces are not served"))?;
-    let ctx = controllers::system_context("", "kubext");
     for name in BOOTSTRAP_NAMESPACES {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        match namespaces.store.create(&ctx, ns).await {
-            Ok(_) => {}
-            Err(e) if e.code() == 409 => {}
-            Err(e) => return Err(anyhow!("creating namespace {name}: {e}")),
-        }
+        ensure(&namespaces.store, ns, name).await?;
+    }
+    let classes = catalog
+        .lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        .ok_or_else(|| anyhow!("priorityclasses are not served"))?;
+    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
+        let class = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "description": description});
+        ensure(&classes.store, class, name).await?;
     }
     Ok(())
 }

@@ -644,3 +644,22 @@ fn an_operator_bundle_applies_and_reapplies_as_a_no_op() {
         1
     );
 }
+
+#[test]
+fn the_system_priority_classes_exist_from_the_start() {
+    let s = server();
+    // pkg/apis/scheduling/v1/helpers.go systemPriorityClasses.
+    let classes = get_json(&s, &["priorityclasses"]);
+    let value = |name: &str| {
+        classes["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["metadata"]["name"] == name)
+            .map(|c| c["value"].clone())
+    };
+    assert_eq!(value("system-node-critical"), Some(json!(2000001000)));
+    assert_eq!(value("system-cluster-critical"), Some(json!(2000000000)));
+    let class = get_json(&s, &["priorityclass", "system-cluster-critical"]);
+    assert_eq!(class["preemptionPolicy"], "PreemptLowerPriority");
+}

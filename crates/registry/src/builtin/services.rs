@@ -235,10 +235,10 @@ fn keep_allocated_ips(new: &mut Value, old: &Value) {
     };
     for field in ["clusterIP", "clusterIPs"] {
         let kept = old.pointer(&format!("/spec/{field}"));
-        if empty(spec.get(field)) && !empty(kept) {
-            if let Some(kept) = kept {
-                spec.insert(field.into(), kept.clone());
-            }
+        if let Some(kept) = kept.filter(|k| !empty(Some(k)))
+            && empty(spec.get(field))
+        {
+            spec.insert(field.into(), kept.clone());
         }
     }
 }
