@@ -987,9 +987,9 @@ fn int_or_percent_value(v: &Value) -> i64 {
     }
 }
 
-/// `ValidateDeploymentUpdate` plus the strategy's `apps/v1` selector rule.
-fn deployment_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = deployment(new);
+/// A create-time check's errors plus the `apps/v1` strategies' rule that the
+/// selector may not change.
+fn with_fixed_selector(mut errs: ErrorList, new: &Value, old: &Value) -> ErrorList {
     immutable_selector(
         spec_of(new),
         spec_of(old),
@@ -997,6 +997,11 @@ fn deployment_update(new: &Value, old: &Value) -> ErrorList {
         &mut errs,
     );
     errs
+}
+
+/// `ValidateDeploymentUpdate` plus the strategy's `apps/v1` selector rule.
+fn deployment_update(new: &Value, old: &Value) -> ErrorList {
+    with_fixed_selector(deployment(new), new, old)
 }
 
 /// `ValidateReplicaSet`.
@@ -1010,14 +1015,7 @@ fn replica_set(obj: &Value) -> ErrorList {
 
 /// `ValidateReplicaSetUpdate` plus the strategy's `apps/v1` selector rule.
 fn replica_set_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = replica_set(new);
-    immutable_selector(
-        spec_of(new),
-        spec_of(old),
-        &FieldPath::new("spec"),
-        &mut errs,
-    );
-    errs
+    with_fixed_selector(replica_set(new), new, old)
 }
 
 /// `ValidateDaemonSetSpec`.
@@ -1104,14 +1102,7 @@ fn daemon_set_update_strategy(spec: &Value, path: &FieldPath, errs: &mut ErrorLi
 
 /// `ValidateDaemonSetUpdate` plus the strategy's `apps/v1` selector rule.
 fn daemon_set_update(new: &Value, old: &Value) -> ErrorList {
-    let mut errs = daemon_set(new);
-    immutable_selector(
-        spec_of(new),
-        spec_of(old),
-        &FieldPath::new("spec"),
-        &mut errs,
-    );
-    errs
+    with_fixed_selector(daemon_set(new), new, old)
 }
 
 /// `ValidateStatefulSetSpec`. Upstream does not validate the PodSpec of a
