@@ -163,7 +163,7 @@ fn apply(
             Ok(registry::apply::merge_configuration(
                 object,
                 &json,
-                &a.rtype.patch_schema,
+                a.rtype.patch_schema(),
             ))
         }
     }

@@ -109,7 +109,9 @@ pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<Re
             t.columns = columns;
             t.age_column = false;
             t.structured = false;
-            t.patch_schema = crate::list_types::patch_schema(v.pointer("/schema/openAPIV3Schema"));
+            t.set_patch_schema(crate::list_types::patch_schema(
+                v.pointer("/schema/openAPIV3Schema"),
+            ));
             t.scale = scale;
             if v.get("deprecated") == Some(&Value::Bool(true)) {
                 let warning = match v.get("deprecationWarning").and_then(Value::as_str) {

@@ -188,7 +188,9 @@ pub struct ResourceType {
     pub structured: bool,
     /// How lists and maps merge and are owned (strategic merge, server-side apply,
     /// managedFields): built-in tags, or a CRD schema's `x-kubernetes-list-type`s.
-    pub patch_schema: patch::PatchSchema,
+    /// Built on first use (most kinds are never patched or applied): see
+    /// [`ResourceType::patch_schema`].
+    patch_schema: std::sync::OnceLock<patch::PatchSchema>,
     /// A `Warning` header on every request to this version (deprecated versions).
     pub deprecation_warning: Option<String>,
     /// The `scale` subresource (custom resources that declare one).
@@ -419,7 +421,7 @@ impl ResourceType {
             openapi_schema: None,
             refuse_create: None,
             structured: true,
-            patch_schema: patch::builtin_schema(group, version, kind),
+            patch_schema: std::sync::OnceLock::new(),
             deprecation_warning: None,
             scale: None,
             verbs: ALL_VERBS,
@@ -429,6 +431,18 @@ impl ResourceType {
             extra_subresources: &[],
             namespace_lifecycle: true,
         }
+    }
+
+    /// How lists and maps merge and are owned: a built-in kind's from upstream's
+    /// patch metadata (walked on first use), or what [`Self::set_patch_schema`] set.
+    pub fn patch_schema(&self) -> &patch::PatchSchema {
+        self.patch_schema
+            .get_or_init(|| patch::builtin_schema(&self.group, &self.version, &self.kind))
+    }
+
+    /// A schema of its own (a CRD version's list and map types).
+    pub fn set_patch_schema(&mut self, schema: patch::PatchSchema) {
+        self.patch_schema = std::sync::OnceLock::from(schema);
     }
 
     pub fn gvk(&self) -> GroupVersionKind {

@@ -805,7 +805,7 @@ impl GenericStore {
             api_version: &api_version,
             subresource: ctx.subresource.as_str(),
         };
-        managed_fields::record(obj, live, base, &writer, &self.rtype.patch_schema);
+        managed_fields::record(obj, live, base, &writer, self.rtype.patch_schema());
     }
 
     /// Finalizers (or a type-specific rule) keep a deleted object around.

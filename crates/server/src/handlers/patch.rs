@@ -52,7 +52,7 @@ pub async fn patch(
         BodyKind::JsonPatch => Some(decode_json_patch(&patch_doc)?),
         _ => None,
     };
-    let schema = &call.rtype().patch_schema;
+    let schema = call.rtype().patch_schema();
     let rtype = call.rtype();
     let warnings = std::sync::Mutex::new(Vec::new());
     let mutate = |current: &Value| -> Result<Value> {
@@ -141,7 +141,7 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
             &config,
             &writer,
             force,
-            &call.rtype().patch_schema,
+            call.rtype().patch_schema(),
             &now,
         )
         .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
