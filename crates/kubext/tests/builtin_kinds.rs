@@ -663,3 +663,32 @@ fn the_system_priority_classes_exist_from_the_start() {
     let class = get_json(&s, &["priorityclass", "system-cluster-critical"]);
     assert_eq!(class["preemptionPolicy"], "PreemptLowerPriority");
 }
+
+#[test]
+fn endpoints_and_endpoint_slices_get_their_port_defaults() {
+    let s = server();
+    s.apply(
+        r#"
+apiVersion: v1
+kind: Endpoints
+metadata: {name: legacy}
+subsets: [{addresses: [{ip: 10.1.2.3}], ports: [{port: 80}]}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: legacy-1, labels: {kubernetes.io/service-name: legacy}}
+addressType: IPv4
+endpoints: [{addresses: [10.1.2.3]}]
+ports: [{port: 80}]
+"#,
+    );
+    // pkg/apis/core/v1 TestSetDefaultEndpointsProtocol.
+    let endpoints = get_json(&s, &["endpoints", "legacy"]);
+    assert_eq!(endpoints["subsets"][0]["ports"][0]["protocol"], "TCP");
+    // pkg/apis/discovery/v1 SetDefaults_EndpointPort: name "" and protocol TCP.
+    let slice = get_json(&s, &["endpointslice", "legacy-1"]);
+    assert_eq!(
+        slice["ports"][0],
+        json!({"name": "", "port": 80, "protocol": "TCP"})
+    );
+}

@@ -16,6 +16,13 @@ fn required_str(obj: &Value, pointer: &str, path: &FieldPath, errs: &mut ErrorLi
     }
 }
 
+/// Upstream's defaulter of `group`/`kind`, where it has one.
+fn apply_defaults(group: &str, kind: &str, obj: &mut Value) {
+    if let Some(defaults) = super::defaults::defaulter(group, kind) {
+        defaults(obj);
+    }
+}
+
 pub struct Namespaces;
 
 /// Every namespace carries its name as the `kubernetes.io/metadata.name`
@@ -189,6 +196,14 @@ pub const SERVICE_COLUMNS: [TableColumn; 5] = [
 pub struct Endpoints;
 
 impl Strategy for Endpoints {
+    fn prepare_create(&self, obj: &mut Value) {
+        apply_defaults("", "Endpoints", obj);
+    }
+
+    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+        apply_defaults("", "Endpoints", new);
+    }
+
     fn row(&self, obj: &Value) -> Vec<Value> {
         let mut addrs = Vec::new();
         for subset in obj
@@ -230,6 +245,14 @@ pub struct EndpointSlices;
 const ADDRESS_TYPES: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
 
 impl Strategy for EndpointSlices {
+    fn prepare_create(&self, obj: &mut Value) {
+        apply_defaults("discovery.k8s.io", "EndpointSlice", obj);
+    }
+
+    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+        apply_defaults("discovery.k8s.io", "EndpointSlice", new);
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let mut errs = Vec::new();
         let address_type = str_at(obj, "/addressType");
