@@ -24,8 +24,7 @@ pub fn resource_type() -> ResourceType {
     t.categories = vec!["all".into()];
     t.has_status = true;
     if let Some(p) = printer {
-        t.age_column = p.columns.iter().any(crate::resource::TableColumn::is_age);
-        t.columns = p.columns;
+        super::kinds::use_printer(&mut t, p);
     }
     t
 }
@@ -50,14 +49,7 @@ impl Strategy for HpaV1 {
 
     fn prepare_update(&self, new: &mut Value, old: &Value) {
         super::defaults::hpa_v1(new);
-        match old.get("status") {
-            Some(status) => new["status"] = status.clone(),
-            None => {
-                if let Some(map) = new.as_object_mut() {
-                    map.remove("status");
-                }
-            }
-        }
+        super::kinds::keep_status(new, old);
     }
 
     fn converts_on_read(&self, _obj: &Value) -> bool {

@@ -117,12 +117,7 @@ fn resource_type(row: KindRow) -> ResourceType {
     t.tracks_generation = row.tracks_generation;
     t.storage_path = row.etcd_prefix.to_string();
     match printer {
-        Some(p) => {
-            // Kinds printed without Age (PodTemplate, ComponentStatus, IPAddress)
-            // have no marker for it.
-            t.age_column = p.columns.iter().any(TableColumn::is_age);
-            t.columns = p.columns;
-        }
+        Some(p) => use_printer(&mut t, p),
         None => default_table(&mut t),
     }
     if row.group.is_empty() && row.kind == "Pod" {
@@ -180,6 +175,25 @@ const fn sub(
     }
 }
 
+/// A printer's columns and the Age column where it puts it (kinds printed
+/// without Age, such as PodTemplate and IPAddress, have no marker for it).
+pub(super) fn use_printer(t: &mut ResourceType, printer: printers::Printer) {
+    t.age_column = printer.columns.iter().any(TableColumn::is_age);
+    t.columns = printer.columns;
+}
+
+/// A main-resource update keeps the stored status (it is written through `/status`).
+pub(super) fn keep_status(new: &mut Value, old: &Value) {
+    match old.get("status") {
+        Some(status) => new["status"] = status.clone(),
+        None => {
+            if let Some(map) = new.as_object_mut() {
+                map.remove("status");
+            }
+        }
+    }
+}
+
 /// Upstream's default table for kinds without a printer: Name, Created At.
 fn default_table(t: &mut ResourceType) {
     t.age_column = false;
@@ -232,14 +246,7 @@ impl Strategy for BuiltinKind {
     fn prepare_update(&self, new: &mut Value, old: &Value) {
         self.default(new);
         if self.status {
-            match old.get("status") {
-                Some(status) => new["status"] = status.clone(),
-                None => {
-                    if let Some(map) = new.as_object_mut() {
-                        map.remove("status");
-                    }
-                }
-            }
+            keep_status(new, old);
         }
         if let Some(rule) = self.on_update {
             rule(new, old);
