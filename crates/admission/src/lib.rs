@@ -14,6 +14,7 @@
 //! Invariant: policies are compiled when they change, never per request.
 
 mod follow;
+pub mod in_tree;
 mod matching;
 mod mutating;
 mod policy;
@@ -642,27 +643,40 @@ impl GlobalAdmission for Policies {
     }
 }
 
-/// Admission for every write, in upstream's plugin order: mutating policies,
-/// mutating webhooks (and once more what asked to be reinvoked); then
-/// (after the type's defaulting and validation) validating policies,
-/// validating webhooks.
+/// Admission for every write, in upstream's plugin order: the compiled-in
+/// mutating plugins, mutating policies, mutating webhooks (and once more what
+/// asked to be reinvoked); then (after the type's defaulting and validation)
+/// validating policies, validating webhooks, the compiled-in validating
+/// plugins. Each stage runs when its plugin is on.
 pub struct Chain {
+    pub in_tree: Arc<in_tree::InTree>,
     pub policies: Arc<Policies>,
     pub webhooks: Arc<Webhooks>,
 }
 
 impl Chain {
+    /// kube-apiserver's default plugins.
     pub fn new() -> Chain {
+        Chain::with_plugins(in_tree::Plugins::default())
+    }
+
+    pub fn with_plugins(plugins: in_tree::Plugins) -> Chain {
         Chain {
+            in_tree: Arc::new(in_tree::InTree::new(plugins)),
             policies: Arc::new(Policies::new()),
             webhooks: Arc::new(Webhooks::new()),
         }
     }
 
-    /// Where both read the objects they need; what calls webhooks.
+    /// Where they read the objects they need; what calls webhooks.
     pub fn attach(&self, objects: Arc<dyn Objects>, caller: webhook::Caller) {
+        self.in_tree.attach(objects.clone());
         self.policies.attach(objects.clone());
         self.webhooks.attach(objects, caller);
+    }
+
+    fn on(&self, plugin: &str) -> bool {
+        self.in_tree.plugins().is_on(plugin)
     }
 }
 
@@ -675,13 +689,17 @@ impl Default for Chain {
 #[async_trait::async_trait]
 impl GlobalAdmission for Chain {
     async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<bool, StatusError> {
+        let mut changed = self.in_tree.mutate(a, object).await?;
         if exempt(a) {
-            return Ok(false);
+            return Ok(changed);
         }
+        let (policies, webhooks) = (
+            self.on("MutatingAdmissionPolicy"),
+            self.on("MutatingAdmissionWebhook"),
+        );
         // Round 0, then (when a later change asks for it) the reinvocation
         // round: upstream's chain runs every mutating plugin once more.
         let mut state = reinvocation::Reinvocation::default();
-        let mut changed = false;
         for round in [
             reinvocation::Round::First,
             reinvocation::Round::Reinvocation,
@@ -689,24 +707,32 @@ impl GlobalAdmission for Chain {
             if round == reinvocation::Round::Reinvocation && !state.needed {
                 break;
             }
-            changed |= self
-                .policies
-                .mutate_round(a, object, &mut state, round)
-                .await?;
-            changed |= self
-                .webhooks
-                .mutate_round(a, object, &mut state, round)
-                .await?;
+            if policies {
+                changed |= self
+                    .policies
+                    .mutate_round(a, object, &mut state, round)
+                    .await?;
+            }
+            if webhooks {
+                changed |= self
+                    .webhooks
+                    .mutate_round(a, object, &mut state, round)
+                    .await?;
+            }
         }
         Ok(changed)
     }
 
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
-        if exempt(a) {
-            return Ok(());
+        if !exempt(a) {
+            if self.on("ValidatingAdmissionPolicy") {
+                self.policies.admit(a).await?;
+            }
+            if self.on("ValidatingAdmissionWebhook") {
+                self.webhooks.validate(a).await?;
+            }
         }
-        self.policies.admit(a).await?;
-        self.webhooks.validate(a).await
+        self.in_tree.validate(a)
     }
 
     fn render_metrics(&self, out: &mut String) {

@@ -372,6 +372,13 @@ impl Strategy for CustomResources {
             .collect()
     }
 
+    fn default(&self, obj: &mut Value) {
+        if let Some(schema) = &self.schema {
+            schema::default(obj, schema);
+            schema::defaulting::prune_non_nullable_nulls(obj, schema);
+        }
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         if let Some(schema) = &self.schema {
             schema::default(obj, schema);

@@ -16,6 +16,15 @@ pub fn now_rfc3339_micros() -> String {
         .to_string()
 }
 
+/// `seconds` from now.
+pub fn rfc3339_after(seconds: i64) -> String {
+    let now = jiff::Timestamp::now();
+    format_rfc3339(
+        now.checked_add(jiff::SignedDuration::from_secs(seconds))
+            .unwrap_or(now),
+    )
+}
+
 pub fn parse(s: &str) -> Option<jiff::Timestamp> {
     s.parse().ok()
 }

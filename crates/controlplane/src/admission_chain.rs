@@ -38,13 +38,7 @@ pub fn guard(types: Vec<Arc<ResourceType>>) -> Vec<Arc<ResourceType>> {
                 ) => admission::PolicyCheck::Webhooks("MutatingWebhookConfiguration"),
                 _ => return t,
             };
-            match Arc::try_unwrap(t) {
-                Ok(mut t) => {
-                    t.admission = Some(Arc::new(check));
-                    Arc::new(t)
-                }
-                Err(shared) => shared,
-            }
+            crate::with(t, |t| t.admission = Some(Arc::new(check)))
         })
         .collect()
 }

@@ -103,17 +103,13 @@ impl Authorization {
                     }
                     _ => return t,
                 };
-                match Arc::try_unwrap(t) {
-                    Ok(mut t) => {
-                        t.admission = Some(Arc::new(EscalationCheck::new(
-                            kind,
-                            rbac.clone(),
-                            self.whole.clone(),
-                        )));
-                        Arc::new(t)
-                    }
-                    Err(shared) => shared,
-                }
+                crate::with(t, |t| {
+                    t.admission = Some(Arc::new(EscalationCheck::new(
+                        kind,
+                        rbac.clone(),
+                        self.whole.clone(),
+                    )))
+                })
             })
             .collect()
     }

@@ -8,9 +8,11 @@
 
 mod admission_chain;
 mod authorization;
+mod component_statuses;
 mod kubernetes_service;
 mod webhook_services;
 
+pub use admission::in_tree::Plugins as AdmissionPlugins;
 pub use authorization::AuthorizationMode;
 
 use anyhow::{Result, anyhow};
@@ -37,6 +39,8 @@ pub struct Config {
     pub service_ranges: registry::builtin::ServiceRanges,
     /// `--authorization-mode`, in order (after `system:masters`).
     pub authorization_modes: Vec<AuthorizationMode>,
+    /// `--enable-admission-plugins` / `--disable-admission-plugins`.
+    pub admission_plugins: admission::in_tree::Plugins,
 }
 
 impl Default for Config {
@@ -45,6 +49,7 @@ impl Default for Config {
             server: Default::default(),
             service_ranges: Default::default(),
             authorization_modes: vec![AuthorizationMode::Rbac],
+            admission_plugins: Default::default(),
         }
     }
 }
@@ -57,10 +62,16 @@ const BOOTSTRAP_NAMESPACES: [&str; 4] =
 pub async fn start(config: Config) -> Result<Running> {
     let remotes = Remotes::new(config.server.front_proxy.clone());
     let authorization = authorization::Authorization::new(&config.authorization_modes);
-    let admission = Arc::new(admission::Chain::new());
+    let admission = Arc::new(admission::Chain::with_plugins(config.admission_plugins));
+    let etcd_servers = match config.server.storage {
+        StorageKind::Etcd => config.server.etcd_servers.clone(),
+        _ => Vec::new(),
+    };
+    let component_statuses = component_statuses::ComponentStatuses::new(etcd_servers);
+    let types = kubext_types(config.service_ranges, component_statuses.clone());
     let serving = Serving {
         name: "kubext".into(),
-        types: admission_chain::guard(authorization.guard(kubext_types(config.service_ranges))),
+        types: admission_chain::guard(authorization.guard(types)),
         authorizer: authorization.authorizer.clone(),
         rules: authorization.rules.clone(),
         delegation: Some(Arc::new(remotes.clone())),
@@ -68,6 +79,7 @@ pub async fn start(config: Config) -> Result<Running> {
     };
     let storage = config.server.storage;
     let prepared = server::prepare(config.server, serving).await?;
+    component_statuses.attach(&prepared.api);
     let controllers = start_controllers(
         &prepared,
         storage,
@@ -82,10 +94,32 @@ pub async fn start(config: Config) -> Result<Running> {
     Ok(running)
 }
 
-/// kubext's own types: the built-ins and CustomResourceDefinitions.
-fn kubext_types(service_ranges: registry::builtin::ServiceRanges) -> Vec<Arc<ResourceType>> {
+/// `t` changed by `change`: the types are not shared yet while the control
+/// plane assembles them (a shared one is left as it is).
+fn with(t: Arc<ResourceType>, change: impl FnOnce(&mut ResourceType)) -> Arc<ResourceType> {
+    match Arc::try_unwrap(t) {
+        Ok(mut t) => {
+            change(&mut t);
+            Arc::new(t)
+        }
+        Err(shared) => shared,
+    }
+}
+
+/// kubext's own types: the built-ins (component statuses computed by
+/// `component_statuses`) and CustomResourceDefinitions.
+fn kubext_types(
+    service_ranges: registry::builtin::ServiceRanges,
+    component_statuses: Arc<component_statuses::ComponentStatuses>,
+) -> Vec<Arc<ResourceType>> {
     registry::builtin::resource_types_with(service_ranges)
         .into_iter()
+        .map(|t| {
+            if !(t.group.is_empty() && t.plural == "componentstatuses") {
+                return t;
+            }
+            with(t, |t| t.provider = Some(component_statuses.clone()))
+        })
         .chain(std::iter::once(
             Arc::new(apiextensions::crd_resource_type()),
         ))

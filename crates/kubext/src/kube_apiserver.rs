@@ -66,77 +66,9 @@ async fn etcd_version(address: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&body).into_owned())
 }
 
-/// kube-apiserver's admission plugins (1.33's `AllOrderedPlugins`): names
-/// `--enable-admission-plugins`/`--disable-admission-plugins` accept.
-const ADMISSION_PLUGINS: &[&str] = &[
-    "AlwaysAdmit",
-    "NamespaceAutoProvision",
-    "NamespaceLifecycle",
-    "NamespaceExists",
-    "LimitPodHardAntiAffinityTopology",
-    "LimitRanger",
-    "ServiceAccount",
-    "NodeRestriction",
-    "TaintNodesByCondition",
-    "AlwaysPullImages",
-    "ImagePolicyWebhook",
-    "PodSecurity",
-    "PodNodeSelector",
-    "Priority",
-    "DefaultTolerationSeconds",
-    "PodTolerationRestriction",
-    "EventRateLimit",
-    "ExtendedResourceToleration",
-    "PersistentVolumeLabel",
-    "DefaultStorageClass",
-    "StorageObjectInUseProtection",
-    "OwnerReferencesPermissionEnforcement",
-    "PersistentVolumeClaimResize",
-    "RuntimeClass",
-    "CertificateApproval",
-    "CertificateSigning",
-    "ClusterTrustBundleAttest",
-    "CertificateSubjectRestriction",
-    "DefaultIngressClass",
-    "PodTopologyLabels",
-    "MutatingAdmissionPolicy",
-    "MutatingAdmissionWebhook",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionWebhook",
-    "ResourceQuota",
-    "AlwaysDeny",
-];
-
-/// Checks admission plugin names as kube-apiserver does at start.
-pub fn check_admission_plugins(flag: &str, names: &[String]) -> Result<(), String> {
-    match names
-        .iter()
-        .find(|n| !ADMISSION_PLUGINS.contains(&n.as_str()))
-    {
-        Some(unknown) => Err(format!("{flag} plugin \"{unknown}\" is unknown")),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unknown_admission_plugins_are_refused_as_upstream() {
-        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(
-            check_admission_plugins(
-                "disable-admission-plugins",
-                &names(&["ServiceAccount", "ValidatingAdmissionWebhook"])
-            )
-            .is_ok()
-        );
-        assert_eq!(
-            check_admission_plugins("enable-admission-plugins", &names(&["Bogus"])),
-            Err("enable-admission-plugins plugin \"Bogus\" is unknown".into())
-        );
-    }
 
     #[tokio::test]
     async fn a_silent_or_foreign_endpoint_is_not_etcd() {

@@ -84,13 +84,14 @@ struct ServeArgs {
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     allow_privileged: bool,
     /// Admission plugins to turn on besides the default ones (kube-apiserver's
-    /// names, comma-separated or repeated). Accepted and checked; kubext's
-    /// admission (namespace lifecycle, default tolerations and priority of
-    /// pods, admission policies and webhooks) is always on.
+    /// names, comma-separated or repeated). kubext runs ServiceAccount,
+    /// Priority, DefaultTolerationSeconds, DefaultStorageClass,
+    /// DefaultIngressClass, AlwaysDeny and the admission policy and webhook
+    /// plugins; other names are accepted and do nothing.
     #[arg(long, value_delimiter = ',')]
     enable_admission_plugins: Vec<String>,
     /// Admission plugins to turn off (kube-apiserver's names, comma-separated
-    /// or repeated). Accepted and checked, as --enable-admission-plugins.
+    /// or repeated). NamespaceLifecycle stays on.
     #[arg(long, value_delimiter = ',')]
     disable_admission_plugins: Vec<String>,
     /// Accepted for kube-apiserver compatibility: the address published to
@@ -270,13 +271,8 @@ async fn choose_storage(args: &ServeArgs) -> server::StorageKind {
 }
 
 async fn serve(args: ServeArgs) -> Result<()> {
-    kube_apiserver::check_admission_plugins(
-        "enable-admission-plugins",
+    let admission_plugins = controlplane::AdmissionPlugins::from_flags(
         &args.enable_admission_plugins,
-    )
-    .map_err(anyhow::Error::msg)?;
-    kube_apiserver::check_admission_plugins(
-        "disable-admission-plugins",
         &args.disable_admission_plugins,
     )
     .map_err(anyhow::Error::msg)?;
@@ -344,6 +340,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         )
         .map_err(anyhow::Error::msg)?,
         authorization_modes: args.authorization_mode,
+        admission_plugins,
     };
     let running = controlplane::start(config).await?;
     // Machine-readable line for scripts and test harnesses.

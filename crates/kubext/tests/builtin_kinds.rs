@@ -38,7 +38,7 @@ fn upstream_resources() -> Vec<Vec<String>> {
 }
 
 /// Resources a default 1.33 server serves that kubext does not serve yet.
-const NOT_YET: &[&str] = &["core/v1/bindings", "core/v1/componentstatuses"];
+const NOT_YET: &[&str] = &[];
 
 #[test]
 fn discovery_lists_every_resource_of_a_default_1_33_server() {
@@ -211,6 +211,11 @@ fn a_deployment_is_stored_with_upstream_defaults_and_prints_its_columns() {
         d["metadata"]["generation"], 2,
         "labels and status are not spec"
     );
+    // Deployment's PrepareForUpdate: annotations are copied to ReplicaSets,
+    // so changing them bumps generation too.
+    s.kubectl_ok(&["annotate", "deployment", "web", "team=edge"]);
+    let d = get_json(&s, &["deployment", "web"]);
+    assert_eq!(d["metadata"]["generation"], 3, "{d}");
     let table = s.kubectl_ok(&["get", "deploy", "web", "--no-headers"]);
     let row: Vec<&str> = table.split_whitespace().collect();
     assert_eq!(&row[..4], ["web", "2/3", "3", "2"], "{table}");
@@ -493,6 +498,30 @@ fn pod_subresources_answer_as_a_cluster_without_kubelets() {
         answer.contains(r#"Operation cannot be fulfilled on pods/binding "box": pod box is already assigned to node "node-1""#),
         "{answer}"
     );
+    // The legacy `bindings` resource binds the pod its Binding names.
+    s.kubectl_ok(&["run", "other", "--image=busybox:1.36", "--restart=Never"]);
+    let legacy = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "other"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-2"}});
+    let (ok, answer) = post_raw(&s, "/api/v1/namespaces/default/bindings", &legacy);
+    assert!(ok, "{answer}");
+    assert_eq!(
+        get_json(&s, &["pod", "other"])["spec"]["nodeName"],
+        "node-2"
+    );
+    let (ok, answer) = post_raw(&s, "/api/v1/namespaces/default/bindings", &legacy);
+    assert!(!ok);
+    assert!(
+        answer.contains(r#"pod other is already assigned to node "node-2""#),
+        "{answer}"
+    );
+    let missing = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "ghost"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-2"}});
+    let (ok, answer) = post_raw(&s, "/api/v1/namespaces/default/bindings", &missing);
+    assert!(
+        !ok && answer.contains(r#"pods "ghost" not found"#),
+        "{answer}"
+    );
+
     // GetConnectionInfo: a bound pod's node must exist.
     let out = s.kubectl(&["logs", "box"]);
     assert!(
@@ -550,6 +579,71 @@ spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}
         "{answer}"
     );
     assert!(s.kubectl(&["get", "pod", "running"]).status.success());
+
+    // Once the disruption controller has counted it (status written as it
+    // writes it), the budget allows one eviction: checkAndDecrement takes it
+    // and records the pod; the next running pod gets 429 with the counts.
+    s.kubectl_ok(&[
+        "patch",
+        "pdb",
+        "guard",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"observedGeneration":1,"disruptionsAllowed":1,"currentHealthy":2,"desiredHealthy":1,"expectedPods":2}}"#,
+    ]);
+    let (ok, answer) = post_raw(
+        &s,
+        "/api/v1/namespaces/default/pods/running/eviction",
+        &eviction("running"),
+    );
+    assert!(ok, "{answer}");
+    assert!(!s.kubectl(&["get", "pod", "running"]).status.success());
+    let budget = get_json(&s, &["pdb", "guard"]);
+    assert_eq!(budget["status"]["disruptionsAllowed"], 0, "{budget}");
+    assert!(budget["status"]["disruptedPods"]["running"].is_string());
+    let allowed = budget["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "DisruptionAllowed")
+        .unwrap();
+    assert_eq!(allowed["status"], "False");
+    assert_eq!(allowed["reason"], "InsufficientPods");
+    s.kubectl_ok(&[
+        "run",
+        "second",
+        "--image=busybox:1.36",
+        "--labels=app=guarded",
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "pod",
+        "second",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running"}}"#,
+    ]);
+    // kubectl -v=8 shows the Status body with its cause.
+    let out = s.kubectl_with_stdin(
+        &[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/pods/second/eviction",
+            "-f",
+            "-",
+            "-v=8",
+        ],
+        Some(&eviction("second").to_string()),
+    );
+    assert!(!out.status.success());
+    let answer = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        answer.contains("The disruption budget guard needs 1 healthy pods and has 2 currently"),
+        "{answer}"
+    );
+    assert!(s.kubectl(&["get", "pod", "second"]).status.success());
 }
 
 /// kubebuilder's generated operator bundle (CRDs, Namespace, ServiceAccount,
@@ -691,4 +785,185 @@ ports: [{port: 80}]
         slice["ports"][0],
         json!({"name": "", "port": 80, "protocol": "TCP"})
     );
+}
+
+#[test]
+fn component_statuses_report_the_control_plane() {
+    let s = server();
+    let out = s.kubectl(&["get", "componentstatuses"]);
+    assert!(out.status.success(), "{out:?}");
+    // The deprecation warning of every v1 ComponentStatus request.
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Warning: v1 ComponentStatus is deprecated in v1.19+"),
+        "{out:?}"
+    );
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    // pkg/printers/internalversion componentStatusColumnDefinitions.
+    assert_eq!(header, ["NAME", "STATUS", "MESSAGE", "ERROR"], "{table}");
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {table}"))
+            .to_string()
+    };
+    // kubext runs the controllers itself; no kube-scheduler listens here.
+    let cells =
+        |name: &str| -> Vec<String> { row(name).split_whitespace().map(str::to_owned).collect() };
+    assert_eq!(
+        cells("controller-manager")[1..],
+        ["Healthy", "ok"],
+        "{table}"
+    );
+    assert_eq!(cells("scheduler")[1], "Unhealthy", "{table}");
+    assert!(
+        row("scheduler").contains(r#"Get "https://127.0.0.1:10259/healthz""#),
+        "{table}"
+    );
+    // Embedded storage: no etcd members to report.
+    assert!(!table.contains("etcd-0"), "{table}");
+    let cs = get_json(&s, &["cs", "controller-manager"]);
+    assert_eq!(
+        cs["conditions"],
+        json!([{"type": "Healthy", "status": "True", "message": "ok"}])
+    );
+    let out = s.kubectl(&["delete", "cs", "scheduler"]);
+    assert!(!out.status.success());
+}
+
+/// The `f:ports` entries of `manager`'s managedFields.
+fn owned_ports(service: &Value, manager: &str) -> Vec<String> {
+    let entry = service["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == manager)
+        .unwrap_or_else(|| panic!("no {manager} in {service}"));
+    let mut keys: Vec<String> = entry["fieldsV1"]["f:spec"]["f:ports"]
+        .as_object()
+        .map(|o| o.keys().filter(|k| k.starts_with("k:")).cloned().collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn server_side_apply_keys_service_ports_by_port_and_protocol() {
+    let s = server();
+    // A DNS-like Service: port 53 twice, told apart by protocol only.
+    let dns = |udp: bool| {
+        let mut ports = vec![json!({"name": "dns-tcp", "port": 53, "protocol": "TCP"})];
+        if udp {
+            ports.push(json!({"name": "dns", "port": 53, "protocol": "UDP"}));
+        }
+        ports.push(json!({"name": "metrics", "port": 9153}));
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "dns"},
+            "spec": {"selector": {"app": "dns"}, "ports": ports}})
+        .to_string()
+    };
+    let apply = |manifest: String| {
+        let out = s.kubectl_with_stdin(
+            &["apply", "--server-side", "--field-manager=ops", "-f", "-"],
+            Some(&manifest),
+        );
+        assert!(out.status.success(), "{out:?}");
+    };
+    apply(dns(true));
+    let service = get_json(&s, &["service", "dns", "--show-managed-fields"]);
+    // structured-merge-diff's keys: every key field, a missing protocol as
+    // its default (TCP).
+    assert_eq!(
+        owned_ports(&service, "ops"),
+        [
+            r#"k:{"port":53,"protocol":"TCP"}"#,
+            r#"k:{"port":53,"protocol":"UDP"}"#,
+            r#"k:{"port":9153,"protocol":"TCP"}"#,
+        ]
+    );
+    let rv = service["metadata"]["resourceVersion"].clone();
+    apply(dns(true));
+    assert_eq!(
+        get_json(&s, &["service", "dns"])["metadata"]["resourceVersion"],
+        rv,
+        "a second apply writes nothing"
+    );
+    // Leaving the UDP port out of the next apply removes that port alone.
+    apply(dns(false));
+    let service = get_json(&s, &["service", "dns"]);
+    let ports: Vec<(i64, String)> = service["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["port"].as_i64().unwrap(),
+                p["protocol"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(ports, [(53, "TCP".into()), (9153, "TCP".into())]);
+}
+
+#[test]
+fn a_pod_on_a_node_is_deleted_gracefully() {
+    let s = server();
+    s.kubectl_ok(&["run", "bound", "--image=busybox:1.36", "--restart=Never"]);
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "bound"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}});
+    let (ok, answer) = post_raw(
+        &s,
+        "/api/v1/namespaces/default/pods/bound/binding",
+        &binding,
+    );
+    assert!(ok, "{answer}");
+    let generation = get_json(&s, &["pod", "bound"])["metadata"]["generation"]
+        .as_i64()
+        .unwrap();
+    // BeforeDelete: kept for its terminationGracePeriodSeconds (30), for the
+    // kubelet to finish; its generation bumped once.
+    s.kubectl_ok(&["delete", "pod", "bound", "--wait=false"]);
+    let pod = get_json(&s, &["pod", "bound"]);
+    assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 30, "{pod}");
+    assert_eq!(pod["metadata"]["generation"], generation + 1);
+    let deadline = apimachinery_time(&pod["metadata"]["deletionTimestamp"]);
+    // A second delete changes nothing; a shorter period moves the deadline back.
+    s.kubectl_ok(&["delete", "pod", "bound", "--wait=false"]);
+    assert_eq!(
+        get_json(&s, &["pod", "bound"])["metadata"]["resourceVersion"],
+        pod["metadata"]["resourceVersion"]
+    );
+    s.kubectl_ok(&[
+        "delete",
+        "pod",
+        "bound",
+        "--wait=false",
+        "--grace-period=10",
+    ]);
+    let shorter = get_json(&s, &["pod", "bound"]);
+    assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 10);
+    let moved = deadline - apimachinery_time(&shorter["metadata"]["deletionTimestamp"]);
+    assert_eq!(moved, 20, "{shorter}");
+    let table = s.kubectl_ok(&["get", "pods"]);
+    assert!(table.contains("Terminating"), "{table}");
+    // Force deletion (period 0) removes it now.
+    s.kubectl_ok(&["delete", "pod", "bound", "--grace-period=0", "--force"]);
+    let out = s.kubectl(&["get", "pod", "bound"]);
+    assert!(!out.status.success());
+
+    // A pod no node runs goes at once.
+    s.kubectl_ok(&["run", "loose", "--image=busybox:1.36", "--restart=Never"]);
+    s.kubectl_ok(&["delete", "pod", "loose", "--wait=false"]);
+    assert!(!s.kubectl(&["get", "pod", "loose"]).status.success());
+}
+
+/// Seconds since the epoch of an RFC 3339 timestamp.
+fn apimachinery_time(v: &Value) -> i64 {
+    let text = v.as_str().unwrap();
+    let out = std::process::Command::new("date")
+        .args(["-d", text, "+%s"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }

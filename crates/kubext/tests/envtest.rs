@@ -325,6 +325,22 @@ fn envtests_arguments_start_a_usable_api_server_without_etcd() {
     ))
     .unwrap();
     assert_eq!(deployment["spec"]["revisionHistoryLimit"], 10);
+    // envtest turns the ServiceAccount plugin off: a pod gets no account or
+    // token volume (other plugins, like DefaultTolerationSeconds, still run).
+    kubectl(
+        &kubeconfig,
+        &["run", "box", "--image=busybox:1.36", "--restart=Never"],
+        None,
+    );
+    let pod: Value = serde_json::from_str(&kubectl(
+        &kubeconfig,
+        &["get", "pod", "box", "-o", "json"],
+        None,
+    ))
+    .unwrap();
+    assert!(pod["spec"].get("serviceAccountName").is_none(), "{pod}");
+    assert!(pod["spec"].get("volumes").is_none(), "{pod}");
+    assert_eq!(pod["spec"]["tolerations"].as_array().map(Vec::len), Some(2));
 
     // Service-account tokens are signed with --service-account-signing-key-file
     // and verified with --service-account-key-file, which envtest points at a

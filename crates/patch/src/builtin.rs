@@ -101,6 +101,11 @@ pub fn openapi_extensions() -> Vec<(&'static str, Option<String>, Map<String, Va
     out
 }
 
+/// Defaults of list-map key fields (`+default` in upstream's types; the
+/// data keeps only the extensions): in 1.33 the one key field with a default
+/// is ports' `protocol` (ServicePort, ContainerPort).
+const KEY_DEFAULTS: &[(&str, &str)] = &[("protocol", "TCP")];
+
 /// A field's metadata from its extensions.
 fn field_meta(property: &Map<String, Value>) -> FieldMeta {
     let text = |k: &str| property.get(k).and_then(Value::as_str).unwrap_or("");
@@ -115,16 +120,32 @@ fn field_meta(property: &Map<String, Value>) -> FieldMeta {
     let merge_key = Some(text("x-kubernetes-patch-merge-key"))
         .filter(|k| !k.is_empty())
         .map(String::from);
-    // `x-kubernetes-list-map-keys` beyond the merge key (Service ports'
-    // `port` + `protocol`) need apply to default missing key fields first,
-    // as upstream's structured-merge-diff does; until then apply keys
-    // built-in lists by the merge key, as before.
-    let list_map_keys = Vec::new();
+    let list_map_keys: Vec<String> = property
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .filter(|keys| keys.len() > 1)
+        .map(|keys| {
+            keys.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let key_defaults = list_map_keys
+        .iter()
+        .filter_map(|k| {
+            KEY_DEFAULTS
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(key, value)| (key.to_string(), Value::from(*value)))
+        })
+        .collect();
     FieldMeta {
         strategy,
         merge_key,
         retain_keys: strategies.contains(&"retainKeys"),
         list_map_keys,
+        key_defaults,
         atomic_map: text("x-kubernetes-map-type") == "atomic",
     }
 }
@@ -186,6 +207,10 @@ mod tests {
         assert_eq!(ports.strategy, Some(Strategy::Merge));
         assert_eq!(ports.merge_key.as_deref(), Some("port"));
         assert!(service.lookup(&["spec", "selector"]).atomic_map);
+        // Server-side apply keys ports by port and protocol, TCP when left out.
+        assert_eq!(ports.list_keys(), ["port", "protocol"]);
+        assert_eq!(ports.key_default("protocol"), Some(&Value::from("TCP")));
+        assert_eq!(ports.key_default("port"), None);
 
         let deployment = schema_of_kind("apps", "v1", "Deployment").unwrap();
         let containers = deployment.lookup(&["spec", "template", "spec", "containers"]);

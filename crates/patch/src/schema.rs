@@ -42,6 +42,9 @@ pub struct FieldMeta {
     /// Server-side apply's keys of an associative list when there are several
     /// (`x-kubernetes-list-map-keys`); empty means the merge key alone.
     pub list_map_keys: Vec<String>,
+    /// Values of key fields an item may leave out (their schema default, as
+    /// structured-merge-diff keys such items: Service ports' `protocol`).
+    pub key_defaults: Vec<(String, serde_json::Value)>,
     /// `x-kubernetes-map-type: atomic`: the map is replaced and owned whole.
     pub atomic_map: bool,
 }
@@ -64,6 +67,14 @@ impl FieldMeta {
         } else {
             self.list_map_keys.clone()
         }
+    }
+
+    /// The default of key field `key`, if it has one.
+    pub fn key_default(&self, key: &str) -> Option<&serde_json::Value> {
+        self.key_defaults
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// The merge key, or `""` as upstream's `GetPatchMergeKey` returns.

@@ -1013,7 +1013,11 @@ mod tests {
         for f in fields {
             m.insert(format!("f:{f}"), json!({}));
         }
-        (format!("k:{{\"port\":{port}}}"), Value::Object(m))
+        // A port without `protocol` is keyed by its default, TCP.
+        (
+            format!("k:{{\"port\":{port},\"protocol\":\"TCP\"}}"),
+            Value::Object(m),
+        )
     }
 
     fn ports_set(items: &[(u16, &[&str])]) -> Value {
@@ -1051,8 +1055,11 @@ mod tests {
                         svc(json!([{"port": 443, "name": "https"}, {"port": 80, "name": "web"}])),
                     ),
                     Expect::Conflict(
-                        r#"Apply failed with 1 conflict: conflict with "a": .spec.ports[port=80].name"#,
-                        json!([[r#"conflict with "a""#, ".spec.ports[port=80].name"]]),
+                        r#"Apply failed with 1 conflict: conflict with "a": .spec.ports[port=80,protocol="TCP"].name"#,
+                        json!([[
+                            r#"conflict with "a""#,
+                            ".spec.ports[port=80,protocol=\"TCP\"].name"
+                        ]]),
                     ),
                 ),
                 // An item `a` no longer applies goes; b's item stays; new items append.

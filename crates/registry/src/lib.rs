@@ -22,4 +22,4 @@ pub use resource::{
     Admission, Allocation, Allocator, Attributes, Converter, ExtraSubresource, GlobalAdmission,
     Operation, Provider, READ_VERBS, ResourceType, ScalePaths, Strategy, TableColumn,
 };
-pub use store::{DeleteOutcome, GenericStore, ListResult, Storage};
+pub use store::{DeleteOutcome, GenericStore, ListResult, Storage, random_suffix};

@@ -490,8 +490,9 @@ pub fn system_fields() -> FieldSet {
 pub(crate) enum ListKind {
     /// Replaced whole; owned as one leaf.
     Atomic,
-    /// Associative list: items by the values of these key fields.
-    Keyed(Vec<String>),
+    /// Associative list: items by the values of these key fields (a missing
+    /// one counts as its default).
+    Keyed(Vec<(String, Option<Value>)>),
     /// Set of scalars: items by value.
     Set,
 }
@@ -505,7 +506,10 @@ impl ListKind {
                 // Upstream keeps key fields sorted by name.
                 let mut fields: Vec<(String, Value)> = keys
                     .iter()
-                    .map(|k| (k.clone(), item.get(k).cloned().unwrap_or(Value::Null)))
+                    .map(|(k, default)| {
+                        let value = item.get(k).or(default.as_ref());
+                        (k.clone(), value.cloned().unwrap_or(Value::Null))
+                    })
                     .collect();
                 fields.sort_by(|a, b| a.0.cmp(&b.0));
                 Some(PathElement::Key(fields))
@@ -551,7 +555,14 @@ impl<'a> Walker<'a> {
         if meta.strategy != Some(Strategy::Merge) {
             return ListKind::Atomic;
         }
-        let keys = meta.list_keys();
+        let keys: Vec<(String, Option<Value>)> = meta
+            .list_keys()
+            .into_iter()
+            .map(|k| {
+                let default = meta.key_default(&k).cloned();
+                (k, default)
+            })
+            .collect();
         if keys.is_empty() {
             if items.all(|i| !i.is_object() && !i.is_array()) {
                 ListKind::Set
@@ -559,8 +570,10 @@ impl<'a> Walker<'a> {
                 ListKind::Atomic
             }
         } else if items.all(|i| {
-            i.as_object()
-                .is_some_and(|o| keys.iter().all(|k| o.contains_key(k)))
+            i.as_object().is_some_and(|o| {
+                keys.iter()
+                    .all(|(k, default)| default.is_some() || o.contains_key(k))
+            })
         }) {
             ListKind::Keyed(keys)
         } else {
@@ -1241,7 +1254,7 @@ mod tests {
             // `selector` is an atomic map (upstream's `+mapType=atomic`):
             // owned whole.
             json!({"f:spec":{
-                "f:ports":{".":{},"k:{\"port\":80}":{".":{},"f:name":{},"f:port":{}}},
+                "f:ports":{".":{},"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}}},
                 "f:selector":{}
             }})
         );
@@ -1276,12 +1289,12 @@ mod tests {
         assert_eq!(
             mf[0]["fieldsV1"],
             json!({"f:spec":{"f:ports":{".":{},
-                "k:{\"port\":443}":{".":{},"f:port":{}},
-                "k:{\"port\":80}":{".":{},"f:name":{},"f:port":{}}}}})
+                "k:{\"port\":443,\"protocol\":\"TCP\"}":{".":{},"f:port":{}},
+                "k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}}}}})
         );
         assert_eq!(
             mf[1]["fieldsV1"],
-            json!({"f:spec":{"f:ports":{"k:{\"port\":443}":{"f:name":{}}}}})
+            json!({"f:spec":{"f:ports":{"k:{\"port\":443,\"protocol\":\"TCP\"}":{"f:name":{}}}}})
         );
     }
 

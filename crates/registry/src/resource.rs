@@ -8,6 +8,11 @@ use std::borrow::Cow;
 /// Per-type behaviour (upstream's `RESTCreateStrategy`/`RESTUpdateStrategy`),
 /// on unstructured JSON. Defaults fit types without special rules.
 pub trait Strategy: Send + Sync + 'static {
+    /// Defaults applied where upstream decodes a body: before mutating
+    /// admission (webhooks see defaulted objects) and again on what it
+    /// returns. `prepare_*` may default once more after their own changes.
+    fn default(&self, _obj: &mut Value) {}
+
     /// Normalize a new object before validation (e.g. drop `status`).
     fn prepare_create(&self, _obj: &mut Value) {}
 
@@ -72,6 +77,20 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// Adjust an object whose deletion is pending (namespaces: phase Terminating).
     fn prepare_delete(&self, _obj: &mut Value) {}
+
+    /// Whether annotation changes bump `metadata.generation` as spec changes
+    /// do (Deployments: their annotations are copied to ReplicaSets).
+    fn annotations_bump_generation(&self) -> bool {
+        false
+    }
+
+    /// Upstream's `CheckGracefulDelete`: for a type deleted gracefully (pods),
+    /// the seconds `obj` is kept, marked, before it goes (`requested` is the
+    /// DeleteOptions' `gracePeriodSeconds`); 0 deletes it at once. `None` for
+    /// types deleted at once.
+    fn graceful_delete_period(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
 
     /// On a status-subresource update: take only `status` from `new`.
     fn prepare_status_update(&self, new: &mut Value, old: &Value) {

@@ -66,8 +66,8 @@ impl GenericStore {
         self
     }
 
-    /// Mutating admission for every type, before the type's own preparation.
-    /// What it adds outside a custom resource's schema is pruned, as upstream
+    /// Decode-time defaulting, then mutating admission for every type, before
+    /// the type's own preparation. What it adds outside a custom resource's schema is pruned, as upstream
     /// prunes when it stores the object.
     async fn mutate_globally(
         &self,
@@ -77,6 +77,7 @@ impl GenericStore {
         old_object: Option<&Value>,
         ctx: &RequestContext,
     ) -> Result<()> {
+        self.rtype.strategy.default(object);
         let Some(admission) = &self.global_admission else {
             return Ok(());
         };
@@ -92,6 +93,7 @@ impl GenericStore {
         };
         if admission.mutate(&attributes, object).await? {
             self.rtype.strategy.prune(object);
+            self.rtype.strategy.default(object);
         }
         Ok(())
     }
@@ -858,7 +860,21 @@ impl GenericStore {
             _ => self.rtype.strategy.prepare_update(new, old),
         }
         carry_system_metadata(new, old);
-        if self.rtype.tracks_generation && !status_only && spec_changed(old, new) {
+        // Upstream's semantic equality: no annotations equal empty ones.
+        let annotations = |o: &Value| {
+            o.pointer("/metadata/annotations")
+                .and_then(Value::as_object)
+                .filter(|a| !a.is_empty())
+                .cloned()
+        };
+        let annotations_changed = || {
+            self.rtype.strategy.annotations_bump_generation()
+                && annotations(old) != annotations(new)
+        };
+        if self.rtype.tracks_generation
+            && !status_only
+            && (spec_changed(old, new) || annotations_changed())
+        {
             let generation = meta::generation(old) + 1;
             meta::metadata_mut(new).insert("generation".into(), json!(generation));
         }
@@ -900,21 +916,33 @@ impl GenericStore {
                 add_finalizer(&mut served, finalizer);
             }
             let obj = &served;
-            if self.deletion_pending(obj) {
-                if meta::deletion_timestamp(obj).is_some() {
+            let marked = match graceful_deletion(self.rtype.strategy.as_ref(), obj, opts) {
+                Grace::Pending => {
                     return Ok(DeleteOutcome {
-                        object: obj.clone(),
+                        object: served,
                         deleted: false,
                     });
                 }
+                Grace::Mark { timestamp, period } => Some((timestamp, period)),
+                Grace::Now if self.deletion_pending(obj) => {
+                    if meta::deletion_timestamp(obj).is_some() {
+                        return Ok(DeleteOutcome {
+                            object: served,
+                            deleted: false,
+                        });
+                    }
+                    let period = opts.grace_period_seconds.unwrap_or(0);
+                    Some((time::now_rfc3339(), period))
+                }
+                Grace::Now => None,
+            };
+            if let Some((timestamp, period)) = marked {
                 let mut pending = obj.clone();
+                let first = meta::deletion_timestamp(obj).is_none();
                 let md = meta::metadata_mut(&mut pending);
-                md.insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
-                md.insert(
-                    "deletionGracePeriodSeconds".into(),
-                    json!(opts.grace_period_seconds.unwrap_or(0)),
-                );
-                if self.rtype.tracks_generation {
+                md.insert("deletionTimestamp".into(), json!(timestamp));
+                md.insert("deletionGracePeriodSeconds".into(), json!(period));
+                if first && (self.rtype.tracks_generation || meta::generation(obj) > 0) {
                     md.insert("generation".into(), json!(meta::generation(obj) + 1));
                 }
                 self.rtype.strategy.prepare_delete(&mut pending);
@@ -990,6 +1018,67 @@ impl GenericStore {
             }
         }
         Ok(deleted)
+    }
+}
+
+/// What a DELETE does to an object of a type deleted gracefully.
+enum Grace {
+    /// Deleted now (or kept by finalizers, as any type).
+    Now,
+    /// Already terminating and the request does not shorten that: unchanged.
+    Pending,
+    /// Kept, terminating at `timestamp` after `period` seconds.
+    Mark { timestamp: String, period: i64 },
+}
+
+/// Upstream's `BeforeDelete`: a first graceful delete marks the object for
+/// the strategy's period (0: deleted now); a pending one may only be
+/// shortened, and a period of 0 (or none recorded) deletes it.
+fn graceful_deletion(strategy: &dyn crate::Strategy, obj: &Value, opts: &DeleteOptions) -> Grace {
+    let requested = opts.grace_period_seconds;
+    let Some(since) = meta::deletion_timestamp(obj) else {
+        return match strategy.graceful_delete_period(obj, requested) {
+            Some(period) if period > 0 => Grace::Mark {
+                timestamp: time::rfc3339_after(period),
+                period,
+            },
+            _ => Grace::Now,
+        };
+    };
+    if strategy.graceful_delete_period(obj, requested).is_none() {
+        return Grace::Now;
+    }
+    let recorded = obj
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    match requested {
+        _ if recorded == 0 => Grace::Now,
+        Some(0) => Grace::Now,
+        Some(period) if period < recorded => shortened(since, recorded, period),
+        _ => Grace::Pending,
+    }
+}
+
+/// The deadline moved back by the difference; one already past becomes now,
+/// with one second left for whoever finishes the deletion.
+fn shortened(since: &str, recorded: i64, period: i64) -> Grace {
+    let now = jiff::Timestamp::now();
+    let deadline = time::parse(since)
+        .and_then(|t| {
+            t.checked_add(jiff::SignedDuration::from_secs(period - recorded))
+                .ok()
+        })
+        .unwrap_or(now);
+    if deadline < now {
+        return Grace::Mark {
+            timestamp: time::format_rfc3339(now),
+            period: 1,
+        };
+    }
+    Grace::Mark {
+        timestamp: time::format_rfc3339(deadline),
+        period,
     }
 }
 
@@ -1094,8 +1183,9 @@ fn strip_times(v: &Value) -> Value {
     v
 }
 
-/// Five characters from upstream's alphabet (no vowels, no look-alikes).
-fn random_suffix() -> String {
+/// Five characters of upstream's name generator alphabet (`generateName`,
+/// `kube-api-access-*`).
+pub fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = *uuid::Uuid::new_v4().as_bytes();
     bytes[..5]

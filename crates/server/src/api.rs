@@ -125,6 +125,11 @@ impl Api {
     }
 
     /// Fires after every catalog change.
+    /// Why storage is not being followed (a broken etcd watch), if it is not.
+    pub fn storage_health_error(&self) -> Option<String> {
+        self.storage.health_error().map(|e| e.to_string())
+    }
+
     pub fn catalog_changes(&self) -> watch::Receiver<u64> {
         self.catalog_changes.subscribe()
     }

@@ -1,7 +1,6 @@
 //! What upstream's registry strategies (`pkg/registry/<group>/<kind>/strategy.go`)
-//! and default-on admission plugins do to a table kind's object beyond
-//! defaulting: a Pod starts Pending with its QoS class, tolerations and
-//! priority; a Job gets its generated selector; a DaemonSet its template
+//! do to a table kind's object beyond defaulting: a Pod starts Pending with
+//! its QoS class; a Job gets its generated selector; a DaemonSet its template
 //! generation.
 
 use apimachinery::meta;
@@ -26,6 +25,15 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
     }
 }
 
+/// The graceful deletion period of `group`/`kind` (upstream's
+/// `CheckGracefulDelete`), for kinds deleted gracefully.
+pub fn grace_period(group: &str, kind: &str) -> Option<fn(&Value, Option<i64>) -> i64> {
+    match (group, kind) {
+        ("", "Pod") => Some(pod_grace_period),
+        _ => None,
+    }
+}
+
 fn object_mut<'a>(parent: &'a mut Value, key: &str) -> Option<&'a mut Map<String, Value>> {
     parent
         .as_object_mut()
@@ -34,15 +42,9 @@ fn object_mut<'a>(parent: &'a mut Value, key: &str) -> Option<&'a mut Map<String
 
 // ---- Pod ----
 
-/// The toleration seconds kube-apiserver's DefaultTolerationSeconds plugin adds
-/// (`--default-not-ready-toleration-seconds`, `--default-unreachable-toleration-seconds`).
-const DEFAULT_TOLERATION_SECONDS: i64 = 300;
-const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
-const TAINT_UNREACHABLE: &str = "node.kubernetes.io/unreachable";
-
+/// A pod starts Pending with its QoS class (its tolerations, priority and
+/// service account are admission's: `admission::in_tree`).
 fn pod_created(pod: &mut Value) {
-    add_default_tolerations(pod);
-    default_priority(pod);
     let mut status = json!({"phase": "Pending", "qosClass": qos_class(pod)});
     let gated = pod
         .pointer("/spec/schedulingGates")
@@ -61,59 +63,26 @@ fn pod_created(pod: &mut Value) {
     pod["status"] = status;
 }
 
-/// DefaultTolerationSeconds: tolerate not-ready and unreachable nodes for 5
-/// minutes unless the pod already tolerates them with `NoExecute`.
-fn add_default_tolerations(pod: &mut Value) {
-    let Some(spec) = object_mut(pod, "spec") else {
-        return;
-    };
-    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
-    if tolerations.is_null() {
-        *tolerations = json!([]);
-    }
-    let Some(list) = tolerations.as_array_mut() else {
-        return;
-    };
-    for key in [TAINT_NOT_READY, TAINT_UNREACHABLE] {
-        if !list.iter().any(|t| tolerates_no_execute(t, key)) {
-            list.push(json!({
-                "key": key,
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
-            }));
-        }
-    }
-}
-
-/// Upstream's `ToleratesTaint` for a `NoExecute` taint with `key`.
-fn tolerates_no_execute(toleration: &Value, key: &str) -> bool {
-    let field = |f: &str| toleration.get(f).and_then(Value::as_str).unwrap_or("");
-    let effect_matches = matches!(field("effect"), "" | "NoExecute");
-    let key_matches = field("key").is_empty() || field("key") == key;
-    let operator_matches = match field("operator") {
-        "Exists" => true,
-        "" | "Equal" => field("key") == key && field("value").is_empty(),
-        _ => false,
-    };
-    effect_matches && key_matches && operator_matches
-}
-
-/// Priority admission without a global default class: a pod naming no class
-/// gets priority 0 and `PreemptLowerPriority`.
-fn default_priority(pod: &mut Value) {
-    let named = pod
-        .pointer("/spec/priorityClassName")
+/// The requested period, else the pod's `terminationGracePeriodSeconds`;
+/// 0 for a pod no node runs or one that has finished (nothing to stop).
+fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    let unscheduled = pod
+        .pointer("/spec/nodeName")
         .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty());
-    if named {
-        return;
+        .is_none_or(str::is_empty);
+    let finished = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Failed" | "Succeeded")
+    );
+    if unscheduled || finished {
+        return 0;
     }
-    if let Some(spec) = object_mut(pod, "spec") {
-        spec.entry("priority").or_insert(json!(0));
-        spec.entry("preemptionPolicy")
-            .or_insert(json!("PreemptLowerPriority"));
-    }
+    requested
+        .or_else(|| {
+            pod.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(0)
 }
 
 /// Upstream's `GetPodQOS` (after defaulting, so limits imply requests):
@@ -256,20 +225,27 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_gets_upstream_tolerations_once() {
-        let mut pod = json!({"spec": {"tolerations": [
-            {"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}
-        ]}});
+    fn a_pod_starts_pending_with_its_qos_class() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c"}]}});
         pod_created(&mut pod);
-        let tolerations = pod["spec"]["tolerations"].as_array().unwrap();
-        assert_eq!(tolerations.len(), 2);
-        assert_eq!(tolerations[0]["tolerationSeconds"], 60);
-        assert_eq!(tolerations[1]["key"], TAINT_NOT_READY);
         assert_eq!(
             pod["status"],
             json!({"phase": "Pending", "qosClass": "BestEffort"})
         );
-        assert_eq!(pod["spec"]["priority"], 0);
+    }
+
+    // pkg/registry/core/pod TestCheckGracefulDelete's cases.
+    #[test]
+    fn only_running_pods_are_deleted_gracefully() {
+        let pod = |node: &str, phase: &str| {
+            json!({"spec": {"nodeName": node, "terminationGracePeriodSeconds": 30},
+                "status": {"phase": phase}})
+        };
+        assert_eq!(pod_grace_period(&pod("node-1", "Running"), None), 30);
+        assert_eq!(pod_grace_period(&pod("node-1", "Running"), Some(5)), 5);
+        assert_eq!(pod_grace_period(&pod("", "Pending"), None), 0);
+        assert_eq!(pod_grace_period(&pod("node-1", "Succeeded"), None), 0);
+        assert_eq!(pod_grace_period(&pod("node-1", "Failed"), Some(10)), 0);
     }
 
     #[test]

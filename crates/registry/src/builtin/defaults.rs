@@ -198,6 +198,7 @@ fn spec_of(obj: &mut Value) -> Option<&mut Obj> {
 
 /// `SetDefaults_PodSpec` plus the generated container and volume defaults.
 fn pod_spec(spec: &mut Obj) {
+    mirror_service_account(spec);
     default_str(spec, "dnsPolicy", "ClusterFirst");
     default_str(spec, "restartPolicy", "Always");
     set_default(spec, "securityContext", Map::new());
@@ -206,6 +207,26 @@ fn pod_spec(spec: &mut Obj) {
     each_obj(spec, "volumes", volume);
     for key in ["initContainers", "containers", "ephemeralContainers"] {
         each_obj(spec, key, container);
+    }
+}
+
+/// v1's conversion: the deprecated `serviceAccount` names the account when
+/// `serviceAccountName` does not, and always reads back as
+/// `serviceAccountName`.
+fn mirror_service_account(spec: &mut Obj) {
+    if is_blank(spec.get("serviceAccountName"))
+        && let Some(name) = str_of(spec, "serviceAccount").filter(|n| !n.is_empty())
+    {
+        spec.insert("serviceAccountName".into(), Value::from(name.to_owned()));
+    }
+    match str_of(spec, "serviceAccountName").filter(|n| !n.is_empty()) {
+        Some(name) => {
+            let name = Value::from(name.to_owned());
+            spec.insert("serviceAccount".into(), name);
+        }
+        None => {
+            spec.remove("serviceAccount");
+        }
     }
 }
 

@@ -30,6 +30,8 @@ pub struct KindRow {
     pub status: bool,
     pub scale: bool,
     pub tracks_generation: bool,
+    /// Annotation changes bump the generation too (Deployments).
+    pub annotations_bump_generation: bool,
     pub etcd_prefix: &'static str,
 }
 
@@ -81,7 +83,8 @@ fn parse_row(line: &'static str) -> Option<KindRow> {
         categories: list(categories),
         status: subresources.contains(&"status"),
         scale: subresources.contains(&"scale"),
-        tracks_generation: *generation == "spec",
+        tracks_generation: matches!(*generation, "spec" | "spec+annotations"),
+        annotations_bump_generation: *generation == "spec+annotations",
         etcd_prefix: etcd,
     })
 }
@@ -96,10 +99,12 @@ fn resource_type(row: KindRow) -> ResourceType {
     let strategy = BuiltinKind {
         kind: row.kind,
         status: row.status,
+        annotations_bump_generation: row.annotations_bump_generation,
         defaults: defaults::defaulter(row.group, row.kind),
         row: printer.as_ref().map(|p| p.row),
         on_create: create_rules::on_create(row.group, row.kind),
         on_update: create_rules::on_update(row.group, row.kind),
+        grace_period: create_rules::grace_period(row.group, row.kind),
         validate: validation::on_create(row.group, row.kind),
         validate_update: validation::on_update(row.group, row.kind),
     };
@@ -123,6 +128,10 @@ fn resource_type(row: KindRow) -> ResourceType {
     if row.group.is_empty() && row.kind == "Pod" {
         t.extra_subresources = POD_SUBRESOURCES;
     }
+    if let Some((_, verbs, warning)) = UNSTORED.iter().find(|(k, ..)| *k == row.kind) {
+        t.verbs = verbs;
+        t.deprecation_warning = warning.map(str::to_owned);
+    }
     if row.scale {
         t.scale = Some(ScalePaths {
             spec_replicas: ".spec.replicas".into(),
@@ -132,6 +141,19 @@ fn resource_type(row: KindRow) -> ResourceType {
     }
     t
 }
+
+/// Core kinds never stored, with their verbs and deprecation warning:
+/// Binding is the legacy form of `pods/binding` (the server binds the pod it
+/// names); ComponentStatus is computed by probes (the control plane sets its
+/// provider).
+const UNSTORED: &[(&str, &[&str], Option<&str>)] = &[
+    ("Binding", &["create"], None),
+    (
+        "ComponentStatus",
+        crate::resource::READ_VERBS,
+        Some("v1 ComponentStatus is deprecated in v1.19+"),
+    ),
+];
 
 /// Pod subresources besides `status` (upstream's discovery; `resize` is not served).
 const POD_SUBRESOURCES: &[ExtraSubresource] = &[
@@ -208,10 +230,12 @@ fn default_table(t: &mut ResourceType) {
 struct BuiltinKind {
     kind: &'static str,
     status: bool,
+    annotations_bump_generation: bool,
     defaults: Option<fn(&mut Value)>,
     row: Option<fn(&Value) -> Vec<Value>>,
     on_create: Option<fn(&mut Value)>,
     on_update: Option<fn(&mut Value, &Value)>,
+    grace_period: Option<fn(&Value, Option<i64>) -> i64>,
     validate: Option<fn(&Value) -> ErrorList>,
     validate_update: Option<fn(&Value, &Value) -> ErrorList>,
 }
@@ -228,6 +252,10 @@ impl BuiltinKind {
 }
 
 impl Strategy for BuiltinKind {
+    fn default(&self, obj: &mut Value) {
+        BuiltinKind::default(self, obj);
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         self.default(obj);
         // Status is the controllers' to write (Nodes register with theirs).
@@ -252,6 +280,14 @@ impl Strategy for BuiltinKind {
             rule(new, old);
         }
         self.default(new);
+    }
+
+    fn annotations_bump_generation(&self) -> bool {
+        self.annotations_bump_generation
+    }
+
+    fn graceful_delete_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+        self.grace_period.map(|period| period(obj, requested))
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {

@@ -123,6 +123,10 @@ async fn serve_inner(
         let body = call.read_body(req.into_body()).await?;
         return token::token_request(&call, content_type.as_deref(), &body).await;
     }
+    if pods::handles_legacy_binding(&call) {
+        let body = call.read_body(req.into_body()).await?;
+        return pods::legacy_binding(&call, content_type.as_deref(), body).await;
+    }
     if pods::handles(&call) {
         let body = call.read_body(req.into_body()).await?;
         return pods::serve(&call, content_type.as_deref(), body).await;

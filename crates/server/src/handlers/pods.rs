@@ -39,7 +39,15 @@ pub async fn serve(
     let pod = call.served.store.get(&call.ctx, &call.info.name).await?;
     let pod = &pod.value;
     match call.info.subresource {
-        Subresource::Binding => bind(call, pod, &decode(content_type, &body)?).await,
+        Subresource::Binding => {
+            let binding = decode(content_type, &body)?;
+            if meta::name(&binding) != meta::name(pod) {
+                return Err(StatusError::bad_request(
+                    "name in URL does not match name in Binding object",
+                ));
+            }
+            bind(call, &call.served.store, &binding).await
+        }
         Subresource::Eviction => evict(call, pod, &decode(content_type, &body)?).await,
         Subresource::Log => {
             choose_container(call, pod)?;
@@ -167,19 +175,46 @@ fn binding_conflict(name: &str, detail: String) -> StatusError {
     StatusError::conflict(&GroupResource::new("", "pods/binding"), name, &detail)
 }
 
-/// `pods/{name}/binding` (`BindingREST.Create`): assign the pod to a node and
-/// mark it scheduled; 201 with a Success Status.
-async fn bind(call: &Call<'_>, pod: &Value, binding: &Value) -> Result<Response<Body>> {
-    let name = meta::name(pod).to_string();
+/// Whether this is a create of the legacy `bindings` resource.
+pub fn handles_legacy_binding(call: &Call<'_>) -> bool {
+    call.rtype().group.is_empty() && call.rtype().plural == "bindings"
+}
+
+/// `POST /api/v1/namespaces/{ns}/bindings` (`LegacyBindingREST`): binds the
+/// pod the Binding names, as `pods/{name}/binding` does.
+pub async fn legacy_binding(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Bytes,
+) -> Result<Response<Body>> {
+    if call.info.verb != apimachinery::Verb::Create {
+        return Err(StatusError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let binding = decode(content_type, &body)?;
+    let catalog = call.api.catalog();
+    let pods = catalog
+        .lookup("", "v1", "pods")
+        .ok_or_else(|| StatusError::internal("pods are not served"))?;
+    let mut ctx = call.ctx.clone();
+    ctx.subresource = Subresource::None;
+    pods.store.get(&ctx, meta::name(&binding)).await?;
+    bind(call, &pods.store, &binding).await
+}
+
+/// `pods/{name}/binding` (`BindingREST.Create`): assign the pod `binding`
+/// names to a node and mark it scheduled; 201 with a Success Status.
+async fn bind(
+    call: &Call<'_>,
+    pods: &registry::GenericStore,
+    binding: &Value,
+) -> Result<Response<Body>> {
+    let name = meta::name(binding).to_string();
     if binding.get("kind").and_then(Value::as_str) != Some("Binding") {
         return Err(StatusError::bad_request(format!(
             "not a Binding object: {binding}"
         )));
-    }
-    if meta::name(binding) != name {
-        return Err(StatusError::bad_request(
-            "name in URL does not match name in Binding object",
-        ));
     }
     let target = &binding["target"];
     let errors = validate_binding_target(target);
@@ -193,48 +228,49 @@ async fn bind(call: &Call<'_>, pod: &Value, binding: &Value) -> Result<Response<
         .cloned();
     let mut ctx = call.ctx.clone();
     ctx.subresource = Subresource::Binding;
-    call.served
-        .store
-        .update_with(&ctx, &name, |current| {
-            let mut next = current.clone();
-            if meta::deletion_timestamp(current).is_some() {
-                return Err(binding_conflict(
-                    &name,
-                    format!("pod {name} is being deleted, cannot be assigned to a host"),
-                ));
+    pods.update_with(&ctx, &name, |current| {
+        let mut next = current.clone();
+        if meta::deletion_timestamp(current).is_some() {
+            return Err(binding_conflict(
+                &name,
+                format!("pod {name} is being deleted, cannot be assigned to a host"),
+            ));
+        }
+        let assigned = current
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if !assigned.is_empty() {
+            return Err(binding_conflict(
+                &name,
+                format!("pod {name} is already assigned to node {assigned:?}"),
+            ));
+        }
+        let gated = current
+            .pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|g| !g.is_empty());
+        if gated {
+            return Err(binding_conflict(
+                &name,
+                format!("pod {name} has non-empty .spec.schedulingGates"),
+            ));
+        }
+        next["spec"]["nodeName"] = json!(node);
+        if let Some(annotations) = &annotations {
+            let md = meta::metadata_mut(&mut next);
+            let existing = md.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(existing) = existing.as_object_mut() {
+                existing.extend(annotations.clone());
             }
-            let assigned = current
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if !assigned.is_empty() {
-                return Err(binding_conflict(
-                    &name,
-                    format!("pod {name} is already assigned to node {assigned:?}"),
-                ));
-            }
-            let gated = current
-                .pointer("/spec/schedulingGates")
-                .and_then(Value::as_array)
-                .is_some_and(|g| !g.is_empty());
-            if gated {
-                return Err(binding_conflict(
-                    &name,
-                    format!("pod {name} has non-empty .spec.schedulingGates"),
-                ));
-            }
-            next["spec"]["nodeName"] = json!(node);
-            if let Some(annotations) = &annotations {
-                let md = meta::metadata_mut(&mut next);
-                let existing = md.entry("annotations").or_insert_with(|| json!({}));
-                if let Some(existing) = existing.as_object_mut() {
-                    existing.extend(annotations.clone());
-                }
-            }
-            set_condition(&mut next, json!({"type": "PodScheduled", "status": "True"}));
-            Ok(next)
-        })
-        .await?;
+        }
+        set_condition(
+            &mut next,
+            json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null}),
+        );
+        Ok(next)
+    })
+    .await?;
     Ok(created_status())
 }
 
@@ -265,9 +301,11 @@ fn validate_binding_target(target: &Value) -> apimachinery::ErrorList {
 
 /// `podutil.UpdatePodCondition`: replace the condition of the same type,
 /// with a new transition time when its status changes.
-fn set_condition(pod: &mut Value, mut condition: Value) {
+/// Sets `condition` in `obj`'s `status.conditions`, its transition time kept
+/// unless its status changes.
+fn set_condition(obj: &mut Value, mut condition: Value) {
     let now = apimachinery::time::now_rfc3339();
-    let status = pod
+    let status = obj
         .as_object_mut()
         .map(|p| p.entry("status").or_insert_with(|| json!({})));
     let Some(conditions) = status.and_then(|s| {
@@ -282,7 +320,6 @@ fn set_condition(pod: &mut Value, mut condition: Value) {
     }) else {
         return;
     };
-    condition["lastProbeTime"] = Value::Null;
     match conditions
         .iter_mut()
         .find(|c| c["type"] == condition["type"])
@@ -329,7 +366,7 @@ async fn evict(call: &Call<'_>, pod: &Value, eviction: &Value) -> Result<Respons
         let budgets = covering_budgets(call, pod).await?;
         match budgets.as_slice() {
             [] => {}
-            [budget] => check_budget(budget)?,
+            [budget] => take_disruption(call, budget, &name).await?,
             _ => {
                 let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
                     "status": "Failure", "code": 500,
@@ -350,7 +387,7 @@ async fn evict(call: &Call<'_>, pod: &Value, eviction: &Value) -> Result<Respons
                 let mut next = current.clone();
                 set_condition(
                     &mut next,
-                    json!({"type": "DisruptionTarget", "status": "True",
+                    json!({"type": "DisruptionTarget", "status": "True", "lastProbeTime": null,
                         "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}),
                 );
                 Ok(next)
@@ -397,11 +434,72 @@ async fn covering_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>> {
         .collect())
 }
 
-/// Upstream's `checkAndDecrement` for a budget no controller has counted yet
-/// (or that allows nothing): 429 with the budget named.
+/// Upstream's `checkAndDecrement`: a budget that allows a disruption allows
+/// one less, and records the pod as disrupted (for the disruption controller
+/// to confirm); written before the pod is deleted, retried on conflicts.
+async fn take_disruption(call: &Call<'_>, budget: &Value, pod: &str) -> Result<()> {
+    check_budget(budget)?;
+    let catalog = call.api.catalog();
+    let Some(budgets) = catalog.lookup("policy", "v1", "poddisruptionbudgets") else {
+        return Ok(());
+    };
+    let mut ctx = call.ctx.clone();
+    ctx.subresource = Subresource::Status;
+    budgets
+        .store
+        .update_with(&ctx, meta::name(budget), |current| {
+            check_budget(current)?;
+            let mut next = current.clone();
+            let allowed = current["status"]["disruptionsAllowed"].as_i64().unwrap_or(0) - 1;
+            next["status"]["disruptionsAllowed"] = json!(allowed);
+            if allowed == 0 {
+                let observed = current["status"]["observedGeneration"].clone();
+                set_condition(
+                    &mut next,
+                    json!({"type": "DisruptionAllowed", "status": "False",
+                        "reason": "InsufficientPods", "message": "", "observedGeneration": observed}),
+                );
+            }
+            let disrupted = &mut next["status"]["disruptedPods"];
+            if !disrupted.is_object() {
+                *disrupted = json!({});
+            }
+            disrupted[pod] = json!(apimachinery::time::now_rfc3339());
+            Ok(next)
+        })
+        .await?;
+    Ok(())
+}
+
+/// Upstream's most disrupted pods a budget records before evictions stop
+/// (`MaxDisruptedPodSize`).
+const MAX_DISRUPTED_PODS: usize = 2000;
+
+/// Whether `budget` allows a disruption now: 429 while no controller has
+/// counted it or it allows nothing, 403 when its status cannot be trusted.
 fn check_budget(budget: &Value) -> Result<()> {
     let name = meta::name(budget);
     let status = &budget["status"];
+    let forbidden = |why: &str| {
+        StatusError::forbidden(
+            &GroupResource::new("policy", "poddisruptionbudget"),
+            name,
+            why,
+        )
+    };
+    if status["disruptionsAllowed"].as_i64().unwrap_or(0) < 0
+        && status["observedGeneration"].as_i64().unwrap_or(0) >= meta::generation(budget)
+    {
+        return Err(forbidden("pdb disruptions allowed is negative"));
+    }
+    if status["disruptedPods"]
+        .as_object()
+        .is_some_and(|p| p.len() > MAX_DISRUPTED_PODS)
+    {
+        return Err(forbidden(
+            "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+        ));
+    }
     let observed = status["observedGeneration"].as_i64().unwrap_or(0);
     let (message, retry_after) = if observed < meta::generation(budget) {
         (

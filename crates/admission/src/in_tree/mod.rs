@@ -1,0 +1,293 @@
+//! kube-apiserver's compiled-in admission plugins, as far as kubext runs
+//! them, and which of them `--enable-admission-plugins` /
+//! `--disable-admission-plugins` turn on. The mutating ones run before
+//! admission policies and webhooks (upstream's plugin order), the validating
+//! ones after.
+//!
+//! Run here: ServiceAccount, Priority, DefaultTolerationSeconds,
+//! DefaultStorageClass, DefaultIngressClass, AlwaysDeny. NamespaceLifecycle is
+//! the store's own check; the policy and webhook plugins are the rest of
+//! [`crate::Chain`]. Others are known by name only.
+
+mod default_class;
+mod priority;
+mod service_account;
+mod tolerations;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+use apimachinery::StatusError;
+use registry::{Attributes, Operation};
+use serde_json::Value;
+
+use crate::Objects;
+
+/// 1.33's `AllOrderedPlugins`: every name the flags accept, in the order
+/// kube-apiserver runs them.
+pub const ALL: &[&str] = &[
+    "AlwaysAdmit",
+    "NamespaceAutoProvision",
+    "NamespaceLifecycle",
+    "NamespaceExists",
+    "LimitPodHardAntiAffinityTopology",
+    "LimitRanger",
+    "ServiceAccount",
+    "NodeRestriction",
+    "TaintNodesByCondition",
+    "AlwaysPullImages",
+    "ImagePolicyWebhook",
+    "PodSecurity",
+    "PodNodeSelector",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "PodTolerationRestriction",
+    "EventRateLimit",
+    "ExtendedResourceToleration",
+    "PersistentVolumeLabel",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "OwnerReferencesPermissionEnforcement",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "ClusterTrustBundleAttest",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "DenyServiceExternalIPs",
+    "PodTopologyLabels",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+    "AlwaysDeny",
+];
+
+/// 1.33's `DefaultOffAdmissionPlugins`: off unless enabled by name.
+const DEFAULT_OFF: &[&str] = &[
+    "AlwaysAdmit",
+    "NamespaceAutoProvision",
+    "NamespaceExists",
+    "LimitPodHardAntiAffinityTopology",
+    "NodeRestriction",
+    "AlwaysPullImages",
+    "ImagePolicyWebhook",
+    "PodNodeSelector",
+    "PodTolerationRestriction",
+    "EventRateLimit",
+    "ExtendedResourceToleration",
+    "PersistentVolumeLabel",
+    "OwnerReferencesPermissionEnforcement",
+    "DenyServiceExternalIPs",
+    "AlwaysDeny",
+];
+
+/// The admission plugins turned on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plugins {
+    on: BTreeSet<&'static str>,
+}
+
+impl Default for Plugins {
+    /// kube-apiserver's default-on set.
+    fn default() -> Self {
+        Plugins {
+            on: ALL
+                .iter()
+                .copied()
+                .filter(|p| !DEFAULT_OFF.contains(p))
+                .collect(),
+        }
+    }
+}
+
+impl Plugins {
+    /// The default set with `enable` added and `disable` removed, refused as
+    /// kube-apiserver refuses unknown or contradictory names.
+    pub fn from_flags(enable: &[String], disable: &[String]) -> Result<Plugins, String> {
+        let known = |flag: &str, names: &[String]| {
+            names
+                .iter()
+                .find(|n| !ALL.contains(&n.as_str()))
+                .map_or(Ok(()), |unknown| {
+                    Err(format!("{flag} plugin \"{unknown}\" is unknown"))
+                })
+        };
+        known("enable-admission-plugins", enable)?;
+        known("disable-admission-plugins", disable)?;
+        let overlap: BTreeSet<&str> = enable
+            .iter()
+            .filter(|n| disable.contains(n))
+            .map(String::as_str)
+            .collect();
+        if !overlap.is_empty() {
+            let names: Vec<&str> = overlap.into_iter().collect();
+            return Err(format!(
+                "[{}] in enable-admission-plugins and disable-admission-plugins overlapped",
+                names.join(" ")
+            ));
+        }
+        let mut plugins = Plugins::default();
+        for name in ALL {
+            if enable.iter().any(|n| n == name) {
+                plugins.on.insert(name);
+            }
+            if disable.iter().any(|n| n == name) {
+                plugins.on.remove(name);
+            }
+        }
+        Ok(plugins)
+    }
+
+    pub fn is_on(&self, name: &str) -> bool {
+        self.on.contains(name)
+    }
+}
+
+/// The compiled-in plugins kubext runs, reading other objects (service
+/// accounts, priority and storage classes) through [`Objects`].
+pub struct InTree {
+    plugins: Plugins,
+    objects: OnceLock<Arc<dyn Objects>>,
+}
+
+impl InTree {
+    pub fn new(plugins: Plugins) -> InTree {
+        InTree {
+            plugins,
+            objects: OnceLock::new(),
+        }
+    }
+
+    pub fn plugins(&self) -> &Plugins {
+        &self.plugins
+    }
+
+    pub fn attach(&self, objects: Arc<dyn Objects>) {
+        let _ = self.objects.set(objects);
+    }
+
+    /// The mutating plugins, in upstream's order. Whether one changed `object`.
+    pub async fn mutate(
+        &self,
+        a: &Attributes<'_>,
+        object: &mut Value,
+    ) -> Result<bool, StatusError> {
+        let Some(objects) = self.objects.get() else {
+            return Ok(false);
+        };
+        let objects = objects.as_ref();
+        let resource = (a.rtype.group.as_str(), a.rtype.plural.as_str());
+        let main_resource = a.ctx.subresource.as_str().is_empty();
+        let before = object.clone();
+        let forbidden =
+            |reason: String| StatusError::forbidden(&a.rtype.group_resource(), a.name, &reason);
+        match resource {
+            ("", "pods") if main_resource => {
+                if a.operation == Operation::Create && self.plugins.is_on("ServiceAccount") {
+                    service_account::admit(object, &a.ctx.namespace, objects)
+                        .await
+                        .map_err(forbidden)?;
+                }
+                if self.plugins.is_on("Priority") {
+                    priority::admit(object, a.operation, a.old_object, objects)
+                        .await
+                        .map_err(forbidden)?;
+                }
+                if self.plugins.is_on("DefaultTolerationSeconds")
+                    && matches!(a.operation, Operation::Create | Operation::Update)
+                {
+                    tolerations::add_defaults(object);
+                }
+            }
+            ("", "persistentvolumeclaims")
+                if main_resource
+                    && a.operation == Operation::Create
+                    && self.plugins.is_on("DefaultStorageClass") =>
+            {
+                default_class::storage_class(object, objects).await;
+            }
+            ("networking.k8s.io", "ingresses")
+                if main_resource
+                    && a.operation == Operation::Create
+                    && self.plugins.is_on("DefaultIngressClass") =>
+            {
+                default_class::ingress_class(object, objects).await;
+            }
+            _ => return Ok(false),
+        }
+        Ok(*object != before)
+    }
+
+    /// The validating plugins, after policies and webhooks.
+    pub fn validate(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
+        if self.plugins.is_on("AlwaysDeny") {
+            return Err(StatusError::forbidden(
+                &a.rtype.group_resource(),
+                a.name,
+                "admission control is denying all modifications",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_default_set_is_upstreams() {
+        let plugins = Plugins::default();
+        for on in [
+            "NamespaceLifecycle",
+            "ServiceAccount",
+            "Priority",
+            "DefaultTolerationSeconds",
+            "DefaultStorageClass",
+            "DefaultIngressClass",
+            "MutatingAdmissionWebhook",
+            "ValidatingAdmissionPolicy",
+            "ResourceQuota",
+        ] {
+            assert!(plugins.is_on(on), "{on}");
+        }
+        for off in ["AlwaysDeny", "AlwaysPullImages", "NodeRestriction"] {
+            assert!(!plugins.is_on(off), "{off}");
+        }
+    }
+
+    #[test]
+    fn flags_turn_plugins_on_and_off() {
+        let plugins =
+            Plugins::from_flags(&names(&["AlwaysDeny"]), &names(&["ServiceAccount"])).unwrap();
+        assert!(plugins.is_on("AlwaysDeny"));
+        assert!(!plugins.is_on("ServiceAccount"));
+        assert!(plugins.is_on("Priority"));
+    }
+
+    #[test]
+    fn unknown_and_overlapping_names_are_refused_as_upstream() {
+        assert_eq!(
+            Plugins::from_flags(&names(&["Bogus"]), &[]),
+            Err("enable-admission-plugins plugin \"Bogus\" is unknown".into())
+        );
+        assert_eq!(
+            Plugins::from_flags(&[], &names(&["Nope"])),
+            Err("disable-admission-plugins plugin \"Nope\" is unknown".into())
+        );
+        assert_eq!(
+            Plugins::from_flags(
+                &names(&["Priority", "AlwaysDeny"]),
+                &names(&["Priority", "AlwaysDeny"])
+            ),
+            Err("[AlwaysDeny Priority] in enable-admission-plugins and disable-admission-plugins overlapped".into())
+        );
+    }
+}
