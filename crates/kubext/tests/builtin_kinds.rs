@@ -967,3 +967,57 @@ fn apimachinery_time(v: &Value) -> i64 {
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
+
+#[test]
+fn pods_resize_through_their_resize_subresource() {
+    let s = server();
+    s.apply(
+        r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app"},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27",
+              "resources": {"requests": {"cpu": "100m", "memory": "100Mi"},
+                            "limits": {"cpu": "200m", "memory": "200Mi"}}}]}}"#,
+    );
+    let generation = get_json(&s, &["pod", "app"])["metadata"]["generation"]
+        .as_i64()
+        .unwrap();
+    // kubectl 1.33 knows the subresource.
+    let kubectl = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33";
+    let patch = |body: &str| {
+        s.run_kubectl(
+            kubectl,
+            &["patch", "pod", "app", "--subresource=resize", "--type=strategic", "-p", body],
+            None,
+        )
+    };
+    let out = patch(
+        r#"{"spec":{"containers":[{"name":"app","image":"evil","resources":{"requests":{"cpu":"150m"},"limits":{"cpu":"300m"}}}]}}"#,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let pod = get_json(&s, &["pod", "app"]);
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(container["resources"]["requests"]["cpu"], "150m");
+    assert_eq!(container["resources"]["limits"]["cpu"], "300m");
+    // Only resources are written through resize; the spec change bumps generation.
+    assert_eq!(container["image"], "nginx:1.27");
+    assert_eq!(pod["metadata"]["generation"], generation + 1);
+    // ValidatePodResize: the QoS class may not change.
+    let out = patch(
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"300m","memory":"200Mi"}}}]}}"#,
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r#"spec: Invalid value: "Burstable": Pod QOS Class may not change as a result of resizing"#),
+        "{stderr}"
+    );
+    // The main resource still refuses resource changes.
+    let out = s.kubectl(&[
+        "patch",
+        "pod",
+        "app",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"120m"}}}]}}"#,
+    ]);
+    assert!(!out.status.success());
+}

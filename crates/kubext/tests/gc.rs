@@ -322,6 +322,55 @@ async fn orphan_deletion_releases_dependents() {
     );
 }
 
+/// A pod of `job`, as the Job controller would create it.
+fn job_pod(name: &str, job: &str, uid: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name,
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": uid,
+            "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
+}
+
+#[tokio::test]
+async fn batch_v1_jobs_orphan_their_pods_unless_told_otherwise() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "default");
+    let job_uid = |name: &str| {
+        server.kubectl_ok(&["create", "job", name, "--image=busybox:1.36"]);
+        server.kubectl_ok(&["get", "job", name, "-o", "jsonpath={.metadata.uid}"])
+    };
+    // The Job strategy's DefaultGarbageCollectionPolicy for batch/v1:
+    // OrphanDependents, so a plain DELETE leaves the pods.
+    let uid = job_uid("plain");
+    server.apply(&job_pod("plain-pod", "plain", &uid).to_string());
+    let (code, _) = common::send_body(
+        &client,
+        "DELETE",
+        "/apis/batch/v1/namespaces/default/jobs/plain",
+        "application/json",
+        &json!({"kind": "DeleteOptions", "apiVersion": "v1"}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), "default");
+    gone(&jobs, "plain").await;
+    until("plain-pod released", async || {
+        pods.get("plain-pod")
+            .await
+            .unwrap()
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    })
+    .await;
+    // kubectl asks for background propagation: the pods go with the Job.
+    let uid = job_uid("cascaded");
+    server.apply(&job_pod("cascaded-pod", "cascaded", &uid).to_string());
+    server.kubectl_ok(&["delete", "job", "cascaded"]);
+    gone(&pods, "cascaded-pod").await;
+}
+
 #[tokio::test]
 async fn malformed_owner_references_are_refused_and_the_collector_carries_on() {
     let server = Server::builder().start().unwrap();

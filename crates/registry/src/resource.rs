@@ -78,9 +78,27 @@ pub trait Strategy: Send + Sync + 'static {
     /// Adjust an object whose deletion is pending (namespaces: phase Terminating).
     fn prepare_delete(&self, _obj: &mut Value) {}
 
+    /// An update through a subresource this type prepares and validates
+    /// itself (pods' `resize`): `new` made what that subresource may write,
+    /// and the errors of its own validation. `None` for the others.
+    fn subresource_update(
+        &self,
+        _subresource: &apimachinery::Subresource,
+        _new: &mut Value,
+        _old: &Value,
+    ) -> Option<ErrorList> {
+        None
+    }
+
     /// Whether annotation changes bump `metadata.generation` as spec changes
     /// do (Deployments: their annotations are copied to ReplicaSets).
     fn annotations_bump_generation(&self) -> bool {
+        false
+    }
+
+    /// Whether a DELETE that names no propagation policy orphans dependents
+    /// (upstream's `DefaultGarbageCollectionPolicy` of `OrphanDependents`).
+    fn orphans_by_default(&self) -> bool {
         false
     }
 

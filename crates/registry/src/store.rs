@@ -818,6 +818,7 @@ impl GenericStore {
     /// System fields, strategy rules, validation and managedFields for an update.
     fn prepare_update(&self, ctx: &RequestContext, new: &mut Value, old: &Value) -> Result<()> {
         let status_only = ctx.subresource == Subresource::Status;
+        let mut own_validation = None;
         match ctx.subresource {
             Subresource::Status => {
                 // Only status changes, but managedFields are the writer's (an apply
@@ -857,7 +858,10 @@ impl GenericStore {
                 self.record_write(ctx, new, Some(old), old);
                 return Ok(());
             }
-            _ => self.rtype.strategy.prepare_update(new, old),
+            ref sub => match self.rtype.strategy.subresource_update(sub, new, old) {
+                Some(errs) => own_validation = Some(errs),
+                None => self.rtype.strategy.prepare_update(new, old),
+            },
         }
         carry_system_metadata(new, old);
         // Upstream's semantic equality: no annotations equal empty ones.
@@ -885,8 +889,14 @@ impl GenericStore {
             &FieldPath::new("metadata"),
         );
         if errs.is_empty() {
-            errs = self.validate_new(new);
-            errs.extend(self.rtype.strategy.validate_update(new, old));
+            errs = match own_validation {
+                Some(errs) => errs,
+                None => {
+                    let mut errs = self.validate_new(new);
+                    errs.extend(self.rtype.strategy.validate_update(new, old));
+                    errs
+                }
+            };
             errs.dedup();
         }
         if !errs.is_empty() {
@@ -894,6 +904,17 @@ impl GenericStore {
         }
         self.record_write(ctx, new, Some(old), old);
         Ok(())
+    }
+
+    /// The garbage collector's finalizer a delete adds: the requested
+    /// policy's, else `orphan` for types that orphan by default, unless the
+    /// object already asks for foreground deletion.
+    fn propagation_finalizer(&self, obj: &Value, opts: &DeleteOptions) -> Option<&'static str> {
+        if opts.propagation_policy.is_some() {
+            return opts.propagation_finalizer();
+        }
+        let foreground = meta::finalizers(obj).contains(&"foregroundDeletion");
+        (self.rtype.strategy.orphans_by_default() && !foreground).then_some("orphan")
     }
 
     pub async fn delete(
@@ -911,7 +932,7 @@ impl GenericStore {
             self.admit_globally(Operation::Delete, name, None, Some(&served), ctx)
                 .await?;
             if meta::deletion_timestamp(&served).is_none()
-                && let Some(finalizer) = opts.propagation_finalizer()
+                && let Some(finalizer) = self.propagation_finalizer(&served, opts)
             {
                 add_finalizer(&mut served, finalizer);
             }

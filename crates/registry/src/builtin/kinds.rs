@@ -2,13 +2,13 @@
 //! table (`data/builtin-kinds.tsv`: names, scope, subresources, generation,
 //! etcd key) with one generic strategy: upstream's defaulting, status kept
 //! apart from the main resource, printer columns, and the few create-time
-//! rules of upstream's registry strategies (`create_rules`).
+//! rules of upstream's registry strategies (`strategy_rules`).
 
 use serde_json::{Value, json};
 
-use super::create_rules;
 use super::defaults;
 use super::printers;
+use super::strategy_rules;
 use super::validation;
 use apimachinery::ErrorList;
 
@@ -100,11 +100,14 @@ fn resource_type(row: KindRow) -> ResourceType {
         kind: row.kind,
         status: row.status,
         annotations_bump_generation: row.annotations_bump_generation,
+        orphans_by_default: strategy_rules::orphans_by_default(row.group, row.kind),
+        subresource_update: (row.group.is_empty() && row.kind == "Pod")
+            .then_some(super::pod_resize::update as SubresourceUpdate),
         defaults: defaults::defaulter(row.group, row.kind),
         row: printer.as_ref().map(|p| p.row),
-        on_create: create_rules::on_create(row.group, row.kind),
-        on_update: create_rules::on_update(row.group, row.kind),
-        grace_period: create_rules::grace_period(row.group, row.kind),
+        on_create: strategy_rules::on_create(row.group, row.kind),
+        on_update: strategy_rules::on_update(row.group, row.kind),
+        grace_period: strategy_rules::grace_period(row.group, row.kind),
         validate: validation::on_create(row.group, row.kind),
         validate_update: validation::on_update(row.group, row.kind),
     };
@@ -155,7 +158,7 @@ const UNSTORED: &[(&str, &[&str], Option<&str>)] = &[
     ),
 ];
 
-/// Pod subresources besides `status` (upstream's discovery; `resize` is not served).
+/// Pod subresources besides `status` (upstream's discovery).
 const POD_SUBRESOURCES: &[ExtraSubresource] = &[
     sub("attach", "", "PodAttachOptions", &["create", "get"]),
     sub("binding", "", "Binding", &["create"]),
@@ -180,6 +183,7 @@ const POD_SUBRESOURCES: &[ExtraSubresource] = &[
         "PodProxyOptions",
         &["create", "delete", "get", "patch", "update"],
     ),
+    sub("resize", "", "Pod", &["get", "patch", "update"]),
 ];
 
 const fn sub(
@@ -226,11 +230,17 @@ fn default_table(t: &mut ResourceType) {
     )];
 }
 
+/// A kind's own preparation and validation of subresource updates.
+type SubresourceUpdate = fn(&apimachinery::Subresource, &mut Value, &Value) -> Option<ErrorList>;
+
 /// The generic strategy of a table kind.
 struct BuiltinKind {
     kind: &'static str,
     status: bool,
     annotations_bump_generation: bool,
+    orphans_by_default: bool,
+    /// Pods' `resize`.
+    subresource_update: Option<SubresourceUpdate>,
     defaults: Option<fn(&mut Value)>,
     row: Option<fn(&Value) -> Vec<Value>>,
     on_create: Option<fn(&mut Value)>,
@@ -284,6 +294,20 @@ impl Strategy for BuiltinKind {
 
     fn annotations_bump_generation(&self) -> bool {
         self.annotations_bump_generation
+    }
+
+    fn orphans_by_default(&self) -> bool {
+        self.orphans_by_default
+    }
+
+    fn subresource_update(
+        &self,
+        subresource: &apimachinery::Subresource,
+        new: &mut Value,
+        old: &Value,
+    ) -> Option<ErrorList> {
+        self.subresource_update
+            .and_then(|update| update(subresource, new, old))
     }
 
     fn graceful_delete_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {

@@ -4,15 +4,16 @@ pub mod admissionregistration;
 pub mod apiregistration;
 mod configmaps;
 mod core;
-mod create_rules;
 pub mod defaults;
 mod events;
 mod hpa;
 pub mod kinds;
+mod pod_resize;
 pub mod printers;
 pub mod rbac;
 mod secrets;
 mod services;
+mod strategy_rules;
 pub mod validation;
 pub mod webhook_configurations;
 

@@ -580,7 +580,7 @@ fn pod_create(pod: &Value) -> ErrorList {
 
 /// `validatePodMetadataAndSpec` (its spec part): the PodSpec, plus image
 /// whitespace, checked for Pods only.
-fn validate_pod_metadata_and_spec(pod: &Value) -> ErrorList {
+pub(super) fn validate_pod_metadata_and_spec(pod: &Value) -> ErrorList {
     let mut errs = ErrorList::new();
     let path = FieldPath::new("spec");
     let spec = spec_of(pod);
@@ -1934,7 +1934,7 @@ mod tests {
         if let Some(default) = super::super::defaults::defaulter(group, kind) {
             default(&mut obj);
         }
-        if let Some(rule) = super::super::create_rules::on_create(group, kind) {
+        if let Some(rule) = super::super::strategy_rules::on_create(group, kind) {
             rule(&mut obj);
             if let Some(default) = super::super::defaults::defaulter(group, kind) {
                 default(&mut obj);

@@ -1,7 +1,8 @@
 //! What upstream's registry strategies (`pkg/registry/<group>/<kind>/strategy.go`)
 //! do to a table kind's object beyond defaulting: a Pod starts Pending with
-//! its QoS class; a Job gets its generated selector; a DaemonSet its template
-//! generation.
+//! its QoS class and is deleted gracefully; a Job gets its generated selector
+//! (and, as a ReplicationController, orphans its dependents unless told
+//! otherwise); a DaemonSet its template generation.
 
 use apimachinery::meta;
 use serde_json::{Map, Value, json};
@@ -23,6 +24,16 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
         ("apps", "DaemonSet") => Some(daemonset_updated),
         _ => None,
     }
+}
+
+/// Whether a DELETE without a propagation policy orphans dependents
+/// (`DefaultGarbageCollectionPolicy`: batch/v1 Jobs and v1
+/// ReplicationControllers keep their old default).
+pub fn orphans_by_default(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("batch", "Job") | ("", "ReplicationController")
+    )
 }
 
 /// The graceful deletion period of `group`/`kind` (upstream's
