@@ -6,6 +6,7 @@ use anyhow::Result;
 
 /// mimalloc: the server allocates and frees many small JSON nodes from several
 /// threads; glibc's allocator spent a third of a create in lock contention.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand, ValueEnum};
