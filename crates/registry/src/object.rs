@@ -60,7 +60,7 @@ impl Object {
     /// The JSON encoding, computed on first use and shared by every reader and watcher.
     pub fn json(&self) -> &Bytes {
         self.json
-            .get_or_init(|| Bytes::from(meta::to_json_vec(&self.value)))
+            .get_or_init(|| kept_bytes(meta::to_json_vec(&self.value)))
     }
 }
 
@@ -87,7 +87,14 @@ impl storage::Codec for JsonCodec {
 /// (the revision is the version; storing it would make every value stale).
 /// Serialized without copying the object.
 pub fn encode_for_storage(obj: &Value) -> Bytes {
-    Bytes::from(serde_json::to_vec(&WithoutResourceVersion(obj)).unwrap_or_default())
+    kept_bytes(serde_json::to_vec(&WithoutResourceVersion(obj)).unwrap_or_default())
+}
+
+/// Bytes kept as long as the object is cached: without the spare capacity
+/// the serializer's doubling left (up to half again their size).
+fn kept_bytes(mut encoded: Vec<u8>) -> Bytes {
+    encoded.shrink_to_fit();
+    Bytes::from(encoded)
 }
 
 struct WithoutResourceVersion<'a>(&'a Value);
