@@ -985,7 +985,15 @@ fn pods_resize_through_their_resize_subresource() {
     let patch = |body: &str| {
         s.run_kubectl(
             kubectl,
-            &["patch", "pod", "app", "--subresource=resize", "--type=strategic", "-p", body],
+            &[
+                "patch",
+                "pod",
+                "app",
+                "--subresource=resize",
+                "--type=strategic",
+                "-p",
+                body,
+            ],
             None,
         )
     };
