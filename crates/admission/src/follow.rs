@@ -28,7 +28,7 @@ async fn list(store: &GenericStore) -> Result<Vec<Value>, String> {
     store
         .list(&ctx, ListOptions::default())
         .await
-        .map(|l| l.items.iter().map(|o| o.value.clone()).collect())
+        .map(|l| l.items.iter().map(|o| o.to_value()).collect())
         .map_err(|e| e.to_string())
 }
 

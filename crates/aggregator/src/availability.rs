@@ -139,8 +139,8 @@ async fn list(store: &GenericStore, keep: fn(&Value) -> bool) -> Vec<Value> {
         .map(|l| {
             l.items
                 .iter()
-                .filter(|o| keep(&o.value))
-                .map(|o| o.value.clone())
+                .filter(|o| keep(&o.value()))
+                .map(|o| o.to_value())
                 .collect()
         })
         .unwrap_or_default()
@@ -210,8 +210,8 @@ pub async fn run(
 /// A round of checks is the one key: it looks at every APIService.
 fn round_if(event: &Event, matters: fn(&Value) -> bool) -> Vec<()> {
     let relevant = match event {
-        Event::Restarted(all) => all.iter().any(|o| matters(&o.value)),
-        Event::Applied(o) | Event::Deleted(o) => matters(&o.value),
+        Event::Restarted(all) => all.iter().any(|o| matters(&o.value())),
+        Event::Applied(o) | Event::Deleted(o) => matters(&o.value()),
     };
     if relevant { vec![()] } else { Vec::new() }
 }

@@ -39,6 +39,6 @@ impl Objects {
             ..Default::default()
         };
         let listed = served.store.list(&ctx, ListOptions::default()).await?;
-        Ok(listed.items.iter().map(|o| o.value.clone()).collect())
+        Ok(listed.items.iter().map(|o| o.to_value()).collect())
     }
 }

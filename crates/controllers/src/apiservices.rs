@@ -71,11 +71,12 @@ pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Re
         .map_err(|e| e.to_string())?;
     let mut seen = std::collections::HashSet::new();
     for item in &existing.items {
-        let name = meta::name(&item.value).to_string();
+        let name = meta::name(&item.value()).to_string();
         seen.insert(name.clone());
         match desired.get(&name) {
             Some(want)
-                if is_automanaged(&item.value) && item.value.get("spec") != want.get("spec") =>
+                if is_automanaged(&item.value())
+                    && item.value().get("spec") != want.get("spec") =>
             {
                 let spec = want["spec"].clone();
                 store
@@ -87,7 +88,7 @@ pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Re
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            None if is_automanaged(&item.value) => {
+            None if is_automanaged(&item.value()) => {
                 match store.delete(&ctx, &name, &Default::default()).await {
                     Ok(_) => {}
                     Err(e) if e.code() == 404 => {}

@@ -86,7 +86,7 @@ impl CrdController {
                     if self.leading() {
                         known.touch_all();
                         for crd in known.crds.values() {
-                            self.start_cleanup(meta::name(&crd.value), &crd.value);
+                            self.start_cleanup(meta::name(&crd.value()), &crd.value());
                         }
                         self.sync(&mut known).await;
                     }
@@ -118,7 +118,8 @@ impl CrdController {
     fn observe(&self, known: &mut Known, event: Event) {
         match event {
             Event::Restarted(all) => {
-                let names: HashSet<&str> = all.iter().map(|o| meta::name(&o.value)).collect();
+                let values: Vec<Arc<Value>> = all.iter().map(|o| o.value()).collect();
+                let names: HashSet<&str> = values.iter().map(|v| meta::name(v)).collect();
                 let gone: Vec<String> = known
                     .crds
                     .keys()
@@ -133,14 +134,14 @@ impl CrdController {
                 }
             }
             Event::Applied(crd) => self.applied(known, crd),
-            Event::Deleted(crd) => known.remove(meta::name(&crd.value)),
+            Event::Deleted(crd) => known.remove(meta::name(&crd.value())),
         }
     }
 
     fn applied(&self, known: &mut Known, crd: Arc<registry::Object>) {
-        let name = meta::name(&crd.value).to_string();
-        if meta::deletion_timestamp(&crd.value).is_some() {
-            self.start_cleanup(&name, &crd.value);
+        let name = meta::name(&crd.value()).to_string();
+        if meta::deletion_timestamp(&crd.value()).is_some() {
+            self.start_cleanup(&name, &crd.value());
         }
         known.put(name, crd);
     }
@@ -205,22 +206,22 @@ impl CrdController {
         };
         compiled.retain(|name, _| known.crds.contains_key(name));
         for name in changed.iter().chain(pending.keys()) {
-            let Some(crd) = known.crds.get(name).map(|o| &o.value) else {
+            let Some(crd) = known.crds.get(name).map(|o| o.value()) else {
                 continue;
             };
             let status = pending.get(name).or_else(|| crd.get("status"));
-            let key = compile_key(crd, status);
+            let key = compile_key(&crd, status);
             let entry = compiled.entry(name.clone()).or_default();
             if entry.0 == key {
                 continue;
             }
             let types = match pending.get(name) {
                 Some(status) => {
-                    let mut next = crd.clone();
+                    let mut next = Value::clone(&crd);
                     next["status"] = status.clone();
                     served_types(&next, self.conversion.as_ref())
                 }
-                None => served_types(crd, self.conversion.as_ref()),
+                None => served_types(&crd, self.conversion.as_ref()),
             };
             *entry = (key, types.into_iter().map(Arc::new).collect());
         }
@@ -253,7 +254,7 @@ fn group_of(crd: &Value) -> &str {
 impl Known {
     fn put(&mut self, name: String, crd: Arc<registry::Object>) {
         self.remove(&name);
-        let group = group_of(&crd.value).to_string();
+        let group = group_of(&crd.value()).to_string();
         self.by_group
             .entry(group.clone())
             .or_default()
@@ -267,7 +268,8 @@ impl Known {
         let Some(old) = self.crds.remove(name) else {
             return;
         };
-        let group = group_of(&old.value);
+        let old = old.value();
+        let group = group_of(&old);
         if let Some(names) = self.by_group.get_mut(group) {
             names.remove(name);
             if names.is_empty() {
@@ -299,12 +301,16 @@ impl Known {
 fn reconcile(known: &Known, groups: &HashSet<String>) -> BTreeMap<String, Value> {
     let mut changed = BTreeMap::new();
     for group in groups {
-        let mut order: Vec<&Value> = known
+        let decoded: Vec<Arc<Value>> = known
             .by_group
             .get(group)
             .into_iter()
             .flatten()
-            .filter_map(|name| known.crds.get(name).map(|o| &o.value))
+            .filter_map(|name| known.crds.get(name).map(|o| o.value()))
+            .collect();
+        let mut order: Vec<&Value> = decoded
+            .iter()
+            .map(|c| c.as_ref())
             .filter(|c| meta::deletion_timestamp(c).is_none())
             .collect();
         order.sort_by_key(|c| {
@@ -611,10 +617,11 @@ async fn delete_instances(store: &GenericStore) -> Result<(), String> {
         for item in list
             .items
             .iter()
-            .filter(|i| meta::deletion_timestamp(&i.value).is_none())
+            .filter(|i| meta::deletion_timestamp(&i.value()).is_none())
         {
-            let ctx = crate::system_context(meta::namespace(&item.value), MANAGER);
-            let name = meta::name(&item.value);
+            let item = item.value();
+            let ctx = crate::system_context(meta::namespace(&item), MANAGER);
+            let name = meta::name(&item);
             if let Err(e) = store.delete(&ctx, name, &Default::default()).await
                 && e.code() != 404
             {

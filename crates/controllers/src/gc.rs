@@ -438,11 +438,11 @@ impl<R: Resources> GarbageCollector<R> {
 /// Apply one event to the graph; the uids to look at again.
 fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {
     match item {
-        WatchItem::Added(o) | WatchItem::Modified(o) => match graph.node_of(&o.value) {
+        WatchItem::Added(o) | WatchItem::Modified(o) => match graph.node_of(&o.value()) {
             Some((uid, node)) => graph.upsert(uid, node),
             None => Vec::new(),
         },
-        WatchItem::Deleted(o) => graph.remove(meta::uid(&o.value)),
+        WatchItem::Deleted(o) => graph.remove(meta::uid(&o.value())),
         WatchItem::Bookmark(_) => Vec::new(),
     }
 }

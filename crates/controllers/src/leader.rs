@@ -77,7 +77,7 @@ impl<R: Resources> LeaderElection<R> {
         let ctx = system_context(&self.namespace, MANAGER);
         let now = micro_time();
         let current = match leases.get(&ctx, &self.name).await {
-            Ok(lease) => lease.value.clone(),
+            Ok(lease) => lease.to_value(),
             Err(e) if e.code() == 404 => {
                 let lease = json!({
                     "apiVersion": "coordination.k8s.io/v1",
@@ -87,7 +87,7 @@ impl<R: Resources> LeaderElection<R> {
                 });
                 return match leases.create(&ctx, lease).await {
                     Ok(created) => {
-                        *observed = Some((created.value["spec"].clone(), Instant::now()));
+                        *observed = Some((created.value()["spec"].clone(), Instant::now()));
                         Ok(true)
                     }
                     Err(e) if e.code() == 409 => Ok(false),
@@ -125,7 +125,7 @@ impl<R: Resources> LeaderElection<R> {
         next["spec"] = self.spec(&acquired, &now, transitions);
         match leases.update(&ctx, &self.name, next).await {
             Ok(updated) => {
-                *observed = Some((updated.value["spec"].clone(), Instant::now()));
+                *observed = Some((updated.value()["spec"].clone(), Instant::now()));
                 Ok(true)
             }
             // Someone else wrote first (resourceVersion precondition).

@@ -57,7 +57,7 @@ impl<R: Resources> NamespaceController<R> {
             Err(e) if e.code() == 404 => return Ok(()),
             Err(e) => return Err(e.to_string()),
         };
-        if meta::deletion_timestamp(&namespace.value).is_none() {
+        if meta::deletion_timestamp(&namespace.value()).is_none() {
             self.populate(name).await;
             return Ok(());
         }
@@ -162,11 +162,11 @@ impl<R: Resources> NamespaceController<R> {
                 }
             };
             for item in &items {
-                let left = if meta::deletion_timestamp(&item.value).is_some() {
-                    Some(item.value.clone())
+                let left = if meta::deletion_timestamp(&item.value()).is_some() {
+                    Some(item.to_value())
                 } else {
                     match store
-                        .delete(&ctx, meta::name(&item.value), &DeleteOptions::default())
+                        .delete(&ctx, meta::name(&item.value()), &DeleteOptions::default())
                         .await
                     {
                         Ok(outcome) if !outcome.deleted => Some(outcome.object),
@@ -174,8 +174,8 @@ impl<R: Resources> NamespaceController<R> {
                         Err(e) if e.code() == 404 => None,
                         Err(e) => {
                             pass.failures
-                                .push(format!("{resource} {}: {e}", meta::name(&item.value)));
-                            Some(item.value.clone())
+                                .push(format!("{resource} {}: {e}", meta::name(&item.value())));
+                            Some(item.to_value())
                         }
                     }
                 };
@@ -262,9 +262,9 @@ fn names(event: &Event) -> Vec<String> {
     match event {
         Event::Restarted(all) => all
             .iter()
-            .map(|ns| meta::name(&ns.value).to_string())
+            .map(|ns| meta::name(&ns.value()).to_string())
             .collect(),
-        Event::Applied(ns) | Event::Deleted(ns) => vec![meta::name(&ns.value).to_string()],
+        Event::Applied(ns) | Event::Deleted(ns) => vec![meta::name(&ns.value()).to_string()],
     }
 }
 

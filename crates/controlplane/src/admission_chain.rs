@@ -157,7 +157,7 @@ impl admission::Objects for CatalogObjects {
         let catalog = api.catalog();
         let served = catalog.lookup("", "v1", "namespaces")?;
         let ns = served.store.get(&system(), name).await.ok()?;
-        Some(ns.value.clone())
+        Some(ns.to_value())
     }
 
     async fn find(
@@ -185,7 +185,7 @@ impl admission::Objects for CatalogObjects {
         }
         match name {
             Some(name) => match served.store.get(&ctx, name).await {
-                Ok(o) => Ok(vec![o.value.clone()]),
+                Ok(o) => Ok(vec![o.to_value()]),
                 Err(e) if e.code() == 404 => Ok(Vec::new()),
                 Err(e) => Err(e.to_string()),
             },
@@ -199,7 +199,7 @@ impl admission::Objects for CatalogObjects {
                     .list(&ctx, opts)
                     .await
                     .map_err(|e| e.to_string())?;
-                Ok(listed.items.iter().map(|o| o.value.clone()).collect())
+                Ok(listed.items.iter().map(|o| o.to_value()).collect())
             }
         }
     }

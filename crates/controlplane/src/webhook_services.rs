@@ -45,15 +45,15 @@ impl webhook::Directory for CatalogServices {
                 ..Default::default()
             };
             if let Ok(listed) = served.store.list(&ctx, opts).await {
-                slices = listed.items.iter().map(|o| o.value.clone()).collect();
+                slices = listed.items.iter().map(|o| o.to_value()).collect();
             }
         }
         // Without EndpointSlices, a v1 Endpoints object of the same name will do.
         if slices.is_empty()
             && let Some(endpoints) = get("", "endpoints").await
         {
-            slices = webhook::service::slices_of_endpoints(&endpoints.value);
+            slices = webhook::service::slices_of_endpoints(&endpoints.value());
         }
-        (Some(service.value.clone()), slices)
+        (Some(service.to_value()), slices)
     }
 }

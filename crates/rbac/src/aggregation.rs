@@ -66,7 +66,8 @@ impl Reconciler for Aggregation {
             .list(&ctx, ListOptions::default())
             .await
             .map_err(|e| e.to_string())?;
-        let all: Vec<&Value> = list.items.iter().map(|o| &o.value).collect();
+        let decoded: Vec<Arc<Value>> = list.items.iter().map(|o| o.value()).collect();
+        let all: Vec<&Value> = decoded.iter().map(|v| v.as_ref()).collect();
         for role in &all {
             let Some(rules) = aggregated_rules(role, &all)? else {
                 continue;

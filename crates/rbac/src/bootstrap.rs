@@ -103,7 +103,7 @@ async fn ensure(store: &GenericStore, expected: Value, reconcile: Reconcile) -> 
     let describe =
         |e: &dyn std::fmt::Display| format!("{} {namespace}/{name}: {e}", store.rtype.plural);
     let existing = match store.get(&ctx, &name).await {
-        Ok(existing) => existing.value.clone(),
+        Ok(existing) => existing.to_value(),
         Err(e) if e.code() == 404 => {
             return match store.create(&ctx, expected).await {
                 Ok(_) => Ok(()),

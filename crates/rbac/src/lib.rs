@@ -171,7 +171,7 @@ impl Stores {
             list(&self.role_bindings).await?,
         );
         let values = |items: &[Arc<registry::Object>]| -> Vec<Value> {
-            items.iter().map(|o| o.value.clone()).collect()
+            items.iter().map(|o| o.to_value()).collect()
         };
         let (cluster_roles, roles, crbs, rbs) = (
             values(&cluster_roles),

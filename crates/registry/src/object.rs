@@ -1,10 +1,18 @@
-//! The cached form of a stored object: parsed once, serialized at most once.
+//! The cached form of a stored object: its JSON, encoded once, and its
+//! decoded form only while somebody uses it.
+//!
+//! Why: the watch cache keeps every current object. A decoded
+//! `serde_json::Value` costs several times the object's JSON (a map node is
+//! ~600 bytes however few its keys), so the cache keeps the bytes GET, LIST
+//! and watch send, and decodes when a reader needs the tree (selectors,
+//! updates, tables), sharing one decoded tree among concurrent readers.
 //!
 //! Hot path: every read shares these, by `Arc`.
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use serde_json::Value;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Weak};
 
 use apimachinery::meta;
 
@@ -14,21 +22,54 @@ const MAX_PRESENTATIONS: usize = 4;
 /// A stored object as readers see it: `metadata.resourceVersion` already set.
 #[derive(Debug)]
 pub struct Object {
-    pub value: Value,
-    json: OnceLock<Bytes>,
+    /// The JSON encoding, shared by every reader and watcher.
+    json: Bytes,
+    /// The decoded tree while some reader holds it.
+    decoded: Mutex<Weak<Value>>,
     /// This object version as other served versions present it, by
     /// [`crate::ResourceType::presentation`]: converted, pruned and defaulted once,
     /// then shared by every GET, LIST and watcher of that version.
-    presented: parking_lot::Mutex<Vec<(u64, Arc<Object>)>>,
+    presented: Mutex<Vec<(u64, Arc<Object>)>>,
 }
 
 impl Object {
+    /// The object `value` (encoded now; the tree itself is not kept).
     pub fn new(value: Value) -> Self {
+        Object::from_json(kept_bytes(meta::to_json_vec(&value)))
+    }
+
+    /// The object whose JSON encoding is `json`.
+    pub fn from_json(json: Bytes) -> Self {
         Object {
-            value,
-            json: OnceLock::new(),
-            presented: parking_lot::Mutex::new(Vec::new()),
+            json,
+            decoded: Mutex::new(Weak::new()),
+            presented: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The decoded object, shared with whoever else holds it now.
+    pub fn value(&self) -> Arc<Value> {
+        let mut decoded = self.decoded.lock();
+        if let Some(value) = decoded.upgrade() {
+            return value;
+        }
+        let value = Arc::new(self.decode());
+        *decoded = Arc::downgrade(&value);
+        value
+    }
+
+    /// The decoded object, owned (a copy to change).
+    pub fn to_value(&self) -> Value {
+        match self.decoded.lock().upgrade() {
+            Some(value) => Value::clone(&value),
+            None => self.decode(),
+        }
+    }
+
+    fn decode(&self) -> Value {
+        // The bytes were encoded from a Value by this process or decoded
+        // once already: they parse.
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }
 
     /// The object as presentation `key` shows it, if made already.
@@ -57,10 +98,20 @@ impl Object {
         presented
     }
 
-    /// The JSON encoding, computed on first use and shared by every reader and watcher.
+    /// The JSON encoding, shared by every reader and watcher.
     pub fn json(&self) -> &Bytes {
-        self.json
-            .get_or_init(|| kept_bytes(meta::to_json_vec(&self.value)))
+        &self.json
+    }
+
+    /// `apiVersion`, read from the front of the encoding (where this process
+    /// writes it) without decoding the object.
+    pub fn api_version(&self) -> String {
+        const PREFIX: &[u8] = br#"{"apiVersion":""#;
+        let quick = self.json.strip_prefix(PREFIX).and_then(|rest| {
+            let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+            (rest[end] == b'"').then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
+        });
+        quick.unwrap_or_else(|| meta::api_version(&self.value()).to_string())
     }
 }
 
@@ -77,7 +128,7 @@ impl storage::Codec for JsonCodec {
     }
 
     fn restamp(&self, object: &Object, revision: i64) -> Object {
-        let mut v = object.value.clone();
+        let mut v = object.to_value();
         meta::set_resource_version(&mut v, revision);
         Object::new(v)
     }
@@ -138,6 +189,19 @@ impl serde::Serialize for MetadataEntries<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_object_reads_its_api_version_without_decoding() {
+        let obj = Object::new(
+            serde_json::json!({"metadata": {"name": "a"}, "kind": "W", "apiVersion": "x.io/v1"}),
+        );
+        assert_eq!(obj.api_version(), "x.io/v1");
+        let foreign = Object::from_json(Bytes::from_static(
+            br#"{"kind":"W","apiVersion":"y.io/v2"}"#,
+        ));
+        assert_eq!(foreign.api_version(), "y.io/v2");
+        assert_eq!(obj.value()["metadata"]["name"], "a");
+    }
 
     #[test]
     fn stored_form_omits_resource_version_only() {

@@ -51,9 +51,10 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
-    /// Whether [`Strategy::convert_from_storage`] may change this stored object (a
-    /// cheap check): objects served as stored skip the presentation cache.
-    fn converts_on_read(&self, _obj: &Value) -> bool {
+    /// Whether [`Strategy::convert_from_storage`] may change a stored object of
+    /// `api_version` (a cheap check, made without decoding it): objects served
+    /// as stored skip the presentation cache.
+    fn converts_on_read(&self, _api_version: &str) -> bool {
         false
     }
 

@@ -160,11 +160,13 @@ impl GenericStore {
         self.sync().await?;
         let own_key = self.key(meta::namespace(obj), meta::name(obj));
         let stored = self.storage.list(&self.collection(""), None, 0, &|_| true);
-        let mut others = stored
+        let others: Vec<Arc<Value>> = stored
             .items
             .iter()
             .filter(|e| *e.key != *own_key)
-            .map(|e| &e.object.value);
+            .map(|e| e.object.value())
+            .collect();
+        let mut others = others.iter().map(|v| v.as_ref());
         allocator.allocate(obj, old, &mut others).map(Some)
     }
 
@@ -210,7 +212,7 @@ impl GenericStore {
     /// stored are shared as they are.
     pub async fn present(&self, obj: &Arc<Object>) -> Result<Arc<Object>> {
         // Most objects are served as stored: no allocation on that path.
-        if !self.rtype.strategy.converts_on_read(&obj.value) {
+        if !self.rtype.strategy.converts_on_read(&obj.api_version()) {
             return Ok(obj.clone());
         }
         let mut presented = self.present_all(std::slice::from_ref(obj)).await?;
@@ -225,7 +227,7 @@ impl GenericStore {
         let mut presented: Vec<Option<Arc<Object>>> = objects
             .iter()
             .map(|o| {
-                if !strategy.converts_on_read(&o.value) {
+                if !strategy.converts_on_read(&o.api_version()) {
                     Some(o.clone())
                 } else {
                     o.presentation(key)
@@ -236,12 +238,13 @@ impl GenericStore {
             let served_api_version = self.rtype.api_version();
             let outside: Vec<usize> = (0..objects.len())
                 .filter(|&i| {
-                    presented[i].is_none()
-                        && meta::api_version(&objects[i].value) != served_api_version
+                    presented[i].is_none() && objects[i].api_version() != served_api_version
                 })
                 .collect();
             if !outside.is_empty() {
-                let values = outside.iter().map(|&i| &objects[i].value).collect();
+                let decoded: Vec<Arc<Value>> =
+                    outside.iter().map(|&i| objects[i].value()).collect();
+                let values = decoded.iter().map(|v| v.as_ref()).collect();
                 let converted = converter.convert(values, &served_api_version).await?;
                 for (&i, value) in outside.iter().zip(converted) {
                     let value = strategy.convert_from_storage(&value).unwrap_or(value);
@@ -254,7 +257,7 @@ impl GenericStore {
             .zip(objects)
             .map(|(p, o)| {
                 p.unwrap_or_else(|| {
-                    o.keep_presentation(key, strategy.convert_from_storage(&o.value))
+                    o.keep_presentation(key, strategy.convert_from_storage(&o.value()))
                 })
             })
             .collect())
@@ -316,10 +319,10 @@ impl GenericStore {
         Arc::new(move |o: &Object| {
             labels
                 .as_ref()
-                .is_none_or(|l| l.matches(meta::labels(&o.value)))
+                .is_none_or(|l| l.matches(meta::labels(&o.value())))
                 && fields
                     .as_ref()
-                    .is_none_or(|f| f.matches(|field| rtype.field_value(&o.value, field)))
+                    .is_none_or(|f| f.matches(|field| rtype.field_value(&o.value(), field)))
         })
     }
 
@@ -512,7 +515,7 @@ impl GenericStore {
                 namespace,
             ));
         };
-        if ns.object.value.pointer("/status/phase") == Some(&json!("Terminating")) {
+        if ns.object.value().pointer("/status/phase") == Some(&json!("Terminating")) {
             return Err(StatusError::forbidden(
                 &self.rtype.group_resource(),
                 "",
@@ -601,12 +604,13 @@ impl GenericStore {
     }
 
     /// The object as written at `revision`, shared with the watch cache so the
-    /// cache need not decode it again and its JSON is serialized once for the
-    /// response and every watcher.
+    /// cache need not decode the stored bytes, and its JSON is serialized once
+    /// for the response and every watcher.
     fn written(&self, key: &str, revision: i64, mut obj: Value) -> Arc<Object> {
         meta::set_resource_version(&mut obj, revision);
+        let stored_as_served = self.stored_as_served(&obj);
         let object = Arc::new(Object::new(obj));
-        if self.stored_as_served(&object.value) {
+        if stored_as_served {
             self.storage.remember(key, revision, object.clone());
         }
         object
@@ -729,7 +733,8 @@ impl GenericStore {
         let mut current = self.current(ctx, name).await?;
         for _ in 0..MAX_CONFLICT_RETRIES {
             let presented = self.present(&current.object).await?;
-            let old = &presented.value;
+            let old_value = presented.value();
+            let old = old_value.as_ref();
             let mut new = mutate(old)?;
             let wanted_rv = meta::resource_version(&new);
             if !wanted_rv.is_empty() && wanted_rv != current.mod_revision.to_string() {
@@ -927,7 +932,7 @@ impl GenericStore {
         let gr = self.rtype.group_resource();
         for _ in 0..MAX_CONFLICT_RETRIES {
             let current = self.current(ctx, name).await?;
-            let mut served = self.present(&current.object).await?.value.clone();
+            let mut served = self.present(&current.object).await?.to_value();
             check_preconditions(&served, opts, &gr, name)?;
             self.admit_globally(Operation::Delete, name, None, Some(&served), ctx)
                 .await?;
@@ -1031,8 +1036,9 @@ impl GenericStore {
         let mut deleted = Vec::with_capacity(items.len());
         for item in items {
             let mut item_ctx = ctx.clone();
-            item_ctx.namespace = meta::namespace(&item.value).to_string();
-            match self.delete(&item_ctx, meta::name(&item.value), opts).await {
+            let value = item.value();
+            item_ctx.namespace = meta::namespace(&value).to_string();
+            match self.delete(&item_ctx, meta::name(&value), opts).await {
                 Ok(outcome) => deleted.push(outcome.object),
                 Err(e) if e.code() == 404 => {}
                 Err(e) => return Err(e),

@@ -67,25 +67,18 @@ pub fn table(
 }
 
 /// One object (GET, create, update, patch responses, and watch event objects).
-pub fn object(
-    output: &Output,
-    rtype: &ResourceType,
-    value: &Value,
-    cached: Option<&Bytes>,
-    opts: &TableOptions,
-) -> Bytes {
+pub fn object(output: &Output, rtype: &ResourceType, obj: &Object, opts: &TableOptions) -> Bytes {
     match output {
         // Without the newline: watch frames embed it (responses add it).
-        Output::Json => cached
-            .cloned()
-            .unwrap_or_else(|| Bytes::from(apimachinery::meta::to_json_vec(value))),
-        Output::Yaml => Bytes::from(to_yaml(value)),
+        Output::Json => obj.json().clone(),
+        Output::Yaml => Bytes::from(to_yaml(&obj.value())),
         Output::Table(v) => {
-            let md = json!({"resourceVersion": apimachinery::meta::resource_version(value)});
-            to_bytes(&table(rtype, &[value], v, md, opts))
+            let value = obj.value();
+            let md = json!({"resourceVersion": apimachinery::meta::resource_version(&value)});
+            to_bytes(&table(rtype, &[&value], v, md, opts))
         }
         Output::PartialMetadata(v) => {
-            let mut p = table::partial_object_metadata(value);
+            let mut p = table::partial_object_metadata(&obj.value());
             p["apiVersion"] = json!(format!("meta.k8s.io/{v}"));
             to_bytes(&p)
         }
@@ -102,7 +95,8 @@ pub fn list(
     match output {
         Output::Json => json_list(rtype, items, meta),
         Output::Yaml => {
-            let items: Vec<&Value> = items.iter().map(|o| &o.value).collect();
+            let decoded: Vec<Arc<Value>> = items.iter().map(|o| o.value()).collect();
+            let items: Vec<&Value> = decoded.iter().map(|v| v.as_ref()).collect();
             let v = json!({
                 "kind": rtype.list_kind(),
                 "apiVersion": rtype.api_version(),
@@ -112,14 +106,15 @@ pub fn list(
             Bytes::from(to_yaml(&v))
         }
         Output::Table(v) => {
-            let values: Vec<&Value> = items.iter().map(|o| &o.value).collect();
+            let decoded: Vec<Arc<Value>> = items.iter().map(|o| o.value()).collect();
+            let values: Vec<&Value> = decoded.iter().map(|v| v.as_ref()).collect();
             to_bytes(&table(rtype, &values, v, list_metadata(meta), opts))
         }
         Output::PartialMetadata(v) => {
             let items: Vec<Value> = items
                 .iter()
                 .map(|o| {
-                    let mut p = table::partial_object_metadata(&o.value);
+                    let mut p = table::partial_object_metadata(&o.value());
                     p["apiVersion"] = json!(format!("meta.k8s.io/{v}"));
                     p
                 })

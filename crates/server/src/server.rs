@@ -191,7 +191,7 @@ fn service_account_lookup(
     let prefix = prefix.trim_end_matches('/').to_string();
     Arc::new(move |namespace, name| {
         let entry = storage.get(&format!("{prefix}/serviceaccounts/{namespace}/{name}"))?;
-        Some(apimachinery::meta::uid(&entry.object.value).to_string())
+        Some(apimachinery::meta::uid(&entry.object.value()).to_string())
     })
 }
 

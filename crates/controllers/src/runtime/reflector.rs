@@ -179,7 +179,7 @@ impl Reflector {
 }
 
 fn revision_of(object: &Object) -> i64 {
-    meta::parse_resource_version(meta::resource_version(&object.value))
+    meta::parse_resource_version(meta::resource_version(&object.value()))
         .ok()
         .flatten()
         .unwrap_or(0)
@@ -218,15 +218,18 @@ mod tests {
         store.create(&ctx, cm).await.unwrap();
     }
 
-    fn names(objects: &[Arc<Object>]) -> Vec<&str> {
-        let mut names: Vec<&str> = objects.iter().map(|o| meta::name(&o.value)).collect();
+    fn names(objects: &[Arc<Object>]) -> Vec<String> {
+        let mut names: Vec<String> = objects
+            .iter()
+            .map(|o| meta::name(&o.value()).to_string())
+            .collect();
         names.sort_unstable();
         names
     }
 
     fn applied_name(event: Event) -> String {
         match event {
-            Event::Applied(o) => meta::name(&o.value).to_string(),
+            Event::Applied(o) => meta::name(&o.value()).to_string(),
             other => panic!("expected Applied, got {other:?}"),
         }
     }
@@ -256,7 +259,7 @@ mod tests {
         let mut seen = Vec::new();
         while seen.len() < 10 {
             match reflector.next().await {
-                Event::Applied(o) => seen.push(meta::name(&o.value).to_string()),
+                Event::Applied(o) => seen.push(meta::name(&o.value()).to_string()),
                 other => panic!("a resumed watch replays events, got {other:?}"),
             }
         }

@@ -231,8 +231,7 @@ pub fn object_response(
     obj: &Object,
     warnings: &[String],
 ) -> Response<Body> {
-    let cached = matches!(call.output, Output::Json).then(|| obj.json());
-    let mut body = encode::object(&call.output, call.rtype(), &obj.value, cached, &call.table);
+    let mut body = encode::object(&call.output, call.rtype(), obj, &call.table);
     if matches!(call.output, Output::Json) {
         body = encode::with_newline(&body);
     }

@@ -37,7 +37,7 @@ pub async fn serve(
     body: Bytes,
 ) -> Result<Response<Body>> {
     let pod = call.served.store.get(&call.ctx, &call.info.name).await?;
-    let pod = &pod.value;
+    let pod = &pod.value();
     match call.info.subresource {
         Subresource::Binding => {
             let binding = decode(content_type, &body)?;
@@ -424,7 +424,7 @@ async fn covering_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>> {
     Ok(list
         .items
         .iter()
-        .map(|o| o.value.clone())
+        .map(|o| o.to_value())
         .filter(|budget| {
             budget
                 .pointer("/spec/selector")

@@ -117,7 +117,7 @@ pub async fn serve(
     let name = &call.info.name;
     if call.info.verb == apimachinery::Verb::Get {
         let obj = store.get(&call.ctx, name).await?;
-        return Ok(scale_response(call, &scale_of(&obj.value, &paths)));
+        return Ok(scale_response(call, &scale_of(&obj.value(), &paths)));
     }
     let kind = negotiate::body_kind(content_type)?;
     let input = match kind {
@@ -160,7 +160,7 @@ pub async fn serve(
             Ok(next)
         })
         .await?;
-    Ok(scale_response(call, &scale_of(&updated.value, &paths)))
+    Ok(scale_response(call, &scale_of(&updated.value(), &paths)))
 }
 
 /// Scale responses are JSON or YAML (never a Table).

@@ -28,7 +28,7 @@ pub async fn token_request(
         StatusError::service_unavailable("service-account tokens are not configured")
     })?;
     let sa = call.served.store.get(&call.ctx, &call.info.name).await?;
-    let answer = tokens.request(&sa.value, &request)?;
+    let answer = tokens.request(&sa.value(), &request)?;
     Ok(response::json(
         201,
         Bytes::from(serde_json::to_vec(&answer).unwrap_or_default()),

@@ -206,13 +206,7 @@ impl EventEncoder {
         };
         // The same presentation as get and list: this version's shape and defaults.
         let obj = self.served.store.present(obj).await?;
-        let body = encode::object(
-            &self.output,
-            &self.served.rtype,
-            &obj.value,
-            Some(obj.json()),
-            &self.table,
-        );
+        let body = encode::object(&self.output, &self.served.rtype, &obj, &self.table);
         // Tables carry column definitions only in the first event.
         self.table.no_headers = true;
         Ok(frame(kind, &body))
