@@ -29,7 +29,8 @@ pub struct Object {
     /// This object version as other served versions present it, by
     /// [`crate::ResourceType::presentation`]: converted, pruned and defaulted once,
     /// then shared by every GET, LIST and watcher of that version.
-    presented: Mutex<Vec<(u64, Arc<Object>)>>,
+    /// `None`: that presentation is the stored form itself (checked once).
+    presented: Mutex<Vec<(u64, Option<Arc<Object>>)>>,
 }
 
 impl Object {
@@ -73,29 +74,26 @@ impl Object {
     }
 
     /// The object as presentation `key` shows it, if made already.
-    pub fn presentation(&self, key: u64) -> Option<Arc<Object>> {
+    pub fn presentation(self: &Arc<Self>, key: u64) -> Option<Arc<Object>> {
         let cache = self.presented.lock();
         cache
             .iter()
             .find(|(k, _)| *k == key)
-            .map(|(_, p)| p.clone())
+            .map(|(_, p)| p.clone().unwrap_or_else(|| self.clone()))
     }
 
     /// Keep `value` as the object as presentation `key` shows it (`None`: the
     /// stored form is the presented form).
     pub fn keep_presentation(self: &Arc<Self>, key: u64, value: Option<Value>) -> Arc<Object> {
-        let Some(value) = value else {
-            return self.clone();
-        };
-        let presented = Arc::new(Object::new(value));
-        // Only other objects are kept: the object itself would be a cycle. A few
+        let presented = value.map(|v| Arc::new(Object::new(v)));
+        // The object itself is not kept (a cycle): `None` stands for it. A few
         // suffice (served versions); types replaced by a CRD change age out.
         let mut cache = self.presented.lock();
         if cache.len() >= MAX_PRESENTATIONS {
             cache.remove(0);
         }
         cache.push((key, presented.clone()));
-        presented
+        presented.unwrap_or_else(|| self.clone())
     }
 
     /// The JSON encoding, shared by every reader and watcher.
@@ -104,15 +102,38 @@ impl Object {
     }
 
     /// `apiVersion`, read from the front of the encoding (where this process
-    /// writes it) without decoding the object.
+    /// writes it, after `kind`) without decoding the object.
     pub fn api_version(&self) -> String {
-        const PREFIX: &[u8] = br#"{"apiVersion":""#;
-        let quick = self.json.strip_prefix(PREFIX).and_then(|rest| {
-            let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
-            (rest[end] == b'"').then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
-        });
-        quick.unwrap_or_else(|| meta::api_version(&self.value()).to_string())
+        match leading_api_version(&self.json) {
+            Some(v) => v.to_string(),
+            None => meta::api_version(&self.value()).to_string(),
+        }
     }
+}
+
+/// `apiVersion` among the first two fields of `json` (`{"kind":"…","apiVersion":"…"`,
+/// as `meta::to_json_vec` writes), if it is there as a plain string.
+fn leading_api_version(json: &[u8]) -> Option<&str> {
+    let mut rest = json.strip_prefix(b"{")?;
+    for _ in 0..2 {
+        let (key, after_key) = plain_string(rest)?;
+        let (value, after_value) = plain_string(after_key.strip_prefix(b":")?)?;
+        if key == "apiVersion" {
+            return Some(value);
+        }
+        rest = after_value.strip_prefix(b",")?;
+    }
+    None
+}
+
+/// A JSON string without escapes at the start of `bytes`, and what follows it.
+fn plain_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let body = bytes.strip_prefix(b"\"")?;
+    let end = body.iter().position(|&b| b == b'"' || b == b'\\')?;
+    if body[end] != b'"' {
+        return None;
+    }
+    Some((std::str::from_utf8(&body[..end]).ok()?, &body[end + 1..]))
 }
 
 /// Decodes stored JSON and stamps the revision in as `resourceVersion`.
