@@ -316,13 +316,20 @@ impl GenericStore {
         fields: Option<apimachinery::selector::FieldSelector>,
     ) -> storage::cache::Predicate<Object> {
         let rtype = self.rtype.clone();
+        // Empty selectors match everything: no object is decoded for them.
+        let labels = labels.filter(|l| !l.is_empty());
+        let fields = fields.filter(|f| !f.is_empty());
+        if labels.is_none() && fields.is_none() {
+            return Arc::new(|_: &Object| true);
+        }
         Arc::new(move |o: &Object| {
+            let value = o.value();
             labels
                 .as_ref()
-                .is_none_or(|l| l.matches(meta::labels(&o.value())))
+                .is_none_or(|l| l.matches(meta::labels(&value)))
                 && fields
                     .as_ref()
-                    .is_none_or(|f| f.matches(|field| rtype.field_value(&o.value(), field)))
+                    .is_none_or(|f| f.matches(|field| rtype.field_value(&value, field)))
         })
     }
 
