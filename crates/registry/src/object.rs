@@ -103,10 +103,10 @@ impl Object {
 
     /// `apiVersion`, read from the front of the encoding (where this process
     /// writes it, after `kind`) without decoding the object.
-    pub fn api_version(&self) -> String {
+    pub fn api_version(&self) -> std::borrow::Cow<'_, str> {
         match leading_api_version(&self.json) {
-            Some(v) => v.to_string(),
-            None => meta::api_version(&self.value()).to_string(),
+            Some(v) => std::borrow::Cow::Borrowed(v),
+            None => std::borrow::Cow::Owned(meta::api_version(&self.value()).to_string()),
         }
     }
 }

@@ -169,7 +169,8 @@ impl InTree {
         let _ = self.objects.set(objects);
     }
 
-    /// The mutating plugins, in upstream's order. Whether one changed `object`.
+    /// The mutating plugins, in upstream's order. Whether one may have changed
+    /// `object` (false when none applies to the write).
     pub async fn mutate(
         &self,
         a: &Attributes<'_>,
@@ -181,7 +182,6 @@ impl InTree {
         let objects = objects.as_ref();
         let resource = (a.rtype.group.as_str(), a.rtype.plural.as_str());
         let main_resource = a.ctx.subresource.as_str().is_empty();
-        let before = object.clone();
         let forbidden =
             |reason: String| StatusError::forbidden(&a.rtype.group_resource(), a.name, &reason);
         match resource {
@@ -218,7 +218,9 @@ impl InTree {
             }
             _ => return Ok(false),
         }
-        Ok(*object != before)
+        // A plugin ran: the store prunes and defaults again, which is
+        // harmless when nothing changed (no copy is kept to compare).
+        Ok(true)
     }
 
     /// The validating plugins, after policies and webhooks.
