@@ -1044,3 +1044,44 @@ spec:
     let once = created_until(&api, &start, |cm| saw(cm).as_deref() == Some("no")).await;
     assert_eq!(once.data.unwrap()["mutation-stage-1"], "yes");
 }
+
+/// Upstream decodes a body with its defaults before admission: a mutating
+/// webhook sees a Deployment with the fields `SetDefaults_Deployment` and the
+/// pod-template defaulters fill.
+#[tokio::test]
+async fn mutating_webhooks_see_defaulted_objects() {
+    let f = fixture();
+    f.configure(
+        "MutatingWebhookConfiguration",
+        "see-deployments",
+        vec![json!({
+            "name": "see-deployments.k8s.io",
+            "clientConfig": f.hooks.url_config("/always-allow"),
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        })],
+    );
+    let mut seen = Vec::new();
+    for i in 0..100 {
+        f.server.apply(&format!(
+            r#"{{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {{"name": "web-{i}"}},
+                "spec": {{"selector": {{"matchLabels": {{"app": "web"}}}},
+                  "template": {{"metadata": {{"labels": {{"app": "web"}}}},
+                    "spec": {{"containers": [{{"name": "web", "image": "nginx:1.27"}}]}}}}}}}}"#
+        ));
+        seen = f.hooks.requests_to("/always-allow");
+        if !seen.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let object = &seen.first().expect("the webhook was called")["review"]["request"]["object"];
+    assert_eq!(object["spec"]["replicas"], 1, "{object}");
+    assert_eq!(object["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(object["spec"]["progressDeadlineSeconds"], 600);
+    assert_eq!(object["spec"]["strategy"]["type"], "RollingUpdate");
+    let pod = &object["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Always");
+    assert_eq!(pod["containers"][0]["imagePullPolicy"], "IfNotPresent");
+}
