@@ -81,7 +81,7 @@ pub async fn measure(n: usize) -> Result<CrdResult> {
         .context("starting kubext")?;
     let client = server.client().await?;
     let pid = server.pid().unwrap_or(0);
-    let rss = || proc_rss(pid).unwrap_or(0);
+    let rss = || crate::procfs::rss(pid).unwrap_or(0);
     let rss_before = rss();
     let crds: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
         client.clone(),
@@ -212,11 +212,4 @@ pub fn print(r: &CrdResult) {
         ms(r.openapi_index.p50()),
         ms(r.openapi_index.p99())
     );
-}
-
-pub(crate) fn proc_rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }

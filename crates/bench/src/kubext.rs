@@ -42,6 +42,9 @@ pub struct Plan {
     /// Creates made one at a time, `paced_interval` apart, while the watchers are open.
     pub paced_objects: usize,
     pub paced_interval: Duration,
+    /// Watches that never read, and the events written while they are open.
+    pub slow_watchers: usize,
+    pub slow_events: usize,
     /// The etcd process, for CPU accounting.
     pub etcd_pid: Option<u32>,
     /// Budget of each throughput phase (creates, watch writes).
@@ -105,15 +108,28 @@ pub struct WatchResult {
 /// Creates, GETs and LISTs of one kind of object.
 #[derive(Debug, Clone, Default)]
 pub struct ObjectPhases {
+    /// Server RSS right before the creates and right after them: what keeping
+    /// the objects costs.
+    pub rss_before: Option<u64>,
+    pub rss_created: Option<u64>,
     pub creates: Option<Phase>,
     /// Cores used during the creates.
     pub creates_cpu: Option<cpu::Split>,
     pub gets: Option<Phase>,
     pub lists_small: Option<Phase>,
     pub lists_all: Option<Phase>,
+    /// Peak RSS during the LIST-all phase over the RSS before it.
+    pub lists_all_peak: Option<u64>,
 }
 
 impl ObjectPhases {
+    /// RSS added per object created, in bytes.
+    pub fn bytes_per_object(&self) -> Option<f64> {
+        let created = self.creates.as_ref()?.ok;
+        let grew = self.rss_created?.saturating_sub(self.rss_before?);
+        (created > 0).then(|| grew as f64 / created as f64)
+    }
+
     pub fn all(&self) -> impl Iterator<Item = &Phase> {
         [
             &self.creates,
@@ -141,6 +157,7 @@ pub struct KubextResult {
     /// Custom resources of a CRD with a schema (validation, defaulting, pruning).
     pub custom: ObjectPhases,
     pub watch: Option<WatchResult>,
+    pub slow_watchers: Option<crate::slow_watchers::SlowWatchers>,
     /// Errors that stopped a phase, in order.
     pub problems: Vec<String>,
 }
@@ -247,6 +264,13 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
         let watch = watch_phase(plan, server, &client, &payload, result).await?;
         result.watch = Some(watch);
     }
+    if plan.slow_watchers > 0 && plan.slow_events > 0 {
+        eprintln!(
+            "  slow watchers: {} watches that never read, {} creates",
+            plan.slow_watchers, plan.slow_events
+        );
+        result.slow_watchers = Some(crate::slow_watchers::measure(plan, server, &payload).await?);
+    }
     Ok(())
 }
 
@@ -260,12 +284,39 @@ async fn object_phases(
     make: impl Fn(usize) -> DynamicObject + Send + Sync + 'static,
 ) -> Result<ObjectPhases> {
     let mut out = ObjectPhases::default();
+    let pid = server.pid();
+    let make = Arc::new(make);
+    // Open every connection and warm the server's buffers first, so that the
+    // memory measured next is what the objects themselves cost.
+    let warm_up = {
+        let (api, make) = (api.clone(), make.clone());
+        stats::run(
+            plan.concurrency,
+            plan.concurrency,
+            plan.write_budget,
+            PER_REQUEST,
+            move |i| {
+                let api = api.clone();
+                let mut obj = make(i);
+                obj.metadata.name = Some(format!("warm-up-{i}"));
+                async move {
+                    api.create(&PostParams::default(), &obj).await?;
+                    Ok(())
+                }
+            },
+        )
+        .await
+    };
+    if let Some(e) = warm_up.first_error {
+        bail!("warm-up creates of {what}: {e}");
+    }
+    settle().await;
+    out.rss_before = pid.and_then(crate::procfs::rss);
     eprintln!(
         "  creates: {} {what}, concurrency {}",
         plan.objects, plan.concurrency
     );
     let meter = cpu::Meter::start(server.pid(), plan.etcd_pid);
-    let make = Arc::new(make);
     let creates = {
         let api = api.clone();
         stats::run(
@@ -285,6 +336,8 @@ async fn object_phases(
         .await
     };
     out.creates_cpu = Some(meter.finish());
+    settle().await;
+    out.rss_created = pid.and_then(crate::procfs::rss);
     let mut created: Vec<usize> = creates.samples.iter().map(|s| s.index).collect();
     created.sort_unstable();
     out.creates = Some(Phase::from(&creates));
@@ -334,6 +387,9 @@ async fn object_phases(
         .await
     };
     out.lists_small = Some(Phase::from(&lists_small));
+    let peak_from = pid
+        .filter(|&p| crate::procfs::reset_peak(p))
+        .and_then(crate::procfs::rss);
     let lists_all = {
         let api = api.clone();
         let want = created.len();
@@ -358,14 +414,24 @@ async fn object_phases(
         .await
     };
     out.lists_all = Some(Phase::from(&lists_all));
+    out.lists_all_peak = pid
+        .and_then(crate::procfs::peak_rss)
+        .zip(peak_from)
+        .map(|(peak, from)| peak.saturating_sub(from));
     Ok(out)
 }
 
-fn object_name(i: usize) -> String {
+/// Let freed memory go back (the allocator purges after a short delay) before
+/// reading RSS.
+pub async fn settle() {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+pub fn object_name(i: usize) -> String {
     format!("obj-{i:06}")
 }
 
-fn config_map_object(i: usize, payload: &str) -> DynamicObject {
+pub fn config_map_object(i: usize, payload: &str) -> DynamicObject {
     let cm = config_map(&object_name(i), payload);
     serde_json::from_value(serde_json::to_value(cm).unwrap_or_default()).unwrap_or_else(|_| {
         DynamicObject::new(&object_name(i), &ApiResource::erase::<ConfigMap>(&()))
@@ -396,7 +462,12 @@ const BENCH_CRD: &str = r#"{
 }"#;
 
 /// Install the benchmark's CRD and wait until its resource is served.
-async fn install_bench_crd(client: &kube::Client) -> Result<Api<DynamicObject>> {
+pub async fn install_bench_crd(client: &kube::Client) -> Result<Api<DynamicObject>> {
+    install_bench_crd_in(client, NS).await
+}
+
+/// Install the benchmark's CRD; its objects in namespace `ns`.
+pub async fn install_bench_crd_in(client: &kube::Client, ns: &str) -> Result<Api<DynamicObject>> {
     let crds: Api<DynamicObject> = Api::all_with(
         client.clone(),
         &ApiResource::from_gvk_with_plural(
@@ -409,7 +480,7 @@ async fn install_bench_crd(client: &kube::Client) -> Result<Api<DynamicObject>> 
         .context("creating the benchmark CRD")?;
     let items: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
-        NS,
+        ns,
         &ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk("bench.example.com", "v1", "BenchItem"),
             "benchitems",
@@ -427,7 +498,7 @@ async fn install_bench_crd(client: &kube::Client) -> Result<Api<DynamicObject>> 
 }
 
 /// A custom resource of about the size of the ConfigMaps.
-fn bench_item(i: usize, payload: &str) -> DynamicObject {
+pub fn bench_item(i: usize, payload: &str) -> DynamicObject {
     serde_json::from_value(serde_json::json!({
         "apiVersion": "bench.example.com/v1",
         "kind": "BenchItem",
@@ -770,7 +841,7 @@ async fn watch_with(
 }
 
 /// A client for the admin kubeconfig (what `Server::client` does).
-async fn client_for(kubeconfig: PathBuf) -> Result<kube::Client> {
+pub async fn client_for(kubeconfig: PathBuf) -> Result<kube::Client> {
     let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig)?;
     let config = kube::Config::from_custom_kubeconfig(
         kubeconfig,
@@ -780,7 +851,7 @@ async fn client_for(kubeconfig: PathBuf) -> Result<kube::Client> {
     Ok(kube::Client::try_from(config)?)
 }
 
-async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
+pub async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
     let api: Api<Namespace> = Api::all(client.clone());
     let ns = Namespace {
         metadata: ObjectMeta {
@@ -824,8 +895,8 @@ pub fn payload(len: usize) -> String {
 }
 
 /// The server's resident memory: `/proc/<pid>/status`, else its `/metrics`.
-async fn rss(server: &Server, client: &kube::Client) -> Option<u64> {
-    if let Some(bytes) = server.pid().and_then(crate::crds::proc_rss) {
+pub async fn rss(server: &Server, client: &kube::Client) -> Option<u64> {
+    if let Some(bytes) = server.pid().and_then(crate::procfs::rss) {
         return Some(bytes);
     }
     metric(client, "process_resident_memory_bytes")
@@ -834,7 +905,7 @@ async fn rss(server: &Server, client: &kube::Client) -> Option<u64> {
 }
 
 /// One unlabelled sample from the server's `/metrics`.
-async fn metric(client: &kube::Client, name: &str) -> Option<f64> {
+pub async fn metric(client: &kube::Client, name: &str) -> Option<f64> {
     let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
     let text = tokio::time::timeout(PER_REQUEST, client.request_text(request))
         .await

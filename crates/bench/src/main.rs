@@ -20,12 +20,15 @@
 
 mod aggregation;
 mod authorization;
+mod callgrind;
 mod cel;
 mod cpu;
 mod crds;
 mod kubext;
+mod procfs;
 mod raw;
 mod report;
+mod slow_watchers;
 mod stats;
 mod webhooks;
 
@@ -56,6 +59,12 @@ struct Args {
     /// Creates made flat out while the watchers are open [default: 500, --quick: 200].
     #[arg(long)]
     watch_objects: Option<usize>,
+    /// Watches that never read, open while creates go on [default: 1000, --quick: 100].
+    #[arg(long)]
+    slow_watchers: Option<usize>,
+    /// Creates made while the slow watches are open [default: 3000, --quick: 1500].
+    #[arg(long)]
+    slow_events: Option<usize>,
     /// Fresh starts for the start-to-ready median.
     #[arg(long, default_value_t = 5)]
     starts: usize,
@@ -77,6 +86,16 @@ struct Args {
     /// Skip the aggregation phase (proxy overhead, discovery with a hanging backend).
     #[arg(long)]
     skip_aggregation: bool,
+    /// Skip the instruction counts (a kubext under `valgrind --tool=callgrind`).
+    #[arg(long)]
+    skip_callgrind: bool,
+    /// Requests per phase of the instruction counts [default: 200, --quick: 50].
+    #[arg(long)]
+    callgrind_requests: Option<usize>,
+    /// Keep each instruction-count phase's profile in this directory (for
+    /// `callgrind_annotate`).
+    #[arg(long)]
+    callgrind_out: Option<PathBuf>,
     /// Skip the webhook phase (creates through a validating webhook, reads
     /// through a conversion webhook).
     #[arg(long)]
@@ -229,15 +248,24 @@ async fn run(args: Args) -> Result<()> {
     }
     drop(etcd);
 
+    let instructions = instruction_counts(&args, &binary).await;
     let table = report::table(&plan, &machine, &reports, started.elapsed());
+    let counted = instructions.as_ref().map(callgrind::table);
     if args.json {
         eprintln!("{table}");
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report::json(&plan, &machine, &reports))?
-        );
+        if let Some(c) = &counted {
+            eprintln!("{c}");
+        }
+        let mut doc = report::json(&plan, &machine, &reports);
+        doc["instructions"] = instructions
+            .as_ref()
+            .map_or(serde_json::Value::Null, callgrind::json);
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("{table}");
+        if let Some(c) = &counted {
+            println!("{c}");
+        }
     }
     let crd_count = args.crds.unwrap_or(if args.quick { 100 } else { 2000 });
     if crd_count > 0 {
@@ -282,6 +310,28 @@ async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// The callgrind phase, unless skipped or valgrind is missing.
+async fn instruction_counts(args: &Args, binary: &std::path::Path) -> Option<callgrind::Counts> {
+    if args.skip_callgrind {
+        return None;
+    }
+    if !callgrind::available() {
+        eprintln!("instructions: skipped (valgrind or callgrind_control not found)");
+        return None;
+    }
+    let requests = args
+        .callgrind_requests
+        .unwrap_or(if args.quick { 50 } else { 200 });
+    eprintln!("== Instructions: {requests} requests per phase under callgrind ==");
+    match callgrind::measure(binary, requests, 10, args.callgrind_out.as_deref()).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("callgrind phase failed: {e:#}");
+            None
+        }
+    }
+}
+
 fn plan(args: &Args, binary: PathBuf) -> kubext::Plan {
     let quick = args.quick;
     let pick = |given: Option<usize>, full: usize, small: usize| {
@@ -299,6 +349,8 @@ fn plan(args: &Args, binary: PathBuf) -> kubext::Plan {
         watch_objects: pick(args.watch_objects, 500, 200),
         paced_objects: if quick { 10 } else { 20 },
         paced_interval: Duration::from_millis(if quick { 50 } else { 100 }),
+        slow_watchers: pick(args.slow_watchers, 1000, 100),
+        slow_events: pick(args.slow_events, 3000, 1500),
         etcd_pid: None,
         write_budget: Duration::from_secs(if quick { 8 } else { 30 }),
         read_budget: Duration::from_secs(if quick { 2 } else { 5 }),

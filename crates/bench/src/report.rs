@@ -146,12 +146,49 @@ const PICKS: [(&str, Pick); 2] = [
     ("custom resources", |k| &k.custom),
 ];
 
+/// Issue 16's goals. Memory per ≈1 KiB object, over what the server held before.
+const BYTES_PER_OBJECT_GOAL: &str = "<= 3 KiB";
+/// Server CPU per create: ConfigMaps, and custom resources of a schema that
+/// validates and defaults.
+const CREATE_CPU_GOALS: [&str; 2] = ["<= 30 µs", "<= 40 µs"];
+const LIST_ALL_GOAL: &str = "<= 30 ms";
+const WATCH_EVENT_GOAL: &str = "<= 1 µs";
+/// A watcher that stops reading holds at most its bounded queues: hyper's 64 KiB,
+/// rustls' 32 KiB and a few frames.
+const SLOW_WATCHER_GOAL: &str = "<= 128 KiB";
+
+/// RSS per slow watcher, less the objects written meanwhile (at the ConfigMap
+/// phase's cost per object).
+fn slow_watcher_bytes(k: &KubextResult) -> Option<f64> {
+    let per_object = k.configmaps.bytes_per_object()?;
+    k.slow_watchers.as_ref()?.bytes_per_watcher(per_object)
+}
+
+/// Server CPU per watch event delivered, once the CPU the same creates cost
+/// without watchers (the ConfigMap create phase's per-create figure) is taken out.
+fn net_event_cpu(k: &KubextResult) -> Option<f64> {
+    let w = k.watch.as_ref()?;
+    let total = w.cpu.server? * w.cpu.wall.as_secs_f64();
+    let create = {
+        let c = k.configmaps.creates_cpu.as_ref()?;
+        let n = k.configmaps.creates.as_ref()?.ok;
+        (n > 0).then(|| c.server.unwrap_or(0.0) * c.wall.as_secs_f64() / n as f64)?
+    };
+    let events = w.delivery.len();
+    (events > 0).then(|| (total - create * w.writes.ok as f64).max(0.0) / events as f64 * 1e6)
+}
+
+fn kib(bytes: Option<f64>) -> String {
+    bytes.map_or_else(na, |b| format!("{:.1} KiB", b / 1024.0))
+}
+
 /// Creates, GETs and LISTs of one kind of object.
 fn object_rows(
     row: &mut impl FnMut(String, &dyn Fn(&BackendReport) -> String, &'static str),
     plan: &Plan,
     what: &str,
     pick: Pick,
+    create_cpu_goal: &'static str,
 ) {
     let phases = |r: &BackendReport| {
         r.kubext
@@ -163,6 +200,11 @@ fn object_rows(
         format!("{what}: creates/s (C={})", plan.concurrency),
         &|r| phase_rate(phases(r).creates.as_ref()),
         "",
+    );
+    row(
+        "  RSS per object (after creates - before)".into(),
+        &|r| kib(phases(r).bytes_per_object()),
+        BYTES_PER_OBJECT_GOAL,
     );
     row(
         "  create p50 / p99".into(),
@@ -183,7 +225,7 @@ fn object_rows(
                 _ => na(),
             }
         },
-        "",
+        create_cpu_goal,
     );
     row(
         "  GET p50 / p99 (serial)".into(),
@@ -198,6 +240,11 @@ fn object_rows(
     row(
         format!("  LIST all {} p50 / p99", plan.objects),
         &|r| phase_lat(phases(r).lists_all.as_ref()),
+        LIST_ALL_GOAL,
+    );
+    row(
+        "  LIST all: peak RSS over before".into(),
+        &|r| mib(phases(r).lists_all_peak),
         "",
     );
 }
@@ -235,8 +282,8 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         &|r| mib(k(r).rss_watchers),
         "",
     );
-    for (what, pick) in PICKS {
-        object_rows(&mut row, plan, what, pick);
+    for ((what, pick), goal) in PICKS.into_iter().zip(CREATE_CPU_GOALS) {
+        object_rows(&mut row, plan, what, pick, goal);
     }
     row(
         "watches open / setup time".into(),
@@ -301,6 +348,14 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         "",
     );
     row(
+        "  server CPU µs per event, less the creates".into(),
+        &|r| {
+            let kr = k(r);
+            net_event_cpu(&kr).map_or_else(na, |us| format!("{us:.2}"))
+        },
+        WATCH_EVENT_GOAL,
+    );
+    row(
         "watch events received".into(),
         &|r| {
             k(r).watch.map_or_else(na, |w| {
@@ -317,6 +372,42 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         "watches ended early".into(),
         &|r| k(r).watch.map_or_else(na, |w| w.ended_early.to_string()),
         "0",
+    );
+    row(
+        "slow watchers open / events written".into(),
+        &|r| {
+            k(r).slow_watchers
+                .map_or_else(na, |s| format!("{} / {}", s.opened, s.events))
+        },
+        "",
+    );
+    row(
+        "  RSS: before / open / after the writes".into(),
+        &|r| {
+            k(r).slow_watchers.map_or_else(na, |s| {
+                format!(
+                    "{} / {} / {}",
+                    mib(s.rss_before),
+                    mib(s.rss_open),
+                    mib(s.rss_after_writes)
+                )
+            })
+        },
+        "",
+    );
+    row(
+        "  RSS per slow watcher, less the objects".into(),
+        &|r| kib(slow_watcher_bytes(&k(r))),
+        SLOW_WATCHER_GOAL,
+    );
+    row(
+        "  still registered (the rest were ended)".into(),
+        &|r| {
+            k(r).slow_watchers
+                .and_then(|s| s.registered_after)
+                .map_or_else(na, |n| n.to_string())
+        },
+        "",
     );
     row(
         format!("raw storage creates/s (C={})", plan.concurrency),
@@ -498,6 +589,10 @@ fn objects_json(p: &ObjectPhases) -> Value {
     json!({
         "creates": p.creates.as_ref().map(phase_json),
         "creates_cores": p.creates_cpu.as_ref().map(cores_json),
+        "rss_before_bytes": p.rss_before,
+        "rss_created_bytes": p.rss_created,
+        "rss_bytes_per_object": p.bytes_per_object(),
+        "lists_all_peak_rss_growth_bytes": p.lists_all_peak,
         "gets": p.gets.as_ref().map(phase_json),
         "lists_limit_100": p.lists_small.as_ref().map(phase_json),
         "lists_all": p.lists_all.as_ref().map(phase_json),
@@ -531,6 +626,16 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                         "expected_deliveries": w.expected,
                         "ended_early": w.ended_early,
                         "first_error": w.first_error,
+                        "server_cpu_us_per_event_less_creates": net_event_cpu(k),
+                    })),
+                    "slow_watchers": k.slow_watchers.as_ref().map(|s| json!({
+                        "opened": s.opened,
+                        "events": s.events,
+                        "rss_before_bytes": s.rss_before,
+                        "rss_open_bytes": s.rss_open,
+                        "rss_after_writes_bytes": s.rss_after_writes,
+                        "rss_bytes_per_watcher_less_objects": slow_watcher_bytes(k),
+                        "registered_after": s.registered_after,
                     })),
                 })
             });

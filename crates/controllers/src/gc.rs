@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::meta;
+use registry::Head;
 use registry::options::{DeleteOptions, PropagationPolicy};
 use serde_json::{Value, json};
 use storage::{WatchItem, WatchStart};
@@ -107,42 +108,39 @@ pub struct Graph {
 
 impl Graph {
     /// The node of a stored object, with its uid; `None` without a uid.
-    pub fn node_of(&mut self, obj: &Value) -> Option<(String, Node)> {
-        let uid = meta::uid(obj);
-        if uid.is_empty() {
+    pub fn node_of(&mut self, head: &Head) -> Option<(String, Node)> {
+        let md = &head.metadata;
+        if md.uid.is_empty() {
             return None;
         }
-        let owners: Box<[Owner]> = obj
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .into_iter()
+        let owners: Box<[Owner]> = md
+            .owner_references
+            .iter()
             .flatten()
-            .filter_map(|r| {
-                Some(Owner {
-                    uid: r.get("uid")?.as_str()?.to_string(),
-                    block_owner_deletion: r.get("blockOwnerDeletion") == Some(&json!(true)),
-                })
+            .filter(|r| !r.uid.is_empty())
+            .map(|r| Owner {
+                uid: r.uid.clone(),
+                block_owner_deletion: r.block_owner_deletion == Some(true),
             })
             .collect();
-        let finalizers = meta::finalizers(obj);
-        let foreground = finalizers.contains(&FOREGROUND);
-        let orphan = finalizers.contains(&ORPHAN);
+        let has = |f: &str| md.finalizers.iter().flatten().any(|x| x == f);
+        let foreground = has(FOREGROUND);
+        let orphan = has(ORPHAN);
         let ident = (!owners.is_empty() || foreground || orphan).then(|| {
-            let api_version = obj["apiVersion"].as_str().unwrap_or_default();
-            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            let group = head.api_version.rsplit_once('/').map_or("", |(g, _)| g);
             Box::new(Ident {
                 group: self.interned.get(group),
-                kind: self.interned.get(obj["kind"].as_str().unwrap_or_default()),
-                name: meta::name(obj).into(),
+                kind: self.interned.get(&head.kind),
+                name: md.name.as_str().into(),
             })
         });
         Some((
-            uid.to_string(),
+            md.uid.clone(),
             Node {
-                namespace: self.interned.get(meta::namespace(obj)),
+                namespace: self.interned.get(&md.namespace),
                 ident,
                 owners,
-                deleting: meta::deletion_timestamp(obj).is_some(),
+                deleting: md.deletion_timestamp.is_some(),
                 foreground,
                 orphan,
             },
@@ -438,11 +436,11 @@ impl<R: Resources> GarbageCollector<R> {
 /// Apply one event to the graph; the uids to look at again.
 fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {
     match item {
-        WatchItem::Added(o) | WatchItem::Modified(o) => match graph.node_of(&o.value()) {
+        WatchItem::Added(o) | WatchItem::Modified(o) => match graph.node_of(&o.head()) {
             Some((uid, node)) => graph.upsert(uid, node),
             None => Vec::new(),
         },
-        WatchItem::Deleted(o) => graph.remove(meta::uid(&o.value())),
+        WatchItem::Deleted(o) => graph.remove(&o.head().metadata.uid),
         WatchItem::Bookmark(_) => Vec::new(),
     }
 }
@@ -583,7 +581,7 @@ mod tests {
                 "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u0", "blockOwnerDeletion": true},
                                     {"apiVersion": "v1", "kind": "ConfigMap", "name": "bad"}]}
         });
-        let (uid, n) = g.node_of(&obj).unwrap();
+        let (uid, n) = g.node_of(&Head::of(&obj)).unwrap();
         assert_eq!(uid, "u1");
         let ident = n.ident.unwrap();
         assert_eq!(&*ident.group, "stable.example.com");
@@ -598,14 +596,17 @@ mod tests {
         // Objects the collector will not act on keep no name; namespaces are shared.
         let plain = json!({"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": "p", "namespace": "ns", "uid": "u2"}});
-        let (_, p) = g.node_of(&plain).unwrap();
+        let (_, p) = g.node_of(&Head::of(&plain)).unwrap();
         assert!(p.ident.is_none());
         assert!(Arc::ptr_eq(&p.namespace, &n.namespace));
         let waiting = json!({"apiVersion": "v1", "kind": "ConfigMap",
                              "metadata": {"name": "w", "uid": "u3", "finalizers": ["foregroundDeletion"],
                                           "deletionTimestamp": "2026-01-01T00:00:00Z"}});
-        let (_, w) = g.node_of(&waiting).unwrap();
+        let (_, w) = g.node_of(&Head::of(&waiting)).unwrap();
         assert!(w.waits_for(FOREGROUND) && w.ident.is_some());
-        assert!(g.node_of(&json!({"metadata": {"name": "x"}})).is_none());
+        assert!(
+            g.node_of(&Head::of(&json!({"metadata": {"name": "x"}})))
+                .is_none()
+        );
     }
 }

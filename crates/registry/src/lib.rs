@@ -16,7 +16,7 @@ pub mod table;
 
 pub use table::resource_age;
 
-pub use object::{JsonCodec, Object};
+pub use object::{Head, HeadMeta, HeadOwner, JsonCodec, Object};
 pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
     Admission, Allocation, Allocator, Attributes, Converter, ExtraSubresource, GlobalAdmission,

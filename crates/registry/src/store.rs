@@ -291,11 +291,20 @@ impl GenericStore {
         revision: i64,
         served: Value,
         stored: Option<Value>,
+        bytes: &bytes::Bytes,
     ) -> Result<Arc<Object>> {
         match stored {
             Some(stored) => {
                 let stored = self.written(key, revision, stored);
                 self.present(&stored).await
+            }
+            None if self.stored_as_served(&served) => {
+                // The stored bytes are the served object but for its version.
+                let object = Object::from_stored(bytes, revision)
+                    .map(Arc::new)
+                    .unwrap_or_else(|| self.written(key, revision, served));
+                self.storage.remember(key, revision, object.clone());
+                Ok(object)
             }
             None => Ok(self.written(key, revision, served)),
         }
@@ -522,7 +531,7 @@ impl GenericStore {
                 namespace,
             ));
         };
-        if ns.object.value().pointer("/status/phase") == Some(&json!("Terminating")) {
+        if namespace_terminating(&ns.object) {
             return Err(StatusError::forbidden(
                 &self.rtype.group_resource(),
                 "",
@@ -604,10 +613,10 @@ impl GenericStore {
         let (bytes, stored) = self.encode(&obj).await?;
         let revision = self
             .storage
-            .create(&key, bytes)
+            .create(&key, bytes.clone())
             .await
             .map_err(|e| self.storage_error(e, &name))?;
-        self.answer(&key, revision, obj, stored).await
+        self.answer(&key, revision, obj, stored, &bytes).await
     }
 
     /// The object as written at `revision`, shared with the watch cache so the
@@ -771,6 +780,7 @@ impl GenericStore {
             let finalized =
                 meta::deletion_timestamp(&new).is_some() && !self.deletion_pending(&new);
             let mut stored = None;
+            let mut written = bytes::Bytes::new();
             let result = if finalized {
                 self.storage
                     .delete(&key, Some(current.mod_revision))
@@ -779,6 +789,7 @@ impl GenericStore {
             } else {
                 let (bytes, stored_form) = self.encode(&new).await?;
                 stored = stored_form;
+                written = bytes.clone();
                 self.storage.update(&key, bytes, current.mod_revision).await
             };
             match result {
@@ -786,7 +797,7 @@ impl GenericStore {
                     meta::set_resource_version(&mut new, revision);
                     return Ok(Arc::new(Object::new(new)));
                 }
-                Ok(revision) => return self.answer(&key, revision, new, stored).await,
+                Ok(revision) => return self.answer(&key, revision, new, stored, &written).await,
                 Err(storage::Error::Conflict {
                     current: Some(kv), ..
                 }) => {
@@ -1236,5 +1247,22 @@ fn add_finalizer(obj: &mut Value, finalizer: &str) {
         && !list.iter().any(|f| f == finalizer)
     {
         list.push(json!(finalizer));
+    }
+}
+
+/// Whether a Namespace is `Terminating`, read without decoding the whole object
+/// (every create in the namespace asks).
+fn namespace_terminating(ns: &Object) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Namespace {
+        status: Option<Status>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Status {
+        phase: Option<String>,
+    }
+    match ns.read::<Namespace>() {
+        Ok(ns) => ns.status.and_then(|s| s.phase).as_deref() == Some("Terminating"),
+        Err(_) => ns.value().pointer("/status/phase") == Some(&json!("Terminating")),
     }
 }

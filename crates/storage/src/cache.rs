@@ -3,8 +3,8 @@
 //!
 //! One task follows the backend's watch stream and applies each batch: it decodes
 //! each value once (through the caller's `Codec`), updates the map, appends to the
-//! bounded history (for watches that resume from a revision; it keeps stored bytes,
-//! not decoded objects, and decodes again on replay) and fans the event out
+//! bounded history (for watches that resume from a revision; it keeps encoded
+//! objects, not decoded ones, and decodes again on replay) and fans the event out
 //! to watchers with `try_send`. Writers never wait for watchers: a watcher whose
 //! queue is full is ended, and its client relists.
 //!
@@ -40,6 +40,11 @@ pub trait Codec: Send + Sync + 'static {
     /// The same object as of another revision (a deletion or an object leaving a
     /// watcher's selector is reported with the event's revision).
     fn restamp(&self, object: &Self::Object, revision: i64) -> Self::Object;
+
+    /// Bytes that `decode` turns back into `object` at its own revision. History
+    /// keeps these (ideally shared with the object, not a copy) instead of the
+    /// backend's bytes, so a cached object's encoding is held once.
+    fn encode(&self, object: &Self::Object) -> Bytes;
 }
 
 /// A cached key: its decoded object and revisions.
@@ -49,16 +54,14 @@ pub struct Entry<O> {
     pub object: Arc<O>,
     pub create_revision: i64,
     pub mod_revision: i64,
-    /// The stored bytes (shared with the backend's event, not copied): history keeps
-    /// these instead of the decoded object once the entry is superseded.
-    pub raw: Bytes,
 }
 
 impl<O> Entry<O> {
-    fn key_value(&self) -> KeyValue {
+    /// The entry as history keeps it: the object's encoding, not the object.
+    fn key_value<C: Codec<Object = O>>(&self, codec: &C) -> KeyValue {
         KeyValue {
             key: self.key.clone(),
-            value: self.raw.clone(),
+            value: codec.encode(&self.object),
             create_revision: self.create_revision,
             mod_revision: self.mod_revision,
         }
@@ -585,8 +588,8 @@ impl<C: Codec> Store<C> {
                 state.history.push_back(HistoryEvent {
                     revision: event.revision,
                     key: event.key.clone(),
-                    current: event.current.as_ref().map(|e| e.key_value()),
-                    prev: event.prev.as_ref().map(|e| e.key_value()),
+                    current: event.current.as_ref().map(|e| e.key_value(&*self.codec)),
+                    prev: event.prev.as_ref().map(|e| e.key_value(&*self.codec)),
                 });
                 events.push(event);
             }
@@ -631,7 +634,6 @@ impl<C: Codec> Store<C> {
                         object,
                         create_revision: kv.create_revision,
                         mod_revision: kv.mod_revision,
-                        raw: kv.value.clone(),
                     },
                     None => match decode_entry(&*self.codec, &kv) {
                         Ok(e) => e,
@@ -843,7 +845,6 @@ fn decode_entry<C: Codec>(codec: &C, kv: &KeyValue) -> Result<Entry<C::Object>> 
         object: Arc::new(object),
         create_revision: kv.create_revision,
         mod_revision: kv.mod_revision,
-        raw: kv.value.clone(),
     })
 }
 
@@ -1045,6 +1046,9 @@ mod tests {
         }
         fn restamp(&self, object: &Self::Object, revision: i64) -> Self::Object {
             (object.0.clone(), revision)
+        }
+        fn encode(&self, object: &Self::Object) -> Bytes {
+            Bytes::from(object.0.clone())
         }
     }
 

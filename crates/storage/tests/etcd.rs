@@ -372,6 +372,9 @@ impl Codec for Utf8 {
     fn restamp(&self, object: &String, _revision: i64) -> String {
         object.clone()
     }
+    fn encode(&self, object: &String) -> Bytes {
+        Bytes::from(object.clone())
+    }
 }
 
 #[tokio::test]

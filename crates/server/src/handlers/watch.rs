@@ -32,6 +32,10 @@ type Result<T> = std::result::Result<T, StatusError>;
 /// Frames encoded ahead of the connection: a few, so a client that stops reading
 /// holds shared events in its queue rather than its own copies of them.
 const FRAME_BUFFER: usize = 4;
+/// Queued events are joined into one body chunk up to about this size: bursts
+/// cost one write, and a client that stops reading holds at most
+/// `FRAME_BUFFER` chunks of it.
+const COALESCE_BYTES: usize = 8 * 1024;
 /// kube-apiserver's default --min-request-timeout; watches end between 1x and 2x.
 const MIN_REQUEST_TIMEOUT: u64 = 1800;
 
@@ -148,8 +152,22 @@ async fn pump(
             () = ends.reached() => return,
             _ = tx.closed() => return,
         };
-        let (frame, last) = encoder.frame(&item).await;
-        permit.send(frame);
+        let (mut frames, mut last) = encoder.frame(&item).await;
+        // Events already queued behind this one go out in the same write (and
+        // TLS record): one wake-up and one syscall for a burst, not one each.
+        if !last && frames.len() < COALESCE_BYTES {
+            let mut batch = BytesMut::from(frames);
+            while batch.len() < COALESCE_BYTES && !last {
+                let Ok(next) = watcher.events.try_recv() else {
+                    break;
+                };
+                let (frame, ends_watch) = encoder.frame(&next).await;
+                batch.extend_from_slice(&frame);
+                last = ends_watch;
+            }
+            frames = batch.freeze();
+        }
+        permit.send(frames);
         if last {
             return;
         }
