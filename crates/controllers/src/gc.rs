@@ -16,7 +16,7 @@ use std::time::Duration;
 use apimachinery::meta;
 use registry::Head;
 use registry::options::{DeleteOptions, PropagationPolicy};
-use serde_json::{Value, json};
+use serde_json::Value;
 use storage::{WatchItem, WatchStart};
 
 use crate::runtime::WorkQueue;
@@ -448,6 +448,7 @@ fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn node(kind: &str, ns: &str, owners: &[(&str, bool)]) -> Node {
         Node {

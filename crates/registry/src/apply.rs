@@ -187,7 +187,7 @@ pub fn apply(
     // The configuration's fields become the applier's set.
     let applier = manager_identifier(writer.manager, "Apply", "", writer.subresource);
     let configured = field_set_of(&config, schema);
-    let applied = configured.difference(&system_fields());
+    let applied = configured.difference(system_fields());
     let (last, last_time) = match entries.iter().position(|e| e.identifier() == applier) {
         Some(i) => {
             let e = entries.remove(i);
@@ -212,7 +212,7 @@ pub fn apply(
         // fields are never pruned here either way.
         let owned = entries
             .iter()
-            .fold(configured.union(&system_fields()), |acc, e| {
+            .fold(configured.union(system_fields()), |acc, e| {
                 acc.union(&e.fields)
             });
         let prune = last

@@ -459,7 +459,12 @@ impl FieldSet {
 }
 
 /// The paths upstream never records for anyone (`stripMetaManager`).
-pub fn system_fields() -> FieldSet {
+pub fn system_fields() -> &'static FieldSet {
+    static SYSTEM: std::sync::LazyLock<FieldSet> = std::sync::LazyLock::new(build_system_fields);
+    &SYSTEM
+}
+
+fn build_system_fields() -> FieldSet {
     let field = |s: &str| PathElement::Field(s.to_string());
     let mut set = FieldSet::new();
     for top in ["apiVersion", "kind", "metadata"] {
@@ -1088,17 +1093,23 @@ pub(crate) fn update_entries(
         e.fields = e.fields.difference(&touched).difference(&cmp.removed);
     }
     entries.retain(|e| !e.fields.is_empty());
-    let current = touched.difference(&system_fields());
+    let current = touched.difference(system_fields());
     if current.is_empty() {
         return;
     }
-    let id = manager_identifier(
-        writer.manager,
-        "Update",
-        writer.api_version,
-        writer.subresource,
-    );
-    match entries.iter_mut().find(|e| e.identifier() == id) {
+    // A create has no entries to search: no identifier to build.
+    let id = (!entries.is_empty()).then(|| {
+        manager_identifier(
+            writer.manager,
+            "Update",
+            writer.api_version,
+            writer.subresource,
+        )
+    });
+    match entries
+        .iter_mut()
+        .find(|e| id.as_deref() == Some(e.identifier().as_str()))
+    {
         Some(e) => {
             e.fields = e.fields.union(&current);
             e.time = Some(now.to_string());
