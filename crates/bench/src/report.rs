@@ -157,11 +157,9 @@ const WATCH_EVENT_GOAL: &str = "<= 1 µs";
 /// rustls' 32 KiB and a few frames.
 const SLOW_WATCHER_GOAL: &str = "<= 128 KiB";
 
-/// RSS per slow watcher, less the objects written meanwhile (at the ConfigMap
-/// phase's cost per object).
+/// RSS per slow watcher, less what the same writes cost without them.
 fn slow_watcher_bytes(k: &KubextResult) -> Option<f64> {
-    let per_object = k.configmaps.bytes_per_object()?;
-    k.slow_watchers.as_ref()?.bytes_per_watcher(per_object)
+    k.slow_watchers.as_ref()?.bytes_per_watcher()
 }
 
 /// Server CPU per watch event delivered, once the CPU the same creates cost
@@ -396,7 +394,7 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         "",
     );
     row(
-        "  RSS per slow watcher, less the objects".into(),
+        "  RSS per slow watcher, less the writes".into(),
         &|r| kib(slow_watcher_bytes(&k(r))),
         SLOW_WATCHER_GOAL,
     );
@@ -634,7 +632,8 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                         "rss_before_bytes": s.rss_before,
                         "rss_open_bytes": s.rss_open,
                         "rss_after_writes_bytes": s.rss_after_writes,
-                        "rss_bytes_per_watcher_less_objects": slow_watcher_bytes(k),
+                        "baseline_growth_bytes": s.baseline_growth,
+                        "rss_bytes_per_watcher_less_writes": slow_watcher_bytes(k),
                         "registered_after": s.registered_after,
                     })),
                 })

@@ -1,29 +1,39 @@
 //! Watches that never read: what they cost the server while writes go on.
 //!
-//! Each watch is opened through kube-rs and its stream is never polled, so the
-//! client stops reading its connection once its buffers are full. The server must
-//! keep the cost of such a watcher a small constant (its queues are bounded in
-//! bytes, and the cache ends a watcher that falls too far behind).
+//! Each watch is a raw HTTPS request on a socket with a small receive buffer
+//! (the kernel would otherwise absorb megabytes per connection on loopback);
+//! after the response headers nothing more is read. The server must keep the
+//! cost of such a watcher a small constant: its queues are bounded in bytes, and
+//! the cache ends a watcher that falls too far behind.
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, PostParams, WatchParams};
+use kube::api::{Api, ListParams, PostParams};
+use kube::client::ConfigExt;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use testkit::Server;
-use tokio::sync::watch;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
 
 use crate::kubext::{self, Plan};
 use crate::stats;
 
 const NS: &str = "bench-slow";
 const PER_REQUEST: Duration = Duration::from_secs(15);
+/// The client side's socket receive buffer (the kernel doubles it).
+const CLIENT_RECEIVE_BUFFER: u32 = 4096;
 
 #[derive(Debug, Clone, Default)]
 pub struct SlowWatchers {
     pub opened: usize,
     /// Events written while they were open.
     pub events: usize,
+    /// RSS growth from as many creates made with no slow watcher open: what
+    /// the objects themselves cost.
+    pub baseline_growth: Option<u64>,
     pub rss_before: Option<u64>,
     pub rss_open: Option<u64>,
     pub rss_after_writes: Option<u64>,
@@ -34,10 +44,10 @@ pub struct SlowWatchers {
 
 impl SlowWatchers {
     /// RSS added per watcher once the writes are done, in bytes, less what the
-    /// objects written cost (`bytes_per_object`, measured by the create phase).
-    pub fn bytes_per_watcher(&self, bytes_per_object: f64) -> Option<f64> {
+    /// same writes cost without slow watchers.
+    pub fn bytes_per_watcher(&self) -> Option<f64> {
         let grew = self.rss_after_writes?.saturating_sub(self.rss_before?) as f64;
-        let watchers = grew - bytes_per_object * self.events as f64;
+        let watchers = grew - self.baseline_growth? as f64;
         (self.opened > 0).then(|| watchers.max(0.0) / self.opened as f64)
     }
 }
@@ -46,89 +56,109 @@ pub async fn measure(plan: &Plan, server: &Server, payload: &Arc<String>) -> Res
     let client = server.client().await?;
     kubext::create_namespace(&client, NS).await?;
     let writer: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let tls = TlsConnector::from(Arc::new(
+        server.client_config().await?.rustls_client_config()?,
+    ));
+    let mut out = SlowWatchers::default();
+    kubext::settle().await;
+    let baseline_before = kubext::rss(server, &client).await;
+    create_config_maps(plan, &writer, payload, "b").await;
+    kubext::settle().await;
+    out.rss_before = kubext::rss(server, &client).await;
+    out.baseline_growth = out
+        .rss_before
+        .zip(baseline_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    // Watch from now: the baseline's events are not theirs to deliver.
     let rv = writer
         .list(&ListParams::default().limit(1))
         .await?
         .metadata
         .resource_version
         .context("list without resourceVersion")?;
-    let mut out = SlowWatchers::default();
-    kubext::settle().await;
-    out.rss_before = kubext::rss(server, &client).await;
 
-    // Their own runtime and clients: kube-rs speaks HTTP/1.1, one connection per watch.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("bench-slow-watchers")
-        .enable_all()
-        .build()
-        .context("slow watcher runtime")?;
-    let (release, released) = watch::channel(false);
-    let outcome = async {
-        let clients = plan.slow_watchers.div_ceil(250).max(1);
-        let mut watch_clients = Vec::with_capacity(clients);
-        for _ in 0..clients {
-            let kubeconfig = server.kubeconfig.clone();
-            watch_clients.push(runtime.spawn(kubext::client_for(kubeconfig)).await??);
+    let path = format!(
+        "/api/v1/namespaces/{NS}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600"
+    );
+    let mut held = Vec::with_capacity(plan.slow_watchers);
+    for _ in 0..plan.slow_watchers {
+        match tokio::time::timeout(PER_REQUEST, open(&tls, server.addr, &path)).await {
+            Ok(Ok(stream)) => held.push(stream),
+            Ok(Err(e)) => bail!("open a slow watch: {e:#}"),
+            Err(_) => bail!("open a slow watch: timed out"),
         }
-        let mut opened = Vec::with_capacity(plan.slow_watchers);
-        for w in 0..plan.slow_watchers {
-            let api: Api<ConfigMap> = Api::namespaced(watch_clients[w % clients].clone(), NS);
-            let rv = rv.clone();
-            let mut released = released.clone();
-            opened.push(runtime.spawn(async move {
-                let params = WatchParams::default().timeout(600);
-                let stream = tokio::time::timeout(PER_REQUEST * 2, api.watch(&params, &rv)).await;
-                let ok = matches!(stream, Ok(Ok(_)));
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let _ = tx.send(ok);
-                // Hold the stream, unread, until released.
-                tokio::spawn(async move {
-                    let _stream = stream;
-                    let _ = released.wait_for(|r| *r).await;
-                });
-                rx.await.unwrap_or(false)
-            }));
-        }
-        for task in opened {
-            if task.await.unwrap_or(false) {
-                out.opened += 1;
-            }
-        }
-        kubext::settle().await;
-        out.rss_open = kubext::rss(server, &client).await;
-
-        let writes = {
-            let writer = writer.clone();
-            let payload = payload.clone();
-            stats::run(
-                plan.slow_events,
-                plan.concurrency,
-                plan.write_budget * 2,
-                PER_REQUEST,
-                move |i| {
-                    let writer = writer.clone();
-                    let cm = kubext::config_map(&format!("s-{i:06}"), &payload);
-                    async move {
-                        writer.create(&PostParams::default(), &cm).await?;
-                        Ok(())
-                    }
-                },
-            )
-            .await
-        };
-        out.events = writes.samples.len();
-        // Give the fan-out time to fill every queue it is going to fill.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        out.rss_after_writes = kubext::rss(server, &client).await;
-        out.registered_after = kubext::metric(&client, "apiserver_registered_watchers")
-            .await
-            .map(|v| v as u64);
-        anyhow::Ok(())
     }
-    .await;
-    let _ = release.send(true);
-    runtime.shutdown_background();
-    outcome?;
+    out.opened = held.len();
+    kubext::settle().await;
+    out.rss_open = kubext::rss(server, &client).await;
+
+    out.events = create_config_maps(plan, &writer, payload, "s").await;
+    // Give the fan-out time to fill every queue it is going to fill.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    out.rss_after_writes = kubext::rss(server, &client).await;
+    out.registered_after = kubext::metric(&client, "apiserver_registered_watchers")
+        .await
+        .map(|v| v as u64);
+    drop(held);
     Ok(out)
+}
+
+/// `plan.slow_events` ConfigMaps named `{prefix}-N`, as fast as the
+/// concurrency allows; returns how many were made.
+async fn create_config_maps(
+    plan: &Plan,
+    writer: &Api<ConfigMap>,
+    payload: &Arc<String>,
+    prefix: &'static str,
+) -> usize {
+    let writer = writer.clone();
+    let payload = payload.clone();
+    let made = stats::run(
+        plan.slow_events,
+        plan.concurrency,
+        plan.write_budget * 2,
+        PER_REQUEST,
+        move |i| {
+            let writer = writer.clone();
+            let cm = kubext::config_map(&format!("{prefix}-{i:06}"), &payload);
+            async move {
+                writer.create(&PostParams::default(), &cm).await?;
+                Ok(())
+            }
+        },
+    )
+    .await;
+    made.samples.len()
+}
+
+/// A watch request whose response headers have arrived, and nothing read since.
+async fn open(
+    tls: &TlsConnector,
+    addr: SocketAddr,
+    path: &str,
+) -> Result<TlsStream<tokio::net::TcpStream>> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_recv_buffer_size(CLIENT_RECEIVE_BUFFER)?;
+    let tcp = socket.connect(addr).await?;
+    let name = rustls::pki_types::ServerName::from(addr.ip());
+    let mut stream = tls.connect(name, tcp).await?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n\r\n")
+                .as_bytes(),
+        )
+        .await?;
+    // Read the status line and headers, a byte at a time so nothing after them is.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        anyhow::ensure!(head.len() < 16 * 1024, "response headers too long");
+        head.push(stream.read_u8().await?);
+    }
+    let status = String::from_utf8_lossy(&head);
+    anyhow::ensure!(
+        status.starts_with("HTTP/1.1 200"),
+        "watch answered {}",
+        status.lines().next().unwrap_or_default()
+    );
+    Ok(stream)
 }

@@ -1045,9 +1045,14 @@ pub fn set_managed_fields(obj: &mut Value, entries: Vec<ManagedEntry>) {
 
 /// The managedFields of `obj` decoded; errors and absence are `None`.
 pub(crate) fn managed_of(obj: &Value) -> Option<Result<Vec<ManagedEntry>, String>> {
-    obj.pointer("/metadata/managedFields")
+    managed_fields_of(obj)
         .and_then(Value::as_array)
         .map(|a| decode_managed_fields(a))
+}
+
+/// `metadata.managedFields`, looked up without parsing a JSON pointer.
+fn managed_fields_of(obj: &Value) -> Option<&Value> {
+    obj.get("metadata")?.get("managedFields")
 }
 
 /// Upstream's `isResetManagedFields`: `[]` or `[{}]` clears managedFields.
@@ -1195,7 +1200,7 @@ pub fn record(
     }
     // Upstream's decodeLiveOrNew: the request's managedFields win when they are
     // valid and non-empty (`[]`/`[{}]` reset them); otherwise the live ones.
-    let mut entries = if is_reset(obj.pointer("/metadata/managedFields")) {
+    let mut entries = if is_reset(managed_fields_of(obj)) {
         Vec::new()
     } else {
         match managed_of(obj) {

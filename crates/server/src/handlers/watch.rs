@@ -31,7 +31,7 @@ type Result<T> = std::result::Result<T, StatusError>;
 
 /// Frames encoded ahead of the connection: a few, so a client that stops reading
 /// holds shared events in its queue rather than its own copies of them.
-const FRAME_BUFFER: usize = 4;
+const FRAME_BUFFER: usize = 2;
 /// Queued events are joined into one body chunk up to about this size: bursts
 /// cost one write, and a client that stops reading holds at most
 /// `FRAME_BUFFER` chunks of it.
@@ -156,16 +156,25 @@ async fn pump(
         // Events already queued behind this one go out in the same write (and
         // TLS record): one wake-up and one syscall for a burst, not one each.
         if !last && frames.len() < COALESCE_BYTES {
-            let mut batch = BytesMut::from(frames);
-            while batch.len() < COALESCE_BYTES && !last {
+            let mut batch: Option<BytesMut> = None;
+            while !last && batch.as_ref().map_or(frames.len(), BytesMut::len) < COALESCE_BYTES {
                 let Ok(next) = watcher.events.try_recv() else {
                     break;
                 };
                 let (frame, ends_watch) = encoder.frame(&next).await;
+                // Sized once: growing by doubling would hold twice the bytes.
+                let batch = batch.get_or_insert_with(|| {
+                    let mut b =
+                        BytesMut::with_capacity(COALESCE_BYTES + frames.len() + frame.len());
+                    b.extend_from_slice(&frames);
+                    b
+                });
                 batch.extend_from_slice(&frame);
                 last = ends_watch;
             }
-            frames = batch.freeze();
+            if let Some(batch) = batch {
+                frames = batch.freeze();
+            }
         }
         permit.send(frames);
         if last {
