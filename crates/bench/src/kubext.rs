@@ -112,6 +112,9 @@ pub struct ObjectPhases {
     /// the objects costs.
     pub rss_before: Option<u64>,
     pub rss_created: Option<u64>,
+    /// The server's live heap (`kubext_heap_live_bytes`) at the same two points.
+    pub heap_before: Option<u64>,
+    pub heap_created: Option<u64>,
     pub creates: Option<Phase>,
     /// Cores used during the creates.
     pub creates_cpu: Option<cpu::Split>,
@@ -125,9 +128,17 @@ pub struct ObjectPhases {
 impl ObjectPhases {
     /// RSS added per object created, in bytes.
     pub fn bytes_per_object(&self) -> Option<f64> {
+        self.per_object(self.rss_before?, self.rss_created?)
+    }
+
+    /// Live heap added per object created, in bytes.
+    pub fn heap_per_object(&self) -> Option<f64> {
+        self.per_object(self.heap_before?, self.heap_created?)
+    }
+
+    fn per_object(&self, before: u64, after: u64) -> Option<f64> {
         let created = self.creates.as_ref()?.ok;
-        let grew = self.rss_created?.saturating_sub(self.rss_before?);
-        (created > 0).then(|| grew as f64 / created as f64)
+        (created > 0).then(|| after.saturating_sub(before) as f64 / created as f64)
     }
 
     pub fn all(&self) -> impl Iterator<Item = &Phase> {
@@ -312,6 +323,7 @@ async fn object_phases(
     }
     settle().await;
     out.rss_before = pid.and_then(crate::procfs::rss);
+    out.heap_before = heap(api).await;
     eprintln!(
         "  creates: {} {what}, concurrency {}",
         plan.objects, plan.concurrency
@@ -338,6 +350,7 @@ async fn object_phases(
     out.creates_cpu = Some(meter.finish());
     settle().await;
     out.rss_created = pid.and_then(crate::procfs::rss);
+    out.heap_created = heap(api).await;
     let mut created: Vec<usize> = creates.samples.iter().map(|s| s.index).collect();
     created.sort_unstable();
     out.creates = Some(Phase::from(&creates));
@@ -419,6 +432,13 @@ async fn object_phases(
         .zip(peak_from)
         .map(|(peak, from)| peak.saturating_sub(from));
     Ok(out)
+}
+
+/// The server's live heap bytes, from its `/metrics`.
+pub async fn heap<K: kube::Resource + Clone>(api: &Api<K>) -> Option<u64> {
+    metric(&api.clone().into_client(), "kubext_heap_live_bytes")
+        .await
+        .map(|v| v as u64)
 }
 
 /// Let freed memory go back (the allocator purges after a short delay) before

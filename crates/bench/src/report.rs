@@ -205,6 +205,11 @@ fn object_rows(
         BYTES_PER_OBJECT_GOAL,
     );
     row(
+        "  live heap per object".into(),
+        &|r| kib(phases(r).heap_per_object()),
+        BYTES_PER_OBJECT_GOAL,
+    );
+    row(
         "  create p50 / p99".into(),
         &|r| phase_lat(phases(r).creates.as_ref()),
         "",
@@ -399,6 +404,11 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
         SLOW_WATCHER_GOAL,
     );
     row(
+        "  live heap per slow watcher, less the writes".into(),
+        &|r| kib(k(r).slow_watchers.and_then(|s| s.heap_per_watcher())),
+        SLOW_WATCHER_GOAL,
+    );
+    row(
         "  still registered (the rest were ended)".into(),
         &|r| {
             k(r).slow_watchers
@@ -590,6 +600,7 @@ fn objects_json(p: &ObjectPhases) -> Value {
         "rss_before_bytes": p.rss_before,
         "rss_created_bytes": p.rss_created,
         "rss_bytes_per_object": p.bytes_per_object(),
+        "heap_bytes_per_object": p.heap_per_object(),
         "lists_all_peak_rss_growth_bytes": p.lists_all_peak,
         "gets": p.gets.as_ref().map(phase_json),
         "lists_limit_100": p.lists_small.as_ref().map(phase_json),
@@ -634,6 +645,7 @@ pub fn json(plan: &Plan, machine: &Machine, reports: &[BackendReport]) -> Value 
                         "rss_after_writes_bytes": s.rss_after_writes,
                         "baseline_growth_bytes": s.baseline_growth,
                         "rss_bytes_per_watcher_less_writes": slow_watcher_bytes(k),
+                        "heap_bytes_per_watcher_less_writes": s.heap_per_watcher(),
                         "registered_after": s.registered_after,
                     })),
                 })

@@ -37,6 +37,11 @@ pub struct SlowWatchers {
     pub rss_before: Option<u64>,
     pub rss_open: Option<u64>,
     pub rss_after_writes: Option<u64>,
+    /// Live heap: growth from the baseline writes, before the watches open,
+    /// after the writes.
+    pub heap_baseline_growth: Option<u64>,
+    pub heap_before: Option<u64>,
+    pub heap_after_writes: Option<u64>,
     /// Watches the server still had registered after the writes (the rest it
     /// ended for falling behind).
     pub registered_after: Option<u64>,
@@ -46,8 +51,24 @@ impl SlowWatchers {
     /// RSS added per watcher once the writes are done, in bytes, less what the
     /// same writes cost without slow watchers.
     pub fn bytes_per_watcher(&self) -> Option<f64> {
-        let grew = self.rss_after_writes?.saturating_sub(self.rss_before?) as f64;
-        let watchers = grew - self.baseline_growth? as f64;
+        self.per_watcher(
+            self.rss_before?,
+            self.rss_after_writes?,
+            self.baseline_growth?,
+        )
+    }
+
+    /// The same in live heap bytes.
+    pub fn heap_per_watcher(&self) -> Option<f64> {
+        self.per_watcher(
+            self.heap_before?,
+            self.heap_after_writes?,
+            self.heap_baseline_growth?,
+        )
+    }
+
+    fn per_watcher(&self, before: u64, after: u64, baseline: u64) -> Option<f64> {
+        let watchers = after.saturating_sub(before) as f64 - baseline as f64;
         (self.opened > 0).then(|| watchers.max(0.0) / self.opened as f64)
     }
 }
@@ -62,9 +83,15 @@ pub async fn measure(plan: &Plan, server: &Server, payload: &Arc<String>) -> Res
     let mut out = SlowWatchers::default();
     kubext::settle().await;
     let baseline_before = kubext::rss(server, &client).await;
+    let heap_baseline_before = kubext::heap(&writer).await;
     create_config_maps(plan, &writer, payload, "b").await;
     kubext::settle().await;
     out.rss_before = kubext::rss(server, &client).await;
+    out.heap_before = kubext::heap(&writer).await;
+    out.heap_baseline_growth = out
+        .heap_before
+        .zip(heap_baseline_before)
+        .map(|(after, before)| after.saturating_sub(before));
     out.baseline_growth = out
         .rss_before
         .zip(baseline_before)
@@ -96,6 +123,7 @@ pub async fn measure(plan: &Plan, server: &Server, payload: &Arc<String>) -> Res
     // Give the fan-out time to fill every queue it is going to fill.
     tokio::time::sleep(Duration::from_secs(2)).await;
     out.rss_after_writes = kubext::rss(server, &client).await;
+    out.heap_after_writes = kubext::heap(&writer).await;
     out.registered_after = kubext::metric(&client, "apiserver_registered_watchers")
         .await
         .map(|v| v as u64);

@@ -1,14 +1,10 @@
 //! `kubext`: flags → `controlplane::Config` → `controlplane::start`. Thin by design.
 
+mod heap;
 mod kube_apiserver;
 
 use anyhow::Result;
 
-/// mimalloc: the server allocates and frees many small JSON nodes from several
-/// threads; glibc's allocator spent a third of a create in lock contention.
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -370,6 +366,7 @@ fn raise_open_files_limit() {
 }
 
 fn main() -> std::process::ExitCode {
+    server::metrics::report_heap_with(heap::live_bytes);
     let cli = Cli::parse_from(kube_apiserver::command_line());
     let Command::Serve(args) = cli.command;
     init_logging(args.log_format);

@@ -83,6 +83,12 @@ impl Metrics {
             "# HELP apiserver_registered_watchers Number of currently registered watchers.\n# TYPE apiserver_registered_watchers gauge\napiserver_registered_watchers {}",
             storage.watcher_count()
         );
+        if let Some(live) = HEAP_LIVE_BYTES.get().map(|f| f()) {
+            let _ = writeln!(
+                out,
+                "# HELP kubext_heap_live_bytes Heap bytes allocated and not yet freed (without what the allocator retains).\n# TYPE kubext_heap_live_bytes gauge\nkubext_heap_live_bytes {live}"
+            );
+        }
         if let Some(rss) = resident_bytes() {
             let _ = writeln!(
                 out,
@@ -91,6 +97,16 @@ impl Metrics {
         }
         out
     }
+}
+
+/// Where `kubext_heap_live_bytes` comes from: the binary's allocator, which
+/// only the binary knows.
+static HEAP_LIVE_BYTES: std::sync::OnceLock<fn() -> u64> = std::sync::OnceLock::new();
+
+/// Report live heap bytes from `source` (called once, by the binary that
+/// installed a counting allocator).
+pub fn report_heap_with(source: fn() -> u64) {
+    let _ = HEAP_LIVE_BYTES.set(source);
 }
 
 /// RSS from /proc (Linux).
