@@ -241,7 +241,7 @@ fn object_rows(
         "",
     );
     row(
-        format!("  LIST all {} p50 / p99", plan.objects),
+        format!("  LIST all {} p50 / p99 (body, not decoded)", plan.objects),
         &|r| phase_lat(phases(r).lists_all.as_ref()),
         LIST_ALL_GOAL,
     );

@@ -130,23 +130,90 @@ pub fn list(
 }
 
 fn json_list(rtype: &ResourceType, items: &[Arc<Object>], meta: &ListMeta) -> Bytes {
-    let head = format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
-        Value::String(rtype.list_kind()),
-        Value::String(rtype.api_version()),
-        list_metadata(meta)
-    );
-    let size: usize = items.iter().map(|o| o.json().len() + 1).sum();
-    let mut buf = BytesMut::with_capacity(head.len() + size + 3);
-    buf.put_slice(head.as_bytes());
-    for (i, o) in items.iter().enumerate() {
-        if i > 0 {
-            buf.put_u8(b',');
+    JsonListChunks::new(rtype, items.to_vec(), meta).whole()
+}
+
+/// Chunks of a streamed JSON list body.
+pub const LIST_CHUNK: usize = 64 * 1024;
+
+/// A JSON list's body in chunks of about `chunk` bytes, each made when the
+/// connection asks for it from the objects' cached bytes: a large LIST holds
+/// references to cached objects and a chunk, not a copy of the whole response
+/// (upstream's streaming list encoding).
+pub struct JsonListChunks {
+    head: Option<String>,
+    items: std::vec::IntoIter<Arc<Object>>,
+    chunk: usize,
+    first_item: bool,
+    done: bool,
+}
+
+impl JsonListChunks {
+    pub fn new(rtype: &ResourceType, items: Vec<Arc<Object>>, meta: &ListMeta) -> Self {
+        let head = format!(
+            "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+            Value::String(rtype.list_kind()),
+            Value::String(rtype.api_version()),
+            list_metadata(meta)
+        );
+        JsonListChunks {
+            head: Some(head),
+            items: items.into_iter(),
+            chunk: LIST_CHUNK,
+            first_item: true,
+            done: false,
         }
-        buf.put_slice(o.json());
     }
-    buf.put_slice(b"]}\n");
-    buf.freeze()
+
+    /// The whole body in one buffer.
+    pub fn whole(mut self) -> Bytes {
+        self.chunk = usize::MAX;
+        self.next().unwrap_or_default()
+    }
+
+    /// The body's size, without making it.
+    pub fn body_len(&self) -> usize {
+        let head = self.head.as_ref().map_or(0, String::len);
+        head + self
+            .items
+            .as_slice()
+            .iter()
+            .map(|o| o.json().len() + 1)
+            .sum::<usize>()
+            + 3
+    }
+}
+
+impl Iterator for JsonListChunks {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        // One exact buffer for a whole body; else a chunk and its last object.
+        let capacity = if self.chunk == usize::MAX {
+            self.body_len()
+        } else {
+            self.chunk + 16 * 1024
+        };
+        let mut buf = BytesMut::with_capacity(capacity);
+        if let Some(head) = self.head.take() {
+            buf.put_slice(head.as_bytes());
+        }
+        while buf.len() < self.chunk {
+            let Some(o) = self.items.next() else {
+                buf.put_slice(b"]}\n");
+                self.done = true;
+                break;
+            };
+            if !std::mem::take(&mut self.first_item) {
+                buf.put_u8(b',');
+            }
+            buf.put_slice(o.json());
+        }
+        Some(buf.freeze())
+    }
 }
 
 /// A JSON response body, newline-terminated as Go's JSON encoder writes it.

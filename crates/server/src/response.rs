@@ -72,6 +72,28 @@ pub fn text(code: u16, body: &'static str) -> Response<Body> {
     respond(code, "text/plain; charset=utf-8", body)
 }
 
+/// A body sent as `chunks` yields them (chunked transfer encoding), each made
+/// when the connection can take it.
+pub fn streamed(
+    code: u16,
+    content_type: &str,
+    chunks: impl Iterator<Item = Bytes> + Send + 'static,
+) -> Response<Body> {
+    let frames = futures::stream::iter(chunks.map(|b| Ok(http_body::Frame::data(b))));
+    let mut resp = Response::new(http_body_util::StreamBody::new(frames).boxed_unsync());
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+/// Whether a response of `len` bytes is gzipped for this `Accept-Encoding`.
+pub fn gzips(accept_encoding: Option<&str>, len: usize) -> bool {
+    len >= GZIP_THRESHOLD
+        && accept_encoding.is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")))
+}
+
 /// Gzip `body` if the client accepts it and it is large enough to be worth it.
 pub fn maybe_gzip(
     accept_encoding: Option<&str>,
@@ -79,9 +101,7 @@ pub fn maybe_gzip(
     content_type: &str,
     body: Bytes,
 ) -> Response<Body> {
-    let wants_gzip =
-        accept_encoding.is_some_and(|a| a.split(',').any(|e| e.trim().starts_with("gzip")));
-    if wants_gzip && body.len() >= GZIP_THRESHOLD {
+    if gzips(accept_encoding, body.len()) {
         let mut enc = flate2::write::GzEncoder::new(
             Vec::with_capacity(body.len() / 4),
             flate2::Compression::fast(),

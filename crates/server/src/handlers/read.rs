@@ -4,6 +4,7 @@ use http::Response;
 
 use super::call::{Call, Result, object_response};
 use crate::encode::{self, ListMeta};
+use crate::negotiate::Output;
 use crate::response::{self, Body};
 
 pub async fn get(call: &Call<'_>) -> Result<Response<Body>> {
@@ -19,6 +20,21 @@ pub async fn list(call: &Call<'_>) -> Result<Response<Body>> {
         continue_token: result.continue_token,
         remaining: result.remaining,
     };
+    if matches!(call.output, Output::Json) {
+        let chunks = encode::JsonListChunks::new(call.rtype(), result.items, &meta);
+        let accept = call.accept_encoding.as_deref();
+        let content_type = call.output.content_type();
+        let len = chunks.body_len();
+        if len > encode::LIST_CHUNK && !response::gzips(accept, len) {
+            return Ok(response::streamed(200, &content_type, chunks));
+        }
+        return Ok(response::maybe_gzip(
+            accept,
+            200,
+            &content_type,
+            chunks.whole(),
+        ));
+    }
     let body = encode::list(
         &call.output,
         call.rtype(),
