@@ -795,7 +795,12 @@ async fn large_lists_stream_in_chunks() {
     assert_eq!(names, want);
     // kubectl takes gzip (Go's transport asks for it) and reads the same list.
     let out = server.kubectl_ok(&["get", "configmaps", "-n", "default", "-o", "name"]);
-    assert_eq!(out.lines().filter(|l| l.starts_with("configmap/cm-")).count(), 40);
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("configmap/cm-"))
+            .count(),
+        40
+    );
 }
 
 #[tokio::test]
