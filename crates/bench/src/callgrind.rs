@@ -192,12 +192,7 @@ async fn watch_phase(
     watchers: usize,
 ) -> Result<u64> {
     let writer: Api<ConfigMap> = Api::namespaced(client.clone(), WATCH_NS);
-    let rv = writer
-        .list(&ListParams::default().limit(1))
-        .await?
-        .metadata
-        .resource_version
-        .context("list without resourceVersion")?;
+    let rv = kubext::current_resource_version(&writer).await?;
     let received = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..watchers {

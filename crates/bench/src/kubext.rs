@@ -440,6 +440,15 @@ fn count_items(body: &str) -> usize {
     body.matches(r#"{"kind":"#).count().saturating_sub(1)
 }
 
+/// The collection's resourceVersion now: where a watch of only what follows starts.
+pub async fn current_resource_version(api: &Api<ConfigMap>) -> Result<String> {
+    api.list(&ListParams::default().limit(1))
+        .await?
+        .metadata
+        .resource_version
+        .ok_or_else(|| anyhow!("list without resourceVersion"))
+}
+
 /// The server's live heap bytes, from its `/metrics`.
 pub async fn heap<K: kube::Resource + Clone>(api: &Api<K>) -> Option<u64> {
     metric(&api.clone().into_client(), "kubext_heap_live_bytes")
@@ -551,12 +560,7 @@ async fn watch_phase(
 ) -> Result<WatchResult> {
     let mut out = WatchResult::default();
     let writer: Api<ConfigMap> = Api::namespaced(client.clone(), WATCH_NS);
-    let rv = writer
-        .list(&ListParams::default().limit(1))
-        .await?
-        .metadata
-        .resource_version
-        .ok_or_else(|| anyhow!("list without resourceVersion"))?;
+    let rv = current_resource_version(&writer).await?;
 
     // The watchers get their own runtime, so the writers' tasks never queue behind
     // event decoding (the OS still shares the cores between everything).

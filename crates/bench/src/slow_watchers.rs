@@ -6,9 +6,9 @@
 //! cost of such a watcher a small constant: its queues are bounded in bytes, and
 //! the cache ends a watcher that falls too far behind.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use kube::client::ConfigExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -97,12 +97,7 @@ pub async fn measure(plan: &Plan, server: &Server, payload: &Arc<String>) -> Res
         .zip(baseline_before)
         .map(|(after, before)| after.saturating_sub(before));
     // Watch from now: the baseline's events are not theirs to deliver.
-    let rv = writer
-        .list(&ListParams::default().limit(1))
-        .await?
-        .metadata
-        .resource_version
-        .context("list without resourceVersion")?;
+    let rv = kubext::current_resource_version(&writer).await?;
 
     let path = format!(
         "/api/v1/namespaces/{NS}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600"
