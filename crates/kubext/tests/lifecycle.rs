@@ -120,6 +120,45 @@ async fn health_version_and_metrics_endpoints() {
     assert!(metrics.contains("process_resident_memory_bytes"));
 }
 
+/// `kubext_heap_live_bytes` counts what the server holds: the objects it keeps
+/// in its cache and store make it grow by at least their size.
+#[tokio::test]
+async fn metrics_report_the_live_heap() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let heap = || async {
+        let text = client
+            .request_text(http::Request::get("/metrics").body(vec![]).unwrap())
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("kubext_heap_live_bytes "))
+            .expect("kubext_heap_live_bytes in /metrics")
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let before = heap().await;
+    assert!(
+        before > 1 << 20,
+        "a running server holds more than 1 MiB: {before}"
+    );
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..100 {
+        let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("held-{i}")},
+            "data": {"blob": "z".repeat(8 * 1024)}
+        }))
+        .unwrap();
+        api.create(&Default::default(), &cm).await.unwrap();
+    }
+    let after = heap().await;
+    assert!(
+        after >= before + 100 * 8 * 1024,
+        "100 objects of 8 KiB kept: heap {before} -> {after}"
+    );
+}
+
 #[tokio::test]
 async fn sigterm_ends_watches_and_exits_cleanly() {
     let mut server = Server::builder().start().unwrap();
