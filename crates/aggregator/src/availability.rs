@@ -4,7 +4,7 @@
 //! with kube-aggregator's reasons and messages. Checks run concurrently and are
 //! bounded by a timeout, so one slow backend never delays the others.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use apimachinery::meta;
 use controllers::runtime::{self, Event, Reconciler, WorkQueue};
-use registry::GenericStore;
+use registry::{GenericStore, Object};
 
 use crate::proxy::{Remote, Remotes};
 use server::authn::UserInfo;
@@ -82,7 +82,7 @@ struct Backends(HashMap<String, (String, Backend)>);
 impl Backends {
     /// Keep only the clients of these APIServices.
     fn retain(&mut self, apiservices: &[Value]) {
-        let names: std::collections::HashSet<&str> = apiservices.iter().map(meta::name).collect();
+        let names: HashSet<&str> = apiservices.iter().map(meta::name).collect();
         self.0.retain(|name, _| names.contains(name.as_str()));
     }
 
@@ -130,8 +130,8 @@ pub struct Stores {
     pub endpoints: Arc<GenericStore>,
 }
 
-/// The objects of `store` that `keep` wants (only those are copied).
-async fn list(store: &GenericStore, keep: fn(&Value) -> bool) -> Vec<Value> {
+/// The objects of `store` that `keep` wants (only those are decoded).
+async fn list(store: &GenericStore, keep: impl Fn(&Object) -> bool) -> Vec<Value> {
     let ctx = controllers::system_context("", MANAGER);
     store
         .list(&ctx, registry::ListOptions::default())
@@ -139,21 +139,30 @@ async fn list(store: &GenericStore, keep: fn(&Value) -> bool) -> Vec<Value> {
         .map(|l| {
             l.items
                 .iter()
-                .filter(|o| keep(&o.value()))
+                .filter(|o| keep(o))
                 .map(|o| o.to_value())
                 .collect()
         })
         .unwrap_or_default()
 }
 
-/// APIServices served by a Service (local ones are not checked).
-fn service_backed(apiservice: &Value) -> bool {
+/// APIServices served by a Service (local ones, one per built-in and CRD
+/// group-version, are not checked), told without decoding the object.
+fn service_backed(apiservice: &Object) -> bool {
+    #[derive(serde::Deserialize)]
+    struct ApiService {
+        spec: Option<Spec>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Spec {
+        service: Option<serde_json::Map<String, Value>>,
+    }
     apiservice
-        .pointer("/spec/service")
-        .is_some_and(Value::is_object)
+        .read::<ApiService>()
+        .is_ok_and(|a| a.spec.and_then(|s| s.service).is_some())
 }
 
-fn any(_: &Value) -> bool {
+fn any(_: &Object) -> bool {
     true
 }
 
@@ -180,7 +189,7 @@ pub async fn run(
     let queue = WorkQueue::new(INTERVAL, INTERVAL);
     // Local APIServices (one per CRD group-version) come and go with CRDs; only
     // service-backed ones matter here.
-    let follow = |store: &Arc<GenericStore>, matters: fn(&Value) -> bool| {
+    let follow = |store: &Arc<GenericStore>, matters: fn(&Object) -> bool| {
         runtime::follow(store.clone(), MANAGER, queue.clone(), move |e| {
             round_if(e, matters)
         })
@@ -208,10 +217,10 @@ pub async fn run(
 }
 
 /// A round of checks is the one key: it looks at every APIService.
-fn round_if(event: &Event, matters: fn(&Value) -> bool) -> Vec<()> {
+fn round_if(event: &Event, matters: fn(&Object) -> bool) -> Vec<()> {
     let relevant = match event {
-        Event::Restarted(all) => all.iter().any(|o| matters(&o.value())),
-        Event::Applied(o) | Event::Deleted(o) => matters(&o.value()),
+        Event::Restarted(all) => all.iter().any(|o| matters(o)),
+        Event::Applied(o) | Event::Deleted(o) => matters(o),
     };
     if relevant { vec![()] } else { Vec::new() }
 }
@@ -246,9 +255,18 @@ impl<P: Fn(Vec<RemoteGroupVersion>) + Send + Sync + 'static> Reconciler for Avai
         let mut round = self.round.lock().await;
         let round = &mut *round;
         let apiservices = list(&self.stores.apiservices, service_backed).await;
-        let services = list(&self.stores.services, any).await;
-        let slices = list(&self.stores.endpointslices, any).await;
-        let endpoints = list(&self.stores.endpoints, any).await;
+        // Only the namespaces of those services are decoded (a round runs every
+        // 2 s; most clusters have no service-backed APIService at all).
+        let namespaces: HashSet<&str> = apiservices
+            .iter()
+            .map(|a| str_at(a, "/spec/service/namespace"))
+            .collect();
+        let in_namespaces = |o: &Object| {
+            !namespaces.is_empty() && namespaces.contains(&*o.head().metadata.namespace)
+        };
+        let services = list(&self.stores.services, in_namespaces).await;
+        let slices = list(&self.stores.endpointslices, in_namespaces).await;
+        let endpoints = list(&self.stores.endpoints, in_namespaces).await;
         let mut checks = Vec::new();
         for a in &apiservices {
             let (ns, name) = (

@@ -17,20 +17,29 @@ impl FieldPath {
         FieldPath(String::new())
     }
 
+    // Paths are built for every field validated, not only failing ones:
+    // joined by hand, a fraction of what `format!` costs.
     pub fn child(&self, name: &str) -> Self {
         if self.0.is_empty() {
-            FieldPath(name.to_string())
-        } else {
-            FieldPath(format!("{}.{name}", self.0))
+            return FieldPath(name.to_string());
         }
+        self.joined(&[".", name])
     }
 
     pub fn index(&self, i: usize) -> Self {
-        FieldPath(format!("{}[{i}]", self.0))
+        self.joined(&["[", itoa::Buffer::new().format(i), "]"])
     }
 
     pub fn key(&self, k: &str) -> Self {
-        FieldPath(format!("{}[{k}]", self.0))
+        self.joined(&["[", k, "]"])
+    }
+
+    fn joined(&self, parts: &[&str]) -> Self {
+        let len = self.0.len() + parts.iter().map(|p| p.len()).sum::<usize>();
+        let mut path = String::with_capacity(len);
+        path.push_str(&self.0);
+        parts.iter().for_each(|p| path.push_str(p));
+        FieldPath(path)
     }
 
     pub fn as_str(&self) -> &str {

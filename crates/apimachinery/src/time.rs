@@ -2,7 +2,19 @@
 
 /// Now, as `2026-11-21T19:30:00Z`.
 pub fn now_rfc3339() -> String {
-    format_rfc3339(jiff::Timestamp::now())
+    // Every write stamps the time at least once; within a second the text is
+    // the same, so each thread formats it once per second.
+    thread_local! {
+        static LAST: std::cell::RefCell<(i64, String)> = const { std::cell::RefCell::new((0, String::new())) };
+    }
+    let now = jiff::Timestamp::now();
+    LAST.with_borrow_mut(|(second, text)| {
+        if *second != now.as_second() || text.is_empty() {
+            *second = now.as_second();
+            *text = format_rfc3339(now);
+        }
+        text.clone()
+    })
 }
 
 pub fn format_rfc3339(ts: jiff::Timestamp) -> String {

@@ -65,14 +65,14 @@ pub fn builtin_unknown_fields(gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
     let schemas = &builtin().components;
     let schema = schemas.get(*builtin_schema_names().get(gvk)?)?;
     let mut out = Vec::new();
-    walk(schemas, schema, obj, "", &mut out);
+    walk(schemas, schema, obj, &mut Vec::new(), &mut out);
     Some(out)
 }
 
 fn unknown_fields_in(schemas: &Map<String, Value>, gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
     let (_, schema) = find_in(schemas, gvk)?;
     let mut out = Vec::new();
-    walk(schemas, schema, obj, "", &mut out);
+    walk(schemas, schema, obj, &mut Vec::new(), &mut out);
     Some(out)
 }
 
@@ -183,19 +183,38 @@ fn shape<'a>(
     }
 }
 
-fn child_path(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
+/// One step of the path to a value: a field, or a list item.
+enum Step<'a> {
+    Field(&'a str),
+    Item(usize),
 }
 
-fn walk(
+/// A path as upstream names unknown fields: `spec.template.spec.containers[0].foo`.
+/// Rendered only for unknown fields, not for every field walked.
+fn render(path: &[Step<'_>]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Field(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Step::Item(i) => {
+                use std::fmt::Write;
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+    out
+}
+
+fn walk<'a>(
     schemas: &Map<String, Value>,
     schema: &Value,
-    value: &Value,
-    path: &str,
+    value: &'a Value,
+    path: &mut Vec<Step<'a>>,
     out: &mut Vec<String>,
 ) {
     match value {
@@ -204,17 +223,24 @@ fn walk(
             shape(schemas, schema, 0, &mut sh);
             let free_form = sh.open || (sh.properties.is_empty() && sh.additional.is_none());
             for (key, v) in obj {
-                let here = child_path(path, key);
-                if let Some(child) = sh.properties.iter().find_map(|p| p.get(key)) {
-                    walk(schemas, child, v, &here, out);
-                } else if let Some(additional) = sh.additional {
-                    walk(schemas, additional, v, &here, out);
-                } else if free_form
-                    || (sh.embedded && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"))
-                {
-                } else {
-                    out.push(here);
+                let known = sh
+                    .properties
+                    .iter()
+                    .find_map(|p| p.get(key))
+                    .or(sh.additional);
+                let implied = free_form
+                    || (sh.embedded && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
+                path.push(Step::Field(key));
+                match known {
+                    // Scalars have no fields of their own to check.
+                    Some(child) if v.is_object() || v.is_array() => {
+                        walk(schemas, child, v, path, out)
+                    }
+                    Some(_) => {}
+                    None if implied => {}
+                    None => out.push(render(path)),
                 }
+                path.pop();
             }
         }
         Value::Array(list) => {
@@ -222,7 +248,11 @@ fn walk(
             shape(schemas, schema, 0, &mut sh);
             if let Some(items) = sh.items {
                 for (i, v) in list.iter().enumerate() {
-                    walk(schemas, items, v, &format!("{path}[{i}]"), out);
+                    if v.is_object() || v.is_array() {
+                        path.push(Step::Item(i));
+                        walk(schemas, items, v, path, out);
+                        path.pop();
+                    }
                 }
             }
         }

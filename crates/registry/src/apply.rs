@@ -179,7 +179,7 @@ pub fn apply(
             manager: BEFORE_FIRST_APPLY,
             ..*writer
         };
-        update_entries(&mut entries, &cmp, &before, now);
+        update_entries(&mut entries, cmp, &before, now);
     }
 
     let merged = merge(&mut Walker::new(schema), Some(&live_obj), &config).unwrap_or(json!({}));
@@ -484,7 +484,7 @@ fn remove_items(w: &mut Walker<'_>, v: &Value, set: &FieldSet) -> Option<Value> 
         Value::Object(m) if !m.is_empty() => {
             let mut out = Map::new();
             for (k, child) in m {
-                let pe = PathElement::Field(k.clone());
+                let pe = PathElement::Field(k.as_str().into());
                 if set.has_member(&pe) {
                     continue;
                 }

@@ -23,6 +23,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use smol_str::SmolStr;
+
 use apimachinery::time;
 use patch::{PatchMeta, Strategy};
 use serde_json::{Map, Value, json};
@@ -38,8 +40,9 @@ pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 /// One step of a field path (upstream's `fieldpath.PathElement`).
 #[derive(Debug, Clone)]
 pub enum PathElement {
-    /// A field of a map or struct: `f:name`, shown as `.name`.
-    Field(String),
+    /// A field of a map or struct: `f:name`, shown as `.name` (most names
+    /// are short enough to be kept inline: no allocation per path step).
+    Field(SmolStr),
     /// An associative-list item by its key fields, sorted by name:
     /// `k:{"port":80}`, shown as `[port=80]`.
     Key(Vec<(String, Value)>),
@@ -62,7 +65,7 @@ impl PathElement {
     /// The `FieldsV1` key for this element (upstream's `SerializePathElement`).
     pub fn serialize(&self) -> String {
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Field(name) => ["f:", name].concat(),
             PathElement::Key(fields) => {
                 let body: Vec<String> = fields
                     .iter()
@@ -82,7 +85,7 @@ impl PathElement {
             .filter(|(k, _)| k.len() == 1)
             .ok_or_else(|| format!("invalid path element {s:?}"))?;
         match kind {
-            "f" => Ok(PathElement::Field(rest.to_string())),
+            "f" => Ok(PathElement::Field(rest.into())),
             "v" => serde_json::from_str(rest)
                 .map(PathElement::Value)
                 .map_err(|e| e.to_string()),
@@ -256,13 +259,14 @@ fn go_value_string(v: &Value) -> String {
 // Field sets
 // ---------------------------------------------------------------------------
 
-/// A set of field paths (upstream's `fieldpath.Set`).
+/// A set of field paths (upstream's `fieldpath.Set`). Sorted vectors rather
+/// than trees: sets are small (tens of paths), and every write builds some.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldSet {
-    /// Elements under this node that are themselves in the set.
-    members: BTreeSet<PathElement>,
-    /// Non-empty sub-sets under elements of this node.
-    children: BTreeMap<PathElement, FieldSet>,
+    /// Elements under this node that are themselves in the set, sorted.
+    members: Vec<PathElement>,
+    /// Non-empty sub-sets under elements of this node, sorted by element.
+    children: Vec<(PathElement, FieldSet)>,
 }
 
 impl FieldSet {
@@ -287,77 +291,105 @@ impl FieldSet {
     pub fn insert(&mut self, path: &[PathElement]) {
         match path {
             [] => {}
-            [last] => {
-                self.members.insert(last.clone());
-            }
-            [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
+            [last] => self.insert_member(last),
+            [first, rest @ ..] => self.child_mut(first).insert(rest),
         }
+    }
+
+    fn insert_member(&mut self, pe: &PathElement) {
+        if let Err(at) = self.members.binary_search(pe) {
+            self.members.insert(at, pe.clone());
+        }
+    }
+
+    /// The sub-set under `pe`, made (empty) if there is none yet.
+    fn child_mut(&mut self, pe: &PathElement) -> &mut FieldSet {
+        let at = match self.children.binary_search_by(|(k, _)| k.cmp(pe)) {
+            Ok(at) => at,
+            Err(at) => {
+                self.children.insert(at, (pe.clone(), FieldSet::new()));
+                at
+            }
+        };
+        &mut self.children[at].1
     }
 
     pub fn has(&self, path: &[PathElement]) -> bool {
         match path {
             [] => false,
-            [last] => self.members.contains(last),
-            [first, rest @ ..] => self.children.get(first).is_some_and(|c| c.has(rest)),
+            [last] => self.has_member(last),
+            [first, rest @ ..] => self.child(first).is_some_and(|c| c.has(rest)),
         }
     }
 
     /// Whether `pe` (one level down) is a member.
     pub fn has_member(&self, pe: &PathElement) -> bool {
-        self.members.contains(pe)
+        self.members.binary_search(pe).is_ok()
     }
 
     /// The sub-set under `pe`, if any path continues there.
     pub fn child(&self, pe: &PathElement) -> Option<&FieldSet> {
-        self.children.get(pe)
+        self.children
+            .binary_search_by(|(k, _)| k.cmp(pe))
+            .ok()
+            .map(|at| &self.children[at].1)
     }
 
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (pe, sub) in &other.children {
-            let merged = match out.children.get(pe) {
-                Some(mine) => mine.union(sub),
-                None => sub.clone(),
-            };
-            out.children.insert(pe.clone(), merged);
-        }
+        out.add(other);
         out
+    }
+
+    /// Add every path of `other` (an in-place [`FieldSet::union`]).
+    pub fn add(&mut self, other: &FieldSet) {
+        for pe in &other.members {
+            self.insert_member(pe);
+        }
+        for (pe, sub) in &other.children {
+            self.child_mut(pe).add(sub);
+        }
     }
 
     /// The paths of `self` that are not in `other` (exact paths: descendants
     /// of a path in `other` stay).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
-        let mut out = FieldSet {
-            members: self.members.difference(&other.members).cloned().collect(),
-            children: BTreeMap::new(),
-        };
-        for (pe, sub) in &self.children {
-            let rest = match other.children.get(pe) {
-                Some(theirs) => sub.difference(theirs),
-                None => sub.clone(),
-            };
-            if !rest.is_empty() {
-                out.children.insert(pe.clone(), rest);
-            }
-        }
+        let mut out = self.clone();
+        out.remove(other);
         out
     }
 
-    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        let mut out = FieldSet {
-            members: self.members.intersection(&other.members).cloned().collect(),
-            children: BTreeMap::new(),
-        };
-        for (pe, sub) in &self.children {
-            if let Some(theirs) = other.children.get(pe) {
-                let both = sub.intersection(theirs);
-                if !both.is_empty() {
-                    out.children.insert(pe.clone(), both);
-                }
-            }
+    /// Remove the paths of `other` (an in-place [`FieldSet::difference`]).
+    pub fn remove(&mut self, other: &FieldSet) {
+        if other.is_empty() {
+            return;
         }
-        out
+        self.members.retain(|pe| !other.has_member(pe));
+        self.children.retain_mut(|(pe, sub)| {
+            if let Some(theirs) = other.child(pe) {
+                sub.remove(theirs);
+            }
+            !sub.is_empty()
+        });
+    }
+
+    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
+        FieldSet {
+            members: self
+                .members
+                .iter()
+                .filter(|pe| other.has_member(pe))
+                .cloned()
+                .collect(),
+            children: self
+                .children
+                .iter()
+                .filter_map(|(pe, sub)| {
+                    let both = sub.intersection(other.child(pe)?);
+                    (!both.is_empty()).then(|| (pe.clone(), both))
+                })
+                .collect(),
+        }
     }
 
     /// Upstream's `EnsureNamedFieldsAreMembers`: fields with owned descendants
@@ -365,14 +397,14 @@ impl FieldSet {
     pub fn ensure_named_fields_are_members(&self) -> FieldSet {
         let mut out = FieldSet {
             members: self.members.clone(),
-            children: BTreeMap::new(),
+            children: Vec::with_capacity(self.children.len()),
         };
         for (pe, sub) in &self.children {
             if matches!(pe, PathElement::Field(_)) {
-                out.members.insert(pe.clone());
+                out.insert_member(pe);
             }
             out.children
-                .insert(pe.clone(), sub.ensure_named_fields_are_members());
+                .push((pe.clone(), sub.ensure_named_fields_are_members()));
         }
         out
     }
@@ -422,10 +454,10 @@ impl FieldSet {
                 _ => return Err(format!("expected an object for {key:?}")),
             };
             if member {
-                set.members.insert(pe.clone());
+                set.insert_member(&pe);
             }
             if !sub.is_empty() {
-                set.children.insert(pe, sub);
+                *set.child_mut(&pe) = sub;
             }
         }
         // A node with nothing under it is a member (`{}`).
@@ -443,16 +475,18 @@ impl FieldSet {
     fn write_v1(&self, include_self: bool) -> Map<String, Value> {
         let mut out = Map::new();
         if include_self && !self.is_empty() {
-            out.insert(".".into(), json!({}));
+            out.insert(".".into(), Value::Object(Map::new()));
         }
         for pe in &self.members {
-            if !self.children.contains_key(pe) {
-                out.insert(pe.serialize(), json!({}));
+            if self.child(pe).is_none() {
+                out.insert(pe.serialize(), Value::Object(Map::new()));
             }
         }
         for (pe, sub) in &self.children {
-            let member = self.members.contains(pe);
-            out.insert(pe.serialize(), Value::Object(sub.write_v1(member)));
+            out.insert(
+                pe.serialize(),
+                Value::Object(sub.write_v1(self.has_member(pe))),
+            );
         }
         out
     }
@@ -465,7 +499,7 @@ pub fn system_fields() -> &'static FieldSet {
 }
 
 fn build_system_fields() -> FieldSet {
-    let field = |s: &str| PathElement::Field(s.to_string());
+    let field = |s: &str| PathElement::Field(s.into());
     let mut set = FieldSet::new();
     for top in ["apiVersion", "kind", "metadata"] {
         set.insert(&[field(top)]);
@@ -524,11 +558,10 @@ impl ListKind {
     }
 }
 
-/// Walks values alongside their schema path (field names from the root; list
-/// items transparent, as [`PatchMeta`] expects) and their field path.
+/// Walks values alongside their field path; the schema is looked up by the
+/// path's field names (list items transparent, as [`PatchMeta`] expects).
 pub(crate) struct Walker<'a> {
     schema: &'a dyn PatchMeta,
-    names: Vec<String>,
     pub(crate) path: Vec<PathElement>,
 }
 
@@ -536,26 +569,22 @@ impl<'a> Walker<'a> {
     pub(crate) fn new(schema: &'a dyn PatchMeta) -> Self {
         Walker {
             schema,
-            names: Vec::new(),
             path: Vec::new(),
         }
     }
 
     pub(crate) fn push_field(&mut self, name: &str) {
-        self.names.push(name.to_string());
-        self.path.push(PathElement::Field(name.to_string()));
+        self.path.push(PathElement::Field(name.into()));
     }
 
     pub(crate) fn pop_field(&mut self) {
-        self.names.pop();
         self.path.pop();
     }
 
     /// The kind of the list at the current field, given its values on each side.
     /// Items that cannot be keyed as the schema says make the list atomic.
     pub(crate) fn list_kind(&self, lists: &[&[Value]]) -> ListKind {
-        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        let meta = self.schema.lookup(&names);
+        let meta = self.schema.lookup(&self.schema_path());
         let mut items = lists.iter().flat_map(|l| l.iter());
         if meta.strategy != Some(Strategy::Merge) {
             return ListKind::Atomic;
@@ -586,11 +615,21 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// The current path's field names: the schema's path.
+    fn schema_path(&self) -> Vec<&str> {
+        self.path
+            .iter()
+            .filter_map(|pe| match pe {
+                PathElement::Field(name) => Some(name.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether the map at the current field is atomic (`x-kubernetes-map-type:
     /// atomic`): replaced and owned whole.
     pub(crate) fn atomic_map(&self) -> bool {
-        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        self.schema.lookup(&names).atomic_map
+        self.schema.lookup(&self.schema_path()).atomic_map
     }
 
     // --- ToFieldSet ---------------------------------------------------------
@@ -1089,16 +1128,20 @@ fn without_managed_fields(obj: &Value) -> Value {
 /// fields leave all sets, and the manager's entry gains the change.
 pub(crate) fn update_entries(
     entries: &mut Vec<ManagedEntry>,
-    cmp: &Comparison,
+    cmp: Comparison,
     writer: &Writer<'_>,
     now: &str,
 ) {
-    let touched = cmp.modified.union(&cmp.added);
+    // Most writes add more than they modify: the larger set is kept.
+    let mut touched = cmp.added;
+    touched.add(&cmp.modified);
     for e in entries.iter_mut() {
-        e.fields = e.fields.difference(&touched).difference(&cmp.removed);
+        e.fields.remove(&touched);
+        e.fields.remove(&cmp.removed);
     }
     entries.retain(|e| !e.fields.is_empty());
-    let current = touched.difference(system_fields());
+    let mut current = touched;
+    current.remove(system_fields());
     if current.is_empty() {
         return;
     }
@@ -1116,7 +1159,7 @@ pub(crate) fn update_entries(
         .find(|e| id.as_deref() == Some(e.identifier().as_str()))
     {
         Some(e) => {
-            e.fields = e.fields.union(&current);
+            e.fields.add(&current);
             e.time = Some(now.to_string());
         }
         None => entries.push(ManagedEntry {
@@ -1218,7 +1261,7 @@ pub fn record(
         return;
     }
     let cmp = compare(&without_managed_fields(base), obj, schema);
-    update_entries(&mut entries, &cmp, writer, &time::now_rfc3339());
+    update_entries(&mut entries, cmp, writer, &time::now_rfc3339());
     set_managed_fields(obj, entries);
 }
 

@@ -123,7 +123,25 @@ impl Object {
     /// Kind, apiVersion and the metadata controllers follow, without decoding
     /// the rest.
     pub fn head(&self) -> Head {
-        self.read().unwrap_or_default()
+        self.leading_head()
+            .unwrap_or_else(|| self.read().unwrap_or_default())
+    }
+
+    /// The head from the front of an encoding that starts with its type meta
+    /// and metadata (as this process writes every object): what follows
+    /// `metadata` (the bulk of most objects) is not even scanned.
+    fn leading_head(&self) -> Option<Head> {
+        use serde::Deserialize;
+        let front = leading(&self.json);
+        let at = front.metadata_at?;
+        // One value is read and the rest left unread: no end-of-input check.
+        let mut rest = serde_json::Deserializer::from_slice(&self.json[at..]);
+        let metadata = HeadMeta::deserialize(&mut rest).ok()?;
+        Some(Head {
+            kind: front.kind.unwrap_or_default().to_string(),
+            api_version: front.api_version.unwrap_or_default().to_string(),
+            metadata,
+        })
     }
 
     /// A typed view of some of the object's fields, decoded from its JSON
@@ -135,7 +153,7 @@ impl Object {
     /// `apiVersion`, read from the front of the encoding (where this process
     /// writes it, after `kind`) without decoding the object.
     pub fn api_version(&self) -> std::borrow::Cow<'_, str> {
-        match leading_api_version(&self.json) {
+        match leading(&self.json).api_version {
             Some(v) => std::borrow::Cow::Borrowed(v),
             None => std::borrow::Cow::Owned(meta::api_version(&self.value()).to_string()),
         }
@@ -181,19 +199,49 @@ impl Head {
     }
 }
 
-/// `apiVersion` among the first two fields of `json` (`{"kind":"…","apiVersion":"…"`,
-/// as `meta::to_json_vec` writes), if it is there as a plain string.
-fn leading_api_version(json: &[u8]) -> Option<&str> {
-    let mut rest = json.strip_prefix(b"{")?;
-    for _ in 0..2 {
-        let (key, after_key) = plain_string(rest)?;
-        let (value, after_value) = plain_string(after_key.strip_prefix(b":")?)?;
-        if key == "apiVersion" {
-            return Some(value);
+/// The members this process writes first in every encoding
+/// (`{"kind":…,"apiVersion":…,"metadata":…`, either of the first two may be
+/// missing), as far as they are there as plain strings.
+#[derive(Default)]
+struct Leading<'a> {
+    kind: Option<&'a str>,
+    api_version: Option<&'a str>,
+    /// Where metadata's value starts.
+    metadata_at: Option<usize>,
+}
+
+/// Read [`Leading`] from the front of `json` without decoding anything else;
+/// what cannot be read that way is left `None`.
+fn leading(json: &[u8]) -> Leading<'_> {
+    let mut front = Leading::default();
+    let Some(mut rest) = json.strip_prefix(b"{") else {
+        return front;
+    };
+    for _ in 0..3 {
+        let Some((key, after_key)) = plain_string(rest) else {
+            break;
+        };
+        let Some(value_at) = after_key.strip_prefix(b":") else {
+            break;
+        };
+        if key == "metadata" {
+            front.metadata_at = Some(json.len() - value_at.len());
+            break;
         }
-        rest = after_value.strip_prefix(b",")?;
+        let Some((value, after_value)) = plain_string(value_at) else {
+            break;
+        };
+        match key {
+            "kind" => front.kind = Some(value),
+            "apiVersion" => front.api_version = Some(value),
+            _ => break,
+        }
+        let Some(next) = after_value.strip_prefix(b",") else {
+            break;
+        };
+        rest = next;
     }
-    None
+    front
 }
 
 /// A JSON string without escapes at the start of `bytes`, and what follows it.
@@ -294,19 +342,10 @@ impl serde::Serialize for MetadataEntries<'_> {
 /// `{"kind":…,"apiVersion":…,"metadata":{` (either of the first two may be
 /// missing), as [`encode_for_storage`] writes it.
 fn metadata_members_at(json: &[u8]) -> Option<usize> {
-    let mut rest = json.strip_prefix(b"{")?;
-    for _ in 0..3 {
-        let (key, after_key) = plain_string(rest)?;
-        let after_colon = after_key.strip_prefix(b":")?;
-        if key == "metadata" {
-            let members = after_colon.strip_prefix(b"{")?;
-            return Some(json.len() - members.len());
-        }
-        let (_, after_value) = plain_string(after_colon)?;
-        rest = after_value.strip_prefix(b",")?;
-    }
-    None
+    let at = leading(json).metadata_at?;
+    (json.get(at) == Some(&b'{')).then_some(at + 1)
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +383,17 @@ mod tests {
         );
         let bare = Object::new(serde_json::json!({"metadata": {"finalizers": null}})).head();
         assert_eq!(bare, Head::default());
+        // Metadata after the rest (another writer's order) and an escaped kind:
+        // read in full, with the same result.
+        let foreign = Object::from_json(Bytes::from_static(
+            br#"{"spec":{},"kind":"P\u006fd","metadata":{"name":"p","uid":"u1"},"apiVersion":"v1"}"#,
+        ))
+        .head();
+        assert_eq!(
+            (foreign.kind.as_str(), foreign.api_version.as_str()),
+            ("Pod", "v1")
+        );
+        assert_eq!(foreign.metadata.uid, "u1");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Pruning of unknown fields (upstream `schema/pruning`).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::structural::{AdditionalProperties, Structural};
 
@@ -37,14 +37,10 @@ pub fn prune(value: &mut Value, schema: &Structural, is_root: bool) -> Vec<Strin
     let mut p = Pruner {
         paths: Vec::new(),
         root: is_root,
+        path: String::new(),
     };
-    if is_root && !schema.extensions.embedded_resource {
-        let mut clone = schema.clone();
-        clone.extensions.embedded_resource = true;
-        p.prune(value, Some(&clone), "");
-    } else {
-        p.prune(value, Some(schema), "");
-    }
+    // A whole resource keeps its type and metadata as an embedded one does.
+    p.prune(value, Some(schema), is_root);
     p.paths.sort();
     p.paths
 }
@@ -52,14 +48,9 @@ pub fn prune(value: &mut Value, schema: &Structural, is_root: bool) -> Vec<Strin
 struct Pruner {
     paths: Vec<String>,
     root: bool,
-}
-
-fn key_path(parent: &str, k: &str) -> String {
-    if parent.is_empty() {
-        k.to_string()
-    } else {
-        format!("{parent}.{k}")
-    }
+    /// Where the walk is (`spec.items[0]`): one buffer, rendered into a
+    /// path only for the fields removed.
+    path: String,
 }
 
 fn additional(s: &Structural) -> Option<Option<&Structural>> {
@@ -71,77 +62,75 @@ fn additional(s: &Structural) -> Option<Option<&Structural>> {
 }
 
 impl Pruner {
-    fn prune(&mut self, x: &mut Value, s: Option<&Structural>, path: &str) {
+    /// `as_resource`: `x` is a resource (the root of a whole resource), whose
+    /// `apiVersion`, `kind` and `metadata` are kept as an embedded resource's.
+    fn prune(&mut self, x: &mut Value, s: Option<&Structural>, as_resource: bool) {
         if let Some(s) = s
             && s.extensions.preserve_unknown_fields
         {
-            self.skip_prune(x, s, path);
+            self.skip_prune(x, s, as_resource);
             return;
         }
         match x {
             Value::Object(m) => {
                 let Some(s) = s else {
                     for k in m.keys() {
-                        self.paths.push(key_path(path, k));
+                        self.removed(k);
                     }
                     m.clear();
                     return;
                 };
-                let keys: Vec<String> = m.keys().cloned().collect();
-                for k in keys {
-                    if s.extensions.embedded_resource && META_FIELDS.contains(&k.as_str()) {
-                        self.embedded_meta(m, &k, path);
-                        continue;
+                let embedded = s.extensions.embedded_resource || as_resource;
+                m.retain(|k, v| {
+                    if embedded && META_FIELDS.contains(&k.as_str()) {
+                        self.embedded_meta(k, v);
+                        return true;
                     }
-                    let kp = key_path(path, &k);
-                    if let Some(prop) = s.properties.get(&k) {
-                        if let Some(v) = m.get_mut(&k) {
-                            self.prune(v, Some(prop), &kp);
+                    let sub = match (s.properties.get(k), additional(s)) {
+                        (Some(prop), _) => Some(&**prop),
+                        (None, Some(ap)) => ap,
+                        (None, None) => {
+                            if !META_FIELDS.contains(&k.as_str()) || !self.path.is_empty() {
+                                self.removed(k);
+                            }
+                            return false;
                         }
-                    } else if let Some(ap) = additional(s) {
-                        if let Some(v) = m.get_mut(&k) {
-                            self.prune(v, ap, &kp);
-                        }
-                    } else {
-                        if !META_FIELDS.contains(&k.as_str()) || !path.is_empty() {
-                            self.paths.push(kp);
-                        }
-                        m.remove(&k);
-                    }
-                }
+                    };
+                    self.in_field(k, |p| p.prune(v, sub, false));
+                    true
+                });
             }
             Value::Array(a) => {
                 let items = s.and_then(|s| s.items.as_deref());
                 for (i, v) in a.iter_mut().enumerate() {
-                    self.prune(v, items, &format!("{path}[{i}]"));
+                    self.in_item(i, |p| p.prune(v, items, false));
                 }
             }
             _ => {}
         }
     }
 
-    fn skip_prune(&mut self, x: &mut Value, s: &Structural, path: &str) {
+    fn skip_prune(&mut self, x: &mut Value, s: &Structural, as_resource: bool) {
         match x {
             Value::Object(m) => {
-                let keys: Vec<String> = m.keys().cloned().collect();
-                for k in keys {
-                    if s.extensions.embedded_resource && META_FIELDS.contains(&k.as_str()) {
-                        self.embedded_meta(m, &k, path);
+                let embedded = s.extensions.embedded_resource || as_resource;
+                for (k, v) in m.iter_mut() {
+                    if embedded && META_FIELDS.contains(&k.as_str()) {
+                        self.embedded_meta(k, v);
                         continue;
                     }
-                    let kp = key_path(path, &k);
-                    let Some(v) = m.get_mut(&k) else { continue };
-                    if let Some(prop) = s.properties.get(&k) {
-                        self.prune(v, Some(prop), &kp);
-                    } else if let Some(ap) = additional(s) {
-                        self.prune(v, ap, &kp);
-                    }
+                    let sub = match (s.properties.get(k), additional(s)) {
+                        (Some(prop), _) => Some(&**prop),
+                        (None, Some(ap)) => ap,
+                        (None, None) => continue,
+                    };
+                    self.in_field(k, |p| p.prune(v, sub, false));
                 }
             }
             Value::Array(a) => {
                 if let Some(items) = s.items.as_deref() {
                     for (i, v) in a.iter_mut().enumerate() {
-                        self.skip_prune(v, items, &format!("{path}[{i}]"));
+                        self.in_item(i, |p| p.skip_prune(v, items, false));
                     }
                 }
             }
@@ -150,22 +139,47 @@ impl Pruner {
     }
 
     /// `metadata` of an embedded (non-root) resource: keep ObjectMeta fields only.
-    fn embedded_meta(&mut self, m: &mut Map<String, Value>, k: &str, path: &str) {
-        if k != "metadata" || (self.root && path.is_empty()) {
+    fn embedded_meta(&mut self, k: &str, v: &mut Value) {
+        if k != "metadata" || (self.root && self.path.is_empty()) {
             return;
         }
-        let mp = key_path(path, k);
-        if let Some(Value::Object(meta)) = m.get_mut(k) {
-            let unknown: Vec<String> = meta
-                .keys()
-                .filter(|f| !OBJECT_META_FIELDS.contains(&f.as_str()))
-                .cloned()
-                .collect();
-            for f in unknown {
-                self.paths.push(key_path(&mp, &f));
-                meta.remove(&f);
-            }
+        if let Value::Object(meta) = v {
+            self.in_field(k, |p| {
+                meta.retain(|f, _| {
+                    let known = OBJECT_META_FIELDS.contains(&f.as_str());
+                    if !known {
+                        p.removed(f);
+                    }
+                    known
+                })
+            });
         }
+    }
+
+    /// Record field `key` of the current value as removed.
+    fn removed(&mut self, key: &str) {
+        self.in_field(key, |p| p.paths.push(p.path.clone()));
+    }
+
+    /// Run `f` with the path at field `key` (`a.b`).
+    fn in_field(&mut self, key: &str, f: impl FnOnce(&mut Self)) {
+        let len = self.path.len();
+        if len > 0 {
+            self.path.push('.');
+        }
+        self.path.push_str(key);
+        f(self);
+        self.path.truncate(len);
+    }
+
+    /// Run `f` with the path at list item `i` (`a[0]`).
+    fn in_item(&mut self, i: usize, f: impl FnOnce(&mut Self)) {
+        let len = self.path.len();
+        self.path.push('[');
+        self.path.push_str(itoa::Buffer::new().format(i));
+        self.path.push(']');
+        f(self);
+        self.path.truncate(len);
     }
 }
 
@@ -177,9 +191,10 @@ pub fn prune_root_metadata(obj: &mut Value) -> Vec<String> {
     let mut p = Pruner {
         paths: Vec::new(),
         root: false,
+        path: String::new(),
     };
-    if let Some(m) = obj.as_object_mut() {
-        p.embedded_meta(m, "metadata", "");
+    if let Some(metadata) = obj.get_mut("metadata") {
+        p.embedded_meta("metadata", metadata);
     }
     p.paths.sort();
     p.paths
