@@ -4,6 +4,9 @@
 //! names, `[i]` for list elements, map keys as `.key`
 //! (`spec.ports[0].bogus`, `metadata.labelz`).
 
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
+
 use serde_json::{Map, Value};
 
 use crate::Gvk;
@@ -62,18 +65,48 @@ pub fn unknown_fields(doc: &Value, gvk: &Gvk, obj: &Value) -> Vec<String> {
 /// [`unknown_fields`] against the built-in schemas; `None` if `gvk` is not a
 /// built-in kind (e.g. a custom resource).
 pub fn builtin_unknown_fields(gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
-    let schemas = &builtin().components;
-    let schema = schemas.get(*builtin_schema_names().get(gvk)?)?;
+    let schema = builtin()
+        .components
+        .get(*builtin_schema_names().get(gvk)?)?;
     let mut out = Vec::new();
-    walk(schemas, schema, obj, &mut Vec::new(), &mut out);
+    walk(&builtin_shape, schema, obj, &mut Vec::new(), &mut out);
     Some(out)
 }
 
 fn unknown_fields_in(schemas: &Map<String, Value>, gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
     let (_, schema) = find_in(schemas, gvk)?;
+    let shape_of = |node| {
+        let mut sh = Shape::default();
+        shape(schemas, node, 0, &mut sh);
+        Arc::new(sh)
+    };
     let mut out = Vec::new();
-    walk(schemas, schema, obj, &mut Vec::new(), &mut out);
+    walk(&shape_of, schema, obj, &mut Vec::new(), &mut out);
     Some(out)
+}
+
+/// The shape of a node of the built-in schemas, worked out once per node:
+/// that document never changes, so a write's check looks its nodes up instead
+/// of following their `$ref`s and `allOf`s again.
+fn builtin_shape(node: &'static Value) -> Arc<Shape<'static>> {
+    type Known = HashMap<usize, Arc<Shape<'static>>>;
+    static SHAPES: LazyLock<RwLock<Known>> = LazyLock::new(Default::default);
+    let key = std::ptr::from_ref(node).addr();
+    let known = SHAPES
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+        .cloned();
+    known.unwrap_or_else(|| {
+        let mut sh = Shape::default();
+        shape(&builtin().components, node, 0, &mut sh);
+        let sh = Arc::new(sh);
+        SHAPES
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, sh.clone());
+        sh
+    })
 }
 
 /// Built-in kind → its component schema's name, indexed once: every write
@@ -210,17 +243,16 @@ fn render(path: &[Step<'_>]) -> String {
     out
 }
 
-fn walk<'a>(
-    schemas: &Map<String, Value>,
-    schema: &Value,
-    value: &'a Value,
-    path: &mut Vec<Step<'a>>,
+fn walk<'s, 'v>(
+    shape_of: &impl Fn(&'s Value) -> Arc<Shape<'s>>,
+    schema: &'s Value,
+    value: &'v Value,
+    path: &mut Vec<Step<'v>>,
     out: &mut Vec<String>,
 ) {
     match value {
         Value::Object(obj) => {
-            let mut sh = Shape::default();
-            shape(schemas, schema, 0, &mut sh);
+            let sh = shape_of(schema);
             let free_form = sh.open || (sh.properties.is_empty() && sh.additional.is_none());
             for (key, v) in obj {
                 let known = sh
@@ -234,7 +266,7 @@ fn walk<'a>(
                 match known {
                     // Scalars have no fields of their own to check.
                     Some(child) if v.is_object() || v.is_array() => {
-                        walk(schemas, child, v, path, out)
+                        walk(shape_of, child, v, path, out)
                     }
                     Some(_) => {}
                     None if implied => {}
@@ -244,13 +276,11 @@ fn walk<'a>(
             }
         }
         Value::Array(list) => {
-            let mut sh = Shape::default();
-            shape(schemas, schema, 0, &mut sh);
-            if let Some(items) = sh.items {
+            if let Some(items) = shape_of(schema).items {
                 for (i, v) in list.iter().enumerate() {
                     if v.is_object() || v.is_array() {
                         path.push(Step::Item(i));
-                        walk(schemas, items, v, path, out);
+                        walk(shape_of, items, v, path, out);
                         path.pop();
                     }
                 }
