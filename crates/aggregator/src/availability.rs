@@ -157,9 +157,12 @@ fn service_backed(apiservice: &Object) -> bool {
     struct Spec {
         service: Option<serde_json::Map<String, Value>>,
     }
-    apiservice
-        .read::<ApiService>()
-        .is_ok_and(|a| a.spec.and_then(|s| s.service).is_some())
+    // Most have none: no `service` member when no `"service"` string is there
+    // (within another string, its quotes would be escaped).
+    memchr::memmem::find(apiservice.json(), br#""service""#).is_some()
+        && apiservice
+            .read::<ApiService>()
+            .is_ok_and(|a| a.spec.and_then(|s| s.service).is_some())
 }
 
 fn any(_: &Object) -> bool {
@@ -523,6 +526,18 @@ mod tests {
         json!({"metadata": {"name": "v1alpha1.wardle.example.com"},
                "spec": {"group": "wardle.example.com", "version": "v1alpha1",
                         "service": {"namespace": "wardle", "name": "api", "port": 443}}})
+    }
+
+    #[test]
+    fn only_apiservices_with_a_service_are_checked() {
+        let backed = |v: Value| service_backed(&Object::new(v));
+        assert!(backed(apiservice()));
+        let local = json!({"metadata": {"name": "v1.apps", "labels": {"service": "service"}},
+                           "spec": {"group": "apps", "version": "v1", "service": null}});
+        assert!(!backed(local));
+        assert!(!backed(
+            json!({"metadata": {"name": "v1."}, "spec": {"version": "v1"}})
+        ));
     }
 
     #[test]

@@ -324,8 +324,8 @@ impl Strategy for CustomResources {
     /// upstream's converter does, and defaults applied on read, so a default
     /// added to the schema later shows up on existing objects.
     /// Stored in another version (or read-time defaults to apply).
-    fn converts_on_read(&self, api_version: &str) -> bool {
-        self.has_defaults || api_version != self.api_version
+    fn converts_on_read(&self, stored: &registry::Object) -> bool {
+        self.has_defaults || stored.api_version() != self.api_version
     }
 
     fn convert_from_storage(&self, obj: &Value) -> Option<Value> {

@@ -132,14 +132,24 @@ impl Object {
     /// `metadata` (the bulk of most objects) is not even scanned.
     fn leading_head(&self) -> Option<Head> {
         use serde::Deserialize;
-        let front = leading(&self.json);
-        let at = front.metadata_at?;
+        let (mut kind, mut api_version) = ("", "");
+        let at = leading(&self.json).find_map(|member| match member {
+            Leading::Kind(k) => {
+                kind = k;
+                None
+            }
+            Leading::ApiVersion(v) => {
+                api_version = v;
+                None
+            }
+            Leading::MetadataAt(at) => Some(at),
+        })?;
         // One value is read and the rest left unread: no end-of-input check.
         let mut rest = serde_json::Deserializer::from_slice(&self.json[at..]);
         let metadata = HeadMeta::deserialize(&mut rest).ok()?;
         Some(Head {
-            kind: front.kind.unwrap_or_default().to_string(),
-            api_version: front.api_version.unwrap_or_default().to_string(),
+            kind: kind.to_string(),
+            api_version: api_version.to_string(),
             metadata,
         })
     }
@@ -153,7 +163,11 @@ impl Object {
     /// `apiVersion`, read from the front of the encoding (where this process
     /// writes it, after `kind`) without decoding the object.
     pub fn api_version(&self) -> std::borrow::Cow<'_, str> {
-        match leading(&self.json).api_version {
+        let leading_version = leading(&self.json).find_map(|member| match member {
+            Leading::ApiVersion(v) => Some(v),
+            _ => None,
+        });
+        match leading_version {
             Some(v) => std::borrow::Cow::Borrowed(v),
             None => std::borrow::Cow::Owned(meta::api_version(&self.value()).to_string()),
         }
@@ -199,59 +213,48 @@ impl Head {
     }
 }
 
-/// The members this process writes first in every encoding
+/// One of the members this process writes first in every encoding
 /// (`{"kind":…,"apiVersion":…,"metadata":…`, either of the first two may be
-/// missing), as far as they are there as plain strings.
-#[derive(Default)]
-struct Leading<'a> {
-    kind: Option<&'a str>,
-    api_version: Option<&'a str>,
+/// missing).
+enum Leading<'a> {
+    Kind(&'a str),
+    ApiVersion(&'a str),
     /// Where metadata's value starts.
-    metadata_at: Option<usize>,
+    MetadataAt(usize),
 }
 
-/// Read [`Leading`] from the front of `json` without decoding anything else;
-/// what cannot be read that way is left `None`.
-fn leading(json: &[u8]) -> Leading<'_> {
-    let mut front = Leading::default();
-    let Some(mut rest) = json.strip_prefix(b"{") else {
-        return front;
-    };
-    for _ in 0..3 {
-        let Some((key, after_key)) = plain_string(rest) else {
-            break;
-        };
-        let Some(value_at) = after_key.strip_prefix(b":") else {
-            break;
-        };
-        if key == "metadata" {
-            front.metadata_at = Some(json.len() - value_at.len());
-            break;
+/// The leading members at the front of `json`, in order, as far as they are
+/// there as plain strings; nothing else is read, and a caller stops reading
+/// once it has what it wants.
+fn leading(json: &[u8]) -> impl Iterator<Item = Leading<'_>> {
+    let mut rest = json.strip_prefix(b"{");
+    std::iter::from_fn(move || {
+        let (key, after_key) = plain_bytes(rest.take()?)?;
+        let value_at = after_key.strip_prefix(b":")?;
+        if key == b"metadata" {
+            return Some(Leading::MetadataAt(json.len() - value_at.len()));
         }
-        let Some((value, after_value)) = plain_string(value_at) else {
-            break;
-        };
+        let (value, after_value) = plain_string(value_at)?;
+        rest = after_value.strip_prefix(b",");
         match key {
-            "kind" => front.kind = Some(value),
-            "apiVersion" => front.api_version = Some(value),
-            _ => break,
+            b"kind" => Some(Leading::Kind(value)),
+            b"apiVersion" => Some(Leading::ApiVersion(value)),
+            _ => None,
         }
-        let Some(next) = after_value.strip_prefix(b",") else {
-            break;
-        };
-        rest = next;
-    }
-    front
+    })
 }
 
 /// A JSON string without escapes at the start of `bytes`, and what follows it.
 fn plain_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let (body, rest) = plain_bytes(bytes)?;
+    Some((std::str::from_utf8(body).ok()?, rest))
+}
+
+/// [`plain_string`]'s bytes, for keys only compared.
+fn plain_bytes(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     let body = bytes.strip_prefix(b"\"")?;
-    let end = body.iter().position(|&b| b == b'"' || b == b'\\')?;
-    if body[end] != b'"' {
-        return None;
-    }
-    Some((std::str::from_utf8(&body[..end]).ok()?, &body[end + 1..]))
+    let end = memchr::memchr2(b'"', b'\\', body)?;
+    (body[end] == b'"').then(|| (&body[..end], &body[end + 1..]))
 }
 
 /// Decodes stored JSON and stamps the revision in as `resourceVersion`.
@@ -342,7 +345,10 @@ impl serde::Serialize for MetadataEntries<'_> {
 /// `{"kind":…,"apiVersion":…,"metadata":{` (either of the first two may be
 /// missing), as [`encode_for_storage`] writes it.
 fn metadata_members_at(json: &[u8]) -> Option<usize> {
-    let at = leading(json).metadata_at?;
+    let at = leading(json).find_map(|member| match member {
+        Leading::MetadataAt(at) => Some(at),
+        _ => None,
+    })?;
     (json.get(at) == Some(&b'{')).then_some(at + 1)
 }
 

@@ -51,10 +51,10 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
-    /// Whether [`Strategy::convert_from_storage`] may change a stored object of
-    /// `api_version` (a cheap check, made without decoding it): objects served
+    /// Whether [`Strategy::convert_from_storage`] may change `stored` (a cheap
+    /// check, made without decoding it, for every object read): objects served
     /// as stored skip the presentation cache.
-    fn converts_on_read(&self, _api_version: &str) -> bool {
+    fn converts_on_read(&self, _stored: &crate::Object) -> bool {
         false
     }
 

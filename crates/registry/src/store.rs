@@ -140,14 +140,21 @@ impl GenericStore {
     }
 
     pub fn key(&self, namespace: &str, name: &str) -> String {
+        // Every request builds one: joined, not formatted.
+        let path = &self.rtype.storage_path;
+        let mut key = String::with_capacity(
+            self.prefix.len() + path.len() + namespace.len() + name.len() + 3,
+        );
+        key.push_str(&self.prefix);
+        key.push('/');
+        key.push_str(path);
         if self.rtype.namespaced {
-            format!(
-                "{}/{}/{namespace}/{name}",
-                self.prefix, self.rtype.storage_path
-            )
-        } else {
-            format!("{}/{}/{name}", self.prefix, self.rtype.storage_path)
+            key.push('/');
+            key.push_str(namespace);
         }
+        key.push('/');
+        key.push_str(name);
+        key
     }
 
     /// Reserve what `obj` takes from its type's shared pool (Services: cluster IPs,
@@ -212,7 +219,7 @@ impl GenericStore {
     /// stored are shared as they are.
     pub async fn present(&self, obj: &Arc<Object>) -> Result<Arc<Object>> {
         // Most objects are served as stored: no allocation on that path.
-        if !self.rtype.strategy.converts_on_read(&obj.api_version()) {
+        if !self.rtype.strategy.converts_on_read(obj) {
             return Ok(obj.clone());
         }
         let mut presented = self.present_all(std::slice::from_ref(obj)).await?;
@@ -227,7 +234,7 @@ impl GenericStore {
         let mut presented: Vec<Option<Arc<Object>>> = objects
             .iter()
             .map(|o| {
-                if !strategy.converts_on_read(&o.api_version()) {
+                if !strategy.converts_on_read(o) {
                     Some(o.clone())
                 } else {
                     o.presentation(key)

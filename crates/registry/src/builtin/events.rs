@@ -37,7 +37,7 @@ fn rename(obj: &Value, from_new: bool, api_version: &str) -> Value {
 pub struct EventsV1;
 
 impl Strategy for EventsV1 {
-    fn converts_on_read(&self, _api_version: &str) -> bool {
+    fn converts_on_read(&self, _stored: &crate::Object) -> bool {
         true
     }
 

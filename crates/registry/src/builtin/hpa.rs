@@ -52,7 +52,7 @@ impl Strategy for HpaV1 {
         super::kinds::keep_status(new, old);
     }
 
-    fn converts_on_read(&self, _api_version: &str) -> bool {
+    fn converts_on_read(&self, _stored: &crate::Object) -> bool {
         true
     }
 
