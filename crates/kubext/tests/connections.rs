@@ -1,6 +1,7 @@
 //! Connection-level faults are bounded as in kube-apiserver: connections that
 //! never finish a handshake or a request's headers are closed after its 32 s
-//! `ReadHeaderTimeout`, a body that never arrives ends with `--request-timeout`,
+//! `ReadHeaderTimeout` (an idle keep-alive connection is kept for its 90 s
+//! `IdleTimeout`), a body that never arrives ends with `--request-timeout`,
 //! and running out of file descriptors neither spins the accept loop nor stops
 //! the server for good.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -98,6 +99,48 @@ async fn silent_and_trickling_connections_are_closed_after_the_header_timeout() 
     // The server still serves.
     let client = server.client().await.unwrap();
     assert!(common::whoami(&client).await.is_ok());
+}
+
+/// The head and body of one HTTP/1.1 answer with a `Content-Length`.
+async fn answer<S: tokio::io::AsyncRead + Unpin>(stream: &mut S) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .expect("a Content-Length");
+            if body.len() >= length {
+                return text;
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .expect("an answer within 10 s")
+            .unwrap();
+        assert!(n > 0, "closed without an answer: {text}");
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_outlives_the_header_timeout() {
+    // kube-apiserver keeps an idle keep-alive connection for its 90 s
+    // `IdleTimeout`, as clients keep theirs: one idle for longer than the 32 s
+    // header timeout still serves the next request.
+    let server = Server::builder().start().unwrap();
+    let mut stream = tls(&server).await;
+    let request = b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    for pause in [Duration::ZERO, READ_HEADER_TIMEOUT + SLACK] {
+        tokio::time::sleep(pause).await;
+        stream.write_all(request).await.unwrap();
+        let text = answer(&mut stream).await;
+        assert!(text.starts_with("HTTP/1.1 200"), "after {pause:?}: {text}");
+        assert!(text.contains("\"gitVersion\""), "{text}");
+    }
 }
 
 #[tokio::test]

@@ -314,6 +314,13 @@ async fn bind(config: &Config) -> Result<TcpListener> {
 /// Upstream's `ReadHeaderTimeout`: a connection must complete its TLS handshake
 /// and send a request's headers within this long.
 const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+/// Upstream's `IdleTimeout`: a keep-alive connection waiting for its next
+/// request is kept this long, as clients keep theirs (client-go's and
+/// hyper's pools: 90 s), so an idle client does not pay a new TLS handshake
+/// (or meet a connection closed under its next request) after 32 s. hyper's
+/// one timer covers the wait and the next request's headers, so those get
+/// 90 s too; the first request's headers get 32 s.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 const TLS_SEND_BUFFER: usize = 32 * 1024;
 /// hyper's HTTP/1 buffer bound (default ~400 KiB): response bytes queued for a
 /// client that stops reading, and the largest request head (upstream allows 1 MiB
@@ -333,7 +340,7 @@ async fn serve(
     builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(READ_HEADER_TIMEOUT)
+        .header_read_timeout(IDLE_TIMEOUT)
         .max_buf_size(HTTP1_BUFFER);
     builder.http2().max_concurrent_streams(1000);
     let mut backoff = AcceptBackoff::default();

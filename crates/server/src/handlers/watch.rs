@@ -129,6 +129,12 @@ async fn pump(
     }
     // Encode an event only once the connection can take it: events wait in the
     // watcher's queue as shared objects, not as per-watcher bytes.
+    // What ends the watch is waited for by one future for its whole life, not
+    // one made per event.
+    let ends = ends.reached();
+    tokio::pin!(ends);
+    let closed = tx.closed();
+    tokio::pin!(closed);
     loop {
         let permit = match tx.try_reserve() {
             Ok(permit) => permit,
@@ -140,7 +146,7 @@ async fn pump(
                     Ok(permit) => permit,
                     Err(_) => return,
                 },
-                () = ends.reached() => return,
+                () = &mut ends => return,
                 () = cache_gave_up(&watcher.events) => return,
             },
         };
@@ -149,8 +155,8 @@ async fn pump(
                 Some(item) => item,
                 None => return,
             },
-            () = ends.reached() => return,
-            _ = tx.closed() => return,
+            () = &mut ends => return,
+            () = &mut closed => return,
         };
         let (mut frames, mut last) = encoder.frame(&item).await;
         // Events already queued behind this one go out in the same write (and
