@@ -132,18 +132,21 @@ impl Object {
     /// `metadata` (the bulk of most objects) is not even scanned.
     fn leading_head(&self) -> Option<Head> {
         use serde::Deserialize;
-        let (mut kind, mut api_version) = ("", "");
+        let (mut kind, mut api_version) = (None, None);
         let at = leading(&self.json).find_map(|member| match member {
             Leading::Kind(k) => {
-                kind = k;
+                kind = Some(k);
                 None
             }
             Leading::ApiVersion(v) => {
-                api_version = v;
+                api_version = Some(v);
                 None
             }
             Leading::MetadataAt(at) => Some(at),
         })?;
+        // Type meta written after metadata (another writer's order) would be
+        // missed: only a front with all three is read this way.
+        let (kind, api_version) = (kind?, api_version?);
         // One value is read and the rest left unread: no end-of-input check.
         let mut rest = serde_json::Deserializer::from_slice(&self.json[at..]);
         let metadata = HeadMeta::deserialize(&mut rest).ok()?;
@@ -389,17 +392,16 @@ mod tests {
         );
         let bare = Object::new(serde_json::json!({"metadata": {"finalizers": null}})).head();
         assert_eq!(bare, Head::default());
-        // Metadata after the rest (another writer's order) and an escaped kind:
-        // read in full, with the same result.
-        let foreign = Object::from_json(Bytes::from_static(
-            br#"{"spec":{},"kind":"P\u006fd","metadata":{"name":"p","uid":"u1"},"apiVersion":"v1"}"#,
-        ))
-        .head();
-        assert_eq!(
-            (foreign.kind.as_str(), foreign.api_version.as_str()),
-            ("Pod", "v1")
-        );
-        assert_eq!(foreign.metadata.uid, "u1");
+        // Metadata after the rest or before the type meta (other writers'
+        // orders), and an escaped kind: read in full, with the same result.
+        for foreign in [
+            &br#"{"spec":{},"kind":"P\u006fd","metadata":{"name":"p","uid":"u1"},"apiVersion":"v1"}"#[..],
+            br#"{"metadata":{"name":"p","uid":"u1"},"kind":"Pod","apiVersion":"v1"}"#,
+        ] {
+            let head = Object::from_json(Bytes::from_static(foreign)).head();
+            assert_eq!((head.kind.as_str(), head.api_version.as_str()), ("Pod", "v1"));
+            assert_eq!(head.metadata.uid, "u1");
+        }
     }
 
     #[test]
