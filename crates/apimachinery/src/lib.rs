@@ -6,6 +6,7 @@
 pub mod field;
 pub mod gofmt;
 pub mod gvk;
+pub mod json;
 pub mod meta;
 pub mod options;
 pub mod selector;

@@ -111,52 +111,8 @@ pub fn parse_resource_version(rv: &str) -> Result<Option<i64>, String> {
         .ok_or_else(|| format!("invalid resource version: {rv:?}"))
 }
 
-/// Serializes an object with `kind`, `apiVersion` and `metadata` first, as
-/// upstream writes typed objects (`TypeMeta` and `ObjectMeta` lead every
-/// struct); the rest keep their order.
-pub struct TypeMetaFirst<'a>(pub &'a Value);
-
-/// The members every object's encoding starts with, in this order.
-pub const LEADING_MEMBERS: [&str; 3] = ["kind", "apiVersion", "metadata"];
-
-impl serde::Serialize for TypeMetaFirst<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        serialize_leading_first(self.0, serializer, |md, out| out.serialize_value(md))
-    }
-}
-
-/// Serializes `obj` with [`LEADING_MEMBERS`] first; `metadata` (an object)
-/// through `metadata`, e.g. to leave a member out.
-pub fn serialize_leading_first<S: serde::Serializer>(
-    obj: &Value,
-    serializer: S,
-    metadata: impl FnOnce(&Value, &mut S::SerializeMap) -> Result<(), S::Error>,
-) -> Result<S::Ok, S::Error> {
-    use serde::Serialize;
-    use serde::ser::SerializeMap;
-    let Value::Object(map) = obj else {
-        return obj.serialize(serializer);
-    };
-    let mut out = serializer.serialize_map(Some(map.len()))?;
-    for key in ["kind", "apiVersion"] {
-        if let Some(v) = map.get(key) {
-            out.serialize_entry(key, v)?;
-        }
-    }
-    if let Some(md) = map.get("metadata") {
-        out.serialize_key("metadata")?;
-        metadata(md, &mut out)?;
-    }
-    for (k, v) in map {
-        if !LEADING_MEMBERS.contains(&k.as_str()) {
-            out.serialize_entry(k, v)?;
-        }
-    }
-    out.end()
-}
-
-/// The JSON bytes of an object, `kind`, `apiVersion` and `metadata` first.
+/// The JSON bytes of an object, as kube-apiserver orders its members
+/// ([`crate::json::encode_object`]).
 pub fn to_json_vec(obj: &Value) -> Vec<u8> {
-    serde_json::to_vec(&TypeMetaFirst(obj)).unwrap_or_default()
+    crate::json::encode_object(obj, crate::json::MetadataMembers::All)
 }

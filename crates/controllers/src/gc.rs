@@ -9,7 +9,7 @@
 //! Decisions are pure ([`Graph::decide`]); the runner executes them through the
 //! stores with uid preconditions, retrying failures with backoff.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 

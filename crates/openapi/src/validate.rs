@@ -4,7 +4,7 @@
 //! names, `[i]` for list elements, map keys as `.key`
 //! (`spec.ports[0].bogus`, `metadata.labelz`).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 
 use serde_json::{Map, Value};
@@ -111,11 +111,10 @@ fn builtin_shape(node: &'static Value) -> Arc<Shape<'static>> {
 
 /// Built-in kind → its component schema's name, indexed once: every write
 /// looks its kind up here instead of scanning every schema.
-fn builtin_schema_names() -> &'static std::collections::HashMap<Gvk, &'static str> {
-    static INDEX: std::sync::OnceLock<std::collections::HashMap<Gvk, &'static str>> =
-        std::sync::OnceLock::new();
+fn builtin_schema_names() -> &'static HashMap<Gvk, &'static str> {
+    static INDEX: std::sync::OnceLock<HashMap<Gvk, &'static str>> = std::sync::OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut index = std::collections::HashMap::new();
+        let mut index = HashMap::default();
         for (name, schema) in &builtin().components {
             let gvks = schema
                 .get("x-kubernetes-group-version-kind")

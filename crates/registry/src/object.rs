@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use std::sync::{Arc, Weak};
 
-use apimachinery::meta;
+use apimachinery::{json, meta};
 
 /// How many served versions' presentations an object keeps.
 const MAX_PRESENTATIONS: usize = 4;
@@ -131,7 +131,6 @@ impl Object {
     /// and metadata (as this process writes every object): what follows
     /// `metadata` (the bulk of most objects) is not even scanned.
     fn leading_head(&self) -> Option<Head> {
-        use serde::Deserialize;
         let (mut kind, mut api_version) = (None, None);
         let at = leading(&self.json).find_map(|member| match member {
             Leading::Kind(k) => {
@@ -148,8 +147,7 @@ impl Object {
         // missed: only a front with all three is read this way.
         let (kind, api_version) = (kind?, api_version?);
         // One value is read and the rest left unread: no end-of-input check.
-        let mut rest = serde_json::Deserializer::from_slice(&self.json[at..]);
-        let metadata = HeadMeta::deserialize(&mut rest).ok()?;
+        let metadata = HeadMeta::read_front(&self.json[at..])?;
         Some(Head {
             kind: kind.to_string(),
             api_version: api_version.to_string(),
@@ -190,8 +188,7 @@ pub struct Head {
     pub metadata: HeadMeta,
 }
 
-#[derive(Debug, Default, PartialEq, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[derive(Debug, Default, PartialEq)]
 pub struct HeadMeta {
     pub name: String,
     pub namespace: String,
@@ -199,6 +196,93 @@ pub struct HeadMeta {
     pub deletion_timestamp: Option<String>,
     pub finalizers: Option<Vec<String>>,
     pub owner_references: Option<Vec<HeadOwner>>,
+}
+
+impl<'de> serde::Deserialize<'de> for HeadMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut meta = HeadMeta::default();
+        d.deserialize_map(HeadMetaReader {
+            meta: &mut meta,
+            stop_at_managed_fields: false,
+            stopped: &mut false,
+        })?;
+        Ok(meta)
+    }
+}
+
+impl HeadMeta {
+    /// Reads the metadata object at the front of `json`, stopping at
+    /// `managedFields` (the bulk of most metadata) when it comes after `uid`:
+    /// then it is last, as `ObjectMeta`'s order puts it and this process
+    /// writes it, with every member the head needs already read. The sorted
+    /// order of older encodings puts `uid` after it, and is read in full.
+    fn read_front(json: &[u8]) -> Option<HeadMeta> {
+        use serde::Deserializer;
+        let mut meta = HeadMeta::default();
+        let mut stopped = false;
+        let read = serde_json::Deserializer::from_slice(json).deserialize_map(HeadMetaReader {
+            meta: &mut meta,
+            stop_at_managed_fields: true,
+            stopped: &mut stopped,
+        });
+        // Stopping leaves the map unfinished, which serde_json reports.
+        (read.is_ok() || stopped).then_some(meta)
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum HeadMetaKey {
+    Name,
+    Namespace,
+    Uid,
+    DeletionTimestamp,
+    Finalizers,
+    OwnerReferences,
+    ManagedFields,
+    #[serde(other)]
+    Other,
+}
+
+struct HeadMetaReader<'a> {
+    meta: &'a mut HeadMeta,
+    stop_at_managed_fields: bool,
+    stopped: &'a mut bool,
+}
+
+impl<'de> serde::de::Visitor<'de> for HeadMetaReader<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("object metadata")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::IgnoredAny;
+        let mut uid_read = false;
+        while let Some(key) = map.next_key()? {
+            let meta = &mut *self.meta;
+            match key {
+                HeadMetaKey::Name => meta.name = map.next_value()?,
+                HeadMetaKey::Namespace => meta.namespace = map.next_value()?,
+                HeadMetaKey::Uid => {
+                    meta.uid = map.next_value()?;
+                    uid_read = true;
+                }
+                HeadMetaKey::DeletionTimestamp => meta.deletion_timestamp = map.next_value()?,
+                HeadMetaKey::Finalizers => meta.finalizers = map.next_value()?,
+                HeadMetaKey::OwnerReferences => meta.owner_references = map.next_value()?,
+                HeadMetaKey::ManagedFields if self.stop_at_managed_fields && uid_read => {
+                    *self.stopped = true;
+                    return Ok(());
+                }
+                HeadMetaKey::ManagedFields | HeadMetaKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Default, PartialEq, serde::Deserialize)]
@@ -305,7 +389,10 @@ fn spliceable(value: &[u8]) -> bool {
 /// Serialized without copying the object, `kind`, `apiVersion` and `metadata`
 /// first so that [`Object::from_stored`] can splice the version back in.
 pub fn encode_for_storage(obj: &Value) -> Bytes {
-    kept_bytes(serde_json::to_vec(&WithoutResourceVersion(obj)).unwrap_or_default())
+    kept_bytes(json::encode_object(
+        obj,
+        json::MetadataMembers::WithoutResourceVersion,
+    ))
 }
 
 /// Bytes kept as long as the object is cached: without the spare capacity
@@ -313,35 +400,6 @@ pub fn encode_for_storage(obj: &Value) -> Bytes {
 fn kept_bytes(mut encoded: Vec<u8>) -> Bytes {
     encoded.shrink_to_fit();
     Bytes::from(encoded)
-}
-
-struct WithoutResourceVersion<'a>(&'a Value);
-
-impl serde::Serialize for WithoutResourceVersion<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        meta::serialize_leading_first(self.0, serializer, |md, out| match md {
-            Value::Object(md) => out.serialize_value(&MetadataEntries(md)),
-            other => out.serialize_value(other),
-        })
-    }
-}
-
-struct MetadataEntries<'a>(&'a serde_json::Map<String, Value>);
-
-impl serde::Serialize for MetadataEntries<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        for (k, v) in self
-            .0
-            .iter()
-            .filter(|(k, _)| k.as_str() != "resourceVersion")
-        {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
 }
 
 /// Where the members of `metadata` begin in an encoding that starts
@@ -402,6 +460,27 @@ mod tests {
             assert_eq!((head.kind.as_str(), head.api_version.as_str()), ("Pod", "v1"));
             assert_eq!(head.metadata.uid, "u1");
         }
+    }
+
+    #[test]
+    fn the_head_read_stops_at_managed_fields_only_after_uid() {
+        // This process's order: managedFields last, after uid. What follows
+        // it is not read (here: not even well-formed).
+        let ours = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","uid":"u1","ownerReferences":[{"uid":"u0"}],"managedFields":[{"manager":"m"}],"labels":"#;
+        let head = Object::from_json(Bytes::from_static(ours)).head();
+        assert_eq!(
+            (head.metadata.name.as_str(), head.metadata.uid.as_str()),
+            ("p", "u1")
+        );
+        assert_eq!(head.metadata.owner_references.unwrap()[0].uid, "u0");
+        // Sorted members (older encodings): uid and ownerReferences follow
+        // managedFields and are still read.
+        let sorted = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"finalizers":["f"],"managedFields":[{"manager":"m"}],"name":"p","ownerReferences":[{"uid":"u0"}],"uid":"u1"},"spec":{}}"#;
+        let head = Object::from_json(Bytes::from_static(sorted)).head();
+        assert_eq!(head, Head::of(&serde_json::from_slice(sorted).unwrap()));
+        assert_eq!(head.metadata.uid, "u1");
+        assert_eq!(head.metadata.owner_references.unwrap()[0].uid, "u0");
+        assert_eq!(head.metadata.finalizers, Some(vec!["f".to_string()]));
     }
 
     #[test]

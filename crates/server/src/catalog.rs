@@ -6,8 +6,9 @@
 
 use base64::Engine;
 use bytes::Bytes;
+use foldhash::HashMap;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use apimachinery::gvk::compare_versions;
@@ -288,7 +289,8 @@ impl Catalog {
                 .or_default()
                 .push(s);
         }
-        let mut group_versions = HashMap::with_capacity(by_gv.len() + remotes.len());
+        let mut group_versions =
+            HashMap::with_capacity_and_hasher(by_gv.len() + remotes.len(), Default::default());
         for ((group, version), mut served) in by_gv {
             served.sort_by(|a, b| a.rtype.plural.cmp(&b.rtype.plural));
             let key = (group, version);
@@ -314,7 +316,7 @@ impl Catalog {
                 group_versions.insert(key, gv);
             }
         }
-        let mut group_entries = HashMap::new();
+        let mut group_entries = HashMap::default();
         let mut order: Vec<(String, Arc<Group>)> = Vec::new();
         for (name, versions) in ordered_groups(group_versions.values()) {
             let group = match previous.group_entries.get(&name) {

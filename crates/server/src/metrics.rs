@@ -1,8 +1,8 @@
 //! `/metrics` in the Prometheus text format, with kube-apiserver's metric names
 //! where one exists.
 
+use foldhash::HashMap;
 use parking_lot::RwLock;
-use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

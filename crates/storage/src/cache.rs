@@ -18,9 +18,10 @@
 //! Hot path: every read and watch event; no IO, writers never wait for watchers.
 
 use bytes::Bytes;
+use foldhash::HashMap;
 use futures::StreamExt;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

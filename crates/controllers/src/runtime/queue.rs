@@ -4,7 +4,8 @@
 //! exponential backoff for keys whose reconciliation failed (client-go's
 //! rate-limited queue).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use foldhash::{HashMap, HashSet};
+use std::collections::VecDeque;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -35,10 +36,10 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         Arc::new(WorkQueue {
             state: Mutex::new(State {
                 order: VecDeque::new(),
-                queued: HashSet::new(),
-                processing: HashSet::new(),
-                again: HashSet::new(),
-                failures: HashMap::new(),
+                queued: HashSet::default(),
+                processing: HashSet::default(),
+                again: HashSet::default(),
+                failures: HashMap::default(),
             }),
             ready: Notify::new(),
             first_retry,
