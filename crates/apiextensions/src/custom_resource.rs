@@ -378,11 +378,10 @@ impl Strategy for CustomResources {
         }
     }
 
+    /// Defaults were applied where the body was decoded ([`Self::default`],
+    /// and again after a mutating admission), as upstream's decoder does:
+    /// only `status` is dropped here, as upstream's `PrepareForCreate`.
     fn prepare_create(&self, obj: &mut Value) {
-        if let Some(schema) = &self.schema {
-            schema::default(obj, schema);
-            schema::defaulting::prune_non_nullable_nulls(obj, schema);
-        }
         if self.has_status
             && let Some(map) = obj.as_object_mut()
         {

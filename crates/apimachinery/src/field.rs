@@ -47,6 +47,41 @@ impl FieldPath {
     }
 }
 
+/// A field path made only when something is reported there: walks over a
+/// whole object pass these down instead of building a [`FieldPath`] for every
+/// field, most of which validate.
+#[derive(Debug, Clone, Copy)]
+pub enum LazyPath<'a> {
+    At(&'a FieldPath),
+    Child(&'a LazyPath<'a>, &'a str),
+    Key(&'a LazyPath<'a>, &'a str),
+    Index(&'a LazyPath<'a>, usize),
+}
+
+impl<'a> LazyPath<'a> {
+    pub fn child(&'a self, name: &'a str) -> LazyPath<'a> {
+        LazyPath::Child(self, name)
+    }
+
+    pub fn key(&'a self, k: &'a str) -> LazyPath<'a> {
+        LazyPath::Key(self, k)
+    }
+
+    pub fn index(&'a self, i: usize) -> LazyPath<'a> {
+        LazyPath::Index(self, i)
+    }
+
+    /// The path itself.
+    pub fn build(&self) -> FieldPath {
+        match self {
+            LazyPath::At(path) => (*path).clone(),
+            LazyPath::Child(parent, name) => parent.build().child(name),
+            LazyPath::Key(parent, k) => parent.build().key(k),
+            LazyPath::Index(parent, i) => parent.build().index(*i),
+        }
+    }
+}
+
 impl fmt::Display for FieldPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -297,14 +297,14 @@ impl FieldSet {
     }
 
     fn insert_member(&mut self, pe: &PathElement) {
-        if let Err(at) = self.members.binary_search(pe) {
+        if let Err(at) = position(&self.members, pe, |m| m) {
             self.members.insert(at, pe.clone());
         }
     }
 
     /// The sub-set under `pe`, made (empty) if there is none yet.
     fn child_mut(&mut self, pe: &PathElement) -> &mut FieldSet {
-        let at = match self.children.binary_search_by(|(k, _)| k.cmp(pe)) {
+        let at = match position(&self.children, pe, |(k, _)| k) {
             Ok(at) => at,
             Err(at) => {
                 self.children.insert(at, (pe.clone(), FieldSet::new()));
@@ -360,14 +360,17 @@ impl FieldSet {
     }
 
     /// Remove the paths of `other` (an in-place [`FieldSet::difference`]).
+    /// Both sides are sorted: one pass over each, not a search per element.
     pub fn remove(&mut self, other: &FieldSet) {
         if other.is_empty() {
             return;
         }
-        self.members.retain(|pe| !other.has_member(pe));
+        let mut theirs = Cursor::new(&other.members, |m| m);
+        self.members.retain(|pe| theirs.seek(pe).is_none());
+        let mut theirs = Cursor::new(&other.children, |(k, _)| k);
         self.children.retain_mut(|(pe, sub)| {
-            if let Some(theirs) = other.child(pe) {
-                sub.remove(theirs);
+            if let Some((_, their_sub)) = theirs.seek(pe) {
+                sub.remove(their_sub);
             }
             !sub.is_empty()
         });
@@ -477,18 +480,57 @@ impl FieldSet {
         if include_self && !self.is_empty() {
             out.insert(".".into(), Value::Object(Map::new()));
         }
+        let mut children = Cursor::new(&self.children, |(k, _)| k);
         for pe in &self.members {
-            if self.child(pe).is_none() {
+            if children.seek(pe).is_none() {
                 out.insert(pe.serialize(), Value::Object(Map::new()));
             }
         }
+        let mut members = Cursor::new(&self.members, |m| m);
         for (pe, sub) in &self.children {
-            out.insert(
-                pe.serialize(),
-                Value::Object(sub.write_v1(self.has_member(pe))),
-            );
+            let member = members.seek(pe).is_some();
+            out.insert(pe.serialize(), Value::Object(sub.write_v1(member)));
         }
         out
+    }
+}
+
+/// Where `pe` is (`Ok`) or would go (`Err`) in sorted `items`. Walks build
+/// sets in order, so the end is tried before a binary search.
+fn position<T>(
+    items: &[T],
+    pe: &PathElement,
+    key: impl Fn(&T) -> &PathElement,
+) -> Result<usize, usize> {
+    match items.last().map(|last| key(last).cmp(pe)) {
+        None | Some(Ordering::Less) => Err(items.len()),
+        Some(Ordering::Equal) => Ok(items.len() - 1),
+        Some(Ordering::Greater) => items.binary_search_by(|item| key(item).cmp(pe)),
+    }
+}
+
+/// A forward-only lookup in a sorted slice, for elements asked for in
+/// ascending order (a merge of two sorted sets).
+struct Cursor<'s, T, K> {
+    items: &'s [T],
+    key: K,
+}
+
+impl<'s, T, K: Fn(&T) -> &PathElement> Cursor<'s, T, K> {
+    fn new(items: &'s [T], key: K) -> Self {
+        Cursor { items, key }
+    }
+
+    /// The item whose element is `pe`, skipping those before it.
+    fn seek(&mut self, pe: &PathElement) -> Option<&'s T> {
+        while let Some((first, rest)) = self.items.split_first() {
+            match (self.key)(first).cmp(pe) {
+                Ordering::Less => self.items = rest,
+                Ordering::Equal => return Some(first),
+                Ordering::Greater => return None,
+            }
+        }
+        None
     }
 }
 
@@ -782,17 +824,28 @@ impl<'a> Walker<'a> {
         let empty = Map::new();
         let (a, b) = (a.unwrap_or(&empty), b.unwrap_or(&empty));
         for (k, av) in a {
+            if self.is_managed_fields(k) {
+                continue;
+            }
             self.push_field(k);
             self.compare(Some(av), b.get(k), cmp);
             self.pop_field();
         }
         for (k, bv) in b {
-            if !a.contains_key(k) {
+            if !a.contains_key(k) && !self.is_managed_fields(k) {
                 self.push_field(k);
                 self.compare(None, Some(bv), cmp);
                 self.pop_field();
             }
         }
+    }
+
+    /// Whether `key` under the current path is `metadata.managedFields`:
+    /// never compared, since it is nobody's field (a system field, an atomic
+    /// list), so callers need not copy objects to leave it out.
+    fn is_managed_fields(&self, key: &str) -> bool {
+        key == "managedFields"
+            && matches!(self.path.as_slice(), [PathElement::Field(f)] if f == "metadata")
     }
 
     fn compare_lists(
@@ -1117,12 +1170,6 @@ pub fn empty_object(obj: &Value) -> Value {
     Value::Object(m)
 }
 
-fn without_managed_fields(obj: &Value) -> Value {
-    let mut v = obj.clone();
-    apimachinery::meta::remove(&mut v, "managedFields");
-    v
-}
-
 /// Credit `manager`'s Update (upstream's `Updater.Update` through the
 /// `managedFieldsUpdater`): the changed fields leave every other set, removed
 /// fields leave all sets, and the manager's entry gains the change.
@@ -1217,11 +1264,15 @@ pub fn record_update_with_schema(
     api_version: &str,
     schema: &dyn PatchMeta,
 ) {
+    let empty;
     let base = match old {
-        Some(o) => o.clone(),
-        None => empty_object(obj),
+        Some(o) => o,
+        None => {
+            empty = empty_object(obj);
+            &empty
+        }
     };
-    record(obj, old, &base, &Writer::new(manager, api_version), schema);
+    record(obj, old, base, &Writer::new(manager, api_version), schema);
 }
 
 /// Record `writer`'s Update: the change from `base` (the live object, or for a
@@ -1260,7 +1311,7 @@ pub fn record(
     if entries.is_empty() && live.is_some() {
         return;
     }
-    let cmp = compare(&without_managed_fields(base), obj, schema);
+    let cmp = compare(base, obj, schema);
     update_entries(&mut entries, cmp, writer, &time::now_rfc3339());
     set_managed_fields(obj, entries);
 }
@@ -1287,6 +1338,23 @@ mod tests {
             mf["fieldsV1"],
             json!({"f:data":{".":{},"f:k":{}},"f:metadata":{"f:labels":{".":{},"f:a":{}}}})
         );
+    }
+
+    #[test]
+    fn managed_fields_are_never_compared() {
+        let schema = service_schema();
+        let old =
+            json!({"metadata": {"name": "x", "managedFields": [{"manager": "a"}]}, "spec": {}});
+        let new =
+            json!({"metadata": {"name": "x", "managedFields": [{"manager": "b"}]}, "spec": {}});
+        assert_eq!(compare(&old, &new, &schema), Comparison::default());
+        // Elsewhere the name is an ordinary field.
+        let old = json!({"spec": {"managedFields": 1}});
+        let new = json!({"spec": {"managedFields": 2}});
+        assert!(compare(&old, &new, &schema).modified.has(&[
+            PathElement::Field("spec".into()),
+            PathElement::Field("managedFields".into())
+        ]));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! kube-openapi's message texts as converted by apiextensions-apiserver, plus
 //! list-type (set/map) and embedded-resource checks, and validation ratcheting.
 
-use apimachinery::field::{BadValue, ErrorType};
+use apimachinery::field::{BadValue, ErrorType, LazyPath};
 use apimachinery::gofmt::{format_float, quote};
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value};
@@ -477,7 +477,8 @@ impl Validator<'_> {
 
     fn junctors(&mut self, v: &Value, s: &Structural, name: &str) {
         let vv = &s.validation;
-        let quoted = quote(name);
+        // Quoted only for a message: most values validate.
+        let quoted = || quote(name);
         if !vv.all_of.is_empty() {
             let mut validated = 0;
             for sch in &vv.all_of {
@@ -494,7 +495,8 @@ impl Validator<'_> {
                     ""
                 };
                 self.junctor(format!(
-                    "{quoted} must validate all the schemas (allOf){extra}"
+                    "{} must validate all the schemas (allOf){extra}",
+                    quoted()
                 ));
             }
         }
@@ -511,7 +513,8 @@ impl Validator<'_> {
             }
             if !ok {
                 self.junctor(format!(
-                    "{quoted} must validate at least one schema (anyOf)"
+                    "{} must validate at least one schema (anyOf)",
+                    quoted()
                 ));
                 self.take(best);
             }
@@ -534,7 +537,8 @@ impl Validator<'_> {
                     format!("Found {valid} valid alternatives")
                 };
                 self.junctor(format!(
-                    "{quoted} must validate one and only one schema (oneOf). {extra}"
+                    "{} must validate one and only one schema (oneOf). {extra}",
+                    quoted()
                 ));
                 if valid == 0 {
                     self.take(best);
@@ -544,7 +548,7 @@ impl Validator<'_> {
         if let Some(not) = &vv.not
             && self.sub(v, not, name).is_empty()
         {
-            self.junctor(format!("{quoted} must not validate the schema (not)"));
+            self.junctor(format!("{} must not validate the schema (not)", quoted()));
         }
     }
 
@@ -777,19 +781,20 @@ pub fn validate_list_types(
     s: &Structural,
     path: &FieldPath,
 ) -> ErrorList {
+    let path = LazyPath::At(path);
     if let Some(old) = old {
         let mut old_errs = ErrorList::new();
-        list_types(old, s, path, &mut old_errs);
+        list_types(old, s, &path, &mut old_errs);
         if !old_errs.is_empty() {
             return ErrorList::new();
         }
     }
     let mut errs = ErrorList::new();
-    list_types(value, s, path, &mut errs);
+    list_types(value, s, &path, &mut errs);
     errs
 }
 
-fn list_types(value: &Value, s: &Structural, path: &FieldPath, errs: &mut ErrorList) {
+fn list_types(value: &Value, s: &Structural, path: &LazyPath<'_>, errs: &mut ErrorList) {
     match value {
         Value::Object(m) => {
             if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
@@ -806,10 +811,10 @@ fn list_types(value: &Value, s: &Structural, path: &FieldPath, errs: &mut ErrorL
         Value::Array(a) => {
             if s.is_list_set() {
                 for i in non_unique(a) {
-                    errs.push(FieldError::duplicate(&path.index(i), a[i].clone()));
+                    errs.push(FieldError::duplicate(&path.index(i).build(), a[i].clone()));
                 }
             } else if s.is_list_map() {
-                errs.extend(validate_list_map(a, s, path));
+                errs.extend(validate_list_map(a, s, &path.build()));
             }
             if let Some(items) = &s.items {
                 for (i, x) in a.iter().enumerate() {
@@ -878,15 +883,15 @@ fn validate_list_map(a: &[Value], s: &Structural, path: &FieldPath) -> ErrorList
 /// (not ratcheted, as upstream).
 pub fn validate_embedded(value: &Value, s: &Structural, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
-    embedded(value, s, path, &mut errs);
+    embedded(value, s, &LazyPath::At(path), &mut errs);
     errs
 }
 
-fn embedded(value: &Value, s: &Structural, path: &FieldPath, errs: &mut ErrorList) {
+fn embedded(value: &Value, s: &Structural, path: &LazyPath<'_>, errs: &mut ErrorList) {
     match value {
         Value::Object(m) => {
             if s.extensions.embedded_resource {
-                errs.extend(validate_embedded_resource(m, path));
+                errs.extend(validate_embedded_resource(m, &path.build()));
             }
             for (k, v) in m {
                 if s.extensions.embedded_resource && k == "metadata" {
