@@ -144,6 +144,40 @@ async fn an_idle_keep_alive_connection_outlives_the_header_timeout() {
 }
 
 #[tokio::test]
+async fn request_heads_up_to_the_http1_buffer_are_served_larger_ones_get_431() {
+    // The HTTP/1 buffer that bounds what a watcher that stops reading holds
+    // (24 KiB) also bounds request heads: a 16 KiB header (far beyond
+    // bearer tokens and impersonation headers) is served; a 64 KiB one is
+    // refused as Go refuses heads beyond its limit, 431.
+    let server = Server::builder().start().unwrap();
+    for (size, status) in [(16 * 1024, "200"), (64 * 1024, "431")] {
+        let mut stream = tls(&server).await;
+        let request = format!(
+            "GET /version HTTP/1.1\r\nHost: localhost\r\nX-Padding: {}\r\n\r\n",
+            "a".repeat(size)
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+                .await
+                .expect("an answer within 10 s")
+                .unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        let text = String::from_utf8_lossy(&got);
+        assert!(
+            text.starts_with(&format!("HTTP/1.1 {status}")),
+            "a {size}-byte header: {text}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_body_that_never_arrives_ends_with_the_request_timeout() {
     let server = Server::builder()
         .arg("--request-timeout=2s")

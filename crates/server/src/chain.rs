@@ -142,7 +142,9 @@ async fn authorized_stages(
         req.extensions_mut().insert(audit.annotations.clone());
     }
     let query = std::mem::take(&mut scope.query);
-    let routed = Routing::route(api, req, scope, query, user, delegated);
+    // Boxed once: the handler's future is large, and moved by value it would be
+    // copied into every future that awaits it.
+    let routed = Box::pin(Routing::route(api, req, scope, query, user, delegated));
     if long_running {
         Ok(routed.await)
     } else {
@@ -180,7 +182,8 @@ impl Impersonation {
         mut req: Request<Incoming>,
         user: UserInfo,
     ) -> Result<(Request<Incoming>, UserInfo, Option<UserInfo>), Rejected> {
-        let uri = req.uri().to_string();
+        // A cheap copy (shared bytes): rendered only for an error.
+        let uri = req.uri().clone();
         match impersonation::apply(api.authorizer.as_ref(), req.headers_mut(), &uri, user).await {
             Ok((user, original)) => Ok((req, user, original)),
             Err(Refused::Forbidden(error)) => Err(reject(&error)),

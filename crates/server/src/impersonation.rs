@@ -93,7 +93,7 @@ struct Part {
 pub async fn apply(
     authorizer: &dyn Authorizer,
     headers: &mut HeaderMap,
-    request_uri: &str,
+    request_uri: &http::Uri,
     user: UserInfo,
 ) -> Result<(UserInfo, Option<UserInfo>), Refused> {
     let Some(requested) = Requested::from_headers(headers) else {
@@ -101,7 +101,8 @@ pub async fn apply(
     };
     let Some(name) = requested.user.clone() else {
         return Err(Refused::Internal(format!(
-            "Internal Server Error: {request_uri:?}: requested {} without impersonating a user",
+            "Internal Server Error: {:?}: requested {} without impersonating a user",
+            request_uri.to_string(),
             requested.go_references()
         )));
     };
