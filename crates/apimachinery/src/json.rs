@@ -53,7 +53,7 @@ pub enum MetadataMembers {
 
 /// `ObjectMeta`'s members in its Go struct's order, which is how
 /// kube-apiserver writes them: `managedFields`, the bulkiest, last.
-const OBJECT_META_ORDER: [&str; 15] = [
+pub const OBJECT_META_ORDER: [&str; 15] = [
     "name",
     "generateName",
     "namespace",

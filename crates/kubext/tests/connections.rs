@@ -146,11 +146,11 @@ async fn an_idle_keep_alive_connection_outlives_the_header_timeout() {
 #[tokio::test]
 async fn request_heads_up_to_the_http1_buffer_are_served_larger_ones_get_431() {
     // The HTTP/1 buffer that bounds what a watcher that stops reading holds
-    // (24 KiB) also bounds request heads: a 16 KiB header (far beyond
-    // bearer tokens and impersonation headers) is served; a 64 KiB one is
+    // (64 KiB) also bounds request heads: a 48 KiB header (far beyond
+    // bearer tokens and impersonation headers) is served; a 128 KiB one is
     // refused as Go refuses heads beyond its limit, 431.
     let server = Server::builder().start().unwrap();
-    for (size, status) in [(16 * 1024, "200"), (64 * 1024, "431")] {
+    for (size, status) in [(48 * 1024, "200"), (128 * 1024, "431")] {
         let mut stream = tls(&server).await;
         let request = format!(
             "GET /version HTTP/1.1\r\nHost: localhost\r\nX-Padding: {}\r\n\r\n",

@@ -6,25 +6,11 @@ use crate::structural::{AdditionalProperties, Structural};
 
 const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
-/// ObjectMeta's JSON fields: what survives in an embedded resource's metadata.
-const OBJECT_META_FIELDS: [&str; 16] = [
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-    "clusterName",
-];
+/// ObjectMeta's JSON fields (and the retired `clusterName`): what survives in
+/// an embedded resource's metadata.
+fn is_object_meta_field(name: &str) -> bool {
+    apimachinery::json::OBJECT_META_ORDER.contains(&name) || name == "clusterName"
+}
 
 /// Removes fields not specified by `schema` (unless
 /// `x-kubernetes-preserve-unknown-fields`), returning the sorted paths of the
@@ -146,7 +132,7 @@ impl Pruner {
         if let Value::Object(meta) = v {
             self.in_field(k, |p| {
                 meta.retain(|f, _| {
-                    let known = OBJECT_META_FIELDS.contains(&f.as_str());
+                    let known = is_object_meta_field(f);
                     if !known {
                         p.removed(f);
                     }

@@ -256,7 +256,7 @@ mod tests {
             name: "admin".into(),
             ..Default::default()
         };
-        match apply(&AllowAll, &mut h, "/api", admin).await {
+        match apply(&AllowAll, &mut h, &http::Uri::from_static("/api"), admin).await {
             Ok((user, Some(_))) => {
                 assert!(
                     h.keys().all(|k| !k.as_str().starts_with("impersonate-")),
@@ -309,7 +309,14 @@ mod tests {
     #[tokio::test]
     async fn a_group_without_a_user_is_an_internal_error() {
         let mut h = headers(&[("Impersonate-Group", "some-group")]);
-        match apply(&AllowAll, &mut h, "/api/v1/pods", UserInfo::default()).await {
+        match apply(
+            &AllowAll,
+            &mut h,
+            &http::Uri::from_static("/api/v1/pods"),
+            UserInfo::default(),
+        )
+        .await
+        {
             Err(Refused::Internal(message)) => assert_eq!(
                 message,
                 r#"Internal Server Error: "/api/v1/pods": requested [{Group  some-group    }] without impersonating a user"#
