@@ -85,38 +85,25 @@ pub fn encode_object(obj: &Value, metadata: MetadataMembers) -> Vec<u8> {
         write_value(&mut out, obj);
         return out;
     };
-    let leading = ["kind", "apiVersion"]
-        .into_iter()
-        .filter_map(|key| map.get_key_value(key));
+    let leading = LEADING_MEMBERS
+        .iter()
+        .filter_map(|key| map.get_key_value(*key));
     let rest = map
         .iter()
         .filter(|(k, _)| !LEADING_MEMBERS.contains(&k.as_str()));
     out.push(b'{');
-    let mut first = true;
-    let mut separate = |out: &mut Vec<u8>| {
-        if !std::mem::take(&mut first) {
+    for (i, (key, value)) in leading.chain(rest).enumerate() {
+        if i > 0 {
             out.push(b',');
         }
-    };
-    for (key, value) in leading {
-        separate(&mut out);
         write_str(&mut out, key);
         out.push(b':');
-        write_value(&mut out, value);
-    }
-    if let Some(md) = map.get("metadata") {
-        separate(&mut out);
-        out.extend_from_slice(b"\"metadata\":");
-        match md {
-            Value::Object(md) => write_members(&mut out, metadata_in_order(md, metadata)),
-            other => write_value(&mut out, other),
+        match value {
+            Value::Object(md) if key == "metadata" => {
+                write_members(&mut out, metadata_in_order(md, metadata))
+            }
+            _ => write_value(&mut out, value),
         }
-    }
-    for (key, value) in rest {
-        separate(&mut out);
-        write_str(&mut out, key);
-        out.push(b':');
-        write_value(&mut out, value);
     }
     out.push(b'}');
     out
