@@ -495,6 +495,35 @@ async fn wire_details_match_upstream() {
     );
     assert!(body.ends_with(b"}\n"));
     assert_eq!(headers["cache-control"], "no-cache, private");
+    // Metadata members in ObjectMeta's order, as kube-apiserver writes them:
+    // name before namespace, uid, creationTimestamp, managedFields last.
+    let (_, _, got) = send_raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/w",
+        "",
+        vec![],
+    )
+    .await;
+    for body in [&body, &got] {
+        let text = String::from_utf8_lossy(body);
+        let at = |member: &str| {
+            text.find(&format!("\"{member}\":"))
+                .unwrap_or_else(|| panic!("no {member} in {text}"))
+        };
+        let order = [
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "managedFields",
+            "data",
+        ];
+        assert!(
+            order.windows(2).all(|w| at(w[0]) < at(w[1])),
+            "metadata members out of ObjectMeta's order: {text}"
+        );
+    }
 
     let (code, headers, body) = send_raw(
         &client,
