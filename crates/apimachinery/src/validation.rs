@@ -2,14 +2,13 @@
 //! (`k8s.io/apimachinery/pkg/util/validation` and `.../pkg/api/validation`):
 //! clients and users grep for these texts, so they are reproduced verbatim.
 
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::sync::LazyLock;
-
-use regex::Regex;
-use serde_json::{Map, Value};
 
 use crate::field::{ErrorList, FieldError, FieldPath};
+
+mod pattern;
 
 /// A name validator in upstream's `ValidateNameFunc` shape: `prefix` is true
 /// when the value is a `generateName` that will get a random suffix.
@@ -57,21 +56,6 @@ const FIELD_MANAGER_MAX_LENGTH: usize = 128;
 const MAX_SUBRESOURCE_NAME_LENGTH: usize = 256;
 const FINALIZER_ORPHAN_DEPENDENTS: &str = "orphan";
 const FINALIZER_DELETE_DEPENDENTS: &str = "foregroundDeletion";
-
-/// Compiles `^fmt$` once; every format here is a constant known to be valid
-/// (the unit tests compile each).
-#[expect(clippy::expect_used, reason = "constant patterns")]
-fn anchored(fmt: &str) -> Regex {
-    Regex::new(&format!("^{fmt}$")).expect("constant regex compiles")
-}
-
-static QUALIFIED_NAME_RE: LazyLock<Regex> = LazyLock::new(|| anchored(QUALIFIED_NAME_FMT));
-static LABEL_VALUE_RE: LazyLock<Regex> = LazyLock::new(|| anchored(LABEL_VALUE_FMT));
-static DNS1123_LABEL_RE: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_LABEL_FMT));
-static DNS1123_SUBDOMAIN_RE: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1123_SUBDOMAIN_FMT));
-static DNS1035_LABEL_RE: LazyLock<Regex> = LazyLock::new(|| anchored(DNS1035_LABEL_FMT));
-static C_IDENTIFIER_RE: LazyLock<Regex> = LazyLock::new(|| anchored(C_IDENTIFIER_FMT));
-static CONFIG_MAP_KEY_RE: LazyLock<Regex> = LazyLock::new(|| anchored(CONFIG_MAP_KEY_FMT));
 
 // ---------------------------------------------------------------------------
 // Message builders (upstream's MaxLenError, RegexError, EmptyError, ...).
@@ -139,7 +123,7 @@ pub fn is_qualified_name(value: &str) -> Vec<String> {
     } else if name.len() > QUALIFIED_NAME_MAX {
         errs.push(format!("name part {}", max_len_error(QUALIFIED_NAME_MAX)));
     }
-    if !QUALIFIED_NAME_RE.is_match(name) {
+    if !pattern::qualified_name(name) {
         let re = regex_error(
             QUALIFIED_NAME_ERR,
             QUALIFIED_NAME_FMT,
@@ -156,7 +140,7 @@ pub fn is_valid_label_value(value: &str) -> Vec<String> {
     if value.len() > LABEL_VALUE_MAX_LENGTH {
         errs.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
     }
-    if !LABEL_VALUE_RE.is_match(value) {
+    if !pattern::label_value(value) {
         errs.push(regex_error(
             LABEL_VALUE_ERR,
             LABEL_VALUE_FMT,
@@ -172,8 +156,8 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
     if value.len() > DNS1123_LABEL_MAX_LENGTH {
         errs.push(max_len_error(DNS1123_LABEL_MAX_LENGTH));
     }
-    if !DNS1123_LABEL_RE.is_match(value) {
-        if DNS1123_SUBDOMAIN_RE.is_match(value) {
+    if !pattern::dns1123_label(value) {
+        if pattern::dns1123_subdomain(value) {
             // A valid subdomain that is no label: it can only be the dots.
             errs.push("must not contain dots".to_string());
         } else {
@@ -193,7 +177,7 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
     if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
-    if !DNS1123_SUBDOMAIN_RE.is_match(value) {
+    if !pattern::dns1123_subdomain(value) {
         errs.push(regex_error(
             DNS1123_SUBDOMAIN_ERR,
             DNS1123_SUBDOMAIN_FMT,
@@ -209,7 +193,7 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
     if value.len() > DNS1035_LABEL_MAX_LENGTH {
         errs.push(max_len_error(DNS1035_LABEL_MAX_LENGTH));
     }
-    if !DNS1035_LABEL_RE.is_match(value) {
+    if !pattern::dns1035_label(value) {
         errs.push(regex_error(
             DNS1035_LABEL_ERR,
             DNS1035_LABEL_FMT,
@@ -221,7 +205,7 @@ pub fn is_dns1035_label(value: &str) -> Vec<String> {
 
 /// A C identifier (format only, no length limit).
 pub fn is_c_identifier(value: &str) -> Vec<String> {
-    if C_IDENTIFIER_RE.is_match(value) {
+    if pattern::c_identifier(value) {
         return Vec::new();
     }
     vec![regex_error(
@@ -237,7 +221,7 @@ pub fn is_config_map_key(value: &str) -> Vec<String> {
     if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
-    if !CONFIG_MAP_KEY_RE.is_match(value) {
+    if !pattern::config_map_key(value) {
         errs.push(regex_error(
             CONFIG_MAP_KEY_ERR,
             CONFIG_MAP_KEY_FMT,

@@ -89,8 +89,13 @@ pub const ANY_FIELD: &str = "*";
 /// Looks up patch metadata by field path.
 pub trait PatchMeta {
     /// Metadata for the field at `path` (field names from the root, list
-    /// elements transparent). Unknown fields get [`FieldMeta::default`].
-    fn lookup(&self, path: &[&str]) -> FieldMeta;
+    /// elements transparent), borrowed; `None` for unknown fields.
+    fn find(&self, path: &[&str]) -> Option<&FieldMeta>;
+
+    /// [`PatchMeta::find`] as a value: unknown fields get [`FieldMeta::default`].
+    fn lookup(&self, path: &[&str]) -> FieldMeta {
+        self.find(path).cloned().unwrap_or_default()
+    }
 }
 
 /// A tree of [`FieldMeta`] keyed by field name.
@@ -206,19 +211,15 @@ impl PatchSchema {
 }
 
 impl PatchMeta for PatchSchema {
-    fn lookup(&self, path: &[&str]) -> FieldMeta {
+    fn find(&self, path: &[&str]) -> Option<&FieldMeta> {
         let mut fields = &self.fields;
         let mut found = None;
         for segment in path {
-            match fields.get(*segment).or_else(|| fields.get(ANY_FIELD)) {
-                Some(node) => {
-                    found = Some(node);
-                    fields = &node.children.fields;
-                }
-                None => return FieldMeta::default(),
-            }
+            let node = fields.get(*segment).or_else(|| fields.get(ANY_FIELD))?;
+            found = Some(node);
+            fields = &node.children.fields;
         }
-        found.map(|n| n.meta.clone()).unwrap_or_default()
+        found.map(|n| &n.meta)
     }
 }
 

@@ -26,7 +26,7 @@ use std::fmt;
 use smol_str::SmolStr;
 
 use apimachinery::time;
-use patch::{PatchMeta, Strategy};
+use patch::{FieldMeta, PatchMeta, Strategy};
 use serde_json::{Map, Value, json};
 
 /// The manager upstream credits with everything an object had before its
@@ -476,22 +476,23 @@ impl FieldSet {
     }
 
     fn write_v1(&self, include_self: bool) -> Map<String, Value> {
-        let mut out = Map::new();
+        // Gathered, then built in one go: cheaper than inserting one by one.
+        let mut out = Vec::with_capacity(1 + self.members.len() + self.children.len());
         if include_self && !self.is_empty() {
-            out.insert(".".into(), Value::Object(Map::new()));
+            out.push((".".into(), Value::Object(Map::new())));
         }
         let mut children = Cursor::new(&self.children, |(k, _)| k);
         for pe in &self.members {
             if children.seek(pe).is_none() {
-                out.insert(pe.serialize(), Value::Object(Map::new()));
+                out.push((pe.serialize(), Value::Object(Map::new())));
             }
         }
         let mut members = Cursor::new(&self.members, |m| m);
         for (pe, sub) in &self.children {
             let member = members.seek(pe).is_some();
-            out.insert(pe.serialize(), Value::Object(sub.write_v1(member)));
+            out.push((pe.serialize(), Value::Object(sub.write_v1(member))));
         }
-        out
+        Map::from_iter(out)
     }
 }
 
@@ -626,11 +627,10 @@ impl<'a> Walker<'a> {
     /// The kind of the list at the current field, given its values on each side.
     /// Items that cannot be keyed as the schema says make the list atomic.
     pub(crate) fn list_kind(&self, lists: &[&[Value]]) -> ListKind {
-        let meta = self.schema.lookup(&self.schema_path());
-        let mut items = lists.iter().flat_map(|l| l.iter());
-        if meta.strategy != Some(Strategy::Merge) {
+        let Some(meta) = self.meta().filter(|m| m.strategy == Some(Strategy::Merge)) else {
             return ListKind::Atomic;
-        }
+        };
+        let mut items = lists.iter().flat_map(|l| l.iter());
         let keys: Vec<(String, Option<Value>)> = meta
             .list_keys()
             .into_iter()
@@ -657,21 +657,37 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// The current path's field names: the schema's path.
-    fn schema_path(&self) -> Vec<&str> {
-        self.path
-            .iter()
-            .filter_map(|pe| match pe {
-                PathElement::Field(name) => Some(name.as_str()),
-                _ => None,
-            })
-            .collect()
+    /// The schema's metadata at the current path: looked up by its field
+    /// names, gathered on the stack (this runs for every map and list of
+    /// every write).
+    fn meta(&self) -> Option<&'a FieldMeta> {
+        const DEPTH: usize = 32;
+        let mut names = [""; DEPTH];
+        let mut fields = self.path.iter().filter_map(|pe| match pe {
+            PathElement::Field(name) => Some(name.as_str()),
+            _ => None,
+        });
+        let mut depth = 0;
+        for (slot, name) in names.iter_mut().zip(fields.by_ref()) {
+            *slot = name;
+            depth += 1;
+        }
+        match fields.next() {
+            None => self.schema.find(&names[..depth]),
+            // Deeper than any schema seen: gathered on the heap.
+            Some(more) => {
+                let mut deep = names.to_vec();
+                deep.push(more);
+                deep.extend(fields);
+                self.schema.find(&deep)
+            }
+        }
     }
 
     /// Whether the map at the current field is atomic (`x-kubernetes-map-type:
     /// atomic`): replaced and owned whole.
     pub(crate) fn atomic_map(&self) -> bool {
-        self.schema.lookup(&self.schema_path()).atomic_map
+        self.meta().is_some_and(|m| m.atomic_map)
     }
 
     // --- ToFieldSet ---------------------------------------------------------
@@ -1024,21 +1040,22 @@ impl ManagedEntry {
     }
 
     pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
+        let text = |name: &str, value: &str| (name.to_string(), Value::String(value.to_string()));
+        let mut members = Vec::with_capacity(7);
         if !self.manager.is_empty() {
-            m.insert("manager".into(), json!(self.manager));
+            members.push(text("manager", &self.manager));
         }
-        m.insert("operation".into(), json!(self.operation));
-        m.insert("apiVersion".into(), json!(self.api_version));
+        members.push(text("operation", &self.operation));
+        members.push(text("apiVersion", &self.api_version));
         if let Some(t) = &self.time {
-            m.insert("time".into(), json!(t));
+            members.push(text("time", t));
         }
-        m.insert("fieldsType".into(), json!("FieldsV1"));
-        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
+        members.push(text("fieldsType", "FieldsV1"));
+        members.push(("fieldsV1".into(), self.fields.to_fields_v1()));
         if !self.subresource.is_empty() {
-            m.insert("subresource".into(), json!(self.subresource));
+            members.push(text("subresource", &self.subresource));
         }
-        Value::Object(m)
+        Value::Object(Map::from_iter(members))
     }
 }
 

@@ -6,16 +6,18 @@
 
 use std::collections::BTreeMap;
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
 use crate::authn::{UserInfo, percent_decode};
 use apimachinery::StatusError;
 
 use crate::authz::{Attributes, Authorizer, Decision, forbidden};
 
-const USER: &str = "impersonate-user";
-const GROUP: &str = "impersonate-group";
-const UID: &str = "impersonate-uid";
+// Names rather than strings: looking a `&str` up parses it every time, on
+// every request.
+const USER: HeaderName = HeaderName::from_static("impersonate-user");
+const GROUP: HeaderName = HeaderName::from_static("impersonate-group");
+const UID: HeaderName = HeaderName::from_static("impersonate-uid");
 const EXTRA_PREFIX: &str = "impersonate-extra-";
 const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 
@@ -32,9 +34,9 @@ impl Requested {
     fn from_headers(headers: &HeaderMap) -> Option<Requested> {
         let value = |v: &http::HeaderValue| v.to_str().ok().map(str::to_string);
         let mut r = Requested {
-            user: headers.get(USER).and_then(value).filter(|u| !u.is_empty()),
-            groups: headers.get_all(GROUP).iter().filter_map(value).collect(),
-            uid: headers.get(UID).and_then(value),
+            user: headers.get(&USER).and_then(value).filter(|u| !u.is_empty()),
+            groups: headers.get_all(&GROUP).iter().filter_map(value).collect(),
+            uid: headers.get(&UID).and_then(value),
             ..Default::default()
         };
         for (name, v) in headers {
@@ -194,9 +196,9 @@ pub async fn apply(
     {
         groups.push("system:authenticated".into());
     }
-    headers.remove(USER);
-    headers.remove(GROUP);
-    headers.remove(UID);
+    headers.remove(&USER);
+    headers.remove(&GROUP);
+    headers.remove(&UID);
     let extra_headers: Vec<_> = headers
         .keys()
         .filter(|k| k.as_str().starts_with(EXTRA_PREFIX))
