@@ -83,7 +83,8 @@ mod tests {
     /// agrees with upstream's expression, anchored as upstream anchors it.
     #[test]
     fn the_checks_accept_what_upstreams_expressions_accept() {
-        let checks: [(&str, fn(&str) -> bool); 7] = [
+        type Check = fn(&str) -> bool;
+        let checks: [(&str, Check); 7] = [
             (QUALIFIED_NAME_FMT, super::qualified_name),
             (LABEL_VALUE_FMT, super::label_value),
             (DNS1123_LABEL_FMT, super::dns1123_label),
