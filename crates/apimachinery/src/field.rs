@@ -71,6 +71,16 @@ impl<'a> LazyPath<'a> {
         LazyPath::Index(self, i)
     }
 
+    /// Whether the path renders as nothing (the empty root, or empty names
+    /// under it).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            LazyPath::At(path) => path.0.is_empty(),
+            LazyPath::Child(parent, name) => name.is_empty() && parent.is_empty(),
+            LazyPath::Key(..) | LazyPath::Index(..) => false,
+        }
+    }
+
     /// The path itself.
     pub fn build(&self) -> FieldPath {
         match self {
@@ -78,6 +88,19 @@ impl<'a> LazyPath<'a> {
             LazyPath::Child(parent, name) => parent.build().child(name),
             LazyPath::Key(parent, k) => parent.build().key(k),
             LazyPath::Index(parent, i) => parent.build().index(*i),
+        }
+    }
+}
+
+/// As the built path renders.
+impl fmt::Display for LazyPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LazyPath::At(path) => f.write_str(&path.0),
+            LazyPath::Child(parent, name) if parent.is_empty() => f.write_str(name),
+            LazyPath::Child(parent, name) => write!(f, "{parent}.{name}"),
+            LazyPath::Key(parent, k) => write!(f, "{parent}[{k}]"),
+            LazyPath::Index(parent, i) => write!(f, "{parent}[{i}]"),
         }
     }
 }

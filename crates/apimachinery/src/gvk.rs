@@ -29,7 +29,7 @@ impl GroupVersion {
         if self.group.is_empty() {
             self.version.clone()
         } else {
-            format!("{}/{}", self.group, self.version)
+            [self.group.as_str(), "/", &self.version].concat()
         }
     }
 }

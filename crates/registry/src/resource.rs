@@ -491,8 +491,13 @@ impl ResourceType {
         GroupResource::new(&self.group, &self.plural)
     }
 
+    /// `group/version` (`version` for the core group); every write asks.
     pub fn api_version(&self) -> String {
-        self.gvk().api_version()
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            [self.group.as_str(), "/", &self.version].concat()
+        }
     }
 
     /// What an empty object of this type looks like, for the managedFields of a create.

@@ -5,7 +5,7 @@
 //! Hot path: `get` and `list` read the watch cache; writes go to the backend once.
 
 use serde_json::{Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use apimachinery::validation::validate_object_meta;
@@ -522,7 +522,7 @@ impl GenericStore {
         if !self.rtype.namespaced || !self.rtype.namespace_lifecycle {
             return Ok(());
         }
-        let key = format!("{}/namespaces/{namespace}", self.prefix);
+        let key = [self.prefix.as_str(), "/namespaces/", namespace].concat();
         // The cache is almost always current; only a miss needs a consistent read
         // (the namespace may have been created a moment ago, or by another replica).
         let ns = match self.storage.get(&key) {
@@ -1262,10 +1262,13 @@ fn add_finalizer(obj: &mut Value, finalizer: &str) {
 fn namespace_terminating(ns: &Object) -> bool {
     // Almost every namespace is active: a phase of `Terminating` cannot be
     // there when the word is not, unless written with escapes.
+    // Searchers built once: building one costs more than a search here.
+    static TERMINATING: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"Terminating"));
+    static ESCAPE: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
     let json = ns.json();
-    if memchr::memmem::find(json, b"Terminating").is_none()
-        && memchr::memmem::find(json, b"\\u").is_none()
-    {
+    if TERMINATING.find(json).is_none() && ESCAPE.find(json).is_none() {
         return false;
     }
     #[derive(serde::Deserialize)]

@@ -95,7 +95,7 @@ pub fn validate_with(
         errs: ErrorList::new(),
         matched: 0,
     };
-    v.node(value, old, schema, "");
+    v.node(value, old, schema, &LazyPath::At(&FieldPath::root()));
     let mut errs = v.errs;
     errs.extend(validate_list_types(value, old, schema, path));
     errs.extend(validate_embedded(value, schema, path));
@@ -118,7 +118,7 @@ pub fn evaluate_rules(
         errs: ErrorList::new(),
         matched: 0,
     };
-    v.rules_walk(value, old, schema, "");
+    v.rules_walk(value, old, schema, &LazyPath::At(&FieldPath::root()));
     v.errs
 }
 
@@ -136,7 +136,7 @@ pub fn validate_values_only(value: &Value, schema: &Structural, path: &FieldPath
         errs: ErrorList::new(),
         matched: 0,
     };
-    v.node(value, None, schema, "");
+    v.node(value, None, schema, &LazyPath::At(&FieldPath::root()));
     v.errs
 }
 
@@ -192,14 +192,6 @@ fn has_rules(s: &Structural) -> bool {
         || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(ap)) if has_rules(ap))
 }
 
-fn join(name: &str, key: &str) -> String {
-    if name.is_empty() {
-        key.to_string()
-    } else {
-        format!("{name}.{key}")
-    }
-}
-
 /// kube-openapi's type name of a JSON value.
 fn type_name(v: &Value) -> &'static str {
     match v {
@@ -244,24 +236,26 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    fn fp(&self, name: &str) -> FieldPath {
+    /// The node's field path: its kube-openapi name (`spec.ports[0]`)
+    /// under `base`, built for errors and rules only.
+    fn fp(&self, name: &LazyPath<'_>) -> FieldPath {
         if name.is_empty() {
             self.base.clone()
         } else {
-            self.base.child(name)
+            self.base.child(&name.to_string())
         }
     }
 
-    fn msg(name: &str, rest: &str) -> String {
+    fn msg(name: &LazyPath<'_>, rest: &str) -> String {
         format!("{name} in body {rest}")
     }
 
-    fn invalid(&mut self, name: &str, value: Value, rest: &str) {
+    fn invalid(&mut self, name: &LazyPath<'_>, value: Value, rest: &str) {
         let e = FieldError::invalid(&self.fp(name), value, &Self::msg(name, rest));
         self.errs.push(e);
     }
 
-    fn type_invalid(&mut self, name: &str, value: Value, expected: &str, data: &str) {
+    fn type_invalid(&mut self, name: &LazyPath<'_>, value: Value, expected: &str, data: &str) {
         let detail = Self::msg(
             name,
             &format!("must be of type {expected}: {}", quote(data)),
@@ -285,12 +279,12 @@ impl Validator<'_> {
     }
 
     /// Validates one sub-schema in isolation, returning its errors.
-    fn sub(&self, v: &Value, s: &Structural, name: &str) -> ErrorList {
+    fn sub(&self, v: &Value, s: &Structural, name: &LazyPath<'_>) -> ErrorList {
         self.branch(v, s, name).errs
     }
 
     /// Validates one branch of a junctor in isolation.
-    fn branch(&self, v: &Value, s: &Structural, name: &str) -> Branch {
+    fn branch(&self, v: &Value, s: &Structural, name: &LazyPath<'_>) -> Branch {
         let mut sub = Validator {
             base: self.base,
             rules: None,
@@ -315,7 +309,7 @@ impl Validator<'_> {
         self.matched += 4 + kind;
     }
 
-    fn node(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
+    fn node(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &LazyPath<'_>) {
         // Ratcheting: an unchanged subtree reports nothing (but its
         // transition rules still run).
         if old.is_some_and(|o| json_eq(o, v)) {
@@ -358,7 +352,7 @@ impl Validator<'_> {
         v: &Value,
         old: Option<&Value>,
         s: &Structural,
-        name: &str,
+        name: &LazyPath<'_>,
         unchanged: bool,
     ) {
         let Some(ev) = self.rules else { return };
@@ -375,7 +369,7 @@ impl Validator<'_> {
 
     /// Walks a subtree for its `x-kubernetes-validations` only; a node equal
     /// to its old value is `unchanged` (ratcheting).
-    fn rules_walk(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
+    fn rules_walk(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &LazyPath<'_>) {
         if !has_rules(s) || v.is_null() {
             return;
         }
@@ -386,7 +380,7 @@ impl Validator<'_> {
                 for (k, val) in m {
                     let Some(ps) = s.property(k) else { continue };
                     let o = old.and_then(|o| o.get(k));
-                    self.rules_walk(val, o, ps, &join(name, k));
+                    self.rules_walk(val, o, ps, &name.child(k));
                 }
             }
             Value::Array(a) => {
@@ -394,7 +388,7 @@ impl Validator<'_> {
                     let old_items = old.and_then(Value::as_array);
                     for (i, item) in a.iter().enumerate() {
                         let o = old_items.and_then(|o| correlate_item(item, o, s));
-                        self.rules_walk(item, o, items, &format!("{name}[{i}]"));
+                        self.rules_walk(item, o, items, &name.index(i));
                     }
                 }
             }
@@ -403,7 +397,13 @@ impl Validator<'_> {
     }
 
     /// Walks an unchanged subtree for its `x-kubernetes-validations` only.
-    fn unchanged_rules(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &str) {
+    fn unchanged_rules(
+        &mut self,
+        v: &Value,
+        old: Option<&Value>,
+        s: &Structural,
+        name: &LazyPath<'_>,
+    ) {
         if !has_rules(s) {
             return;
         }
@@ -413,7 +413,7 @@ impl Validator<'_> {
                 for (k, val) in m {
                     let Some(ps) = s.property(k) else { continue };
                     let o = old.and_then(|o| o.get(k));
-                    self.unchanged_rules(val, o, ps, &join(name, k));
+                    self.unchanged_rules(val, o, ps, &name.child(k));
                 }
             }
             Value::Array(a) => {
@@ -421,7 +421,7 @@ impl Validator<'_> {
                     let old_items = old.and_then(Value::as_array);
                     for (i, item) in a.iter().enumerate() {
                         let o = old_items.and_then(|o| correlate_item(item, o, s));
-                        self.unchanged_rules(item, o, items, &format!("{name}[{i}]"));
+                        self.unchanged_rules(item, o, items, &name.index(i));
                     }
                 }
             }
@@ -430,7 +430,7 @@ impl Validator<'_> {
     }
 
     /// kube-openapi's type validator, quirks included.
-    fn check_type(&mut self, v: &Value, s: &Structural, name: &str) {
+    fn check_type(&mut self, v: &Value, s: &Structural, name: &LazyPath<'_>) {
         // `x-kubernetes-int-or-string` is the type `["integer","string"]` upstream.
         if s.extensions.int_or_string {
             let allowed_null = v.is_null() && s.nullable;
@@ -475,10 +475,10 @@ impl Validator<'_> {
         }
     }
 
-    fn junctors(&mut self, v: &Value, s: &Structural, name: &str) {
+    fn junctors(&mut self, v: &Value, s: &Structural, name: &LazyPath<'_>) {
         let vv = &s.validation;
         // Quoted only for a message: most values validate.
-        let quoted = || quote(name);
+        let quoted = || quote(&name.to_string());
         if !vv.all_of.is_empty() {
             let mut validated = 0;
             for sch in &vv.all_of {
@@ -552,11 +552,14 @@ impl Validator<'_> {
         }
     }
 
-    fn string(&mut self, st: &str, s: &Structural, name: &str) {
+    fn string(&mut self, st: &str, s: &Structural, name: &LazyPath<'_>) {
         let vv = &s.validation;
-        let len = st.chars().count() as i64;
+        // Characters are counted only when the byte length leaves the
+        // bounds in doubt (there are never more characters than bytes).
+        let chars = || st.chars().count() as i64;
         if let Some(max) = vv.max_length
-            && len > max
+            && st.len() as i64 > max
+            && chars() > max
         {
             let bytes = if max == 1 { "byte" } else { "bytes" };
             self.errs.push(FieldError {
@@ -567,7 +570,7 @@ impl Validator<'_> {
             });
         }
         if let Some(min) = vv.min_length
-            && len < min
+            && chars() < min
         {
             self.invalid(
                 name,
@@ -592,7 +595,7 @@ impl Validator<'_> {
     /// kube-openapi's number validator: integer data is compared against the
     /// bounds truncated to integers (and printed with `%d`), float data
     /// against the float bounds (printed with `%v`).
-    fn number(&mut self, v: &Value, s: &Structural, name: &str) {
+    fn number(&mut self, v: &Value, s: &Structural, name: &LazyPath<'_>) {
         let vv = &s.validation;
         let int_data = match v {
             Value::Number(n) if integral(n) => n
@@ -653,13 +656,13 @@ impl Validator<'_> {
         }
     }
 
-    fn array(&mut self, a: &[Value], old: Option<&Value>, s: &Structural, name: &str) {
+    fn array(&mut self, a: &[Value], old: Option<&Value>, s: &Structural, name: &LazyPath<'_>) {
         let vv = &s.validation;
         if let Some(items) = &s.items {
             let old_items = old.and_then(Value::as_array);
             for (i, item) in a.iter().enumerate() {
                 let old_item = old_items.and_then(|o| correlate_item(item, o, s));
-                self.node(item, old_item, items, &format!("{name}[{i}]"));
+                self.node(item, old_item, items, &name.index(i));
             }
         }
         let size = a.len() as i64;
@@ -697,7 +700,7 @@ impl Validator<'_> {
         m: &Map<String, Value>,
         old: Option<&Map<String, Value>>,
         s: &Structural,
-        name: &str,
+        name: &LazyPath<'_>,
     ) {
         let vv = &s.validation;
         let n = m.len() as i64;
@@ -732,7 +735,7 @@ impl Validator<'_> {
             Some(AdditionalProperties::Schema(ap)) => {
                 for (k, val) in m.iter().filter(|(k, _)| !s.properties.contains_key(*k)) {
                     let o = old.and_then(|o| o.get(k));
-                    self.node(val, o, ap, &join(name, k));
+                    self.node(val, o, ap, &name.child(k));
                 }
             }
             _ => {}
@@ -742,12 +745,12 @@ impl Validator<'_> {
                 // the root's kind/apiVersion are never ratcheted
                 let type_meta = name.is_empty() && (k == "kind" || k == "apiVersion");
                 let o = old.and_then(|o| o.get(k)).filter(|_| !type_meta);
-                self.node(val, o, ps, &join(name, k));
+                self.node(val, o, ps, &name.child(k));
             }
         }
         for r in &vv.required {
             if !m.contains_key(r) {
-                let e = FieldError::required(&self.fp(&join(name, r)), "");
+                let e = FieldError::required(&self.fp(&name.child(r)), "");
                 self.errs.push(e);
             }
         }
