@@ -239,6 +239,9 @@ impl EventEncoder {
         };
         // The same presentation as get and list: this version's shape and defaults.
         let obj = self.served.store.present(obj).await?;
+        if self.output == Output::Json {
+            return Ok(self.served.watch_frames.frame(kind, &obj));
+        }
         let body = encode::object(&self.output, &self.served.rtype, &obj, &self.table);
         // Tables carry column definitions only in the first event.
         self.table.no_headers = true;
@@ -270,6 +273,53 @@ impl EventEncoder {
     }
 }
 
+/// The JSON frames of the latest events of one served resource and version.
+/// Its watchers take the same events one after another: the first encodes
+/// each frame, the others share its bytes (once per event and version, not
+/// once per watcher).
+#[derive(Default)]
+pub(crate) struct FrameMemo(std::sync::Mutex<FrameSlots>);
+
+/// A few events back, for watchers that are a little behind the others.
+const MEMO_SLOTS: usize = 4;
+
+#[derive(Default)]
+struct FrameSlots {
+    slots: [Option<MemoFrame>; MEMO_SLOTS],
+    next: usize,
+}
+
+struct MemoFrame {
+    /// Compared by address only; a weak reference keeps the address from
+    /// being reused by another object while the frame is here.
+    object: std::sync::Weak<Object>,
+    kind: &'static str,
+    frame: Bytes,
+}
+
+impl FrameMemo {
+    fn frame(&self, kind: &'static str, object: &Arc<Object>) -> Bytes {
+        let mut memo = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let same =
+            |m: &&MemoFrame| m.kind == kind && std::ptr::eq(m.object.as_ptr(), Arc::as_ptr(object));
+        if let Some(hit) = memo.slots.iter().flatten().find(same) {
+            return hit.frame.clone();
+        }
+        let frame = frame(kind, object.json());
+        let at = memo.next;
+        memo.slots[at] = Some(MemoFrame {
+            object: Arc::downgrade(object),
+            kind,
+            frame: frame.clone(),
+        });
+        memo.next = (at + 1) % MEMO_SLOTS;
+        frame
+    }
+}
+
 fn frame(kind: &str, object: &[u8]) -> Bytes {
     let object = object.strip_suffix(b"\n").unwrap_or(object);
     let mut buf = BytesMut::with_capacity(object.len() + 32);
@@ -279,4 +329,46 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
     buf.put_slice(object);
     buf.put_slice(b"}\n");
     buf.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &str) -> Arc<Object> {
+        let json =
+            format!(r#"{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"{name}"}}}}"#);
+        Arc::new(Object::from_json(Bytes::from(json)))
+    }
+
+    #[test]
+    fn watchers_share_one_frame_per_event() {
+        let memo = FrameMemo::default();
+        let (a, b) = (object("a"), object("b"));
+        let first = memo.frame("ADDED", &a);
+        assert_eq!(
+            &first[..],
+            br#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}}
+"#
+        );
+        // The next watcher gets the same bytes, not a copy.
+        assert_eq!(memo.frame("ADDED", &a).as_ptr(), first.as_ptr());
+        // Another event type, or another object, is another frame.
+        let deleted = memo.frame("DELETED", &a);
+        assert!(deleted.starts_with(br#"{"type":"DELETED""#));
+        assert_ne!(deleted.as_ptr(), first.as_ptr());
+        let other = memo.frame("ADDED", &b);
+        assert!(other.ends_with(
+            br#""name":"b"}}}
+"#
+        ));
+        // A watcher a few events behind still shares; one too far behind encodes anew.
+        assert_eq!(memo.frame("ADDED", &a).as_ptr(), first.as_ptr());
+        for i in 0..MEMO_SLOTS {
+            memo.frame("MODIFIED", &object(&i.to_string()));
+        }
+        let again = memo.frame("ADDED", &a);
+        assert_eq!(again, first);
+        assert_ne!(again.as_ptr(), first.as_ptr());
+    }
 }
