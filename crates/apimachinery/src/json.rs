@@ -6,6 +6,17 @@
 
 use serde_json::{Map, Value};
 
+/// `serde_json::from_slice`, with UTF-8 checked once for the whole input (a
+/// word at a time) instead of string by string as serde_json checks a slice:
+/// the same values, and for invalid UTF-8 the same errors (such input takes
+/// serde_json's own path).
+pub fn from_slice<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    }
+}
+
 /// Writes `value` as compact JSON.
 pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
@@ -149,6 +160,26 @@ mod tests {
             String::from_utf8(ours).unwrap(),
             serde_json::to_string(value).unwrap()
         );
+    }
+
+    #[test]
+    fn decoding_gives_serde_jsons_values_and_errors() {
+        let inputs: [&[u8]; 9] = [
+            br#"{"a":"\u00e9\ud83d\ude00","b":[1,2.5,-3e2,null,true],"c":{}}"#,
+            "{\"é\":\"😀 plain\"}".as_bytes(),
+            b"{\"a\":\"\xff\"}",
+            b"{\"a\":\"\xc3\"}",
+            b"{\"a\":1,}",
+            br#"{"a":"\ud800"}"#,
+            b"{\"a\":\n\"x\"\n",
+            b"",
+            b"[1] 2",
+        ];
+        for input in inputs {
+            let ours = from_slice::<Value>(input).map_err(|e| e.to_string());
+            let theirs = serde_json::from_slice::<Value>(input).map_err(|e| e.to_string());
+            assert_eq!(ours, theirs, "{}", String::from_utf8_lossy(input));
+        }
     }
 
     #[test]

@@ -89,7 +89,7 @@ impl Object {
     fn decode(&self) -> Value {
         // The bytes were encoded from a Value by this process or decoded
         // once already: they parse.
-        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+        apimachinery::json::from_slice(&self.json).unwrap_or(Value::Null)
     }
 
     /// The object as presentation `key` shows it, if made already.
@@ -359,7 +359,7 @@ impl storage::Codec for JsonCodec {
         {
             return Ok(object);
         }
-        let mut v: Value = serde_json::from_slice(value).map_err(|e| e.to_string())?;
+        let mut v: Value = apimachinery::json::from_slice(value).map_err(|e| e.to_string())?;
         meta::set_resource_version(&mut v, revision);
         Ok(Object::new(v))
     }
@@ -380,7 +380,10 @@ impl storage::Codec for JsonCodec {
 /// anywhere (inside a JSON string the quotes would be escaped), so splicing one
 /// in cannot duplicate a key. Checked without building anything.
 fn spliceable(value: &[u8]) -> bool {
-    memchr::memmem::find(value, b"\"resourceVersion\":").is_none()
+    // Built once: building a searcher costs more than a search of most objects.
+    static VERSION_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"resourceVersion\":"));
+    VERSION_KEY.find(value).is_none()
         && serde_json::from_slice::<serde::de::IgnoredAny>(value).is_ok()
 }
 

@@ -175,7 +175,7 @@ pub fn decode(kind: BodyKind, body: &[u8]) -> Result<Value, StatusError> {
             .map_err(|_| StatusError::bad_request("the body of the request is not valid UTF-8"))?;
         serde_saphyr::from_str::<Value>(text).map_err(|e| format!("yaml: {e}"))
     } else {
-        serde_json::from_slice::<Value>(body).map_err(|e| format!("json parse error: {e}"))
+        apimachinery::json::from_slice::<Value>(body).map_err(|e| format!("json parse error: {e}"))
     };
     parsed.map_err(|e| {
         StatusError::bad_request(format!(
