@@ -73,7 +73,7 @@ impl PathElement {
                     .collect();
                 format!("k:{{{}}}", body.join(","))
             }
-            PathElement::Value(v) => format!("v:{}", go_json(v)),
+            PathElement::Value(v) => ["v:", &go_json(v)].concat(),
             PathElement::Index(i) => format!("i:{i}"),
         }
     }
@@ -881,38 +881,42 @@ impl<'a> Walker<'a> {
         self.compare_tail(l, r, cmp);
     }
 
-    fn compare_list_items(
+    fn compare_list_items<'v>(
         &mut self,
-        a: &[Value],
-        b: &[Value],
+        a: &'v [Value],
+        b: &'v [Value],
         kind: &ListKind,
         cmp: &mut Comparison,
     ) {
-        let mut order: Vec<PathElement> = Vec::new();
-        let mut left: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
-        let mut right: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
-        for item in a {
-            if let Some(pe) = kind.element(item) {
-                let slot = left.entry(pe.clone()).or_default();
-                if slot.is_empty() {
-                    order.push(pe);
-                }
-                slot.push(item);
+        // Each item's element is made once; the maps borrow them.
+        let elements = |items: &'v [Value]| -> Vec<(PathElement, &'v Value)> {
+            items
+                .iter()
+                .filter_map(|item| Some((kind.element(item)?, item)))
+                .collect()
+        };
+        let (a_elements, b_elements) = (elements(a), elements(b));
+        let mut order: Vec<&PathElement> = Vec::new();
+        let mut left: BTreeMap<&PathElement, Vec<&Value>> = BTreeMap::new();
+        let mut right: BTreeMap<&PathElement, Vec<&Value>> = BTreeMap::new();
+        for (pe, item) in &a_elements {
+            let slot = left.entry(pe).or_default();
+            if slot.is_empty() {
+                order.push(pe);
             }
+            slot.push(item);
         }
-        for item in b {
-            if let Some(pe) = kind.element(item) {
-                let slot = right.entry(pe.clone()).or_default();
-                if slot.is_empty() && !left.contains_key(&pe) {
-                    order.push(pe);
-                }
-                slot.push(item);
+        for (pe, item) in &b_elements {
+            let slot = right.entry(pe).or_default();
+            if slot.is_empty() && !left.contains_key(pe) {
+                order.push(pe);
             }
+            slot.push(item);
         }
         for pe in order {
-            let ls = left.get(&pe).map(Vec::as_slice).unwrap_or(&[]);
-            let rs = right.get(&pe).map(Vec::as_slice).unwrap_or(&[]);
-            self.path.push(pe);
+            let ls = left.get(pe).map(Vec::as_slice).unwrap_or(&[]);
+            let rs = right.get(pe).map(Vec::as_slice).unwrap_or(&[]);
+            self.path.push(pe.clone());
             match (ls.len(), rs.len()) {
                 (0..=1, 0..=1) => self.compare(ls.first().copied(), rs.first().copied(), cmp),
                 (2.., 2..) => {

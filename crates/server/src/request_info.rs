@@ -56,17 +56,13 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
         {
             info.namespace = ns.to_string();
             info.namespaced_path = true;
-            let mut v = vec![*resource];
-            v.extend_from_slice(tail);
-            v
+            &rest[2..]
         }
-        ["namespaces", name, tail @ ..] => {
+        ["namespaces", name, ..] => {
             info.namespace = name.to_string();
-            let mut v = vec!["namespaces", *name];
-            v.extend_from_slice(tail);
-            v
+            rest
         }
-        other => other.to_vec(),
+        other => other,
     };
     info.resource = rest[0].to_string();
     if let Some(name) = rest.get(1) {
