@@ -118,7 +118,7 @@ pub fn evaluate_rules(
         errs: ErrorList::new(),
         matched: 0,
     };
-    v.rules_walk(value, old, schema, &LazyPath::At(&FieldPath::root()));
+    v.rules_walk(value, old, schema, &LazyPath::At(&FieldPath::root()), false);
     v.errs
 }
 
@@ -314,7 +314,7 @@ impl Validator<'_> {
         // transition rules still run).
         if old.is_some_and(|o| json_eq(o, v)) {
             if self.rules.is_some() {
-                self.unchanged_rules(v, old, s, name);
+                self.rules_walk(v, old, s, name, true);
             }
             return;
         }
@@ -368,19 +368,27 @@ impl Validator<'_> {
     }
 
     /// Walks a subtree for its `x-kubernetes-validations` only; a node equal
-    /// to its old value is `unchanged` (ratcheting).
-    fn rules_walk(&mut self, v: &Value, old: Option<&Value>, s: &Structural, name: &LazyPath<'_>) {
-        if !has_rules(s) || v.is_null() {
+    /// to its old value is `unchanged` (ratcheting), and so is every node of
+    /// a subtree the schema walk found unchanged (`inside_unchanged`).
+    fn rules_walk(
+        &mut self,
+        v: &Value,
+        old: Option<&Value>,
+        s: &Structural,
+        name: &LazyPath<'_>,
+        inside_unchanged: bool,
+    ) {
+        if !has_rules(s) || (v.is_null() && !inside_unchanged) {
             return;
         }
-        let unchanged = old.is_some_and(|o| json_eq(o, v));
+        let unchanged = inside_unchanged || old.is_some_and(|o| json_eq(o, v));
         self.eval_rules(v, old, s, name, unchanged);
         match v {
             Value::Object(m) => {
                 for (k, val) in m {
                     let Some(ps) = s.property(k) else { continue };
                     let o = old.and_then(|o| o.get(k));
-                    self.rules_walk(val, o, ps, &name.child(k));
+                    self.rules_walk(val, o, ps, &name.child(k), inside_unchanged);
                 }
             }
             Value::Array(a) => {
@@ -388,40 +396,7 @@ impl Validator<'_> {
                     let old_items = old.and_then(Value::as_array);
                     for (i, item) in a.iter().enumerate() {
                         let o = old_items.and_then(|o| correlate_item(item, o, s));
-                        self.rules_walk(item, o, items, &name.index(i));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Walks an unchanged subtree for its `x-kubernetes-validations` only.
-    fn unchanged_rules(
-        &mut self,
-        v: &Value,
-        old: Option<&Value>,
-        s: &Structural,
-        name: &LazyPath<'_>,
-    ) {
-        if !has_rules(s) {
-            return;
-        }
-        self.eval_rules(v, old, s, name, true);
-        match v {
-            Value::Object(m) => {
-                for (k, val) in m {
-                    let Some(ps) = s.property(k) else { continue };
-                    let o = old.and_then(|o| o.get(k));
-                    self.unchanged_rules(val, o, ps, &name.child(k));
-                }
-            }
-            Value::Array(a) => {
-                if let Some(items) = &s.items {
-                    let old_items = old.and_then(Value::as_array);
-                    for (i, item) in a.iter().enumerate() {
-                        let o = old_items.and_then(|o| correlate_item(item, o, s));
-                        self.unchanged_rules(item, o, items, &name.index(i));
+                        self.rules_walk(item, o, items, &name.index(i), inside_unchanged);
                     }
                 }
             }
