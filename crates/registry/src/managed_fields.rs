@@ -351,6 +351,26 @@ impl FieldSet {
         }
     }
 
+    /// [`FieldSet::add`] taking `other` by value: its elements and sub-sets
+    /// are moved, not copied.
+    fn absorb(&mut self, other: FieldSet) {
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        for pe in other.members {
+            if let Err(at) = position(&self.members, &pe, |m| m) {
+                self.members.insert(at, pe);
+            }
+        }
+        for (pe, sub) in other.children {
+            match position(&self.children, &pe, |(k, _)| k) {
+                Ok(at) => self.children[at].1.absorb(sub),
+                Err(at) => self.children.insert(at, (pe, sub)),
+            }
+        }
+    }
+
     /// The paths of `self` that are not in `other` (exact paths: descendants
     /// of a path in `other` stay).
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
@@ -764,6 +784,9 @@ impl<'a> Walker<'a> {
     }
 
     pub(crate) fn compare(&mut self, l: Option<&Value>, r: Option<&Value>, cmp: &mut Comparison) {
+        if let (None, Some(new)) = (l, r) {
+            return self.compare_new(new, cmp);
+        }
         let container = |v: Option<&Value>| v.is_some_and(|v| v.is_object() || v.is_array());
         if (l.is_some_and(Value::is_object) || r.is_some_and(Value::is_object)) && self.atomic_map()
         {
@@ -790,6 +813,84 @@ impl<'a> Walker<'a> {
             }
             _ => self.compare_leaf(l, r, cmp),
         }
+    }
+
+    /// A node only the new side has (every field of a create): it and all
+    /// below it are added. The set below it is built bottom-up and placed
+    /// once, instead of each path being inserted from the root.
+    fn compare_new(&mut self, new: &Value, cmp: &mut Comparison) {
+        let below = self.all_below(new);
+        cmp.added.insert(&self.path);
+        self.add_below(below, &mut cmp.added);
+    }
+
+    /// Adds `below` to `set` under the current path, walking there once.
+    fn add_below(&self, below: FieldSet, set: &mut FieldSet) {
+        if below.is_empty() {
+            return;
+        }
+        self.path
+            .iter()
+            .fold(set, |set, pe| set.child_mut(pe))
+            .absorb(below);
+    }
+
+    /// Every path below the new node `v` at the current path, as
+    /// [`Walker::compare`] finds them against nothing: the fields of a
+    /// granular map, the items of a keyed or set list (a duplicated item whole,
+    /// without its fields); atomic maps and lists, scalars and empty
+    /// containers have none.
+    fn all_below(&mut self, v: &Value) -> FieldSet {
+        let mut set = FieldSet::new();
+        match v {
+            Value::Object(m) if !m.is_empty() && !self.atomic_map() => {
+                // Map keys come sorted, as the set keeps its fields.
+                for (k, child) in m {
+                    if self.is_managed_fields(k) {
+                        continue;
+                    }
+                    self.push_field(k);
+                    let below = self.all_below(child);
+                    if let Some(pe) = self.path.pop() {
+                        set.members.push(pe.clone());
+                        if !below.is_empty() {
+                            set.children.push((pe, below));
+                        }
+                    }
+                }
+            }
+            Value::Array(items) if !items.is_empty() => {
+                let kind = self.list_kind(&[items]);
+                if kind == ListKind::Atomic {
+                    return set;
+                }
+                let mut seen: BTreeMap<PathElement, usize> = BTreeMap::new();
+                let elements: Vec<Option<PathElement>> = items
+                    .iter()
+                    .map(|item| {
+                        let pe = kind.element(item)?;
+                        *seen.entry(pe.clone()).or_default() += 1;
+                        Some(pe)
+                    })
+                    .collect();
+                for (item, pe) in items.iter().zip(elements) {
+                    let Some(pe) = pe else { continue };
+                    set.insert_member(&pe);
+                    if seen.get(&pe) != Some(&1) {
+                        continue;
+                    }
+                    self.path.push(pe);
+                    let below = self.all_below(item);
+                    if let Some(pe) = self.path.pop()
+                        && !below.is_empty()
+                    {
+                        *set.child_mut(&pe) = below;
+                    }
+                }
+            }
+            _ => {}
+        }
+        set
     }
 
     /// The contents of one side of a node whose kind changed: all removed
@@ -847,13 +948,22 @@ impl<'a> Walker<'a> {
             self.compare(Some(av), b.get(k), cmp);
             self.pop_field();
         }
+        // The new fields (a create's all, but for type meta) are gathered
+        // here, in order, and added once.
+        let mut new_fields = FieldSet::new();
         for (k, bv) in b {
             if !a.contains_key(k) && !self.is_managed_fields(k) {
                 self.push_field(k);
-                self.compare(None, Some(bv), cmp);
-                self.pop_field();
+                let below = self.all_below(bv);
+                if let Some(pe) = self.path.pop() {
+                    new_fields.members.push(pe.clone());
+                    if !below.is_empty() {
+                        new_fields.children.push((pe, below));
+                    }
+                }
             }
         }
+        self.add_below(new_fields, &mut cmp.added);
     }
 
     /// Whether `key` under the current path is `metadata.managedFields`:
@@ -1202,7 +1312,7 @@ pub(crate) fn update_entries(
 ) {
     // Most writes add more than they modify: the larger set is kept.
     let mut touched = cmp.added;
-    touched.add(&cmp.modified);
+    touched.absorb(cmp.modified);
     for e in entries.iter_mut() {
         e.fields.remove(&touched);
         e.fields.remove(&cmp.removed);
@@ -1345,6 +1455,69 @@ mod tests {
 
     fn service_schema() -> PatchSchema {
         patch::builtin_schema("", "v1", "Service")
+    }
+
+    #[test]
+    fn a_new_subtree_is_added_as_an_old_one_is_removed() {
+        // The added side of a comparison is built bottom-up, the removed side
+        // path by path: both must find the same paths, for every shape the
+        // walk tells apart (keyed lists with duplicates and defaulted keys,
+        // sets, atomic maps, empty maps, nulls, nested lists, managedFields).
+        let service = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "labels": {"a": "b", "c": ""}, "annotations": {},
+                "finalizers": ["x", "y", "x"],
+                "ownerReferences": [{"uid": "1", "kind": "K", "name": "n"}],
+                "managedFields": [{"manager": "m", "operation": "Update"}]},
+            "spec": {"selector": {"app": "s"},
+                "ports": [{"port": 80, "targetPort": 8080}, {"port": 80, "protocol": "UDP"},
+                    {"port": 443, "protocol": "TCP", "name": "https"},
+                    {"port": 443, "protocol": "TCP", "name": "dup"}],
+                "externalIPs": ["1.2.3.4"], "sessionAffinityConfig": null,
+                "clusterIPs": []},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "loadBalancer": {"ingress": [{"ip": "1.1.1.1", "ports": [{"port": 1}]}]}}
+        });
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}},
+                "template": {"metadata": {"labels": {"app": "d"}}, "spec": {
+                    "containers": [
+                        {"name": "a", "image": "i", "env": [{"name": "E", "value": "1"},
+                            {"name": "E", "value": "2"}], "ports": [{"containerPort": 80}],
+                         "args": ["x", "x"], "resources": {"limits": {"cpu": "1"}}},
+                        {"name": "b", "image": "j", "volumeMounts": [{"mountPath": "/m", "name": "v"}]}],
+                    "volumes": [{"name": "v", "emptyDir": {}}],
+                    "tolerations": [{"key": "k"}, {"key": "k"}]}}}
+        });
+        let cases = [
+            (service, service_schema()),
+            (
+                deployment,
+                patch::builtin_schema("apps", "v1", "Deployment"),
+            ),
+        ];
+        for (object, schema) in cases {
+            let added = compare(&json!({}), &object, &schema).added;
+            let removed = compare(&object, &json!({}), &schema).removed;
+            assert!(!added.is_empty());
+            assert_eq!(added, removed, "{object}");
+            assert!(added.has(&[PathElement::Field("spec".into())]));
+            // New fields beside old ones, as in a create's metadata.
+            let partial = json!({"apiVersion": object["apiVersion"], "kind": object["kind"],
+                "metadata": {"name": object["metadata"]["name"]}, "spec": {}});
+            let added = compare(&partial, &object, &schema).added;
+            let removed = compare(&object, &partial, &schema).removed;
+            assert_eq!(added, removed, "{object}");
+            assert!(!added.has(&[PathElement::Field("spec".into())]));
+            assert!(
+                added.has(&[
+                    PathElement::Field("metadata".into()),
+                    PathElement::Field("labels".into())
+                ]) || object["metadata"].get("labels").is_none()
+            );
+        }
     }
 
     #[test]
