@@ -835,60 +835,73 @@ impl<'a> Walker<'a> {
             .absorb(below);
     }
 
+    /// The paths of new `fields` of the map at the current path and all
+    /// below them. Map keys come sorted, as the set keeps its fields: each
+    /// is pushed at the end.
+    fn new_fields<'m>(
+        &mut self,
+        fields: impl Iterator<Item = (&'m String, &'m Value)>,
+    ) -> FieldSet {
+        let mut set = FieldSet::new();
+        for (k, v) in fields {
+            if self.is_managed_fields(k) {
+                continue;
+            }
+            self.push_field(k);
+            let below = self.all_below(v);
+            if let Some(pe) = self.path.pop() {
+                set.members.push(pe.clone());
+                if !below.is_empty() {
+                    set.children.push((pe, below));
+                }
+            }
+        }
+        set
+    }
+
     /// Every path below the new node `v` at the current path, as
     /// [`Walker::compare`] finds them against nothing: the fields of a
     /// granular map, the items of a keyed or set list (a duplicated item whole,
     /// without its fields); atomic maps and lists, scalars and empty
     /// containers have none.
     fn all_below(&mut self, v: &Value) -> FieldSet {
-        let mut set = FieldSet::new();
         match v {
-            Value::Object(m) if !m.is_empty() && !self.atomic_map() => {
-                // Map keys come sorted, as the set keeps its fields.
-                for (k, child) in m {
-                    if self.is_managed_fields(k) {
-                        continue;
-                    }
-                    self.push_field(k);
-                    let below = self.all_below(child);
-                    if let Some(pe) = self.path.pop() {
-                        set.members.push(pe.clone());
-                        if !below.is_empty() {
-                            set.children.push((pe, below));
-                        }
-                    }
-                }
+            Value::Object(m) if !m.is_empty() && !self.atomic_map() => self.new_fields(m.iter()),
+            Value::Array(items) if !items.is_empty() => match self.list_kind(&[items]) {
+                ListKind::Atomic => FieldSet::new(),
+                kind => self.new_items(items, &kind),
+            },
+            _ => FieldSet::new(),
+        }
+    }
+
+    /// The paths of the new items of a keyed or set list at the current path
+    /// and all below them; an item that is there more than once is owned
+    /// whole.
+    fn new_items(&mut self, items: &[Value], kind: &ListKind) -> FieldSet {
+        let mut seen: BTreeMap<PathElement, usize> = BTreeMap::new();
+        let elements: Vec<Option<PathElement>> = items
+            .iter()
+            .map(|item| {
+                let pe = kind.element(item)?;
+                *seen.entry(pe.clone()).or_default() += 1;
+                Some(pe)
+            })
+            .collect();
+        let mut set = FieldSet::new();
+        for (item, pe) in items.iter().zip(elements) {
+            let Some(pe) = pe else { continue };
+            set.insert_member(&pe);
+            if seen.get(&pe) != Some(&1) {
+                continue;
             }
-            Value::Array(items) if !items.is_empty() => {
-                let kind = self.list_kind(&[items]);
-                if kind == ListKind::Atomic {
-                    return set;
-                }
-                let mut seen: BTreeMap<PathElement, usize> = BTreeMap::new();
-                let elements: Vec<Option<PathElement>> = items
-                    .iter()
-                    .map(|item| {
-                        let pe = kind.element(item)?;
-                        *seen.entry(pe.clone()).or_default() += 1;
-                        Some(pe)
-                    })
-                    .collect();
-                for (item, pe) in items.iter().zip(elements) {
-                    let Some(pe) = pe else { continue };
-                    set.insert_member(&pe);
-                    if seen.get(&pe) != Some(&1) {
-                        continue;
-                    }
-                    self.path.push(pe);
-                    let below = self.all_below(item);
-                    if let Some(pe) = self.path.pop()
-                        && !below.is_empty()
-                    {
-                        *set.child_mut(&pe) = below;
-                    }
-                }
+            self.path.push(pe);
+            let below = self.all_below(item);
+            if let Some(pe) = self.path.pop()
+                && !below.is_empty()
+            {
+                *set.child_mut(&pe) = below;
             }
-            _ => {}
         }
         set
     }
@@ -949,20 +962,8 @@ impl<'a> Walker<'a> {
             self.pop_field();
         }
         // The new fields (a create's all, but for type meta) are gathered
-        // here, in order, and added once.
-        let mut new_fields = FieldSet::new();
-        for (k, bv) in b {
-            if !a.contains_key(k) && !self.is_managed_fields(k) {
-                self.push_field(k);
-                let below = self.all_below(bv);
-                if let Some(pe) = self.path.pop() {
-                    new_fields.members.push(pe.clone());
-                    if !below.is_empty() {
-                        new_fields.children.push((pe, below));
-                    }
-                }
-            }
-        }
+        // here and added once.
+        let new_fields = self.new_fields(b.iter().filter(|(k, _)| !a.contains_key(*k)));
         self.add_below(new_fields, &mut cmp.added);
     }
 
