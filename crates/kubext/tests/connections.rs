@@ -3,7 +3,7 @@
 //! `ReadHeaderTimeout` (an idle keep-alive connection is kept for its 90 s
 //! `IdleTimeout`), a body that never arrives ends with `--request-timeout`,
 //! and running out of file descriptors neither spins the accept loop nor stops
-//! the server for good.
+//! the server for good. The cipher suite is chosen as Go's TLS chooses it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -348,5 +348,74 @@ async fn watchers_that_never_read_cost_a_bounded_amount() {
     assert!(
         per_watcher < 350,
         "{per_watcher} KiB per stalled watcher (baseline growth {baseline} KiB, with watchers {with_watchers} KiB)"
+    );
+}
+
+/// The suite the server chooses when the client offers `suites` (in that order of
+/// preference) over `version`.
+async fn negotiated_suite(
+    server: &Server,
+    suites: &[rustls::CipherSuite],
+    version: &'static rustls::SupportedProtocolVersion,
+) -> rustls::CipherSuite {
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.cipher_suites = suites
+        .iter()
+        .map(|wanted| {
+            *rustls::crypto::ring::ALL_CIPHER_SUITES
+                .iter()
+                .find(|suite| suite.suite() == *wanted)
+                .unwrap()
+        })
+        .collect();
+    let config = common::admin_tls_config_with(server, provider, &[version]);
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let tls = connector.connect(name, tcp).await.unwrap();
+    tls.get_ref().1.negotiated_cipher_suite().unwrap().suite()
+}
+
+/// Go's crypto/tls (so kube-apiserver) serves AES-128-GCM to a client that prefers
+/// AES-GCM, whichever AES-GCM suite the client lists first, and honours a client that
+/// offers only other suites.
+#[tokio::test]
+async fn the_server_chooses_aes_128_gcm_over_the_clients_order_as_go_does() {
+    use rustls::CipherSuite as S;
+    let server = Server::builder().start().unwrap();
+    let tls13 = &rustls::version::TLS13;
+    let tls12 = &rustls::version::TLS12;
+    let aes256_first = [
+        S::TLS13_AES_256_GCM_SHA384,
+        S::TLS13_AES_128_GCM_SHA256,
+        S::TLS13_CHACHA20_POLY1305_SHA256,
+    ];
+    assert_eq!(
+        negotiated_suite(&server, &aes256_first, tls13).await,
+        S::TLS13_AES_128_GCM_SHA256
+    );
+    let aes256_only = [S::TLS13_AES_256_GCM_SHA384];
+    assert_eq!(
+        negotiated_suite(&server, &aes256_only, tls13).await,
+        S::TLS13_AES_256_GCM_SHA384
+    );
+    let chacha_only = [S::TLS13_CHACHA20_POLY1305_SHA256];
+    assert_eq!(
+        negotiated_suite(&server, &chacha_only, tls13).await,
+        S::TLS13_CHACHA20_POLY1305_SHA256
+    );
+    let tls12_aes256_first = [
+        S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        S::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        S::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    ];
+    let chosen = negotiated_suite(&server, &tls12_aes256_first, tls12).await;
+    assert!(
+        matches!(
+            chosen,
+            S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 | S::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+        ),
+        "{chosen:?}"
     );
 }

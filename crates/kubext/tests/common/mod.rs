@@ -63,6 +63,19 @@ pub async fn send_raw(
 /// A rustls client config that trusts `server`'s CA and presents its admin
 /// certificate (for raw TLS and HTTP/2 connections).
 pub fn admin_tls_config(server: &testkit::Server) -> rustls::ClientConfig {
+    admin_tls_config_with(
+        server,
+        rustls::crypto::ring::default_provider(),
+        rustls::DEFAULT_VERSIONS,
+    )
+}
+
+/// [`admin_tls_config`] offering only `provider`'s cipher suites and `versions`.
+pub fn admin_tls_config_with(
+    server: &testkit::Server,
+    provider: rustls::crypto::CryptoProvider,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> rustls::ClientConfig {
     let pki = server.data_dir.join("pki");
     let read = |f: &str| std::fs::read(pki.join(f)).unwrap();
     let mut roots = rustls::RootCertStore::empty();
@@ -75,9 +88,8 @@ pub fn admin_tls_config(server: &testkit::Server) -> rustls::ClientConfig {
     let key = rustls_pemfile::private_key(&mut read("admin.key").as_slice())
         .unwrap()
         .unwrap();
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+    rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(provider))
+        .with_protocol_versions(versions)
         .unwrap()
         .with_root_certificates(roots)
         .with_client_auth_cert(certs, key)
