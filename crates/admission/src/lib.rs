@@ -675,7 +675,7 @@ impl Chain {
         self.webhooks.attach(objects, caller);
     }
 
-    fn on(&self, plugin: &str) -> bool {
+    fn on(&self, plugin: in_tree::Plugin) -> bool {
         self.in_tree.plugins().is_on(plugin)
     }
 }
@@ -694,8 +694,8 @@ impl GlobalAdmission for Chain {
             return Ok(changed);
         }
         let (policies, webhooks) = (
-            self.on("MutatingAdmissionPolicy"),
-            self.on("MutatingAdmissionWebhook"),
+            self.on(in_tree::MUTATING_ADMISSION_POLICY),
+            self.on(in_tree::MUTATING_ADMISSION_WEBHOOK),
         );
         // Round 0, then (when a later change asks for it) the reinvocation
         // round: upstream's chain runs every mutating plugin once more.
@@ -725,10 +725,10 @@ impl GlobalAdmission for Chain {
 
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
         if !exempt(a) {
-            if self.on("ValidatingAdmissionPolicy") {
+            if self.on(in_tree::VALIDATING_ADMISSION_POLICY) {
                 self.policies.admit(a).await?;
             }
-            if self.on("ValidatingAdmissionWebhook") {
+            if self.on(in_tree::VALIDATING_ADMISSION_WEBHOOK) {
                 self.webhooks.validate(a).await?;
             }
         }

@@ -1,5 +1,7 @@
 //! `kubext`: flags → `controlplane::Config` → `controlplane::start`. Thin by design.
 
+// The one module allowed `unsafe`: a global allocator cannot be written without it.
+#[allow(unsafe_code)]
 mod heap;
 mod kube_apiserver;
 

@@ -206,3 +206,25 @@ fn hot_path_modules_are_listed_marked_and_keep_the_rules() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// `unsafe` is denied workspace-wide, and one module may allow it: the counting
+/// global allocator (`crates/kubext/src/heap.rs`), which cannot be written
+/// without it.
+#[test]
+fn unsafe_code_is_allowed_only_for_the_global_allocator() {
+    let root = workspace_root();
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("unsafe_code = \"deny\""));
+    let mut allowing = Vec::new();
+    for file in workspace_sources(&root) {
+        let code = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = code.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.contains("allow(unsafe_code)") {
+                let name = file.strip_prefix(&root).unwrap().display().to_string();
+                allowing.push(format!("{name}: {}", lines.get(i + 1).unwrap_or(&"")));
+            }
+        }
+    }
+    assert_eq!(allowing, ["crates/kubext/src/main.rs: mod heap;"]);
+}

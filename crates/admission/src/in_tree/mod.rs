@@ -84,22 +84,86 @@ const DEFAULT_OFF: &[&str] = &[
     "AlwaysDeny",
 ];
 
-/// The admission plugins turned on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A plugin of [`ALL`], by its place there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plugin(u8);
+
+const _: () = assert!(
+    ALL.len() <= u64::BITS as usize,
+    "Plugins keeps one bit per plugin"
+);
+
+impl Plugin {
+    /// The plugin named `name`. In a constant an unknown name fails the build.
+    pub const fn named(name: &str) -> Plugin {
+        match Plugin::position(name) {
+            Some(plugin) => plugin,
+            None => panic!("not an admission plugin of ALL"),
+        }
+    }
+
+    /// The plugin named `name`, if the flags know it.
+    pub fn find(name: &str) -> Option<Plugin> {
+        Plugin::position(name)
+    }
+
+    const fn position(name: &str) -> Option<Plugin> {
+        let mut i = 0;
+        while i < ALL.len() {
+            if ALL[i].len() == name.len() && same_bytes(ALL[i].as_bytes(), name.as_bytes()) {
+                return Some(Plugin(i as u8));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    pub fn name(self) -> &'static str {
+        ALL[usize::from(self.0)]
+    }
+
+    const fn bit(self) -> u64 {
+        1 << self.0
+    }
+}
+
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+pub const SERVICE_ACCOUNT: Plugin = Plugin::named("ServiceAccount");
+pub const PRIORITY: Plugin = Plugin::named("Priority");
+pub const DEFAULT_TOLERATION_SECONDS: Plugin = Plugin::named("DefaultTolerationSeconds");
+pub const DEFAULT_STORAGE_CLASS: Plugin = Plugin::named("DefaultStorageClass");
+pub const DEFAULT_INGRESS_CLASS: Plugin = Plugin::named("DefaultIngressClass");
+pub const MUTATING_ADMISSION_POLICY: Plugin = Plugin::named("MutatingAdmissionPolicy");
+pub const MUTATING_ADMISSION_WEBHOOK: Plugin = Plugin::named("MutatingAdmissionWebhook");
+pub const VALIDATING_ADMISSION_POLICY: Plugin = Plugin::named("ValidatingAdmissionPolicy");
+pub const VALIDATING_ADMISSION_WEBHOOK: Plugin = Plugin::named("ValidatingAdmissionWebhook");
+pub const ALWAYS_DENY: Plugin = Plugin::named("AlwaysDeny");
+
+/// The admission plugins turned on: one bit per plugin of [`ALL`], tested on
+/// every write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plugins {
-    on: BTreeSet<&'static str>,
+    on: u64,
 }
 
 impl Default for Plugins {
     /// kube-apiserver's default-on set.
     fn default() -> Self {
-        Plugins {
-            on: ALL
-                .iter()
-                .copied()
-                .filter(|p| !DEFAULT_OFF.contains(p))
-                .collect(),
+        let mut plugins = Plugins { on: 0 };
+        for name in ALL.iter().filter(|p| !DEFAULT_OFF.contains(p)) {
+            plugins.turn(Plugin::named(name), true);
         }
+        plugins
     }
 }
 
@@ -110,17 +174,15 @@ impl Plugins {
         let known = |flag: &str, names: &[String]| {
             names
                 .iter()
-                .find(|n| !ALL.contains(&n.as_str()))
-                .map_or(Ok(()), |unknown| {
-                    Err(format!("{flag} plugin \"{unknown}\" is unknown"))
-                })
+                .map(|n| Plugin::find(n).ok_or_else(|| format!("{flag} plugin \"{n}\" is unknown")))
+                .collect::<Result<Vec<_>, _>>()
         };
-        known("enable-admission-plugins", enable)?;
-        known("disable-admission-plugins", disable)?;
+        let enable = known("enable-admission-plugins", enable)?;
+        let disable = known("disable-admission-plugins", disable)?;
         let overlap: BTreeSet<&str> = enable
             .iter()
-            .filter(|n| disable.contains(n))
-            .map(String::as_str)
+            .filter(|p| disable.contains(p))
+            .map(|p| p.name())
             .collect();
         if !overlap.is_empty() {
             let names: Vec<&str> = overlap.into_iter().collect();
@@ -130,19 +192,25 @@ impl Plugins {
             ));
         }
         let mut plugins = Plugins::default();
-        for name in ALL {
-            if enable.iter().any(|n| n == name) {
-                plugins.on.insert(name);
-            }
-            if disable.iter().any(|n| n == name) {
-                plugins.on.remove(name);
-            }
+        for plugin in enable {
+            plugins.turn(plugin, true);
+        }
+        for plugin in disable {
+            plugins.turn(plugin, false);
         }
         Ok(plugins)
     }
 
-    pub fn is_on(&self, name: &str) -> bool {
-        self.on.contains(name)
+    fn turn(&mut self, plugin: Plugin, on: bool) {
+        if on {
+            self.on |= plugin.bit();
+        } else {
+            self.on &= !plugin.bit();
+        }
+    }
+
+    pub fn is_on(&self, plugin: Plugin) -> bool {
+        self.on & plugin.bit() != 0
     }
 }
 
@@ -186,17 +254,17 @@ impl InTree {
             |reason: String| StatusError::forbidden(&a.rtype.group_resource(), a.name, &reason);
         match resource {
             ("", "pods") if main_resource => {
-                if a.operation == Operation::Create && self.plugins.is_on("ServiceAccount") {
+                if a.operation == Operation::Create && self.plugins.is_on(SERVICE_ACCOUNT) {
                     service_account::admit(object, &a.ctx.namespace, objects)
                         .await
                         .map_err(forbidden)?;
                 }
-                if self.plugins.is_on("Priority") {
+                if self.plugins.is_on(PRIORITY) {
                     priority::admit(object, a.operation, a.old_object, objects)
                         .await
                         .map_err(forbidden)?;
                 }
-                if self.plugins.is_on("DefaultTolerationSeconds")
+                if self.plugins.is_on(DEFAULT_TOLERATION_SECONDS)
                     && matches!(a.operation, Operation::Create | Operation::Update)
                 {
                     tolerations::add_defaults(object);
@@ -205,14 +273,14 @@ impl InTree {
             ("", "persistentvolumeclaims")
                 if main_resource
                     && a.operation == Operation::Create
-                    && self.plugins.is_on("DefaultStorageClass") =>
+                    && self.plugins.is_on(DEFAULT_STORAGE_CLASS) =>
             {
                 default_class::storage_class(object, objects).await;
             }
             ("networking.k8s.io", "ingresses")
                 if main_resource
                     && a.operation == Operation::Create
-                    && self.plugins.is_on("DefaultIngressClass") =>
+                    && self.plugins.is_on(DEFAULT_INGRESS_CLASS) =>
             {
                 default_class::ingress_class(object, objects).await;
             }
@@ -225,7 +293,7 @@ impl InTree {
 
     /// The validating plugins, after policies and webhooks.
     pub fn validate(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
-        if self.plugins.is_on("AlwaysDeny") {
+        if self.plugins.is_on(ALWAYS_DENY) {
             return Err(StatusError::forbidden(
                 &a.rtype.group_resource(),
                 a.name,
@@ -258,10 +326,10 @@ mod tests {
             "ValidatingAdmissionPolicy",
             "ResourceQuota",
         ] {
-            assert!(plugins.is_on(on), "{on}");
+            assert!(plugins.is_on(Plugin::named(on)), "{on}");
         }
         for off in ["AlwaysDeny", "AlwaysPullImages", "NodeRestriction"] {
-            assert!(!plugins.is_on(off), "{off}");
+            assert!(!plugins.is_on(Plugin::named(off)), "{off}");
         }
     }
 
@@ -269,9 +337,9 @@ mod tests {
     fn flags_turn_plugins_on_and_off() {
         let plugins =
             Plugins::from_flags(&names(&["AlwaysDeny"]), &names(&["ServiceAccount"])).unwrap();
-        assert!(plugins.is_on("AlwaysDeny"));
-        assert!(!plugins.is_on("ServiceAccount"));
-        assert!(plugins.is_on("Priority"));
+        assert!(plugins.is_on(ALWAYS_DENY));
+        assert!(!plugins.is_on(SERVICE_ACCOUNT));
+        assert!(plugins.is_on(PRIORITY));
     }
 
     #[test]
