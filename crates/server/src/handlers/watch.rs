@@ -171,7 +171,7 @@ async fn pump(
                 // Sized once: growing by doubling would hold twice the bytes.
                 let batch = batch.get_or_insert_with(|| {
                     let mut b =
-                        BytesMut::with_capacity(COALESCE_BYTES + frames.len() + frame.len());
+                        crate::encode::tls_copy_buffer(COALESCE_BYTES + frames.len() + frame.len());
                     b.extend_from_slice(&frames);
                     b
                 });
@@ -322,7 +322,7 @@ impl FrameMemo {
 
 fn frame(kind: &str, object: &[u8]) -> Bytes {
     let object = object.strip_suffix(b"\n").unwrap_or(object);
-    let mut buf = BytesMut::with_capacity(object.len() + 32);
+    let mut buf = crate::encode::tls_copy_buffer(object.len() + 32);
     buf.put_slice(b"{\"type\":\"");
     buf.put_slice(kind.as_bytes());
     buf.put_slice(b"\",\"object\":");
