@@ -92,9 +92,16 @@ pub const LEADING_MEMBERS: [&str; 3] = ["kind", "apiVersion", "metadata"];
 /// object: written as it is.
 pub fn encode_object(obj: &Value, metadata: MetadataMembers) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
+    encode_object_into(&mut out, obj, metadata);
+    out
+}
+
+/// [`encode_object`], appended to `out`.
+pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMembers) {
+    let out = &mut *out;
     let Value::Object(map) = obj else {
-        write_value(&mut out, obj);
-        return out;
+        write_value(out, obj);
+        return;
     };
     let leading = LEADING_MEMBERS
         .iter()
@@ -107,17 +114,16 @@ pub fn encode_object(obj: &Value, metadata: MetadataMembers) -> Vec<u8> {
         if i > 0 {
             out.push(b',');
         }
-        write_str(&mut out, key);
+        write_str(out, key);
         out.push(b':');
         match value {
             Value::Object(md) if key == "metadata" => {
-                write_members(&mut out, metadata_in_order(md, metadata))
+                write_members(out, metadata_in_order(md, metadata))
             }
-            _ => write_value(&mut out, value),
+            _ => write_value(out, value),
         }
     }
     out.push(b'}');
-    out
 }
 
 /// `metadata`'s members as [`encode_object`] writes them.

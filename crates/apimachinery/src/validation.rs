@@ -637,11 +637,10 @@ pub fn validate_object_meta(
             "name or generateName is required",
         ));
     } else {
-        errs.extend(invalid_each(
-            &path.child("name"),
-            name,
-            name_validator(name, false),
-        ));
+        let msgs = name_validator(name, false);
+        if !msgs.is_empty() {
+            errs.extend(invalid_each(&path.child("name"), name, msgs));
+        }
     }
     errs.extend(validate_namespace_scope(meta, namespaced, path));
     let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
@@ -653,24 +652,31 @@ pub fn validate_object_meta(
         ));
     }
     errs.extend(validate_meta_collections(meta, path));
-    errs.extend(validate_finalizers(
-        &string_list(meta, "finalizers"),
-        &path.child("finalizers"),
-    ));
-    errs.extend(validate_managed_fields(
-        array_of(meta, "managedFields"),
-        &path.child("managedFields"),
-    ));
+    // Empty lists have nothing to report: their paths are not even built.
+    let finalizers = string_list(meta, "finalizers");
+    if !finalizers.is_empty() {
+        errs.extend(validate_finalizers(&finalizers, &path.child("finalizers")));
+    }
+    let managed_fields = array_of(meta, "managedFields");
+    if !managed_fields.is_empty() {
+        errs.extend(validate_managed_fields(
+            managed_fields,
+            &path.child("managedFields"),
+        ));
+    }
     errs
 }
 
 fn validate_namespace_scope(meta: &Value, namespaced: bool, path: &FieldPath) -> ErrorList {
     let namespace = str_of(meta, "namespace");
-    let p = path.child("namespace");
+    let p = || path.child("namespace");
     match (namespaced, namespace.is_empty()) {
-        (true, true) => vec![FieldError::required(&p, "")],
-        (true, false) => invalid_each(&p, namespace, validate_namespace_name(namespace, false)),
-        (false, false) => vec![FieldError::forbidden(&p, "not allowed on this type")],
+        (true, true) => vec![FieldError::required(&p(), "")],
+        (true, false) => match validate_namespace_name(namespace, false) {
+            msgs if msgs.is_empty() => ErrorList::new(),
+            msgs => invalid_each(&p(), namespace, msgs),
+        },
+        (false, false) => vec![FieldError::forbidden(&p(), "not allowed on this type")],
         (false, true) => ErrorList::new(),
     }
 }
@@ -687,10 +693,13 @@ fn validate_meta_collections(meta: &Value, path: &FieldPath) -> ErrorList {
             &path.child("annotations"),
         ));
     }
-    errs.extend(validate_owner_references(
-        array_of(meta, "ownerReferences"),
-        &path.child("ownerReferences"),
-    ));
+    let owner_references = array_of(meta, "ownerReferences");
+    if !owner_references.is_empty() {
+        errs.extend(validate_owner_references(
+            owner_references,
+            &path.child("ownerReferences"),
+        ));
+    }
     errs
 }
 

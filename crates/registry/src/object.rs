@@ -36,7 +36,7 @@ pub struct Object {
 impl Object {
     /// The object `value` (encoded now; the tree itself is not kept).
     pub fn new(value: Value) -> Self {
-        Object::from_json(kept_bytes(meta::to_json_vec(&value)))
+        Object::from_json(kept_encoding(&value, json::MetadataMembers::All))
     }
 
     /// The object stored as `stored` (by [`encode_for_storage`]) at `revision`:
@@ -392,17 +392,28 @@ fn spliceable(value: &[u8]) -> bool {
 /// Serialized without copying the object, `kind`, `apiVersion` and `metadata`
 /// first so that [`Object::from_stored`] can splice the version back in.
 pub fn encode_for_storage(obj: &Value) -> Bytes {
-    kept_bytes(json::encode_object(
-        obj,
-        json::MetadataMembers::WithoutResourceVersion,
-    ))
+    kept_encoding(obj, json::MetadataMembers::WithoutResourceVersion)
 }
 
-/// Bytes kept as long as the object is cached: without the spare capacity
-/// the serializer's doubling left (up to half again their size).
-fn kept_bytes(mut encoded: Vec<u8>) -> Bytes {
-    encoded.shrink_to_fit();
-    Bytes::from(encoded)
+/// `obj`'s encoding in bytes kept as long as the object is cached: exactly its
+/// size. It is written into a warm buffer of this thread's and copied out
+/// once, not grown by doubling (three reallocations for a 1.5 KiB object)
+/// and then shrunk.
+fn kept_encoding(obj: &Value, metadata: json::MetadataMembers) -> Bytes {
+    /// Larger buffers are not kept for the next object.
+    const KEPT_SCRATCH: usize = 256 * 1024;
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with_borrow_mut(|scratch| {
+        scratch.clear();
+        json::encode_object_into(scratch, obj, metadata);
+        let kept = Bytes::copy_from_slice(scratch);
+        if scratch.capacity() > KEPT_SCRATCH {
+            *scratch = Vec::new();
+        }
+        kept
+    })
 }
 
 /// Where the members of `metadata` begin in an encoding that starts

@@ -229,6 +229,11 @@ impl Iterator for JsonListChunks {
 /// destination within the first 31 bytes of one is behind the source instead.
 pub fn tls_copy_buffer(capacity: usize) -> BytesMut {
     const LINE: usize = 64;
+    // glibc copies less than ~2 KiB (`x86_rep_movsb_threshold`) without `rep movsb`.
+    const SMALL: usize = 2048;
+    if capacity < SMALL {
+        return BytesMut::with_capacity(capacity);
+    }
     let mut buf = BytesMut::with_capacity(capacity + LINE);
     let skip = (LINE + LINE / 2 - buf.as_ptr() as usize % LINE) % LINE;
     buf.put_bytes(0, skip);
@@ -257,7 +262,7 @@ mod tests {
 
     #[test]
     fn tls_copy_buffers_start_32_bytes_past_a_cache_line_with_the_capacity_asked_for() {
-        for capacity in [1, 100, 4096, LIST_CHUNK + 16 * 1024] {
+        for capacity in [2048, 4096, LIST_CHUNK + 16 * 1024] {
             let buf = tls_copy_buffer(capacity);
             assert_eq!(buf.as_ptr() as usize % 64, 32, "{capacity}");
             assert!(buf.capacity() >= capacity);

@@ -18,15 +18,15 @@ impl Strategy for ConfigMaps {
         let data = obj.get("data").and_then(Value::as_object);
         let binary = obj.get("binaryData").and_then(Value::as_object);
         for (field, map) in [("data", data), ("binaryData", binary)] {
-            let path = FieldPath::new(field);
+            let path = || FieldPath::new(field);
             for (key, value) in map.into_iter().flatten() {
                 for msg in is_config_map_key(key) {
-                    errs.push(FieldError::invalid(&path, json!(key), &msg));
+                    errs.push(FieldError::invalid(&path(), json!(key), &msg));
                 }
                 total += key.len() + value.as_str().map_or(0, str::len);
                 if field == "binaryData" && data.is_some_and(|d| d.contains_key(key)) {
                     errs.push(FieldError::invalid(
-                        &path,
+                        &path(),
                         json!(key),
                         "duplicate of key present in data",
                     ));
