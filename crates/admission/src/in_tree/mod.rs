@@ -96,18 +96,14 @@ const _: () = assert!(
 impl Plugin {
     /// The plugin named `name`. In a constant an unknown name fails the build.
     pub const fn named(name: &str) -> Plugin {
-        match Plugin::position(name) {
+        match Plugin::find(name) {
             Some(plugin) => plugin,
             None => panic!("not an admission plugin of ALL"),
         }
     }
 
     /// The plugin named `name`, if the flags know it.
-    pub fn find(name: &str) -> Option<Plugin> {
-        Plugin::position(name)
-    }
-
-    const fn position(name: &str) -> Option<Plugin> {
+    pub const fn find(name: &str) -> Option<Plugin> {
         let mut i = 0;
         while i < ALL.len() {
             if ALL[i].len() == name.len() && same_bytes(ALL[i].as_bytes(), name.as_bytes()) {
