@@ -621,7 +621,8 @@ pub fn validate_object_meta(
     path: &FieldPath,
 ) -> ErrorList {
     let mut errs = validate_meta_types(meta, path);
-    let generate_name = str_of(meta, "generateName");
+    let members = Members::of(meta);
+    let generate_name = Members::str(members.generate_name);
     if !generate_name.is_empty() {
         let msgs = name_validator(generate_name, true);
         errs.extend(invalid_each(
@@ -630,7 +631,7 @@ pub fn validate_object_meta(
             msgs,
         ));
     }
-    let name = str_of(meta, "name");
+    let name = Members::str(members.name);
     if name.is_empty() {
         errs.push(FieldError::required(
             &path.child("name"),
@@ -642,8 +643,12 @@ pub fn validate_object_meta(
             errs.extend(invalid_each(&path.child("name"), name, msgs));
         }
     }
-    errs.extend(validate_namespace_scope(meta, namespaced, path));
-    let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+    errs.extend(validate_namespace_scope(
+        Members::str(members.namespace),
+        namespaced,
+        path,
+    ));
+    let generation = members.generation.and_then(Value::as_i64).unwrap_or(0);
     if generation < 0 {
         errs.push(FieldError::invalid(
             &path.child("generation"),
@@ -651,13 +656,16 @@ pub fn validate_object_meta(
             IS_NEGATIVE_ERROR_MSG,
         ));
     }
-    errs.extend(validate_meta_collections(meta, path));
+    errs.extend(validate_meta_collections(&members, path));
     // Empty lists have nothing to report: their paths are not even built.
-    let finalizers = string_list(meta, "finalizers");
+    let finalizers: Vec<&str> = Members::array(members.finalizers)
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     if !finalizers.is_empty() {
         errs.extend(validate_finalizers(&finalizers, &path.child("finalizers")));
     }
-    let managed_fields = array_of(meta, "managedFields");
+    let managed_fields = Members::array(members.managed_fields);
     if !managed_fields.is_empty() {
         errs.extend(validate_managed_fields(
             managed_fields,
@@ -667,8 +675,58 @@ pub fn validate_object_meta(
     errs
 }
 
-fn validate_namespace_scope(meta: &Value, namespaced: bool, path: &FieldPath) -> ErrorList {
-    let namespace = str_of(meta, "namespace");
+/// The members of `metadata` that validation reads, found in one pass over
+/// the map: a lookup per member would search the map again each time.
+#[derive(Default)]
+struct Members<'a> {
+    name: Option<&'a Value>,
+    generate_name: Option<&'a Value>,
+    namespace: Option<&'a Value>,
+    generation: Option<&'a Value>,
+    labels: Option<&'a Value>,
+    annotations: Option<&'a Value>,
+    owner_references: Option<&'a Value>,
+    finalizers: Option<&'a Value>,
+    managed_fields: Option<&'a Value>,
+}
+
+impl<'a> Members<'a> {
+    /// The members of `meta` (none if it is not an object).
+    fn of(meta: &'a Value) -> Self {
+        let mut members = Members::default();
+        for (key, value) in meta.as_object().into_iter().flatten() {
+            let slot = match key.as_str() {
+                "name" => &mut members.name,
+                "generateName" => &mut members.generate_name,
+                "namespace" => &mut members.namespace,
+                "generation" => &mut members.generation,
+                "labels" => &mut members.labels,
+                "annotations" => &mut members.annotations,
+                "ownerReferences" => &mut members.owner_references,
+                "finalizers" => &mut members.finalizers,
+                "managedFields" => &mut members.managed_fields,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        members
+    }
+
+    /// A string member's value; `""` if absent or of another type.
+    fn str(member: Option<&'a Value>) -> &'a str {
+        member.and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// A list member's items; none if absent or of another type.
+    fn array(member: Option<&'a Value>) -> &'a [Value] {
+        member
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+fn validate_namespace_scope(namespace: &str, namespaced: bool, path: &FieldPath) -> ErrorList {
     let p = || path.child("namespace");
     match (namespaced, namespace.is_empty()) {
         (true, true) => vec![FieldError::required(&p(), "")],
@@ -682,18 +740,18 @@ fn validate_namespace_scope(meta: &Value, namespaced: bool, path: &FieldPath) ->
 }
 
 /// Labels, annotations and ownerReferences: checked on both create and update.
-fn validate_meta_collections(meta: &Value, path: &FieldPath) -> ErrorList {
+fn validate_meta_collections(members: &Members<'_>, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
-    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
+    if let Some(labels) = members.labels.and_then(Value::as_object) {
         errs.extend(validate_labels(labels, &path.child("labels")));
     }
-    if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
+    if let Some(annotations) = members.annotations.and_then(Value::as_object) {
         errs.extend(validate_annotations(
             annotations,
             &path.child("annotations"),
         ));
     }
-    let owner_references = array_of(meta, "ownerReferences");
+    let owner_references = Members::array(members.owner_references);
     if !owner_references.is_empty() {
         errs.extend(validate_owner_references(
             owner_references,
@@ -759,7 +817,7 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &FieldPath) -
         &path.child(grace),
         render_optional,
     ));
-    errs.extend(validate_meta_collections(new, path));
+    errs.extend(validate_meta_collections(&Members::of(new), path));
     errs.extend(validate_managed_fields(
         array_of(new, "managedFields"),
         &path.child("managedFields"),

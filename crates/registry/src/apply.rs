@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use crate::managed_fields::{
     BEFORE_FIRST_APPLY, FieldSet, ListKind, ManagedEntry, PathElement, Walker, Writer, compare,
     describe_manager, empty_object, field_set_of, managed_of, manager_identifier, path_string,
-    set_managed_fields, system_fields, update_entries,
+    push_go_json, set_managed_fields, system_fields, update_entries,
 };
 
 /// One field another manager owns and the configuration would change.
@@ -330,12 +330,12 @@ fn refresh_last_applied(obj: &mut Value, config: &Value) {
         annotations.remove(LAST_APPLIED);
     }
     // Go's encoder: sorted keys, HTML-escaped, newline-terminated.
-    let text = serde_json::to_string(&recorded)
-        .unwrap_or_default()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        + "\n";
+    let mut text = Vec::new();
+    push_go_json(&mut text, |out| {
+        apimachinery::json::write_value(out, &recorded)
+    });
+    text.push(b'\n');
+    let text = String::from_utf8(text).unwrap_or_default();
     obj["metadata"]["annotations"][LAST_APPLIED] = Value::String(text);
 }
 

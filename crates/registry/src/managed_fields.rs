@@ -65,15 +65,31 @@ impl PathElement {
     /// The `FieldsV1` key for this element (upstream's `SerializePathElement`).
     pub fn serialize(&self) -> String {
         match self {
-            PathElement::Field(name) => ["f:", name].concat(),
-            PathElement::Key(fields) => {
-                let body: Vec<String> = fields
-                    .iter()
-                    .map(|(k, v)| format!("{}:{}", go_json(&json!(k)), go_json(v)))
-                    .collect();
-                format!("k:{{{}}}", body.join(","))
+            PathElement::Field(name) => {
+                // Not `concat`: its generic join costs more than the copy.
+                let mut out = String::with_capacity(2 + name.len());
+                out.push_str("f:");
+                out.push_str(name);
+                out
             }
-            PathElement::Value(v) => ["v:", &go_json(v)].concat(),
+            PathElement::Key(fields) => {
+                let mut out = b"k:{".to_vec();
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    push_go_json(&mut out, |out| apimachinery::json::write_str(out, k));
+                    out.push(b':');
+                    push_go_json(&mut out, |out| apimachinery::json::write_value(out, v));
+                }
+                out.push(b'}');
+                String::from_utf8(out).unwrap_or_default()
+            }
+            PathElement::Value(v) => {
+                let mut out = b"v:".to_vec();
+                push_go_json(&mut out, |out| apimachinery::json::write_value(out, v));
+                String::from_utf8(out).unwrap_or_default()
+            }
             PathElement::Index(i) => format!("i:{i}"),
         }
     }
@@ -215,17 +231,24 @@ fn compare_values(a: &Value, b: &Value) -> Ordering {
     }
 }
 
-/// JSON as Go's `encoding/json` writes it (HTML characters escaped).
-fn go_json(v: &Value) -> String {
-    let s = serde_json::to_string(v).unwrap_or_default();
-    if !s.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return s;
+/// What `write` appends to `out` (serde_json's JSON), with the HTML
+/// characters and line separators escaped as Go's `encoding/json` escapes them.
+pub(crate) fn push_go_json(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    write(out);
+    // `<`, `>`, `&` and U+2028/U+2029 (E2 80 A8/A9) are escaped by Go only.
+    let html = |b: &u8| matches!(b, b'<' | b'>' | b'&' | 0xE2);
+    if !out[start..].iter().any(html) {
+        return;
     }
-    s.replace('<', "\\u003c")
+    let written = String::from_utf8_lossy(&out[start..])
+        .replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('&', "\\u0026")
         .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
+        .replace('\u{2029}', "\\u2029");
+    out.truncate(start);
+    out.extend_from_slice(written.as_bytes());
 }
 
 pub(crate) use apimachinery::gofmt::quote as go_quote;
@@ -496,23 +519,24 @@ impl FieldSet {
     }
 
     fn write_v1(&self, include_self: bool) -> Map<String, Value> {
-        // Gathered, then built in one go: cheaper than inserting one by one.
-        let mut out = Vec::with_capacity(1 + self.members.len() + self.children.len());
+        // Inserted one by one: nodes are small, and a B-tree built from an
+        // iterator first collects and sorts its items in a vector.
+        let mut out = Map::new();
         if include_self && !self.is_empty() {
-            out.push((".".into(), Value::Object(Map::new())));
+            out.insert(".".into(), Value::Object(Map::new()));
         }
         let mut children = Cursor::new(&self.children, |(k, _)| k);
         for pe in &self.members {
             if children.seek(pe).is_none() {
-                out.push((pe.serialize(), Value::Object(Map::new())));
+                out.insert(pe.serialize(), Value::Object(Map::new()));
             }
         }
         let mut members = Cursor::new(&self.members, |m| m);
         for (pe, sub) in &self.children {
             let member = members.seek(pe).is_some();
-            out.push((pe.serialize(), Value::Object(sub.write_v1(member))));
+            out.insert(pe.serialize(), Value::Object(sub.write_v1(member)));
         }
-        Map::from_iter(out)
+        out
     }
 }
 
@@ -843,6 +867,7 @@ impl<'a> Walker<'a> {
         fields: impl Iterator<Item = (&'m String, &'m Value)>,
     ) -> FieldSet {
         let mut set = FieldSet::new();
+        set.members.reserve(fields.size_hint().1.unwrap_or(0));
         for (k, v) in fields {
             if self.is_managed_fields(k) {
                 continue;
@@ -1180,13 +1205,16 @@ pub(crate) fn manager_identifier(
     api_version: &str,
     subresource: &str,
 ) -> String {
-    let mut out = String::from("{");
+    let mut out = b"{".to_vec();
     let mut field = |k: &str, v: &str| {
         if !v.is_empty() {
             if out.len() > 1 {
-                out.push(',');
+                out.push(b',');
             }
-            out.push_str(&format!("\"{k}\":{}", go_json(&json!(v))));
+            for part in [b"\"", k.as_bytes(), b"\":"] {
+                out.extend_from_slice(part);
+            }
+            push_go_json(&mut out, |out| apimachinery::json::write_str(out, v));
         }
     };
     field("manager", manager);
@@ -1200,8 +1228,8 @@ pub(crate) fn manager_identifier(
         },
     );
     field("subresource", subresource);
-    out.push('}');
-    out
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 pub(crate) fn describe_manager(
@@ -1682,6 +1710,38 @@ mod tests {
         assert_eq!(
             PathElement::Value(json!("a<b")).serialize(),
             "v:\"a\\u003cb\""
+        );
+        // Go's encoder: serde_json's JSON with HTML characters and the line
+        // and paragraph separators escaped.
+        let go = |v: &Value| {
+            serde_json::to_string(v)
+                .unwrap()
+                .replace('<', "\\u003c")
+                .replace('>', "\\u003e")
+                .replace('&', "\\u0026")
+                .replace('\u{2028}', "\\u2028")
+                .replace('\u{2029}', "\\u2029")
+        };
+        for v in [
+            json!("a<b>&\u{2028}\u{2029}é€\"\\"),
+            json!(1.5),
+            json!(-3),
+            json!({"b": [1, "x>"], "a": null}),
+            json!(true),
+        ] {
+            assert_eq!(
+                PathElement::Value(v.clone()).serialize(),
+                format!("v:{}", go(&v))
+            );
+            assert_eq!(
+                PathElement::Key(vec![("k<".into(), v.clone()), ("z".into(), json!(2))])
+                    .serialize(),
+                format!("k:{{\"k\\u003c\":{},\"z\":2}}", go(&v))
+            );
+        }
+        assert_eq!(
+            manager_identifier("m<&", "Update", "v1", ""),
+            r#"{"manager":"m\u003c\u0026","operation":"Update","apiVersion":"v1"}"#
         );
     }
 

@@ -217,6 +217,65 @@ impl HeadMeta {
     /// writes it, with every member the head needs already read. The sorted
     /// order of older encodings puts `uid` after it, and is read in full.
     fn read_front(json: &[u8]) -> Option<HeadMeta> {
+        Self::scan_front(json).or_else(|| Self::parse_front(json))
+    }
+
+    /// [`HeadMeta::read_front`] for metadata as this process writes it:
+    /// members scanned in place, strings without escapes taken as they are,
+    /// only the lists the head keeps decoded and other containers skipped.
+    /// Anything else (escapes, `null`s, whitespace) is `None`, left to
+    /// [`HeadMeta::parse_front`].
+    fn scan_front(json: &[u8]) -> Option<HeadMeta> {
+        let mut meta = HeadMeta::default();
+        let mut uid_read = false;
+        let mut rest = json.strip_prefix(b"{")?;
+        if rest.first() == Some(&b'}') {
+            return Some(meta);
+        }
+        loop {
+            let (key, after_key) = plain_bytes(rest)?;
+            let value = after_key.strip_prefix(b":")?;
+            let plain = |slot: &mut String| -> Option<&[u8]> {
+                let (s, after) = plain_string(value)?;
+                *slot = s.to_string();
+                Some(after)
+            };
+            rest = match key {
+                b"managedFields" if uid_read => return Some(meta),
+                b"name" => plain(&mut meta.name)?,
+                b"namespace" => plain(&mut meta.namespace)?,
+                b"uid" => {
+                    uid_read = true;
+                    plain(&mut meta.uid)?
+                }
+                b"deletionTimestamp" => {
+                    let (s, after) = plain_string(value)?;
+                    meta.deletion_timestamp = Some(s.to_string());
+                    after
+                }
+                b"finalizers" => {
+                    let (list, after) = json_value_at(value)?;
+                    meta.finalizers = Some(list);
+                    after
+                }
+                b"ownerReferences" => {
+                    let (list, after) = json_value_at(value)?;
+                    meta.owner_references = Some(list);
+                    after
+                }
+                _ if value.first() == Some(&b'"') => plain_bytes(value)?.1,
+                _ => json_value_at::<serde::de::IgnoredAny>(value)?.1,
+            };
+            match rest.split_first()? {
+                (b',', after) => rest = after,
+                (b'}', _) => return Some(meta),
+                _ => return None,
+            }
+        }
+    }
+
+    /// [`HeadMeta::read_front`] by serde, for any member order and escapes.
+    fn parse_front(json: &[u8]) -> Option<HeadMeta> {
         use serde::Deserializer;
         let mut meta = HeadMeta::default();
         let mut stopped = false;
@@ -329,6 +388,13 @@ fn leading(json: &[u8]) -> impl Iterator<Item = Leading<'_>> {
             _ => None,
         }
     })
+}
+
+/// The JSON value at the start of `bytes` decoded as `T`, and what follows it.
+fn json_value_at<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Option<(T, &'de [u8])> {
+    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<T>();
+    let value = values.next()?.ok()?;
+    Some((value, &bytes[values.byte_offset()..]))
 }
 
 /// A JSON string without escapes at the start of `bytes`, and what follows it.
@@ -474,6 +540,55 @@ mod tests {
             assert_eq!((head.kind.as_str(), head.api_version.as_str()), ("Pod", "v1"));
             assert_eq!(head.metadata.uid, "u1");
         }
+    }
+
+    #[test]
+    fn the_scanned_head_is_the_parsed_head_or_none() {
+        // This process's encodings are scanned; whatever the scan cannot
+        // take as it is (escapes, nulls, whitespace) is left to serde, and
+        // what it does take must be what serde reads.
+        let ours = [
+            serde_json::json!({"kind": "Pod", "apiVersion": "v1", "metadata": {
+                "name": "p", "namespace": "ns", "uid": "u1", "generation": 3,
+                "labels": {"a": "b", "c": "{\"}"}, "annotations": {},
+                "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["x", "y"],
+                "ownerReferences": [{"uid": "u0", "blockOwnerDeletion": false, "kind": "K"}],
+                "managedFields": [{"manager": "m"}], "zz": [1, {"b": null}]}}),
+            serde_json::json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {}}),
+            serde_json::json!({"kind": "X", "apiVersion": "v1", "metadata": {"name": "no-uid", "labels": {"a": "b"}}}),
+        ];
+        for value in ours {
+            let json = kept_encoding(&value, json::MetadataMembers::All);
+            let at = metadata_members_at(&json).unwrap() - 1;
+            let scanned = HeadMeta::scan_front(&json[at..]);
+            assert!(scanned.is_some(), "{}", String::from_utf8_lossy(&json));
+            assert_eq!(scanned, HeadMeta::parse_front(&json[at..]));
+            assert_eq!(Object::from_json(json.clone()).head(), Head::of(&value));
+        }
+        for foreign in [
+            &br#"{"name":"p\u0041","uid":"u"}"#[..],
+            br#"{"name":"p", "uid":"u"}"#,
+            br#"{"name":"p","deletionTimestamp":null,"uid":"u"}"#,
+            br#"{"finalizers":null,"uid":"u"}"#,
+            br#"{"uid":"u","name":"p","name":"q"}"#,
+            br#"{"uid":"u""#,
+            br#"{"uid":"u","labels":{"a":}}"#,
+            br#"{}"#,
+        ] {
+            if let Some(scanned) = HeadMeta::scan_front(foreign) {
+                assert_eq!(
+                    Some(scanned),
+                    HeadMeta::parse_front(foreign),
+                    "{}",
+                    String::from_utf8_lossy(foreign)
+                );
+            }
+        }
+        assert_eq!(HeadMeta::scan_front(br#"{"uid":"u""#), None);
+        assert_eq!(
+            HeadMeta::scan_front(br#"{"uid":"u","labels":{"a":}}"#),
+            None
+        );
     }
 
     #[test]
