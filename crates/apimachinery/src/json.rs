@@ -103,14 +103,17 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
         write_value(out, obj);
         return;
     };
-    let leading = LEADING_MEMBERS
-        .iter()
-        .filter_map(|key| map.get_key_value(*key));
-    let rest = map
-        .iter()
-        .filter(|(k, _)| !LEADING_MEMBERS.contains(&k.as_str()));
+    // Each key is classified once by a `match` (member by member lookups
+    // would search the map again for each name).
+    let mut leading = [None; LEADING_MEMBERS.len()];
+    for member in map {
+        if let Some(at) = leading_rank(member.0) {
+            leading[at] = Some(member);
+        }
+    }
+    let rest = map.iter().filter(|(k, _)| leading_rank(k).is_none());
     out.push(b'{');
-    for (i, (key, value)) in leading.chain(rest).enumerate() {
+    for (i, (key, value)) in leading.into_iter().flatten().chain(rest).enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -126,25 +129,61 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
     out.push(b'}');
 }
 
+/// Where `key` is in [`LEADING_MEMBERS`].
+fn leading_rank(key: &str) -> Option<usize> {
+    match key {
+        "kind" => Some(0),
+        "apiVersion" => Some(1),
+        "metadata" => Some(2),
+        _ => None,
+    }
+}
+
+/// Where `key` is in [`OBJECT_META_ORDER`].
+fn object_meta_rank(key: &str) -> Option<usize> {
+    let rank = match key {
+        "name" => 0,
+        "generateName" => 1,
+        "namespace" => 2,
+        "selfLink" => 3,
+        "uid" => 4,
+        "resourceVersion" => 5,
+        "generation" => 6,
+        "creationTimestamp" => 7,
+        "deletionTimestamp" => 8,
+        "deletionGracePeriodSeconds" => 9,
+        "labels" => 10,
+        "annotations" => 11,
+        "ownerReferences" => 12,
+        "finalizers" => 13,
+        "managedFields" => 14,
+        _ => return None,
+    };
+    Some(rank)
+}
+
 /// `metadata`'s members as [`encode_object`] writes them.
 fn metadata_in_order(
     md: &Map<String, Value>,
     keep: MetadataMembers,
 ) -> impl Iterator<Item = (&String, &Value)> {
-    let (known, last) = OBJECT_META_ORDER.split_at(OBJECT_META_ORDER.len() - 1);
-    let kept = move |key: &str| {
-        !(keep == MetadataMembers::WithoutResourceVersion && key == "resourceVersion")
-    };
-    let known_members = known.iter().filter_map(|key| md.get_key_value(*key));
-    let unknown = md
-        .iter()
-        .filter(|(k, _)| !OBJECT_META_ORDER.contains(&k.as_str()));
-    let managed = last.iter().filter_map(|key| md.get_key_value(*key));
-    known_members
-        .chain(unknown)
-        .chain(managed)
-        .filter(move |(k, _)| kept(k))
+    let mut known = [None; OBJECT_META_ORDER.len()];
+    for member in md {
+        if let Some(at) = object_meta_rank(member.0) {
+            known[at] = Some(member);
+        }
+    }
+    if keep == MetadataMembers::WithoutResourceVersion {
+        known[RESOURCE_VERSION_RANK] = None;
+    }
+    // Members it does not know go before managedFields, the last.
+    let managed = known[OBJECT_META_ORDER.len() - 1].take();
+    let unknown = md.iter().filter(|(k, _)| object_meta_rank(k).is_none());
+    known.into_iter().flatten().chain(unknown).chain(managed)
 }
+
+/// Where `resourceVersion` is in [`OBJECT_META_ORDER`].
+const RESOURCE_VERSION_RANK: usize = 5;
 
 /// Writes `s` as a JSON string, escaped as serde_json escapes: `"` and `\\`,
 /// and control characters (short forms where JSON has them, else `\\u00xx`).
@@ -186,6 +225,19 @@ mod tests {
             let theirs = serde_json::from_slice::<Value>(input).map_err(|e| e.to_string());
             assert_eq!(ours, theirs, "{}", String::from_utf8_lossy(input));
         }
+    }
+
+    #[test]
+    fn member_ranks_are_the_orders_positions() {
+        for (i, key) in OBJECT_META_ORDER.iter().enumerate() {
+            assert_eq!(object_meta_rank(key), Some(i), "{key}");
+        }
+        assert_eq!(OBJECT_META_ORDER[RESOURCE_VERSION_RANK], "resourceVersion");
+        for (i, key) in LEADING_MEMBERS.iter().enumerate() {
+            assert_eq!(leading_rank(key), Some(i), "{key}");
+        }
+        assert_eq!(object_meta_rank("Name"), None);
+        assert_eq!(leading_rank("spec"), None);
     }
 
     #[test]
