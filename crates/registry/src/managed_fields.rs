@@ -540,6 +540,72 @@ impl FieldSet {
     }
 }
 
+/// What a walk over new values builds ([`Walker::all_below`]): a
+/// [`FieldSet`], or for a create its `FieldsV1` directly.
+trait NewFields: Default {
+    fn with_capacity(members: usize) -> Self;
+    /// `pe`, owned itself or not, and `below` it.
+    fn add(&mut self, pe: PathElement, member: bool, below: Self);
+}
+
+impl NewFields for FieldSet {
+    fn with_capacity(members: usize) -> Self {
+        FieldSet {
+            members: Vec::with_capacity(members),
+            children: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, pe: PathElement, member: bool, below: Self) {
+        if member && let Err(at) = position(&self.members, &pe, |m| m) {
+            if below.is_empty() {
+                self.members.insert(at, pe);
+                return;
+            }
+            self.members.insert(at, pe.clone());
+        }
+        if below.is_empty() {
+            return;
+        }
+        match position(&self.children, &pe, |(k, _)| k) {
+            Ok(at) => self.children[at].1.absorb(below),
+            Err(at) => self.children.insert(at, (pe, below)),
+        }
+    }
+}
+
+/// A `FieldsV1` node: `{}` for a member without descendants, `"."` among
+/// the descendants of one with them.
+impl NewFields for Map<String, Value> {
+    fn with_capacity(_: usize) -> Self {
+        Map::new()
+    }
+
+    fn add(&mut self, pe: PathElement, member: bool, mut below: Self) {
+        if !member && below.is_empty() {
+            return;
+        }
+        match self.entry(pe.serialize()) {
+            serde_json::map::Entry::Vacant(slot) => {
+                if member && !below.is_empty() {
+                    below.insert(".".into(), Value::Object(Map::new()));
+                }
+                slot.insert(Value::Object(below));
+            }
+            // The same element again (a duplicated list item): merged.
+            serde_json::map::Entry::Occupied(mut slot) => {
+                if let Value::Object(node) = slot.get_mut() {
+                    let was_member = node.is_empty() || node.contains_key(".");
+                    node.append(&mut below);
+                    if (member || was_member) && node.keys().any(|k| k != ".") {
+                        node.insert(".".into(), Value::Object(Map::new()));
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Where `pe` is (`Ok`) or would go (`Err`) in sorted `items`. Walks build
 /// sets in order, so the end is tried before a binary search.
 fn position<T>(
@@ -843,7 +909,7 @@ impl<'a> Walker<'a> {
     /// below it are added. The set below it is built bottom-up and placed
     /// once, instead of each path being inserted from the root.
     fn compare_new(&mut self, new: &Value, cmp: &mut Comparison) {
-        let below = self.all_below(new);
+        let below: FieldSet = self.all_below(new);
         cmp.added.insert(&self.path);
         self.add_below(below, &mut cmp.added);
     }
@@ -861,13 +927,22 @@ impl<'a> Walker<'a> {
 
     /// The paths of new `fields` of the map at the current path and all
     /// below them. Map keys come sorted, as the set keeps its fields: each
-    /// is pushed at the end.
-    fn new_fields<'m>(
+    /// is added at the end.
+    fn new_fields<'m, S: NewFields>(
         &mut self,
         fields: impl Iterator<Item = (&'m String, &'m Value)>,
-    ) -> FieldSet {
-        let mut set = FieldSet::new();
-        set.members.reserve(fields.size_hint().1.unwrap_or(0));
+    ) -> S {
+        self.new_fields_owned_if(fields, |_| true)
+    }
+
+    /// [`Walker::new_fields`], where only the fields `owned` names are
+    /// members themselves (what is below the others still is).
+    fn new_fields_owned_if<'m, S: NewFields>(
+        &mut self,
+        fields: impl Iterator<Item = (&'m String, &'m Value)>,
+        owned: impl Fn(&str) -> bool,
+    ) -> S {
+        let mut set = S::with_capacity(fields.size_hint().1.unwrap_or(0));
         for (k, v) in fields {
             if self.is_managed_fields(k) {
                 continue;
@@ -875,10 +950,7 @@ impl<'a> Walker<'a> {
             self.push_field(k);
             let below = self.all_below(v);
             if let Some(pe) = self.path.pop() {
-                set.members.push(pe.clone());
-                if !below.is_empty() {
-                    set.children.push((pe, below));
-                }
+                set.add(pe, owned(k), below);
             }
         }
         set
@@ -889,21 +961,21 @@ impl<'a> Walker<'a> {
     /// granular map, the items of a keyed or set list (a duplicated item whole,
     /// without its fields); atomic maps and lists, scalars and empty
     /// containers have none.
-    fn all_below(&mut self, v: &Value) -> FieldSet {
+    fn all_below<S: NewFields>(&mut self, v: &Value) -> S {
         match v {
             Value::Object(m) if !m.is_empty() && !self.atomic_map() => self.new_fields(m.iter()),
             Value::Array(items) if !items.is_empty() => match self.list_kind(&[items]) {
-                ListKind::Atomic => FieldSet::new(),
+                ListKind::Atomic => S::default(),
                 kind => self.new_items(items, &kind),
             },
-            _ => FieldSet::new(),
+            _ => S::default(),
         }
     }
 
     /// The paths of the new items of a keyed or set list at the current path
     /// and all below them; an item that is there more than once is owned
     /// whole.
-    fn new_items(&mut self, items: &[Value], kind: &ListKind) -> FieldSet {
+    fn new_items<S: NewFields>(&mut self, items: &[Value], kind: &ListKind) -> S {
         let mut seen: BTreeMap<PathElement, usize> = BTreeMap::new();
         let elements: Vec<Option<PathElement>> = items
             .iter()
@@ -913,22 +985,77 @@ impl<'a> Walker<'a> {
                 Some(pe)
             })
             .collect();
-        let mut set = FieldSet::new();
+        let mut set = S::with_capacity(items.len());
         for (item, pe) in items.iter().zip(elements) {
             let Some(pe) = pe else { continue };
-            set.insert_member(&pe);
             if seen.get(&pe) != Some(&1) {
+                set.add(pe, true, S::default());
                 continue;
             }
             self.path.push(pe);
             let below = self.all_below(item);
-            if let Some(pe) = self.path.pop()
-                && !below.is_empty()
-            {
-                *set.child_mut(&pe) = below;
+            if let Some(pe) = self.path.pop() {
+                set.add(pe, true, below);
             }
         }
         set
+    }
+
+    /// The `FieldsV1` of a create by `base` (what an empty object of the
+    /// type looks like) to `obj`: what [`Walker::compare`] adds, less
+    /// [`system_fields`], written straight as `FieldsV1` instead of built
+    /// as a [`FieldSet`], compared and then encoded. Members of `base` that
+    /// are empty maps (`metadata`, `spec`, `status` of built-in types) are
+    /// not owned themselves when the object's are maps too, only what they
+    /// hold. `None` if `base` has any other member: the general path then.
+    fn create_fields_v1(
+        &mut self,
+        base: &Map<String, Value>,
+        obj: &Map<String, Value>,
+    ) -> Option<Map<String, Value>> {
+        let structural = |v: &Value| v.as_object().is_some_and(Map::is_empty);
+        if !base.values().all(structural) {
+            return None;
+        }
+        let mut out = Map::new();
+        for (k, v) in obj {
+            // Type meta and metadata are nobody's (what they hold may be).
+            let system = matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
+            let in_base = base.contains_key(k) && v.is_object();
+            if in_base && v.as_object().is_some_and(Map::is_empty) {
+                continue; // as in the base: nothing changed
+            }
+            self.push_field(k);
+            // A map where the base has one is compared member by member (an
+            // atomic one whole: changed, so owned).
+            let granular = in_base && !self.atomic_map();
+            let below: Map<String, Value> = if k == "metadata" && v.is_object() {
+                self.metadata_fields_v1(v)
+            } else {
+                self.all_below(v)
+            };
+            if let Some(pe) = self.path.pop() {
+                out.add(pe, !granular && !system, below);
+            }
+        }
+        Some(out)
+    }
+
+    /// [`Walker::all_below`] of a new object's `metadata`, where the system
+    /// fields (name, uid, …) are nobody's.
+    fn metadata_fields_v1(&mut self, metadata: &Value) -> Map<String, Value> {
+        let Some(md) = metadata.as_object() else {
+            return Map::new();
+        };
+        let system = system_fields()
+            .child(&PathElement::Field("metadata".into()))
+            .map(|s| s.members.as_slice())
+            .unwrap_or(&[]);
+        self.new_fields_owned_if(md.iter(), |k| {
+            !system
+                .iter()
+                .any(|pe| matches!(pe, PathElement::Field(f) if f == k))
+        })
     }
 
     /// The contents of one side of a node whose kind changed: all removed
@@ -988,7 +1115,7 @@ impl<'a> Walker<'a> {
         }
         // The new fields (a create's all, but for type meta) are gathered
         // here and added once.
-        let new_fields = self.new_fields(b.iter().filter(|(k, _)| !a.contains_key(*k)));
+        let new_fields: FieldSet = self.new_fields(b.iter().filter(|(k, _)| !a.contains_key(*k)));
         self.add_below(new_fields, &mut cmp.added);
     }
 
@@ -1180,23 +1307,42 @@ impl ManagedEntry {
     }
 
     pub fn to_json(&self) -> Value {
-        let text = |name: &str, value: &str| (name.to_string(), Value::String(value.to_string()));
-        let mut members = Vec::with_capacity(7);
-        if !self.manager.is_empty() {
-            members.push(text("manager", &self.manager));
-        }
-        members.push(text("operation", &self.operation));
-        members.push(text("apiVersion", &self.api_version));
-        if let Some(t) = &self.time {
-            members.push(text("time", t));
-        }
-        members.push(text("fieldsType", "FieldsV1"));
-        members.push(("fieldsV1".into(), self.fields.to_fields_v1()));
-        if !self.subresource.is_empty() {
-            members.push(text("subresource", &self.subresource));
-        }
-        Value::Object(Map::from_iter(members))
+        entry_json(
+            &self.manager,
+            &self.operation,
+            &self.api_version,
+            self.time.as_deref(),
+            &self.subresource,
+            self.fields.to_fields_v1(),
+        )
     }
+}
+
+/// A `metadata.managedFields` entry, members as upstream writes them.
+fn entry_json(
+    manager: &str,
+    operation: &str,
+    api_version: &str,
+    time: Option<&str>,
+    subresource: &str,
+    fields_v1: Value,
+) -> Value {
+    let text = |name: &str, value: &str| (name.to_string(), Value::String(value.to_string()));
+    let mut members = Vec::with_capacity(7);
+    if !manager.is_empty() {
+        members.push(text("manager", manager));
+    }
+    members.push(text("operation", operation));
+    members.push(text("apiVersion", api_version));
+    if let Some(t) = time {
+        members.push(text("time", t));
+    }
+    members.push(text("fieldsType", "FieldsV1"));
+    members.push(("fieldsV1".into(), fields_v1));
+    if !subresource.is_empty() {
+        members.push(text("subresource", subresource));
+    }
+    Value::Object(Map::from_iter(members))
 }
 
 pub(crate) fn manager_identifier(
@@ -1471,9 +1617,38 @@ pub fn record(
     if entries.is_empty() && live.is_some() {
         return;
     }
+    if entries.is_empty() && record_create(obj, base, writer, schema).is_some() {
+        return;
+    }
     let cmp = compare(base, obj, schema);
     update_entries(&mut entries, cmp, writer, &time::now_rfc3339());
     set_managed_fields(obj, entries);
+}
+
+/// [`record`] of a create (no entries before it): the writer's entry with
+/// the `FieldsV1` of everything it set, written straight from the object.
+/// `None` (nothing done) when `base` is not an empty object's shape.
+fn record_create(
+    obj: &mut Value,
+    base: &Value,
+    writer: &Writer<'_>,
+    schema: &dyn PatchMeta,
+) -> Option<()> {
+    let fields = Walker::new(schema).create_fields_v1(base.as_object()?, obj.as_object()?)?;
+    if fields.is_empty() {
+        set_managed_fields(obj, Vec::new());
+        return Some(());
+    }
+    let entry = entry_json(
+        writer.manager,
+        "Update",
+        writer.api_version,
+        Some(&time::now_rfc3339()),
+        writer.subresource,
+        Value::Object(fields),
+    );
+    apimachinery::meta::metadata_mut(obj).insert("managedFields".into(), Value::Array(vec![entry]));
+    Some(())
 }
 
 #[cfg(test)]
@@ -1686,6 +1861,142 @@ mod tests {
         newer["data"]["k"] = json!("z");
         record_update(&mut newer, Some(&new), "c", "v1");
         assert!(newer["metadata"].get("managedFields").is_none());
+    }
+
+    /// The general path's result for a create: compared with `base`, the
+    /// entry added, system fields left out, encoded.
+    fn recorded_by_comparison(obj: &Value, base: &Value, schema: &dyn PatchMeta) -> Value {
+        let mut obj = obj.clone();
+        apimachinery::meta::remove(&mut obj, "managedFields");
+        let writer = Writer::new("m", "v1");
+        let mut entries = Vec::new();
+        update_entries(&mut entries, compare(base, &obj, schema), &writer, "T");
+        set_managed_fields(&mut obj, entries);
+        obj
+    }
+
+    fn recorded_directly(obj: &Value, base: &Value, schema: &dyn PatchMeta) -> Value {
+        let mut obj = obj.clone();
+        apimachinery::meta::remove(&mut obj, "managedFields");
+        record_create(&mut obj, base, &Writer::new("m", "v1"), schema).unwrap();
+        if let Some(entry) = obj.pointer_mut("/metadata/managedFields/0") {
+            entry["time"] = json!("T");
+        }
+        obj
+    }
+
+    /// Pod-shaped objects: keyed lists (containers, ports, env, volumes,
+    /// ownerReferences), sets (finalizers), duplicates, scalars where maps
+    /// are expected and the other way round.
+    fn pod_like() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("name"),
+            Just("containers"),
+            Just("ports"),
+            Just("containerPort"),
+            Just("protocol"),
+            Just("env"),
+            Just("value"),
+            Just("volumes"),
+            Just("labels"),
+            Just("finalizers"),
+            Just("uid"),
+            Just("a"),
+            Just("metadata"),
+            Just("spec"),
+            Just("status"),
+            Just("kind"),
+            Just("apiVersion"),
+            Just("ownerReferences"),
+            Just("generation"),
+        ]
+        .prop_map(String::from);
+        let scalar = prop_oneof![
+            Just(json!("x")),
+            Just(json!("y")),
+            Just(json!(80)),
+            Just(json!(null)),
+            Just(json!(true)),
+            Just(json!("TCP")),
+        ];
+        let value = scalar.prop_recursive(4, 40, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(key.clone(), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        });
+        let top = prop_oneof![
+            Just("metadata"),
+            Just("spec"),
+            Just("status"),
+            Just("kind"),
+            Just("apiVersion"),
+            Just("data"),
+        ]
+        .prop_map(String::from);
+        prop::collection::btree_map(top, value, 0..5)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_create_records_what_the_comparison_with_an_empty_object_records(obj in pod_like()) {
+            let schema = patch::builtin_schema("", "v1", "Pod");
+            // Built-in types compare with their empty structs, custom
+            // resources with nothing.
+            for base in [empty_object(&obj), json!({})] {
+                proptest::prop_assert_eq!(
+                    recorded_directly(&obj, &base, &schema),
+                    recorded_by_comparison(&obj, &base, &schema),
+                    "base {}", base
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_create_records_what_the_comparison_records_for_real_objects() {
+        let pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "generation": 1,
+                "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "a"},
+                "annotations": {}, "finalizers": ["f", "f", "g"],
+                "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "1"}],
+                "managedFields": [{"manager": "old", "operation": "Update"}]},
+            "spec": {"containers": [
+                {"name": "c", "image": "i", "ports": [{"containerPort": 80}, {"containerPort": 80, "protocol": "UDP"}],
+                 "env": [{"name": "E", "value": "1"}, {"name": "E", "value": "2"}],
+                 "resources": {"limits": {"cpu": "1"}}}],
+                "volumes": [{"name": "v", "emptyDir": {}}], "nodeSelector": {}},
+            "status": {}
+        });
+        let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "labels": {"app": "kubext-bench"}},
+            "data": {"payload": "x"}});
+        for (obj, schema) in [
+            (pod, patch::builtin_schema("", "v1", "Pod")),
+            (config_map, patch::builtin_schema("", "v1", "ConfigMap")),
+        ] {
+            for base in [empty_object(&obj), json!({})] {
+                let direct = recorded_directly(&obj, &base, &schema);
+                assert_eq!(direct, recorded_by_comparison(&obj, &base, &schema));
+                assert!(direct["metadata"]["managedFields"][0]["fieldsV1"].is_object());
+            }
+        }
+        // Other bases take the general path.
+        let mut obj = json!({"metadata": {"name": "x"}, "spec": {"a": 1}});
+        let base = json!({"spec": {"a": 1}});
+        assert!(
+            record_create(
+                &mut obj,
+                &base,
+                &Writer::new("m", "v1"),
+                &patch::builtin_schema("", "v1", "Pod")
+            )
+            .is_none()
+        );
     }
 
     #[test]
