@@ -1,21 +1,19 @@
 //! Watch responses: newline-delimited JSON events streamed from the watch cache.
-//! One task per watch moves events from the cache's bounded queue to the HTTP body;
-//! it ends on timeout, server shutdown, client disconnect, when the resource is
-//! retired (its CRD changed or went away), or when the cache ends the watcher (it
-//! fell behind: the client relists).
+//! The body takes events from the cache's bounded queue as the connection asks
+//! for them (see [`Pump`]); it ends on timeout, server shutdown, client
+//! disconnect, when the resource is retired (its CRD changed or went away), or
+//! when the cache ends the watcher (it fell behind: the client relists).
 //!
-//! Hot path: one task per watch; events are encoded once per version and shared.
+//! Hot path: no task per watch, only the connection's; events are encoded once
+//! per version and shared.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use futures::StreamExt;
 use http::{Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 
 use apimachinery::StatusError;
 use registry::Object;
@@ -29,12 +27,8 @@ use crate::response::Body;
 
 type Result<T> = std::result::Result<T, StatusError>;
 
-/// Frames encoded ahead of the connection: a few, so a client that stops reading
-/// holds shared events in its queue rather than its own copies of them.
-const FRAME_BUFFER: usize = 2;
 /// Queued events are joined into one body chunk up to about this size: bursts
-/// cost one write, and a client that stops reading holds at most
-/// `FRAME_BUFFER` chunks of it.
+/// cost one write.
 const COALESCE_BYTES: usize = 8 * 1024;
 /// kube-apiserver's default --min-request-timeout; watches end between 1x and 2x.
 const MIN_REQUEST_TIMEOUT: u64 = 1800;
@@ -66,24 +60,23 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
         served: call.served.clone(),
         table: call.table.clone(),
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(FRAME_BUFFER);
     tracing::debug!(resource = %call.served.rtype.plural, namespace = %call.ctx.namespace, rv = ?opts.resource_version, ?timeout, "watch");
-    match call.served.store.watch(&call.ctx, opts).await {
+    let body = match call.served.store.watch(&call.ctx, opts).await {
         Ok(watcher) => {
             let ends = Ends {
                 deadline: Box::pin(tokio::time::sleep_until(deadline_after(timeout))),
                 shutdown: call.api.shutdown.clone(),
                 retired: call.served.retired.subscribe(),
             };
-            tokio::spawn(pump(watcher, encoder, tx, initial_events_end, ends));
+            Pump::new(watcher, encoder, initial_events_end, ends).body()
         }
         // A resume point that is too old is reported in-stream, as upstream does.
         Err(e) if e.code() == 410 => {
-            let _ = tx.try_send(encoder.error(&e));
+            let frame = encoder.error(&e);
+            StreamBody::new(futures::stream::once(async { Ok(Frame::data(frame)) })).boxed_unsync()
         }
         Err(e) => return Err(e),
-    }
-    let body = StreamBody::new(ReceiverStream::new(rx).map(|b| Ok(Frame::data(b)))).boxed_unsync();
+    };
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
     if let Ok(v) = http::HeaderValue::from_str(&call.output.content_type()) {
@@ -106,68 +99,89 @@ struct Ends {
     retired: tokio::sync::watch::Receiver<bool>,
 }
 
-async fn pump(
-    mut watcher: Watcher<Object>,
-    mut encoder: EventEncoder,
-    tx: mpsc::Sender<Bytes>,
-    initial_events_end: bool,
-    mut ends: Ends,
-) {
-    for item in std::mem::take(&mut watcher.initial) {
-        let (frame, last) = encoder.frame(&item).await;
-        if tx.send(frame).await.is_err() || last {
-            return;
+impl Ends {
+    /// The deadline passed, the server is shutting down, or the resource went.
+    async fn reached(mut self) {
+        tokio::select! {
+            _ = self.deadline.as_mut() => {}
+            _ = self.shutdown.wait_for(|s| *s) => {}
+            _ = self.retired.wait_for(|r| *r) => {}
         }
     }
-    if initial_events_end
-        && tx
-            .send(encoder.bookmark(watcher.revision, true))
-            .await
-            .is_err()
-    {
-        return;
+}
+
+/// A watch's body: the watcher's events framed as the connection asks for
+/// them. The connection's own task polls it (no task or channel of the
+/// watch's own between the cache's queue and the socket), so an event is
+/// encoded only once the connection can take it and waits in the watcher's
+/// queue as a shared object, not as this watcher's bytes. It ends on the
+/// watch's deadline, server shutdown, the resource's retirement, the cache
+/// ending the watcher (it fell behind: the client relists) or an event that
+/// cannot be presented; a client that goes away drops it.
+struct Pump {
+    watcher: Watcher<Object>,
+    encoder: EventEncoder,
+    initial: std::vec::IntoIter<WatchItem<Object>>,
+    /// The `initial-events-end` bookmark, still to be sent.
+    bookmark: bool,
+    /// What ends the watch, one future for its whole life (not one made
+    /// per event).
+    ends: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    done: bool,
+}
+
+impl Pump {
+    fn new(
+        mut watcher: Watcher<Object>,
+        encoder: EventEncoder,
+        initial_events_end: bool,
+        ends: Ends,
+    ) -> Pump {
+        Pump {
+            initial: std::mem::take(&mut watcher.initial).into_iter(),
+            watcher,
+            encoder,
+            bookmark: initial_events_end,
+            ends: Box::pin(ends.reached()),
+            done: false,
+        }
     }
-    // Encode an event only once the connection can take it: events wait in the
-    // watcher's queue as shared objects, not as per-watcher bytes.
-    // What ends the watch is waited for by one future for its whole life, not
-    // one made per event.
-    let ends = ends.reached();
-    tokio::pin!(ends);
-    let closed = tx.closed();
-    tokio::pin!(closed);
-    loop {
-        let permit = match tx.try_reserve() {
-            Ok(permit) => permit,
-            Err(mpsc::error::TrySendError::Closed(())) => return,
-            // The connection is behind: wait, but not past the watch's end or the
-            // cache giving up on it.
-            Err(mpsc::error::TrySendError::Full(())) => tokio::select! {
-                permit = tx.reserve() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => return,
-                },
-                () = &mut ends => return,
-                () = cache_gave_up(&watcher.events) => return,
-            },
-        };
+
+    fn body(self) -> Body {
+        let frames = futures::stream::unfold(self, |mut pump| async move {
+            let frames = pump.next().await?;
+            Some((Ok(Frame::data(frames)), pump))
+        });
+        StreamBody::new(frames).boxed_unsync()
+    }
+
+    /// The next chunk of the body; `None` once the watch has ended.
+    async fn next(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        if let Some(item) = self.initial.next() {
+            let (frame, last) = self.encoder.frame(&item).await;
+            self.done = last;
+            return Some(frame);
+        }
+        if std::mem::take(&mut self.bookmark) {
+            return Some(self.encoder.bookmark(self.watcher.revision, true));
+        }
         let item = tokio::select! {
-            item = watcher.events.recv() => match item {
-                Some(item) => item,
-                None => return,
-            },
-            () = &mut ends => return,
-            () = &mut closed => return,
+            item = self.watcher.events.recv() => item?,
+            () = self.ends.as_mut() => return None,
         };
-        let (mut frames, mut last) = encoder.frame(&item).await;
+        let (mut frames, mut last) = self.encoder.frame(&item).await;
         // Events already queued behind this one go out in the same write (and
         // TLS record): one wake-up and one syscall for a burst, not one each.
         if !last && frames.len() < COALESCE_BYTES {
             let mut batch: Option<BytesMut> = None;
             while !last && batch.as_ref().map_or(frames.len(), BytesMut::len) < COALESCE_BYTES {
-                let Ok(next) = watcher.events.try_recv() else {
+                let Ok(next) = self.watcher.events.try_recv() else {
                     break;
                 };
-                let (frame, ends_watch) = encoder.frame(&next).await;
+                let (frame, ends_watch) = self.encoder.frame(&next).await;
                 // Sized once: growing by doubling would hold twice the bytes.
                 let batch = batch.get_or_insert_with(|| {
                     let mut b =
@@ -182,34 +196,8 @@ async fn pump(
                 frames = batch.freeze();
             }
         }
-        permit.send(frames);
-        if last {
-            return;
-        }
-    }
-}
-
-/// Completes once the cache has ended this watcher (it fell too far behind, or
-/// storage failed): the client must relist, so what is still queued is dropped
-/// with the stream instead of waiting for a reader that may never come.
-async fn cache_gave_up<T>(events: &mpsc::Receiver<T>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        tick.tick().await;
-        if events.is_closed() {
-            return;
-        }
-    }
-}
-
-impl Ends {
-    /// The deadline passed, the server is shutting down, or the resource went.
-    async fn reached(&mut self) {
-        tokio::select! {
-            _ = self.deadline.as_mut() => {}
-            _ = self.shutdown.wait_for(|s| *s) => {}
-            _ = self.retired.wait_for(|r| *r) => {}
-        }
+        self.done = last;
+        Some(frames)
     }
 }
 
