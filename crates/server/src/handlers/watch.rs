@@ -8,6 +8,7 @@
 //! per version and shared.
 
 use bytes::{BufMut, Bytes, BytesMut};
+use futures::FutureExt;
 use http::{Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
@@ -30,6 +31,9 @@ type Result<T> = std::result::Result<T, StatusError>;
 /// Queued events are joined into one body chunk up to about this size: bursts
 /// cost one write.
 const COALESCE_BYTES: usize = 8 * 1024;
+/// A watch whose queue never empties still notices its end within this many
+/// events.
+const ENDS_POLLED_EVERY: u32 = 64;
 /// kube-apiserver's default --min-request-timeout; watches end between 1x and 2x.
 const MIN_REQUEST_TIMEOUT: u64 = 1800;
 
@@ -127,6 +131,8 @@ struct Pump {
     /// What ends the watch, one future for its whole life (not one made
     /// per event).
     ends: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    /// Events taken since `ends` was last polled.
+    since_ends_polled: u32,
     done: bool,
 }
 
@@ -143,12 +149,14 @@ impl Pump {
             encoder,
             bookmark: initial_events_end,
             ends: Box::pin(ends.reached()),
+            since_ends_polled: 0,
             done: false,
         }
     }
 
     fn body(self) -> Body {
-        let frames = futures::stream::unfold(self, |mut pump| async move {
+        // Boxed: the stream moves its state into each step's future and back.
+        let frames = futures::stream::unfold(Box::new(self), |mut pump| async move {
             let frames = pump.next().await?;
             Some((Ok(Frame::data(frames)), pump))
         });
@@ -168,7 +176,18 @@ impl Pump {
         if std::mem::take(&mut self.bookmark) {
             return Some(self.encoder.bookmark(self.watcher.revision, true));
         }
+        // Events first: what ends the watch (a timer and two channels) is
+        // polled when the queue is empty, and at least every few events of a
+        // queue that never empties, not for every event.
+        self.since_ends_polled += 1;
+        if self.since_ends_polled >= ENDS_POLLED_EVERY {
+            self.since_ends_polled = 0;
+            if self.ends.as_mut().now_or_never().is_some() {
+                return None;
+            }
+        }
         let item = tokio::select! {
+            biased;
             item = self.watcher.events.recv() => item?,
             () = self.ends.as_mut() => return None,
         };
