@@ -41,28 +41,33 @@ struct Mimalloc;
 impl Mimalloc {
     /// The alignment every mimalloc block has (its word size).
     const PLAIN_ALIGN: usize = 8;
+
+    /// A new block from `plain` (size) or, for larger alignments, `aligned`
+    /// (size, alignment).
+    unsafe fn block(
+        layout: Layout,
+        plain: unsafe extern "C" fn(usize) -> *mut std::ffi::c_void,
+        aligned: unsafe extern "C" fn(usize, usize) -> *mut std::ffi::c_void,
+    ) -> *mut u8 {
+        let block = if layout.align() <= Self::PLAIN_ALIGN {
+            unsafe { plain(layout.size()) }
+        } else {
+            unsafe { aligned(layout.size(), layout.align()) }
+        };
+        block.cast()
+    }
 }
 
 #[cfg(feature = "mimalloc")]
 unsafe impl GlobalAlloc for Mimalloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         use libmimalloc_sys::{mi_malloc, mi_malloc_aligned};
-        let block = if layout.align() <= Self::PLAIN_ALIGN {
-            unsafe { mi_malloc(layout.size()) }
-        } else {
-            unsafe { mi_malloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        unsafe { Self::block(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         use libmimalloc_sys::{mi_zalloc, mi_zalloc_aligned};
-        let block = if layout.align() <= Self::PLAIN_ALIGN {
-            unsafe { mi_zalloc(layout.size()) }
-        } else {
-            unsafe { mi_zalloc_aligned(layout.size(), layout.align()) }
-        };
-        block.cast()
+        unsafe { Self::block(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
