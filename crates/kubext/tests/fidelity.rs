@@ -281,6 +281,31 @@ fn server_side_apply_takes_over_from_client_side_apply() {
     assert!(out.contains("conflict") && out.contains(".data.a"), "{out}");
 }
 
+#[test]
+fn last_applied_configuration_is_written_as_gos_json_encoder_writes_it() {
+    // Upstream's lastAppliedUpdater encodes with encoding/json's Encoder:
+    // `<`, `>`, `&` and U+2028/U+2029 escaped, a trailing newline.
+    let server = Server::builder().start().unwrap();
+    let manifest =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: escapes\ndata:\n  a: plain\n";
+    server.apply(manifest);
+    let changed = manifest.replace("a: plain", "a: \"x<y>&z\\u2028w\\u2029\"");
+    let (ok, out) = kubectl_stdin(&server, &["apply", "--server-side", "-f", "-"], &changed);
+    assert!(ok, "kubectl apply --server-side: {out}");
+    let live: Value =
+        serde_json::from_str(&server.kubectl_ok(&["get", "configmap", "escapes", "-o", "json"]))
+            .unwrap();
+    assert_eq!(live["data"]["a"], "x<y>&z\u{2028}w\u{2029}");
+    let text = live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.contains(r#""a":"x\u003cy\u003e\u0026z\u2028w\u2029""#),
+        "{text}"
+    );
+    assert!(text.ends_with("}\n"), "{text:?}");
+}
+
 /// `default/kubernetes` of kind `K`, as JSON.
 async fn default_kubernetes<K>(client: &kube::Client) -> Value
 where
