@@ -658,10 +658,7 @@ pub fn validate_object_meta(
     }
     errs.extend(validate_meta_collections(&members, path));
     // Empty lists have nothing to report: their paths are not even built.
-    let finalizers: Vec<&str> = Members::array(members.finalizers)
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let finalizers = Members::strings(members.finalizers);
     if !finalizers.is_empty() {
         errs.extend(validate_finalizers(&finalizers, &path.child("finalizers")));
     }
@@ -715,6 +712,14 @@ impl<'a> Members<'a> {
     /// A string member's value; `""` if absent or of another type.
     fn str(member: Option<&'a Value>) -> &'a str {
         member.and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// A list member's strings (other items left out).
+    fn strings(member: Option<&'a Value>) -> Vec<&'a str> {
+        Self::array(member)
+            .iter()
+            .filter_map(Value::as_str)
+            .collect()
     }
 
     /// A list member's items; none if absent or of another type.
@@ -975,7 +980,7 @@ fn invalid_each(path: &FieldPath, value: &str, msgs: Vec<String>) -> ErrorList {
 }
 
 fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
-    v.get(field).and_then(Value::as_str).unwrap_or("")
+    Members::str(v.get(field))
 }
 
 fn int_of(v: &Value, field: &str) -> i64 {
@@ -983,17 +988,11 @@ fn int_of(v: &Value, field: &str) -> i64 {
 }
 
 fn array_of<'a>(v: &'a Value, field: &str) -> &'a [Value] {
-    v.get(field)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+    Members::array(v.get(field))
 }
 
 fn string_list<'a>(v: &'a Value, field: &str) -> Vec<&'a str> {
-    array_of(v, field)
-        .iter()
-        .filter_map(Value::as_str)
-        .collect()
+    Members::strings(v.get(field))
 }
 
 #[cfg(test)]
