@@ -585,24 +585,11 @@ impl NewFields for Map<String, Value> {
         if !member && below.is_empty() {
             return;
         }
-        match self.entry(pe.serialize()) {
-            serde_json::map::Entry::Vacant(slot) => {
-                if member && !below.is_empty() {
-                    below.insert(".".into(), Value::Object(Map::new()));
-                }
-                slot.insert(Value::Object(below));
-            }
-            // The same element again (a duplicated list item): merged.
-            serde_json::map::Entry::Occupied(mut slot) => {
-                if let Value::Object(node) = slot.get_mut() {
-                    let was_member = node.is_empty() || node.contains_key(".");
-                    node.append(&mut below);
-                    if (member || was_member) && node.keys().any(|k| k != ".") {
-                        node.insert(".".into(), Value::Object(Map::new()));
-                    }
-                }
-            }
+        if member && !below.is_empty() {
+            below.insert(".".into(), Value::Object(Map::new()));
         }
+        // The walks add each element once.
+        self.insert(pe.serialize(), Value::Object(below));
     }
 }
 
@@ -932,16 +919,6 @@ impl<'a> Walker<'a> {
         &mut self,
         fields: impl Iterator<Item = (&'m String, &'m Value)>,
     ) -> S {
-        self.new_fields_owned_if(fields, |_| true)
-    }
-
-    /// [`Walker::new_fields`], where only the fields `owned` names are
-    /// members themselves (what is below the others still is).
-    fn new_fields_owned_if<'m, S: NewFields>(
-        &mut self,
-        fields: impl Iterator<Item = (&'m String, &'m Value)>,
-        owned: impl Fn(&str) -> bool,
-    ) -> S {
         let mut set = S::with_capacity(fields.size_hint().1.unwrap_or(0));
         for (k, v) in fields {
             if self.is_managed_fields(k) {
@@ -950,7 +927,7 @@ impl<'a> Walker<'a> {
             self.push_field(k);
             let below = self.all_below(v);
             if let Some(pe) = self.path.pop() {
-                set.add(pe, owned(k), below);
+                set.add(pe, true, below);
             }
         }
         set
@@ -988,9 +965,19 @@ impl<'a> Walker<'a> {
         let mut set = S::with_capacity(items.len());
         for (item, pe) in items.iter().zip(elements) {
             let Some(pe) = pe else { continue };
-            if seen.get(&pe) != Some(&1) {
-                set.add(pe, true, S::default());
-                continue;
+            match seen.get_mut(&pe) {
+                Some(1) => {}
+                // Added once, at its first occurrence (its count then
+                // cleared): elements equal as path elements may still be
+                // written differently, such as `1` and `1.0`.
+                Some(count) => {
+                    if *count > 1 {
+                        *count = 0;
+                        set.add(pe, true, S::default());
+                    }
+                    continue;
+                }
+                None => continue,
             }
             self.path.push(pe);
             let below = self.all_below(item);
@@ -1004,10 +991,9 @@ impl<'a> Walker<'a> {
     /// The `FieldsV1` of a create by `base` (what an empty object of the
     /// type looks like) to `obj`: what [`Walker::compare`] adds, less
     /// [`system_fields`], written straight as `FieldsV1` instead of built
-    /// as a [`FieldSet`], compared and then encoded. Members of `base` that
-    /// are empty maps (`metadata`, `spec`, `status` of built-in types) are
-    /// not owned themselves when the object's are maps too, only what they
-    /// hold. `None` if `base` has any other member: the general path then.
+    /// as a [`FieldSet`], compared and then encoded. `None` if `base` has a
+    /// member that is not an empty map (only `metadata`, `spec` and `status`
+    /// of built-in types are expected): the general path then.
     fn create_fields_v1(
         &mut self,
         base: &Map<String, Value>,
@@ -1017,45 +1003,47 @@ impl<'a> Walker<'a> {
         if !base.values().all(structural) {
             return None;
         }
+        Some(self.created_fields(Some(base), obj, Some(system_fields())))
+    }
+
+    /// [`Walker::create_fields_v1`] of the map `fields` at the current path,
+    /// against `base` (this map in the empty object) and less `system` (the
+    /// system fields under this path). A map the base has too is owned only
+    /// through what it holds (an atomic one whole: changed, so owned); a
+    /// system field is nobody's, but what it holds may be someone's.
+    fn created_fields(
+        &mut self,
+        base: Option<&Map<String, Value>>,
+        fields: &Map<String, Value>,
+        system: Option<&FieldSet>,
+    ) -> Map<String, Value> {
         let mut out = Map::new();
-        for (k, v) in obj {
-            // Type meta and metadata are nobody's (what they hold may be).
-            let system = matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
-            let in_base = base.contains_key(k) && v.is_object();
+        for (k, v) in fields {
+            if self.is_managed_fields(k) {
+                continue;
+            }
+            let in_base = base.is_some_and(|b| b.contains_key(k)) && v.is_object();
             if in_base && v.as_object().is_some_and(Map::is_empty) {
                 continue; // as in the base: nothing changed
             }
             self.push_field(k);
-            // A map where the base has one is compared member by member (an
-            // atomic one whole: changed, so owned).
+            let (is_system, system_below) = match (system, self.path.last()) {
+                (Some(system), Some(pe)) => (system.has_member(pe), system.child(pe)),
+                _ => (false, None),
+            };
             let granular = in_base && !self.atomic_map();
-            let below: Map<String, Value> = if k == "metadata" && v.is_object() {
-                self.metadata_fields_v1(v)
-            } else {
-                self.all_below(v)
+            let below = match (v.as_object(), system_below) {
+                (Some(map), Some(system_below)) => {
+                    let base_below = base.and_then(|b| b.get(k)).and_then(Value::as_object);
+                    self.created_fields(base_below, map, Some(system_below))
+                }
+                _ => self.all_below(v),
             };
             if let Some(pe) = self.path.pop() {
-                out.add(pe, !granular && !system, below);
+                out.add(pe, !granular && !is_system, below);
             }
         }
-        Some(out)
-    }
-
-    /// [`Walker::all_below`] of a new object's `metadata`, where the system
-    /// fields (name, uid, …) are nobody's.
-    fn metadata_fields_v1(&mut self, metadata: &Value) -> Map<String, Value> {
-        let Some(md) = metadata.as_object() else {
-            return Map::new();
-        };
-        let system = system_fields()
-            .child(&PathElement::Field("metadata".into()))
-            .map(|s| s.members.as_slice())
-            .unwrap_or(&[]);
-        self.new_fields_owned_if(md.iter(), |k| {
-            !system
-                .iter()
-                .any(|pe| matches!(pe, PathElement::Field(f) if f == k))
-        })
+        out
     }
 
     /// The contents of one side of a node whose kind changed: all removed
@@ -1919,6 +1907,7 @@ mod tests {
             Just(json!(null)),
             Just(json!(true)),
             Just(json!("TCP")),
+            Just(json!(80.0)),
         ];
         let value = scalar.prop_recursive(4, 40, 4, move |inner| {
             prop_oneof![
