@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use http_body::Frame;
 use http_body_util::{BodyExt, BodyStream, StreamBody};
 use hyper::body::Incoming;
 use hyper::upgrade::OnUpgrade;
@@ -21,7 +20,7 @@ use apimachinery::StatusError;
 use server::authn::UserInfo;
 use server::config::FrontProxyConfig;
 use server::delegation::{Claim, Delegation};
-use server::response::{self, Body};
+use server::response::{self, Body, Chunk};
 use webhook::Backend;
 use webhook::client::BoxError;
 
@@ -193,7 +192,7 @@ fn streamed(body: Incoming) -> Body {
     let frames = BodyStream::new(body)
         .take_while(|f| std::future::ready(f.is_ok()))
         .filter_map(|f| std::future::ready(f.ok()))
-        .map(Ok::<Frame<bytes::Bytes>, std::convert::Infallible>);
+        .map(|frame| Ok::<_, std::convert::Infallible>(frame.map_data(Chunk::from)));
     StreamBody::new(frames).boxed_unsync()
 }
 

@@ -23,8 +23,6 @@ pub struct Served {
     /// Set when a catalog change replaces or removes this resource (its CRD changed
     /// or went away): open watches end, and clients re-establish them.
     pub retired: tokio::sync::watch::Sender<bool>,
-    /// The latest watch events' JSON frames, shared by its watchers.
-    pub(crate) watch_frames: crate::handlers::FrameMemo,
 }
 
 impl Served {
@@ -33,7 +31,6 @@ impl Served {
             rtype,
             store,
             retired: tokio::sync::watch::Sender::new(false),
-            watch_frames: Default::default(),
         }
     }
 }

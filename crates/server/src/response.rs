@@ -1,20 +1,133 @@
 //! Building responses: bodies, Status errors, encodings.
 
-use bytes::Bytes;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
+use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::io::Write;
+use std::io::{IoSlice, Write};
 
 use apimachinery::StatusError;
 
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub type Body = UnsyncBoxBody<Chunk, Infallible>;
+
+/// A piece of a response body: one buffer, or several sent as one HTTP chunk
+/// and one write without being copied together. A watch's queued events are
+/// frames shared with its other watchers; a connection that cannot take them
+/// holds references, not a copy of its own.
+#[derive(Clone, Debug, Default)]
+pub struct Chunk {
+    /// Empty only when the whole chunk is.
+    head: Bytes,
+    /// Never holds an empty buffer.
+    tail: VecDeque<Bytes>,
+    len: usize,
+}
+
+impl Chunk {
+    /// `bytes` sent after what the chunk holds.
+    pub fn push(&mut self, bytes: Bytes) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.len += bytes.len();
+        if self.head.is_empty() {
+            self.head = bytes;
+        } else {
+            self.tail.push_back(bytes);
+        }
+    }
+
+    /// `other`'s parts sent after this chunk's.
+    pub fn append(&mut self, other: Chunk) {
+        self.push(other.head);
+        for part in other.tail {
+            self.push(part);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn next_part(&mut self) {
+        self.head = self.tail.pop_front().unwrap_or_default();
+    }
+}
+
+impl From<Bytes> for Chunk {
+    fn from(bytes: Bytes) -> Chunk {
+        Chunk {
+            len: bytes.len(),
+            head: bytes,
+            tail: VecDeque::new(),
+        }
+    }
+}
+
+impl Buf for Chunk {
+    fn remaining(&self) -> usize {
+        self.len
+    }
+
+    fn chunk(&self) -> &[u8] {
+        &self.head
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(
+            cnt <= self.len,
+            "advanced {cnt} past the chunk's {}",
+            self.len
+        );
+        self.len -= cnt;
+        while cnt > 0 {
+            if cnt < self.head.len() {
+                self.head.advance(cnt);
+                return;
+            }
+            cnt -= self.head.len();
+            self.next_part();
+        }
+    }
+
+    fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        if self.len == 0 {
+            return 0;
+        }
+        let parts = std::iter::once(&self.head).chain(&self.tail);
+        let mut filled = 0;
+        for (slot, part) in dst.iter_mut().zip(parts) {
+            *slot = IoSlice::new(part);
+            filled += 1;
+        }
+        filled
+    }
+
+    fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+        if len <= self.head.len() {
+            self.len -= len;
+            let taken = self.head.split_to(len);
+            if self.head.is_empty() {
+                self.next_part();
+            }
+            return taken;
+        }
+        let mut copy = BytesMut::with_capacity(len);
+        copy.put(self.take(len));
+        copy.freeze()
+    }
+}
 
 /// Responses at least this large are gzipped for clients that accept it (upstream's threshold).
 const GZIP_THRESHOLD: usize = 128 * 1024;
 
 pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).boxed_unsync()
+    Full::new(Chunk::from(bytes.into())).boxed_unsync()
 }
 
 pub fn respond(code: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
@@ -79,7 +192,7 @@ pub fn streamed(
     content_type: &str,
     chunks: impl Iterator<Item = Bytes> + Send + 'static,
 ) -> Response<Body> {
-    let frames = futures::stream::iter(chunks.map(|b| Ok(http_body::Frame::data(b))));
+    let frames = futures::stream::iter(chunks.map(|b| Ok(http_body::Frame::data(Chunk::from(b)))));
     let mut resp = Response::new(http_body_util::StreamBody::new(frames).boxed_unsync());
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Ok(v) = HeaderValue::from_str(content_type) {
@@ -125,5 +238,79 @@ pub fn add_warnings(resp: &mut Response<Body>, warnings: &[String]) {
         if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             resp.headers_mut().append(header::WARNING, v);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parts of several sizes, an empty one among them.
+    fn parts() -> (Chunk, Vec<u8>) {
+        let mut chunk = Chunk::from(Bytes::from_static(b"ab"));
+        for part in ["", "cde", "f", "ghij"] {
+            chunk.push(Bytes::from_static(part.as_bytes()));
+        }
+        (chunk, b"abcdefghij".to_vec())
+    }
+
+    fn read_by_chunk(mut chunk: Chunk) -> Vec<u8> {
+        let mut out = Vec::new();
+        while chunk.has_remaining() {
+            let piece = chunk.chunk();
+            assert!(!piece.is_empty(), "an empty chunk() before the end");
+            out.extend_from_slice(piece);
+            let n = piece.len();
+            chunk.advance(n);
+        }
+        out
+    }
+
+    fn read_vectored(chunk: &Chunk) -> Vec<u8> {
+        let mut slots = [IoSlice::new(&[]); 8];
+        let n = chunk.chunks_vectored(&mut slots);
+        slots[..n].iter().flat_map(|s| s.iter().copied()).collect()
+    }
+
+    #[test]
+    fn a_chunk_reads_as_its_parts_joined_from_any_point() {
+        let (chunk, joined) = parts();
+        assert_eq!(chunk.len(), joined.len());
+        for at in 0..=joined.len() {
+            let mut rest = chunk.clone();
+            rest.advance(at);
+            assert_eq!(rest.remaining(), joined.len() - at);
+            assert_eq!(read_vectored(&rest), joined[at..], "vectored from {at}");
+            assert_eq!(
+                read_by_chunk(rest.clone()),
+                joined[at..],
+                "chunk by chunk from {at}"
+            );
+            for take in 0..=rest.remaining() {
+                let mut taking = rest.clone();
+                let taken = taking.copy_to_bytes(take);
+                assert_eq!(taken, joined[at..at + take], "copy of {take} from {at}");
+                assert_eq!(read_by_chunk(taking), joined[at + take..]);
+            }
+        }
+    }
+
+    #[test]
+    fn chunks_vectored_fills_only_the_slots_it_has() {
+        let (chunk, _) = parts();
+        let mut slots = [IoSlice::new(&[]); 2];
+        assert_eq!(chunk.chunks_vectored(&mut slots), 2);
+        assert_eq!((&slots[0][..], &slots[1][..]), (&b"ab"[..], &b"cde"[..]));
+        assert_eq!(Chunk::default().chunks_vectored(&mut slots), 0);
+    }
+
+    #[test]
+    fn parts_are_sent_without_being_copied() {
+        let shared = Bytes::from(vec![7u8; 4096]);
+        let mut chunk = Chunk::from(Bytes::from_static(b"x"));
+        chunk.push(shared.clone());
+        let mut slots = [IoSlice::new(&[]); 4];
+        assert_eq!(chunk.chunks_vectored(&mut slots), 2);
+        assert_eq!(slots[1].as_ptr(), shared.as_ptr());
     }
 }

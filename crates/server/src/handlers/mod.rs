@@ -12,7 +12,6 @@ mod reviews;
 mod scale;
 mod token;
 mod watch;
-pub(crate) use watch::FrameMemo;
 mod write;
 
 pub use call::MAX_BODY_BYTES;

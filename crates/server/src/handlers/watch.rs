@@ -7,7 +7,7 @@
 //! Hot path: no task per watch, only the connection's; events are encoded once
 //! per version and shared.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use futures::FutureExt;
 use http::{Response, StatusCode, header};
 use http_body::Frame;
@@ -24,11 +24,11 @@ use super::call::Call;
 use crate::catalog::Served;
 use crate::encode::{self, TableOptions};
 use crate::negotiate::Output;
-use crate::response::Body;
+use crate::response::{Body, Chunk};
 
 type Result<T> = std::result::Result<T, StatusError>;
 
-/// Queued events are joined into one body chunk up to about this size: bursts
+/// Queued events are sent as one body chunk up to about this size: bursts
 /// cost one write.
 const COALESCE_BYTES: usize = 8 * 1024;
 /// A watch whose queue never empties still notices its end within this many
@@ -76,7 +76,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
         }
         // A resume point that is too old is reported in-stream, as upstream does.
         Err(e) if e.code() == 410 => {
-            let frame = encoder.error(&e);
+            let frame = Chunk::from(encoder.error(&e));
             StreamBody::new(futures::stream::once(async { Ok(Frame::data(frame)) })).boxed_unsync()
         }
         Err(e) => return Err(e),
@@ -164,7 +164,7 @@ impl Pump {
     }
 
     /// The next chunk of the body; `None` once the watch has ended.
-    async fn next(&mut self) -> Option<Bytes> {
+    async fn next(&mut self) -> Option<Chunk> {
         if self.done {
             return None;
         }
@@ -174,7 +174,7 @@ impl Pump {
             return Some(frame);
         }
         if std::mem::take(&mut self.bookmark) {
-            return Some(self.encoder.bookmark(self.watcher.revision, true));
+            return Some(self.encoder.bookmark(self.watcher.revision, true).into());
         }
         // Events first: what ends the watch (a timer and two channels) is
         // polled when the queue is empty, and at least every few events of a
@@ -192,33 +192,48 @@ impl Pump {
             () = self.ends.as_mut() => return None,
         };
         let (mut frames, mut last) = self.encoder.frame(&item).await;
-        // Events already queued behind this one go out in the same write (and
-        // TLS record): one wake-up and one syscall for a burst, not one each.
-        if !last && frames.len() < COALESCE_BYTES {
-            let mut batch: Option<BytesMut> = None;
-            while !last && batch.as_ref().map_or(frames.len(), BytesMut::len) < COALESCE_BYTES {
-                let Ok(next) = self.watcher.events.try_recv() else {
-                    break;
-                };
-                let (frame, ends_watch) = self.encoder.frame(&next).await;
-                // Sized once: growing by doubling would hold twice the bytes.
-                let batch = batch.get_or_insert_with(|| {
-                    let mut b =
-                        crate::encode::tls_copy_buffer(COALESCE_BYTES + frames.len() + frame.len());
-                    b.extend_from_slice(&frames);
-                    b
-                });
-                batch.extend_from_slice(&frame);
-                last = ends_watch;
-            }
-            if let Some(batch) = batch {
-                frames = batch.freeze();
-            }
+        // Events already queued behind this one go out in the same HTTP chunk
+        // and write (and TLS record): one wake-up and one syscall for a burst,
+        // not one each. The frames are not copied together: a connection that
+        // cannot take them holds the frames its watch shares with others.
+        while !last && frames.len() < COALESCE_BYTES {
+            let Ok(next) = self.watcher.events.try_recv() else {
+                break;
+            };
+            let (frame, ends_watch) = self.encoder.frame(&next).await;
+            frames.append(frame);
+            last = ends_watch;
         }
         self.done = last;
         Some(frames)
     }
 }
+
+/// A watch event's `type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+}
+
+impl EventType {
+    /// The event's JSON up to its object.
+    fn prefix(self) -> &'static [u8] {
+        match self {
+            EventType::Added => br#"{"type":"ADDED","object":"#,
+            EventType::Modified => br#"{"type":"MODIFIED","object":"#,
+            EventType::Deleted => br#"{"type":"DELETED","object":"#,
+            EventType::Bookmark => br#"{"type":"BOOKMARK","object":"#,
+            EventType::Error => br#"{"type":"ERROR","object":"#,
+        }
+    }
+}
+
+/// What closes an event's JSON, and the newline that ends its line.
+const EVENT_END: &[u8] = b"}\n";
 
 struct EventEncoder {
     output: Output,
@@ -230,29 +245,29 @@ impl EventEncoder {
     /// The frame of `item`, and whether it ends the watch (an object that
     /// cannot be presented, e.g. its conversion webhook failed: an `ERROR`
     /// event, then the client relists).
-    async fn frame(&mut self, item: &WatchItem<Object>) -> (Bytes, bool) {
+    async fn frame(&mut self, item: &WatchItem<Object>) -> (Chunk, bool) {
         match self.item(item).await {
             Ok(frame) => (frame, false),
-            Err(e) => (self.error(&e), true),
+            Err(e) => (self.error(&e).into(), true),
         }
     }
 
-    async fn item(&mut self, item: &WatchItem<Object>) -> Result<Bytes> {
-        let (kind, obj) = match item {
-            WatchItem::Added(o) => ("ADDED", o),
-            WatchItem::Modified(o) => ("MODIFIED", o),
-            WatchItem::Deleted(o) => ("DELETED", o),
-            WatchItem::Bookmark(rv) => return Ok(self.bookmark(*rv, false)),
+    async fn item(&mut self, item: &WatchItem<Object>) -> Result<Chunk> {
+        let (event, obj) = match item {
+            WatchItem::Added(o) => (EventType::Added, o),
+            WatchItem::Modified(o) => (EventType::Modified, o),
+            WatchItem::Deleted(o) => (EventType::Deleted, o),
+            WatchItem::Bookmark(rv) => return Ok(self.bookmark(*rv, false).into()),
         };
         // The same presentation as get and list: this version's shape and defaults.
         let obj = self.served.store.present(obj).await?;
         if self.output == Output::Json {
-            return Ok(self.served.watch_frames.frame(kind, &obj));
+            return Ok(shared_frame(event, obj.json()));
         }
         let body = encode::object(&self.output, &self.served.rtype, &obj, &self.table);
         // Tables carry column definitions only in the first event.
         self.table.no_headers = true;
-        Ok(frame(kind, &body))
+        Ok(frame(event, &body).into())
     }
 
     fn bookmark(&self, revision: i64, initial_events_end: bool) -> Bytes {
@@ -272,69 +287,34 @@ impl EventEncoder {
             ),
         };
         let obj: Value = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
-        frame("BOOKMARK", &encode::to_bytes(&obj))
+        frame(EventType::Bookmark, &encode::to_bytes(&obj))
     }
 
     fn error(&self, err: &StatusError) -> Bytes {
-        frame("ERROR", &Bytes::from(err.to_json()))
+        frame(EventType::Error, &Bytes::from(err.to_json()))
     }
 }
 
-/// The JSON frames of the latest events of one served resource and version.
-/// Its watchers take the same events one after another: the first encodes
-/// each frame, the others share its bytes (once per event and version, not
-/// once per watcher).
-#[derive(Default)]
-pub(crate) struct FrameMemo(std::sync::Mutex<FrameSlots>);
-
-/// A few events back, for watchers that are a little behind the others.
-const MEMO_SLOTS: usize = 4;
-
-#[derive(Default)]
-struct FrameSlots {
-    slots: [Option<MemoFrame>; MEMO_SLOTS],
-    next: usize,
+/// An event whose object is sent as the cache holds its bytes: the frame's
+/// parts are the cached encoding and two constants, shared by every watcher
+/// and never copied (nor kept a second time by a watcher that cannot take
+/// them).
+fn shared_frame(event: EventType, object: &Bytes) -> Chunk {
+    let end = object.len() - usize::from(object.ends_with(b"\n"));
+    let mut frame = Chunk::from(Bytes::from_static(event.prefix()));
+    frame.push(object.slice(..end));
+    frame.push(Bytes::from_static(EVENT_END));
+    frame
 }
 
-struct MemoFrame {
-    /// Compared by address only; a weak reference keeps the address from
-    /// being reused by another object while the frame is here.
-    object: std::sync::Weak<Object>,
-    kind: &'static str,
-    frame: Bytes,
-}
-
-impl FrameMemo {
-    fn frame(&self, kind: &'static str, object: &Arc<Object>) -> Bytes {
-        let mut memo = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let same =
-            |m: &&MemoFrame| m.kind == kind && std::ptr::eq(m.object.as_ptr(), Arc::as_ptr(object));
-        if let Some(hit) = memo.slots.iter().flatten().find(same) {
-            return hit.frame.clone();
-        }
-        let frame = frame(kind, object.json());
-        let at = memo.next;
-        memo.slots[at] = Some(MemoFrame {
-            object: Arc::downgrade(object),
-            kind,
-            frame: frame.clone(),
-        });
-        memo.next = (at + 1) % MEMO_SLOTS;
-        frame
-    }
-}
-
-fn frame(kind: &str, object: &[u8]) -> Bytes {
+/// An event whose object was encoded for this watcher.
+fn frame(event: EventType, object: &[u8]) -> Bytes {
     let object = object.strip_suffix(b"\n").unwrap_or(object);
-    let mut buf = crate::encode::tls_copy_buffer(object.len() + 32);
-    buf.put_slice(b"{\"type\":\"");
-    buf.put_slice(kind.as_bytes());
-    buf.put_slice(b"\",\"object\":");
+    let prefix = event.prefix();
+    let mut buf = crate::encode::tls_copy_buffer(prefix.len() + object.len() + EVENT_END.len());
+    buf.put_slice(prefix);
     buf.put_slice(object);
-    buf.put_slice(b"}\n");
+    buf.put_slice(EVENT_END);
     buf.freeze()
 }
 
@@ -342,40 +322,34 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
 mod tests {
     use super::*;
 
-    fn object(name: &str) -> Arc<Object> {
-        let json =
-            format!(r#"{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"{name}"}}}}"#);
-        Arc::new(Object::from_json(Bytes::from(json)))
+    fn joined(chunk: Chunk) -> Vec<u8> {
+        let mut chunk = chunk;
+        let mut out = Vec::new();
+        while bytes::Buf::has_remaining(&chunk) {
+            let piece = bytes::Buf::chunk(&chunk).to_vec();
+            bytes::Buf::advance(&mut chunk, piece.len());
+            out.extend(piece);
+        }
+        out
     }
 
     #[test]
-    fn watchers_share_one_frame_per_event() {
-        let memo = FrameMemo::default();
-        let (a, b) = (object("a"), object("b"));
-        let first = memo.frame("ADDED", &a);
+    fn a_shared_frame_is_the_event_line_and_holds_the_objects_bytes() {
+        let json = Bytes::from_static(b"{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n");
+        let added = shared_frame(EventType::Added, &json);
+        let mut slots = [std::io::IoSlice::new(&[]); 4];
+        assert_eq!(bytes::Buf::chunks_vectored(&added, &mut slots), 3);
+        // The object part is the cached bytes themselves, not a copy.
+        assert_eq!(slots[1].as_ptr(), json.as_ptr());
         assert_eq!(
-            &first[..],
-            br#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}}
-"#
+            joined(added),
+            b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}}\n"
         );
-        // The next watcher gets the same bytes, not a copy.
-        assert_eq!(memo.frame("ADDED", &a).as_ptr(), first.as_ptr());
-        // Another event type, or another object, is another frame.
-        let deleted = memo.frame("DELETED", &a);
-        assert!(deleted.starts_with(br#"{"type":"DELETED""#));
-        assert_ne!(deleted.as_ptr(), first.as_ptr());
-        let other = memo.frame("ADDED", &b);
-        assert!(other.ends_with(
-            br#""name":"b"}}}
-"#
-        ));
-        // A watcher a few events behind still shares; one too far behind encodes anew.
-        assert_eq!(memo.frame("ADDED", &a).as_ptr(), first.as_ptr());
-        for i in 0..MEMO_SLOTS {
-            memo.frame("MODIFIED", &object(&i.to_string()));
-        }
-        let again = memo.frame("ADDED", &a);
-        assert_eq!(again, first);
-        assert_ne!(again.as_ptr(), first.as_ptr());
+        // An encoding without the trailing newline makes the same line.
+        let bare = json.slice(..json.len() - 1);
+        assert_eq!(
+            joined(shared_frame(EventType::Deleted, &bare)),
+            joined(Chunk::from(frame(EventType::Deleted, &json)))
+        );
     }
 }
