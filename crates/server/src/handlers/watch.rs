@@ -8,12 +8,14 @@
 //! per version and shared.
 
 use bytes::{BufMut, Bytes};
-use futures::FutureExt;
+use futures::task::AtomicWaker;
 use http::{Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use apimachinery::StatusError;
@@ -31,9 +33,6 @@ type Result<T> = std::result::Result<T, StatusError>;
 /// Queued events are sent as one body chunk up to about this size: bursts
 /// cost one write.
 const COALESCE_BYTES: usize = 8 * 1024;
-/// A watch whose queue never empties still notices its end within this many
-/// events.
-const ENDS_POLLED_EVERY: u32 = 64;
 /// kube-apiserver's default --min-request-timeout; watches end between 1x and 2x.
 const MIN_REQUEST_TIMEOUT: u64 = 1800;
 
@@ -129,10 +128,11 @@ struct Pump {
     /// The `initial-events-end` bookmark, still to be sent.
     bookmark: bool,
     /// What ends the watch, one future for its whole life (not one made
-    /// per event).
+    /// per event), polled only when it woke (see [`EndsWake`]).
     ends: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-    /// Events taken since `ends` was last polled.
-    since_ends_polled: u32,
+    ends_wake: Arc<EndsWake>,
+    /// The waker `ends` is polled with: made once.
+    ends_waker: Waker,
     done: bool,
 }
 
@@ -143,13 +143,19 @@ impl Pump {
         initial_events_end: bool,
         ends: Ends,
     ) -> Pump {
+        let ends_wake = Arc::new(EndsWake {
+            // Polled first to register its wakers.
+            woken: AtomicBool::new(true),
+            task: AtomicWaker::new(),
+        });
         Pump {
             initial: std::mem::take(&mut watcher.initial).into_iter(),
             watcher,
             encoder,
             bookmark: initial_events_end,
             ends: Box::pin(ends.reached()),
-            since_ends_polled: 0,
+            ends_waker: Waker::from(ends_wake.clone()),
+            ends_wake,
             done: false,
         }
     }
@@ -176,21 +182,7 @@ impl Pump {
         if std::mem::take(&mut self.bookmark) {
             return Some(self.encoder.bookmark(self.watcher.revision, true).into());
         }
-        // Events first: what ends the watch (a timer and two channels) is
-        // polled when the queue is empty, and at least every few events of a
-        // queue that never empties, not for every event.
-        self.since_ends_polled += 1;
-        if self.since_ends_polled >= ENDS_POLLED_EVERY {
-            self.since_ends_polled = 0;
-            if self.ends.as_mut().now_or_never().is_some() {
-                return None;
-            }
-        }
-        let item = tokio::select! {
-            biased;
-            item = self.watcher.events.recv() => item?,
-            () = self.ends.as_mut() => return None,
-        };
+        let item = std::future::poll_fn(|cx| self.poll_event(cx)).await?;
         let (mut frames, mut last) = self.encoder.frame(&item).await;
         // Events already queued behind this one go out in the same HTTP chunk
         // and write (and TLS record): one wake-up and one syscall for a burst,
@@ -206,6 +198,20 @@ impl Pump {
         }
         self.done = last;
         Some(frames)
+    }
+
+    /// The next event, or `None` once the watch has ended. What ends the
+    /// watch (a timer and two channels) is polled only after it woke, not for
+    /// every event: a flag check per event instead.
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchItem<Object>>> {
+        if self.ends_wake.woken.swap(false, Ordering::AcqRel) {
+            self.ends_wake.task.register(cx.waker());
+            let mut ends_cx = Context::from_waker(&self.ends_waker);
+            if self.ends.as_mut().poll(&mut ends_cx).is_ready() {
+                return Poll::Ready(None);
+            }
+        }
+        self.watcher.events.poll_recv(cx)
     }
 }
 
@@ -234,6 +240,24 @@ impl EventType {
 
 /// What closes an event's JSON, and the newline that ends its line.
 const EVENT_END: &[u8] = b"}\n";
+
+/// The waker a watch's [`Ends`] are polled with: it marks them woken, then
+/// wakes the connection's task.
+struct EndsWake {
+    woken: AtomicBool,
+    task: AtomicWaker,
+}
+
+impl Wake for EndsWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.task.wake();
+    }
+}
 
 struct EventEncoder {
     output: Output,
