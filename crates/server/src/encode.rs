@@ -3,10 +3,11 @@
 //!
 //! Hot path: every response body; objects' cached bytes are spliced, not re-serialized.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+use registry::object::tls_copy_buffer;
 use registry::table;
 use registry::{Object, ResourceType};
 
@@ -216,31 +217,6 @@ impl Iterator for JsonListChunks {
     }
 }
 
-/// An empty buffer of `capacity` for bytes that rustls will copy into a TLS
-/// record, starting 32 bytes past a 64-byte boundary.
-///
-/// Why: glibc's memcpy copies several KiB with `rep movsb`, which on AMD Zen runs
-/// about twenty times slower when the destination is 1 to 31 bytes ahead of the
-/// source modulo 4 KiB (2.1 against 43 GB/s for 16 KiB, measured on the project's
-/// machine). rustls' record buffers start on 64-byte (mostly page) boundaries and
-/// the plaintext goes in a few bytes after (the record header, hyper's chunk-size
-/// line), while a large buffer of ours would also start on a page boundary: the
-/// slow case, for a quarter of a LIST-all's server CPU. From 32 past a boundary a
-/// destination within the first 31 bytes of one is behind the source instead.
-pub fn tls_copy_buffer(capacity: usize) -> BytesMut {
-    const LINE: usize = 64;
-    // glibc copies less than ~2 KiB (`x86_rep_movsb_threshold`) without `rep movsb`.
-    const SMALL: usize = 2048;
-    if capacity < SMALL {
-        return BytesMut::with_capacity(capacity);
-    }
-    let mut buf = BytesMut::with_capacity(capacity + LINE);
-    let skip = (LINE + LINE / 2 - buf.as_ptr() as usize % LINE) % LINE;
-    buf.put_bytes(0, skip);
-    bytes::Buf::advance(&mut buf, skip);
-    buf
-}
-
 /// A JSON response body, newline-terminated as Go's JSON encoder writes it.
 pub fn to_bytes(v: &Value) -> Bytes {
     let mut json = apimachinery::meta::to_json_vec(v);
@@ -254,19 +230,4 @@ pub fn with_newline(json: &Bytes) -> Bytes {
     buf.put_slice(json);
     buf.put_u8(b'\n');
     buf.freeze()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tls_copy_buffers_start_32_bytes_past_a_cache_line_with_the_capacity_asked_for() {
-        for capacity in [2048, 4096, LIST_CHUNK + 16 * 1024] {
-            let buf = tls_copy_buffer(capacity);
-            assert_eq!(buf.as_ptr() as usize % 64, 32, "{capacity}");
-            assert!(buf.capacity() >= capacity);
-            assert!(buf.is_empty());
-        }
-    }
 }

@@ -335,7 +335,7 @@ fn shared_frame(event: EventType, object: &Bytes) -> Chunk {
 fn frame(event: EventType, object: &[u8]) -> Bytes {
     let object = object.strip_suffix(b"\n").unwrap_or(object);
     let prefix = event.prefix();
-    let mut buf = crate::encode::tls_copy_buffer(prefix.len() + object.len() + EVENT_END.len());
+    let mut buf = registry::object::tls_copy_buffer(prefix.len() + object.len() + EVENT_END.len());
     buf.put_slice(prefix);
     buf.put_slice(object);
     buf.put_slice(EVENT_END);
