@@ -1,4 +1,5 @@
-//! Many watches multiplexed over one HTTP/2 connection (ALPN h2), as client-go does.
+//! Watches over HTTP/2 (ALPN h2), as client-go makes them: many multiplexed over one
+//! connection, and bursts of events framed in several shared buffers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -80,5 +81,86 @@ async fn many_watches_share_one_http2_connection() {
                 .unwrap(),
             "a watcher missed the event"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_burst_of_small_and_large_events_arrives_whole_over_http2() {
+    const BURST: usize = 40;
+    let payload = |i: usize| format!("{i:04}").repeat(if i % 2 == 0 { 10 } else { 5000 });
+    let server = Server::builder().start().unwrap();
+    let send = h2_connection(&server).await;
+    let uri = |path: &str| format!("https://localhost:{}{path}", server.addr.port());
+    let request = |method: http::Method, path: &str, body: String| {
+        http::Request::builder()
+            .method(method)
+            .uri(uri(path))
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap()
+    };
+    let list = send
+        .clone()
+        .send_request(request(
+            http::Method::GET,
+            "/api/v1/namespaces/default/configmaps",
+            String::new(),
+        ))
+        .await
+        .unwrap();
+    let list: serde_json::Value =
+        serde_json::from_slice(&list.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap();
+    let watch = send
+        .clone()
+        .send_request(request(
+            http::Method::GET,
+            &format!(
+                "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=60"
+            ),
+            String::new(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+    let creates = (0..BURST).map(|i| {
+        let mut send = send.clone();
+        let body = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("burst-{i}")},
+            "data": {"payload": payload(i)},
+        });
+        let req = request(
+            http::Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            body.to_string(),
+        );
+        async move { send.send_request(req).await.unwrap().status() }
+    });
+    for status in futures::future::join_all(creates).await {
+        assert_eq!(status, 201);
+    }
+    let mut body = watch.into_body();
+    let mut stream = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < BURST {
+        let frame = tokio::time::timeout(Duration::from_secs(20), body.frame())
+            .await
+            .expect("watch stalled")
+            .expect("watch ended")
+            .unwrap();
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        stream.extend_from_slice(&data);
+        while let Some(end) = stream.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = stream.drain(..=end).collect();
+            let event: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(event["type"], "ADDED");
+            let name = event["object"]["metadata"]["name"].as_str().unwrap();
+            let i: usize = name["burst-".len()..].parse().unwrap();
+            assert_eq!(event["object"]["data"]["payload"], payload(i), "object {i}");
+            assert!(seen.insert(i), "object {i} twice");
+        }
     }
 }

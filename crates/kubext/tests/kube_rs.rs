@@ -219,3 +219,53 @@ async fn events_recorder_publishes_and_series() {
     assert_eq!(via_core.involved_object.name.as_deref(), Some("observed"));
     assert_eq!(via_core.reporting_component.as_deref(), Some("kubext-test"));
 }
+
+/// The payload of burst object `i`: small and large ones alternate (a
+/// large one is framed in three shared buffers, small queued ones join one
+/// chunk).
+fn burst_payload(i: usize) -> String {
+    let repeat = if i % 2 == 0 { 10 } else { 5000 };
+    format!("{i:04}").repeat(repeat)
+}
+
+#[tokio::test]
+async fn a_burst_of_small_and_large_objects_arrives_whole_and_in_order() {
+    const BURST: usize = 40;
+    let server = Server::builder().start().unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client().await.unwrap(), "default");
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut events = api
+        .watch(&WatchParams::default().timeout(60), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    futures::future::try_join_all((0..BURST).map(|i| {
+        let api = api.clone();
+        async move {
+            let mut object = cm(&format!("burst-{i}"));
+            object.data = Some([("payload".to_string(), burst_payload(i))].into());
+            api.create(&PostParams::default(), &object).await
+        }
+    }))
+    .await
+    .unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut last_rv = 0;
+    while seen.len() < BURST {
+        let WatchEvent::Added(o) = next_within(&mut events, 20).await.unwrap() else {
+            panic!("only ADDED events expected");
+        };
+        let rv: i64 = o.resource_version().unwrap().parse().unwrap();
+        assert!(rv > last_rv, "events in revision order");
+        last_rv = rv;
+        let i: usize = o.name_any()["burst-".len()..].parse().unwrap();
+        assert_eq!(o.data.unwrap()["payload"], burst_payload(i), "object {i}");
+        assert!(seen.insert(i), "object {i} twice");
+    }
+}
