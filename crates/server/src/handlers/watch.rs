@@ -205,13 +205,21 @@ impl Pump {
     /// every event: a flag check per event instead.
     fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchItem<Object>>> {
         if self.ends_wake.woken.swap(false, Ordering::AcqRel) {
-            self.ends_wake.task.register(cx.waker());
             let mut ends_cx = Context::from_waker(&self.ends_waker);
             if self.ends.as_mut().poll(&mut ends_cx).is_ready() {
                 return Poll::Ready(None);
             }
         }
-        self.watcher.events.poll_recv(cx)
+        let event = self.watcher.events.poll_recv(cx);
+        if event.is_pending() {
+            // The task waiting now is the one an end wakes; an end that came
+            // before it was registered is seen here.
+            self.ends_wake.task.register(cx.waker());
+            if self.ends_wake.woken.load(Ordering::Acquire) {
+                cx.waker().wake_by_ref();
+            }
+        }
+        event
     }
 }
 
