@@ -413,13 +413,7 @@ async fn selectors_and_field_selectors() {
 async fn watch_reports_selector_transitions_and_resumes() {
     let (_s, client) = setup().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let start = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let start = listed_resource_version(&api).await;
     let mut events = api
         .watch(
             &WatchParams::default().labels("watched=yes").timeout(30),

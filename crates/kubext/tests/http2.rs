@@ -87,7 +87,6 @@ async fn many_watches_share_one_http2_connection() {
 #[tokio::test]
 async fn a_burst_of_small_and_large_events_arrives_whole_over_http2() {
     const BURST: usize = 40;
-    let payload = |i: usize| format!("{i:04}").repeat(if i % 2 == 0 { 10 } else { 5000 });
     let server = Server::builder().start().unwrap();
     let send = h2_connection(&server).await;
     let uri = |path: &str| format!("https://localhost:{}{path}", server.addr.port());
@@ -128,7 +127,7 @@ async fn a_burst_of_small_and_large_events_arrives_whole_over_http2() {
         let body = serde_json::json!({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("burst-{i}")},
-            "data": {"payload": payload(i)},
+            "data": {"payload": common::burst_payload(i)},
         });
         let req = request(
             http::Method::POST,
@@ -159,7 +158,11 @@ async fn a_burst_of_small_and_large_events_arrives_whole_over_http2() {
             assert_eq!(event["type"], "ADDED");
             let name = event["object"]["metadata"]["name"].as_str().unwrap();
             let i: usize = name["burst-".len()..].parse().unwrap();
-            assert_eq!(event["object"]["data"]["payload"], payload(i), "object {i}");
+            assert_eq!(
+                event["object"]["data"]["payload"],
+                common::burst_payload(i),
+                "object {i}"
+            );
             assert!(seen.insert(i), "object {i} twice");
         }
     }

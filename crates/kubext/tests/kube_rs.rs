@@ -48,13 +48,7 @@ async fn watcher_sees_changes_and_bookmarks() {
         other => panic!("unexpected {other:?}"),
     }
     // Bookmarks arrive on the raw watch API when allowed.
-    let rv = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = listed_resource_version(&api).await;
     let mut raw = api
         .watch(&WatchParams::default().timeout(10), &rv)
         .await
@@ -220,26 +214,12 @@ async fn events_recorder_publishes_and_series() {
     assert_eq!(via_core.reporting_component.as_deref(), Some("kubext-test"));
 }
 
-/// The payload of burst object `i`: small and large ones alternate (a
-/// large one is framed in three shared buffers, small queued ones join one
-/// chunk).
-fn burst_payload(i: usize) -> String {
-    let repeat = if i % 2 == 0 { 10 } else { 5000 };
-    format!("{i:04}").repeat(repeat)
-}
-
 #[tokio::test]
 async fn a_burst_of_small_and_large_objects_arrives_whole_and_in_order() {
     const BURST: usize = 40;
     let server = Server::builder().start().unwrap();
     let api: Api<ConfigMap> = Api::namespaced(server.client().await.unwrap(), "default");
-    let rv = api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = listed_resource_version(&api).await;
     let mut events = api
         .watch(&WatchParams::default().timeout(60), &rv)
         .await

@@ -163,13 +163,7 @@ async fn two_replicas_on_one_etcd_see_each_others_writes() {
         .unwrap();
     let api_a: Api<ConfigMap> = Api::namespaced(a.client().await.unwrap(), "default");
     let api_b: Api<ConfigMap> = Api::namespaced(b.client().await.unwrap(), "default");
-    let rv = api_b
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = listed_resource_version(&api_b).await;
     let mut watch = api_b
         .watch(
             &WatchParams::default()

@@ -111,3 +111,25 @@ pub async fn whoami(client: &kube::Client) -> Result<serde_json::Value, u16> {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// The resource version a list of `api` reads at: a watch from it sees what
+/// happens next.
+pub async fn listed_resource_version<K>(api: &kube::Api<K>) -> String
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
+/// The payload of burst object `i`: small and large ones alternate (a
+/// large one is framed in three shared buffers, small queued ones join one
+/// chunk).
+pub fn burst_payload(i: usize) -> String {
+    let repeat = if i.is_multiple_of(2) { 10 } else { 5000 };
+    format!("{i:04}").repeat(repeat)
+}
