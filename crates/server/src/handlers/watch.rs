@@ -7,7 +7,7 @@
 //! Hot path: no task per watch, only the connection's; events are encoded once
 //! per version and shared.
 
-use bytes::{BufMut, Bytes};
+use bytes::Bytes;
 use futures::task::AtomicWaker;
 use http::{Response, StatusCode, header};
 use http_body::Frame;
@@ -75,7 +75,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
         }
         // A resume point that is too old is reported in-stream, as upstream does.
         Err(e) if e.code() == 410 => {
-            let frame = Chunk::from(encoder.error(&e));
+            let frame = encoder.error(&e);
             StreamBody::new(futures::stream::once(async { Ok(Frame::data(frame)) })).boxed_unsync()
         }
         Err(e) => return Err(e),
@@ -180,7 +180,7 @@ impl Pump {
             return Some(frame);
         }
         if std::mem::take(&mut self.bookmark) {
-            return Some(self.encoder.bookmark(self.watcher.revision, true).into());
+            return Some(self.encoder.bookmark(self.watcher.revision, true));
         }
         let item = std::future::poll_fn(|cx| self.poll_event(cx)).await?;
         let (mut frames, mut last) = self.encoder.frame(&item).await;
@@ -280,7 +280,7 @@ impl EventEncoder {
     async fn frame(&mut self, item: &WatchItem<Object>) -> (Chunk, bool) {
         match self.item(item).await {
             Ok(frame) => (frame, false),
-            Err(e) => (self.error(&e).into(), true),
+            Err(e) => (self.error(&e), true),
         }
     }
 
@@ -289,20 +289,18 @@ impl EventEncoder {
             WatchItem::Added(o) => (EventType::Added, o),
             WatchItem::Modified(o) => (EventType::Modified, o),
             WatchItem::Deleted(o) => (EventType::Deleted, o),
-            WatchItem::Bookmark(rv) => return Ok(self.bookmark(*rv, false).into()),
+            WatchItem::Bookmark(rv) => return Ok(self.bookmark(*rv, false)),
         };
         // The same presentation as get and list: this version's shape and defaults.
         let obj = self.served.store.present(obj).await?;
-        if self.output == Output::Json {
-            return Ok(shared_frame(event, obj.json()));
-        }
+        // JSON is the cached bytes themselves.
         let body = encode::object(&self.output, &self.served.rtype, &obj, &self.table);
         // Tables carry column definitions only in the first event.
         self.table.no_headers = true;
-        Ok(frame(event, &body).into())
+        Ok(frame(event, &body))
     }
 
-    fn bookmark(&self, revision: i64, initial_events_end: bool) -> Bytes {
+    fn bookmark(&self, revision: i64, initial_events_end: bool) -> Chunk {
         let mut metadata =
             json!({"resourceVersion": revision.to_string(), "creationTimestamp": null});
         if initial_events_end {
@@ -322,32 +320,21 @@ impl EventEncoder {
         frame(EventType::Bookmark, &encode::to_bytes(&obj))
     }
 
-    fn error(&self, err: &StatusError) -> Bytes {
+    fn error(&self, err: &StatusError) -> Chunk {
         frame(EventType::Error, &Bytes::from(err.to_json()))
     }
 }
 
-/// An event whose object is sent as the cache holds its bytes: the frame's
-/// parts are the cached encoding and two constants, shared by every watcher
-/// and never copied (nor kept a second time by a watcher that cannot take
-/// them).
-fn shared_frame(event: EventType, object: &Bytes) -> Chunk {
+/// The event line of `object`'s encoding, in three parts: two constants
+/// and the encoding itself. A JSON object's encoding is the cache's bytes,
+/// shared by every watcher and never copied (nor kept a second time by a
+/// watcher that cannot take them).
+fn frame(event: EventType, object: &Bytes) -> Chunk {
     let end = object.len() - usize::from(object.ends_with(b"\n"));
     let mut frame = Chunk::from(Bytes::from_static(event.prefix()));
     frame.push(object.slice(..end));
     frame.push(Bytes::from_static(EVENT_END));
     frame
-}
-
-/// An event whose object was encoded for this watcher.
-fn frame(event: EventType, object: &[u8]) -> Bytes {
-    let object = object.strip_suffix(b"\n").unwrap_or(object);
-    let prefix = event.prefix();
-    let mut buf = registry::object::tls_copy_buffer(prefix.len() + object.len() + EVENT_END.len());
-    buf.put_slice(prefix);
-    buf.put_slice(object);
-    buf.put_slice(EVENT_END);
-    buf.freeze()
 }
 
 #[cfg(test)]
@@ -366,9 +353,9 @@ mod tests {
     }
 
     #[test]
-    fn a_shared_frame_is_the_event_line_and_holds_the_objects_bytes() {
+    fn a_frame_is_the_event_line_and_holds_the_objects_bytes() {
         let json = Bytes::from_static(b"{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\"}}\n");
-        let added = shared_frame(EventType::Added, &json);
+        let added = frame(EventType::Added, &json);
         let mut slots = [std::io::IoSlice::new(&[]); 4];
         assert_eq!(bytes::Buf::chunks_vectored(&added, &mut slots), 3);
         // The object part is the cached bytes themselves, not a copy.
@@ -380,8 +367,8 @@ mod tests {
         // An encoding without the trailing newline makes the same line.
         let bare = json.slice(..json.len() - 1);
         assert_eq!(
-            joined(shared_frame(EventType::Deleted, &bare)),
-            joined(Chunk::from(frame(EventType::Deleted, &json)))
+            joined(frame(EventType::Deleted, &bare)),
+            joined(frame(EventType::Deleted, &json))
         );
     }
 }
