@@ -108,6 +108,12 @@ pub trait Backend: Send + Sync + 'static {
     /// Discard history before `revision`.
     async fn compact(&self, revision: i64) -> Result<()>;
 
+    /// `value` decodes to the object written to `key` at `revision` (the same
+    /// object; its bytes may differ, say by carrying its resource version). A
+    /// store that holds its values in memory may keep `value` instead of its
+    /// own copy, so that it shares one buffer with the cache; others ignore it.
+    fn share(&self, _key: &str, _revision: i64, _value: &Bytes) {}
+
     /// Flush and release resources; later calls may fail with `Unavailable`.
     async fn close(&self) {}
 }

@@ -478,6 +478,10 @@ impl<C: Codec> Store<C> {
     /// Hand the cache the decoded form of what was just written at `revision`
     /// (it must be exactly what decoding the stored bytes would give).
     pub fn remember(&self, key: &str, revision: i64, object: Arc<C::Object>) {
+        // A backend holding its values in memory keeps the cache's encoding
+        // of the object instead of its own copy.
+        self.backend
+            .share(key, revision, &self.codec.encode(&object));
         let mut written = self.written.lock();
         if self.revision() < revision {
             written.insert(revision, (key.into(), object));
@@ -1135,6 +1139,37 @@ mod tests {
         }
         assert_eq!(received, 2, "queue held two, then the watcher was ended");
         assert_eq!(s.watcher_count(), 0);
+    }
+
+    /// Objects that are their own encoding, shared (not copied) by `encode`.
+    struct Shared;
+    impl Codec for Shared {
+        type Object = Bytes;
+        fn decode(&self, _key: &str, value: &[u8], _revision: i64) -> Result<Bytes, String> {
+            Ok(Bytes::copy_from_slice(value))
+        }
+        fn restamp(&self, object: &Bytes, _revision: i64) -> Bytes {
+            object.clone()
+        }
+        fn encode(&self, object: &Bytes) -> Bytes {
+            object.clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_remembered_object_is_shared_with_a_backend_in_memory() {
+        let backend = Arc::new(MemoryBackend::new());
+        let s = Store::open(backend.clone(), Shared, StoreOptions::default())
+            .await
+            .unwrap();
+        let rev = s.create("/registry/a/1", Bytes::from("one")).await.unwrap();
+        let decoded = Arc::new(Bytes::copy_from_slice(b"one"));
+        s.remember("/registry/a/1", rev, decoded.clone());
+        s.sync().await.unwrap();
+        let stored = backend.get("/registry/a/1").await.unwrap().unwrap();
+        assert_eq!(stored.value.as_ptr(), decoded.as_ptr());
+        let cached = s.get("/registry/a/1").unwrap();
+        assert_eq!(cached.object.as_ptr(), decoded.as_ptr());
     }
 
     #[tokio::test]
