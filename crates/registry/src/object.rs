@@ -699,6 +699,14 @@ mod tests {
             .unwrap();
         assert_eq!(spliced.value()["metadata"]["resourceVersion"], "9");
         assert_eq!(spliced.value()["data"], value["data"]);
+        // What the memory store keeps once the cache shares it (`Backend::share`):
+        // the object's own JSON decodes to the same object, its version once.
+        let shared = JsonCodec
+            .decode("k", &JsonCodec.encode(&spliced), 9)
+            .unwrap();
+        assert_eq!(shared.value(), spliced.value());
+        let versions = memchr::memmem::find_iter(shared.json(), br#""resourceVersion":"#);
+        assert_eq!(versions.count(), 1);
         // Foreign bytes: a version already stored, other member order, bad JSON.
         let foreign = br#"{"metadata":{"resourceVersion":"3","name":"a"},"kind":"X"}"#;
         let decoded = JsonCodec.decode("k", foreign, 9).unwrap();
