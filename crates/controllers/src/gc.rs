@@ -152,8 +152,13 @@ impl Graph {
     }
 
     /// Record an object's current state; returns the uids whose decisions may change.
+    /// An object neither owned nor being deleted has nothing to decide itself
+    /// (most objects): only its owners and dependents, if any, are returned.
     pub fn upsert(&mut self, uid: String, node: Node) -> Vec<String> {
-        let mut touched = vec![uid.clone()];
+        let mut touched = Vec::new();
+        if node.deleting || !node.owners.is_empty() {
+            touched.push(uid.clone());
+        }
         if let Some(old) = self.nodes.get(&uid) {
             if *old == node {
                 return Vec::new();
@@ -504,6 +509,24 @@ mod tests {
         g.upsert("elsewhere".into(), node("Owner", "other-ns", &[]));
         g.upsert("dep2".into(), node("Dep", "ns", &[("elsewhere", false)]));
         assert_eq!(g.decide("dep2").len(), 1);
+    }
+
+    #[test]
+    fn only_objects_with_something_to_decide_are_looked_at() {
+        let mut g = Graph::default();
+        assert!(
+            g.upsert("owner".into(), node("Owner", "ns", &[]))
+                .is_empty()
+        );
+        assert!(g.decide("owner").is_empty());
+        let mut touched = g.upsert("dep".into(), node("Dep", "ns", &[("owner", false)]));
+        touched.sort();
+        assert_eq!(touched, ["dep", "owner"]);
+        // The owner's dependents may have to act on its change.
+        let touched = g.upsert("owner".into(), deleting(node("Owner", "ns", &[]), ""));
+        assert_eq!(touched, ["owner", "dep"]);
+        // A dependent whose references are removed: its former owner is looked at.
+        assert_eq!(g.upsert("dep".into(), node("Dep", "ns", &[])), ["owner"]);
     }
 
     #[test]

@@ -84,8 +84,11 @@ impl Inner {
         {
             kv.value = value.clone();
         }
-        if let Ok(at) = self.log.binary_search_by_key(&revision, Event::revision)
-            && let Event::Put { kv, .. } = &mut self.log[at]
+        // The log holds one event per revision since the compaction, in order.
+        let first = self.log.front().map_or(revision, Event::revision);
+        if let Ok(at) = usize::try_from(revision - first)
+            && let Some(Event::Put { kv, .. }) = self.log.get_mut(at)
+            && kv.mod_revision == revision
             && &*kv.key == key
         {
             kv.value = value.clone();

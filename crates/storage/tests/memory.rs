@@ -58,3 +58,32 @@ async fn a_shared_value_replaces_the_stores_own_copy() {
     assert_eq!(replayed, ["a1", "b1", "a2 with its version"]);
     assert_eq!(replayed[2].as_ptr(), shared.as_ptr(), "the same buffer");
 }
+
+/// After a compaction the log starts later: `share` still finds the event.
+#[tokio::test]
+async fn a_value_shared_after_a_compaction_is_what_a_watch_replays() {
+    use bytes::Bytes;
+    use futures::StreamExt;
+    use kubext_storage::{Backend, Event};
+
+    let backend = MemoryBackend::new();
+    let first = backend.create("/k/a", Bytes::from("a1")).await.unwrap();
+    let second = backend.create("/k/b", Bytes::from("b1")).await.unwrap();
+    backend.compact(first).await.unwrap();
+    let third = backend
+        .update("/k/b", Bytes::from("b2"), second)
+        .await
+        .unwrap();
+    let shared = Bytes::from("b2 with its version");
+    backend.share("/k/b", third, &shared);
+    let mut watch = backend.watch(first).unwrap();
+    let batch = watch.next().await.unwrap().unwrap();
+    let Some(Event::Put { kv, prev }) = batch.last() else {
+        panic!("the update is replayed: {batch:?}");
+    };
+    assert_eq!(kv.value.as_ptr(), shared.as_ptr(), "the same buffer");
+    assert_eq!(
+        prev.as_ref().map(|p| p.value.clone()),
+        Some(Bytes::from("b1"))
+    );
+}
