@@ -1,6 +1,9 @@
 //! The backend conformance suite on the in-memory reference backend.
 
+use bytes::Bytes;
+use futures::StreamExt;
 use kubext_storage::memory::MemoryBackend;
+use kubext_storage::{Backend, Event};
 use std::sync::Arc;
 
 kubext_storage::conformance_tests!(Arc::new(MemoryBackend::new()));
@@ -16,10 +19,6 @@ async fn run_all_runs_every_case() {
 /// and keys keep their own.
 #[tokio::test]
 async fn a_shared_value_replaces_the_stores_own_copy() {
-    use bytes::Bytes;
-    use futures::StreamExt;
-    use kubext_storage::{Backend, Event};
-
     let backend = MemoryBackend::new();
     let first = backend.create("/k/a", Bytes::from("a1")).await.unwrap();
     let other = backend.create("/k/b", Bytes::from("b1")).await.unwrap();
@@ -62,10 +61,6 @@ async fn a_shared_value_replaces_the_stores_own_copy() {
 /// After a compaction the log starts later: `share` still finds the event.
 #[tokio::test]
 async fn a_value_shared_after_a_compaction_is_what_a_watch_replays() {
-    use bytes::Bytes;
-    use futures::StreamExt;
-    use kubext_storage::{Backend, Event};
-
     let backend = MemoryBackend::new();
     let first = backend.create("/k/a", Bytes::from("a1")).await.unwrap();
     let second = backend.create("/k/b", Bytes::from("b1")).await.unwrap();
