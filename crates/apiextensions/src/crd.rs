@@ -46,6 +46,7 @@ impl Strategy for Crds {
     fn prepare_update(&self, new: &mut Value, old: &Value) {
         default_spec(new);
         new["status"] = old.get("status").cloned().unwrap_or(json!({}));
+        record_storage_version(new);
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
@@ -95,11 +96,48 @@ impl Strategy for Crds {
     }
 }
 
-/// Upstream's v1 defaults: `spec.conversion` is `{strategy: None}` unless given.
+/// Upstream's v1 defaults: `names.singular` is the lower-cased kind and
+/// `names.listKind` the kind + `List` when empty, `spec.conversion` is
+/// `{strategy: None}` unless given, and a conversion webhook's service port is 443.
 fn default_spec(obj: &mut Value) {
-    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.entry("conversion")
-            .or_insert_with(|| json!({"strategy": "None"}));
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let is_empty = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
+        if is_empty(names.get("singular")) {
+            names.insert("singular".into(), json!(kind.to_lowercase()));
+        }
+        if is_empty(names.get("listKind")) && !kind.is_empty() {
+            names.insert("listKind".into(), json!(format!("{kind}List")));
+        }
+    }
+    let conversion = spec
+        .entry("conversion")
+        .or_insert_with(|| json!({"strategy": "None"}));
+    if let Some(service) = conversion
+        .pointer_mut("/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+    {
+        service.entry("port").or_insert(json!(443));
+    }
+}
+
+/// Upstream's `PrepareForUpdate`: a version that becomes the storage version is
+/// appended to `status.storedVersions` in the same write.
+fn record_storage_version(crd: &mut Value) {
+    let Some(storage) = storage_versions(crd).as_array().and_then(|v| v.first().cloned()) else {
+        return;
+    };
+    let status = &mut crd["status"];
+    if !status.get("storedVersions").is_some_and(Value::is_array) {
+        status["storedVersions"] = json!([]);
+    }
+    if let Some(stored) = status["storedVersions"].as_array_mut()
+        && !stored.contains(&storage)
+    {
+        stored.push(storage);
     }
 }
 

@@ -65,6 +65,11 @@ pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<Re
         .map(|v| str_at(v, "/name"))
         .unwrap_or("");
     let storage_api_version = format!("{group}/{storage_version}");
+    let storage_schema = versions
+        .into_iter()
+        .flatten()
+        .find(|v| v.get("storage") == Some(&Value::Bool(true)))
+        .and_then(compiled_schema);
     versions
         .into_iter()
         .flatten()
@@ -99,9 +104,11 @@ pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<Re
                     selectable: selectable_fields(v),
                     api_version: format!("{group}/{}", str_at(v, "/name")),
                     storage_api_version: storage_api_version.clone(),
+                    storage_schema: storage_schema.clone(),
                     scale: scale.clone(),
                 })),
             );
+            t.field_labels = registry::FieldLabels::CustomResource;
             t.selectable_fields = selectable_fields(v)
                 .into_iter()
                 .map(|(name, _)| name)
@@ -199,6 +206,9 @@ struct CustomResources {
     /// rewrites only `apiVersion`).
     api_version: String,
     storage_api_version: String,
+    /// The storage version's schema: what another version writes is pruned
+    /// to it after conversion, as upstream's storage codec does.
+    storage_schema: Option<Arc<Structural>>,
     scale: Option<registry::ScalePaths>,
     /// The schema's `x-kubernetes-validations`, compiled once per version.
     rules: Option<Arc<cel_rules::RuleSet>>,
@@ -344,8 +354,14 @@ impl Strategy for CustomResources {
         Some(value)
     }
 
+    /// Conversion `None` to the storage version, pruned to its schema: a field
+    /// only this version declares is not stored.
     fn to_storage(&self, obj: &Value) -> Option<Value> {
-        with_api_version(obj, &self.storage_api_version)
+        let mut stored = with_api_version(obj, &self.storage_api_version)?;
+        if let Some(schema) = &self.storage_schema {
+            schema::prune(&mut stored, schema, true);
+        }
+        Some(stored)
     }
 
     fn field(&self, obj: &Value, field: &str) -> Option<String> {

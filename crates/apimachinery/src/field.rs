@@ -56,6 +56,10 @@ pub enum LazyPath<'a> {
     Child(&'a LazyPath<'a>, &'a str),
     Key(&'a LazyPath<'a>, &'a str),
     Index(&'a LazyPath<'a>, usize),
+    /// A map's value under an `additionalProperties` schema: kube-openapi's
+    /// schema errors name it as a child (`.k`), CEL rule errors as a key
+    /// (`[k]`, `field.Path.Key`); see [`LazyPath::keyed`].
+    MapValue(&'a LazyPath<'a>, &'a str),
 }
 
 impl<'a> LazyPath<'a> {
@@ -71,12 +75,31 @@ impl<'a> LazyPath<'a> {
         LazyPath::Index(self, i)
     }
 
+    pub fn map_value(&'a self, k: &'a str) -> LazyPath<'a> {
+        LazyPath::MapValue(self, k)
+    }
+
+    /// The path as CEL rule errors write it: map values as keys.
+    pub fn keyed(&self) -> String {
+        match self {
+            LazyPath::At(path) => path.0.clone(),
+            LazyPath::Child(parent, name) if parent.is_empty() => (*name).to_string(),
+            LazyPath::Child(parent, name) => format!("{}.{name}", parent.keyed()),
+            LazyPath::Key(parent, k) | LazyPath::MapValue(parent, k) => {
+                format!("{}[{k}]", parent.keyed())
+            }
+            LazyPath::Index(parent, i) => format!("{}[{i}]", parent.keyed()),
+        }
+    }
+
     /// Whether the path renders as nothing (the empty root, or empty names
     /// under it).
     pub fn is_empty(&self) -> bool {
         match self {
             LazyPath::At(path) => path.0.is_empty(),
-            LazyPath::Child(parent, name) => name.is_empty() && parent.is_empty(),
+            LazyPath::Child(parent, name) | LazyPath::MapValue(parent, name) => {
+                name.is_empty() && parent.is_empty()
+            }
             LazyPath::Key(..) | LazyPath::Index(..) => false,
         }
     }
@@ -85,7 +108,9 @@ impl<'a> LazyPath<'a> {
     pub fn build(&self) -> FieldPath {
         match self {
             LazyPath::At(path) => (*path).clone(),
-            LazyPath::Child(parent, name) => parent.build().child(name),
+            LazyPath::Child(parent, name) | LazyPath::MapValue(parent, name) => {
+                parent.build().child(name)
+            }
             LazyPath::Key(parent, k) => parent.build().key(k),
             LazyPath::Index(parent, i) => parent.build().index(*i),
         }
@@ -97,8 +122,14 @@ impl fmt::Display for LazyPath<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LazyPath::At(path) => f.write_str(&path.0),
-            LazyPath::Child(parent, name) if parent.is_empty() => f.write_str(name),
-            LazyPath::Child(parent, name) => write!(f, "{parent}.{name}"),
+            LazyPath::Child(parent, name) | LazyPath::MapValue(parent, name)
+                if parent.is_empty() =>
+            {
+                f.write_str(name)
+            }
+            LazyPath::Child(parent, name) | LazyPath::MapValue(parent, name) => {
+                write!(f, "{parent}.{name}")
+            }
             LazyPath::Key(parent, k) => write!(f, "{parent}[{k}]"),
             LazyPath::Index(parent, i) => write!(f, "{parent}[{i}]"),
         }

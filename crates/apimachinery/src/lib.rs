@@ -8,6 +8,7 @@ pub mod gofmt;
 pub mod gvk;
 pub mod json;
 pub mod meta;
+pub mod meta_decode;
 pub mod options;
 pub mod selector;
 pub mod status;

@@ -144,7 +144,17 @@ impl StatusError {
     }
 
     /// 422 Invalid: `ConfigMap "x" is invalid: [a, b]` with one cause per field error.
+    /// A 422 `Invalid` listing `errors`, each once (upstream's aggregate drops
+    /// repeated errors from the message; its causes would repeat them, but no
+    /// client is helped by the same cause twice).
     pub fn invalid(group: &str, kind: &str, name: &str, errors: &ErrorList) -> Self {
+        let mut unique: Vec<&crate::FieldError> = Vec::with_capacity(errors.len());
+        for e in errors {
+            if !unique.contains(&e) {
+                unique.push(e);
+            }
+        }
+        let errors = unique;
         let qualified = if group.is_empty() {
             kind.to_string()
         } else {

@@ -103,7 +103,7 @@ impl Expression {
         self.program
             .execute(&bindings.context)
             .map(Evaluated)
-            .map_err(|e| e.to_string())
+            .map_err(|e| crate::errors::runtime_error(&self.program, &bindings.context, e))
     }
 
     /// Checks `source` again with `object` and `oldObject` typed by a

@@ -19,6 +19,7 @@
 mod check;
 mod cost;
 mod decls;
+mod errors;
 mod expression;
 pub mod library;
 mod list_types;
@@ -627,7 +628,11 @@ impl RuleSet {
             Err(e) => vec![FieldError::invalid(
                 &path,
                 schema_type,
-                &format!("{e} evaluating rule: {}", rule_error_string(rule)),
+                &format!(
+                    "{} evaluating rule: {}",
+                    errors::runtime_error(program, activation, e),
+                    rule_error_string(rule)
+                ),
             )],
         }
     }

@@ -9,6 +9,7 @@
 mod admission_chain;
 mod authorization;
 mod component_statuses;
+mod flowcontrol;
 mod kubernetes_service;
 mod webhook_services;
 
@@ -150,6 +151,8 @@ async fn start_controllers(
     step("namespaces");
     kubernetes_service::publish(api, service_ranges, advertised(prepared.addr)).await?;
     step("default/kubernetes");
+    let flowcontrol = flowcontrol::start(api.clone()).await?;
+    step("flowcontrol configuration");
     publish_authentication_configmap(api, front_proxy, &prepared.client_cas.join("")).await?;
     step("authentication configmap");
     let (leadership, election) = leader_election(api, storage);
@@ -205,6 +208,7 @@ async fn start_controllers(
     ));
     Ok(tokio::spawn(async move {
         let _ = tokio::join!(
+            flowcontrol,
             election,
             rbac,
             admission,

@@ -13,15 +13,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// The name envtest (and scripts written for kube-apiserver) run.
 const KUBE_APISERVER: &str = "kube-apiserver";
 
+/// Whether the binary was started as `kube-apiserver`.
+pub fn invoked_as_kube_apiserver() -> bool {
+    std::env::args_os()
+        .next()
+        .as_deref()
+        .and_then(|a| Path::new(a).file_name())
+        .is_some_and(|name| name == KUBE_APISERVER)
+}
+
 /// The command line as `kubext` parses it: `serve` inserted when the binary
 /// was started as `kube-apiserver`.
 pub fn command_line() -> Vec<OsString> {
     let mut args: Vec<OsString> = std::env::args_os().collect();
-    let invoked_as = args
-        .first()
-        .and_then(|a| Path::new(a).file_name())
-        .is_some_and(|name| name == KUBE_APISERVER);
-    if invoked_as {
+    if invoked_as_kube_apiserver() {
         args.insert(1, "serve".into());
     }
     args

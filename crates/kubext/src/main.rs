@@ -3,11 +3,12 @@
 // The one module allowed `unsafe`: a global allocator cannot be written without it.
 #[allow(unsafe_code)]
 mod heap;
+mod inert_flags;
 mod kube_apiserver;
 
 use anyhow::Result;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +27,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the Kubernetes API over HTTPS.
+    #[command(
+        after_help = "Every other flag of kube-apiserver 1.33 is accepted too (started as kube-apiserver, --help lists them): each is logged as changing nothing in kubext. The README lists them."
+    )]
     Serve(Box<ServeArgs>),
 }
 
@@ -351,6 +355,29 @@ async fn serve(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
+fn asks_for_help(args: &[std::ffi::OsString]) -> bool {
+    args.iter().skip(1).any(|a| a == "--help" || a == "-h")
+}
+
+/// kube-apiserver flags kubext accepted without a use for them.
+fn log_set_aside(flags: &[inert_flags::SetAside]) {
+    for flag in flags {
+        let value = flag.value.as_deref().unwrap_or("true");
+        if flag.name == "enable-aggregator-routing" {
+            // What the flag turns on upstream is what kubext always does.
+            tracing::info!(
+                flag = %flag.name, value,
+                "kubext always routes aggregated APIs to a Service's endpoints (there is no kube-proxy)"
+            );
+        } else {
+            tracing::warn!(
+                flag = %flag.name, value,
+                "kube-apiserver flag accepted; it changes nothing in kubext"
+            );
+        }
+    }
+}
+
 /// Raise the soft open-files limit to the hard one, as Go's runtime does for
 /// kube-apiserver: every watch and connection is a file descriptor.
 fn raise_open_files_limit() {
@@ -369,9 +396,26 @@ fn raise_open_files_limit() {
 
 fn main() -> std::process::ExitCode {
     server::metrics::report_heap_with(heap::live_bytes);
-    let cli = Cli::parse_from(kube_apiserver::command_line());
+    let args = kube_apiserver::command_line();
+    let command = Cli::command();
+    let serve_command = command.find_subcommand("serve");
+    if kube_apiserver::invoked_as_kube_apiserver() && asks_for_help(&args) {
+        print!("{}", inert_flags::UPSTREAM_HELP);
+        if let Some(own) = serve_command {
+            println!("\nkubext's own flags:\n{}", own.clone().render_long_help());
+        }
+        return std::process::ExitCode::SUCCESS;
+    }
+    let own: Vec<String> = serve_command
+        .into_iter()
+        .flat_map(|c| c.get_arguments())
+        .filter_map(|a| a.get_long().map(String::from))
+        .collect();
+    let (args, set_aside) = inert_flags::set_aside(args, &own);
+    let cli = Cli::parse_from(args);
     let Command::Serve(args) = cli.command;
     init_logging(args.log_format);
+    log_set_aside(&set_aside);
     raise_open_files_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

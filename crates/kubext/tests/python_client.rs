@@ -73,3 +73,36 @@ print("ok", gone["kind"], gone["status"]["phase"])
     );
     assert!(out.contains("ok Namespace Terminating"), "{out}");
 }
+
+/// The Python client's pod and ReplicationController calls (issue 30): a pod's
+/// DELETE answers the Pod (upstream's pod store returns the deleted object),
+/// and a ReplicationController carries `status.replicas: 0` as Go writes it,
+/// which the client's models require.
+#[test]
+fn python_client_pods_and_replication_controllers() {
+    let server = Server::builder().start().unwrap();
+    let out = python(
+        &server,
+        r#"
+core = client.CoreV1Api()
+container = client.V1Container(name="c", image="busybox")
+pod = client.V1Pod(metadata=client.V1ObjectMeta(name="p"), spec=client.V1PodSpec(containers=[container]))
+core.create_namespaced_pod(namespace="default", body=pod)
+deleted = core.delete_namespaced_pod(name="p", namespace="default")
+assert isinstance(deleted, client.V1Pod), type(deleted)
+assert deleted.metadata.name == "p"
+
+template = client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels={"app": "a"}),
+                                    spec=client.V1PodSpec(containers=[container]))
+rc = client.V1ReplicationController(metadata=client.V1ObjectMeta(name="rc"),
+    spec=client.V1ReplicationControllerSpec(replicas=1, selector={"app": "a"}, template=template))
+created = core.create_namespaced_replication_controller(namespace="default", body=rc)
+assert created.status.replicas == 0, created.status
+read = core.read_namespaced_replication_controller(name="rc", namespace="default")
+assert read.status.replicas == 0
+assert read.spec.template.spec.containers[0].resources is not None
+print("ok")
+"#,
+    );
+    assert!(out.contains("ok"), "{out}");
+}

@@ -48,7 +48,7 @@ pub use validate::{
 /// `info.title` of every document.
 pub const INFO_TITLE: &str = "Kubernetes";
 /// `info.version` of every document (the server's `/version` git version).
-pub const INFO_VERSION: &str = "v1.32.0";
+pub const INFO_VERSION: &str = "v1.33.0";
 
 /// The kube verbs a resource can serve, as in discovery.
 pub const ALL_VERBS: [&str; 8] = [

@@ -19,6 +19,7 @@ pub use table::resource_age;
 pub use object::{Head, HeadMeta, HeadOwner, JsonCodec, Object};
 pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
+    FieldLabelRefusal, FieldLabels,
     Admission, Allocation, Allocator, Attributes, Converter, ExtraSubresource, GlobalAdmission,
     Operation, Provider, READ_VERBS, ResourceType, ScalePaths, Strategy, TableColumn,
 };

@@ -16,6 +16,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// Normalize a new object before validation (e.g. drop `status`).
     fn prepare_create(&self, _obj: &mut Value) {}
 
+    /// [`Strategy::prepare_create`] for types that record who asked
+    /// (CertificateSigningRequests' `spec.username`).
+    fn prepare_create_for(&self, obj: &mut Value, _ctx: &RequestContext) {
+        self.prepare_create(obj);
+    }
+
     /// Carry over what a main-resource update must not change (e.g. `status`).
     fn prepare_update(&self, _new: &mut Value, _old: &Value) {}
 
@@ -136,6 +142,9 @@ pub struct TableColumn {
     pub format: Cow<'static, str>,
     pub description: Cow<'static, str>,
     pub priority: i32,
+    /// Where the table puts its own `Age` cell ([`TableColumn::age`]); never a
+    /// column a type or CRD declares, even one named `Age`.
+    marks_age: bool,
 }
 
 impl TableColumn {
@@ -146,6 +155,7 @@ impl TableColumn {
             format: Cow::Borrowed(""),
             description: Cow::Borrowed(description),
             priority: 0,
+            marks_age: false,
         }
     }
 
@@ -163,6 +173,7 @@ impl TableColumn {
             format: Cow::Owned(format),
             description: Cow::Owned(description),
             priority,
+            marks_age: false,
         }
     }
 
@@ -174,12 +185,38 @@ impl TableColumn {
     /// `Age` placed among a type's columns where upstream's printer puts it
     /// (its cell is the table's, not the type's `row`).
     pub const fn age() -> Self {
-        TableColumn::new("Age", "string", "")
+        let mut column = TableColumn::new("Age", "string", "");
+        column.marks_age = true;
+        column
     }
 
     pub fn is_age(&self) -> bool {
-        self.name == "Age" && self.description.is_empty()
+        self.marks_age
     }
+}
+
+/// Which labels a type's field selectors accept (upstream's field label
+/// conversion functions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldLabels {
+    /// No conversion function registered (`DefaultMetaV1FieldSelectorConversion`):
+    /// `metadata.name` and `metadata.namespace`, cluster-scoped kinds too (where
+    /// a namespace compares as empty).
+    Metadata,
+    /// The kind's own conversion function: exactly `selectable_fields`.
+    Registered(FieldLabelRefusal),
+    /// Custom resources: `metadata.name`, `metadata.namespace` when namespaced,
+    /// and the CRD's `selectableFields`.
+    CustomResource,
+}
+
+/// How a registered conversion function words a label it refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldLabelRefusal {
+    /// `field label not supported: <label>`
+    NotSupported,
+    /// `field label "<label>" not supported for <Kind>` (Jobs)
+    NotSupportedForKind,
 }
 
 /// Everything the server and generic store need to serve one resource at one version.
@@ -210,7 +247,10 @@ pub struct ResourceType {
     pub columns: Vec<TableColumn>,
     /// Add the `Age` column (custom resources list their own columns instead).
     pub age_column: bool,
-    /// Selectable fields besides `metadata.name` and `metadata.namespace`.
+    /// Which field labels field selectors accept, and how others are refused.
+    pub field_labels: FieldLabels,
+    /// Field labels accepted besides what [`ResourceType::field_labels`] always
+    /// accepts (a kind's registered labels; a CRD's `selectableFields`).
     pub selectable_fields: Vec<String>,
     /// Name validator: DNS subdomain for most types.
     pub name_validation: fn(&str, bool) -> Vec<String>,
@@ -449,6 +489,7 @@ impl ResourceType {
             has_status: false,
             tracks_generation: false,
             return_deleted_object: false,
+            field_labels: FieldLabels::Metadata,
             allow_unconditional_update: true,
             allocator: None,
             converter: None,
@@ -522,11 +563,31 @@ impl ResourceType {
         self.verbs.contains(&"get")
     }
 
-    /// Whether `field` may be used in a field selector.
-    pub fn is_selectable(&self, field: &str) -> bool {
-        field == "metadata.name"
-            || (field == "metadata.namespace" && self.namespaced)
-            || self.selectable_fields.iter().any(|f| f == field)
+    /// Whether `field` may be used in a field selector; if not, upstream's
+    /// message (a 400 BadRequest).
+    pub fn check_field_label(&self, field: &str) -> Result<(), String> {
+        let listed = || self.selectable_fields.iter().any(|f| f == field);
+        let accepted = match self.field_labels {
+            FieldLabels::Metadata => matches!(field, "metadata.name" | "metadata.namespace"),
+            FieldLabels::Registered(_) => listed(),
+            FieldLabels::CustomResource => {
+                field == "metadata.name"
+                    || (field == "metadata.namespace" && self.namespaced)
+                    || listed()
+            }
+        };
+        if accepted {
+            return Ok(());
+        }
+        Err(match self.field_labels {
+            FieldLabels::Metadata => format!(
+                "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            ),
+            FieldLabels::Registered(FieldLabelRefusal::NotSupportedForKind) => {
+                format!("field label {field:?} not supported for {}", self.kind)
+            }
+            _ => format!("field label not supported: {field}"),
+        })
     }
 
     /// The value of a selectable field.

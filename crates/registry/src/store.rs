@@ -77,7 +77,7 @@ impl GenericStore {
         old_object: Option<&Value>,
         ctx: &RequestContext,
     ) -> Result<()> {
-        self.rtype.strategy.default(object);
+        self.default(object);
         let Some(admission) = &self.global_admission else {
             return Ok(());
         };
@@ -93,9 +93,27 @@ impl GenericStore {
         };
         if admission.mutate(&attributes, object).await? {
             self.rtype.strategy.prune(object);
-            self.rtype.strategy.default(object);
+            self.default(object);
         }
         Ok(())
+    }
+
+    /// Decode-time defaults, and for built-in kinds the fields Go's encoder
+    /// writes although they are zero (upstream's objects pass through Go types).
+    fn default(&self, object: &mut Value) {
+        self.rtype.strategy.default(object);
+        self.write_zero_fields(object);
+    }
+
+    fn write_zero_fields(&self, object: &mut Value) {
+        if self.rtype.structured {
+            crate::builtin::zero_fields::fill(
+                &self.rtype.group,
+                &self.rtype.version,
+                &self.rtype.kind,
+                object,
+            );
+        }
     }
 
     async fn admit_globally(
@@ -356,11 +374,9 @@ impl GenericStore {
     ) -> Result<()> {
         if let Some(f) = fields {
             for field in f.fields() {
-                if !self.rtype.is_selectable(field) {
-                    return Err(StatusError::bad_request(format!(
-                        "field label not supported: {field}"
-                    )));
-                }
+                self.rtype
+                    .check_field_label(field)
+                    .map_err(StatusError::bad_request)?;
             }
         }
         Ok(())
@@ -556,14 +572,18 @@ impl GenericStore {
     }
 
     fn validate_new(&self, obj: &Value) -> ErrorList {
-        let mut errs = validate_object_meta(
+        let mut errs = self.validate_metadata(obj);
+        errs.extend(self.rtype.strategy.validate(obj));
+        errs
+    }
+
+    fn validate_metadata(&self, obj: &Value) -> ErrorList {
+        validate_object_meta(
             obj.get("metadata").unwrap_or(&Value::Null),
             self.rtype.namespaced,
             self.rtype.name_validation,
             &FieldPath::new("metadata"),
-        );
-        errs.extend(self.rtype.strategy.validate(obj));
-        errs
+        )
     }
 
     fn invalid(&self, name: &str, errs: &ErrorList) -> StatusError {
@@ -591,7 +611,8 @@ impl GenericStore {
         self.mutate_globally(Operation::Create, &name, &mut obj, None, ctx)
             .await?;
         self.fill_create_metadata(&mut obj);
-        self.rtype.strategy.prepare_create(&mut obj);
+        self.rtype.strategy.prepare_create_for(&mut obj, ctx);
+        self.write_zero_fields(&mut obj);
         let errs = self.validate_new(&obj);
         if !errs.is_empty() {
             return Err(self.invalid(meta::name(&obj), &errs));
@@ -868,19 +889,6 @@ impl GenericStore {
                 *new = old.clone();
                 new["spec"]["finalizers"] = finalizers;
             }
-            // `pods/{name}/ephemeralcontainers`: only those may change.
-            Subresource::EphemeralContainers => {
-                let ephemeral = new.pointer("/spec/ephemeralContainers").cloned();
-                *new = old.clone();
-                match ephemeral {
-                    Some(e) => new["spec"]["ephemeralContainers"] = e,
-                    None => {
-                        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
-                            spec.remove("ephemeralContainers");
-                        }
-                    }
-                }
-            }
             // The server's own operation (`pods/{name}/binding`): the handler
             // built the object; upstream writes it without the type's rules.
             Subresource::Binding => {
@@ -894,6 +902,7 @@ impl GenericStore {
             },
         }
         carry_system_metadata(new, old);
+        self.write_zero_fields(new);
         // Upstream's semantic equality: no annotations equal empty ones.
         let annotations = |o: &Value| {
             o.pointer("/metadata/annotations")
@@ -921,13 +930,15 @@ impl GenericStore {
         if errs.is_empty() {
             errs = match own_validation {
                 Some(errs) => errs,
+                // Upstream's `BeforeUpdate`: the common metadata checks, then the
+                // strategy's `ValidateUpdate` (which repeats the create rules
+                // where upstream's does), never the create validation as well.
                 None => {
-                    let mut errs = self.validate_new(new);
+                    let mut errs = self.validate_metadata(new);
                     errs.extend(self.rtype.strategy.validate_update(new, old));
                     errs
                 }
             };
-            errs.dedup();
         }
         if !errs.is_empty() {
             return Err(self.invalid(&name, &errs));

@@ -356,7 +356,12 @@ impl Validator<'_> {
         unchanged: bool,
     ) {
         let Some(ev) = self.rules else { return };
-        let fp = self.fp(name);
+        // CEL errors name map values as keys (`field.Path.Key`).
+        let fp = if name.is_empty() {
+            self.base.clone()
+        } else {
+            self.base.child(&name.keyed())
+        };
         self.errs.extend(ev.evaluate_node(&NodeContext {
             rules: &s.extensions.validations,
             schema: s,
@@ -388,7 +393,12 @@ impl Validator<'_> {
                 for (k, val) in m {
                     let Some(ps) = s.property(k) else { continue };
                     let o = old.and_then(|o| o.get(k));
-                    self.rules_walk(val, o, ps, &name.child(k), inside_unchanged);
+                    let path = if s.properties.contains_key(k) {
+                        name.child(k)
+                    } else {
+                        name.map_value(k)
+                    };
+                    self.rules_walk(val, o, ps, &path, inside_unchanged);
                 }
             }
             Value::Array(a) => {
@@ -710,7 +720,7 @@ impl Validator<'_> {
             Some(AdditionalProperties::Schema(ap)) => {
                 for (k, val) in m.iter().filter(|(k, _)| !s.properties.contains_key(*k)) {
                     let o = old.and_then(|o| o.get(k));
-                    self.node(val, o, ap, &name.child(k));
+                    self.node(val, o, ap, &name.map_value(k));
                 }
             }
             _ => {}

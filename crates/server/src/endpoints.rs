@@ -123,7 +123,8 @@ fn wants_aggregated(accept: &str) -> bool {
 
 fn version_json() -> &'static str {
     concat!(
-        "{\"major\":\"1\",\"minor\":\"32\",\"gitVersion\":\"v1.32.0-kubext.",
+        "{\"major\":\"1\",\"minor\":\"33\",\"emulationMajor\":\"1\",\"emulationMinor\":\"33\",",
+        "\"minCompatibilityMajor\":\"1\",\"minCompatibilityMinor\":\"32\",\"gitVersion\":\"v1.33.0-kubext.",
         env!("CARGO_PKG_VERSION"),
         "\",\"gitCommit\":\"\",\"gitTreeState\":\"clean\",\"buildDate\":\"1970-01-01T00:00:00Z\",",
         "\"goVersion\":\"rust\",\"compiler\":\"rustc\",\"platform\":\"linux/amd64\"}"

@@ -5,10 +5,12 @@
 //! ones after.
 //!
 //! Run here: ServiceAccount, Priority, DefaultTolerationSeconds,
-//! DefaultStorageClass, DefaultIngressClass, AlwaysDeny. NamespaceLifecycle is
+//! DefaultStorageClass, DefaultIngressClass, CertificateApproval,
+//! CertificateSigning, AlwaysDeny. NamespaceLifecycle is
 //! the store's own check; the policy and webhook plugins are the rest of
 //! [`crate::Chain`]. Others are known by name only.
 
+mod certificates;
 mod default_class;
 mod priority;
 mod service_account;
@@ -144,6 +146,8 @@ pub const MUTATING_ADMISSION_WEBHOOK: Plugin = Plugin::named("MutatingAdmissionW
 pub const VALIDATING_ADMISSION_POLICY: Plugin = Plugin::named("ValidatingAdmissionPolicy");
 pub const VALIDATING_ADMISSION_WEBHOOK: Plugin = Plugin::named("ValidatingAdmissionWebhook");
 pub const ALWAYS_DENY: Plugin = Plugin::named("AlwaysDeny");
+pub const CERTIFICATE_APPROVAL: Plugin = Plugin::named("CertificateApproval");
+pub const CERTIFICATE_SIGNING: Plugin = Plugin::named("CertificateSigning");
 
 /// The admission plugins turned on: one bit per plugin of [`ALL`], tested on
 /// every write.
@@ -289,14 +293,38 @@ impl InTree {
 
     /// The validating plugins, after policies and webhooks.
     pub fn validate(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
+        let forbidden =
+            |reason: &str| StatusError::forbidden(&a.rtype.group_resource(), a.name, reason);
         if self.plugins.is_on(ALWAYS_DENY) {
-            return Err(StatusError::forbidden(
-                &a.rtype.group_resource(),
-                a.name,
-                "admission control is denying all modifications",
-            ));
+            return Err(forbidden("admission control is denying all modifications"));
         }
-        Ok(())
+        let csr_update = a.operation == Operation::Update
+            && a.rtype.group == "certificates.k8s.io"
+            && a.rtype.plural == "certificatesigningrequests";
+        if !csr_update {
+            return Ok(());
+        }
+        let Some(objects) = self.objects.get() else {
+            return Ok(());
+        };
+        let verb = match a.ctx.subresource.as_str() {
+            "approval" if self.plugins.is_on(CERTIFICATE_APPROVAL) => "approve",
+            "status"
+                if self.plugins.is_on(CERTIFICATE_SIGNING)
+                    && certificates::status_changed(a.object, a.old_object) =>
+            {
+                "sign"
+            }
+            _ => return Ok(()),
+        };
+        let signer = certificates::signer_name(a.old_object);
+        let authorize = objects.authorizer(&a.ctx);
+        if certificates::may(authorize.as_deref(), verb, signer) {
+            return Ok(());
+        }
+        Err(forbidden(&format!(
+            "user not permitted to {verb} requests with signerName {signer:?}"
+        )))
     }
 }
 

@@ -73,7 +73,7 @@ impl Strategy for Namespaces {
     }
 
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
-        (field == "status.phase").then(|| str_at(obj, "/status/phase").to_string())
+        super::field_labels::value("", "Namespace", obj, field)
     }
 
     fn row(&self, obj: &Value) -> Vec<Value> {
@@ -105,20 +105,6 @@ pub const EVENT_COLUMNS: [TableColumn; 9] = [
     TableColumn::new("Count", "string", "The number of times seen").wide(),
 ];
 
-pub const EVENT_FIELDS: &[&str] = &[
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-];
-
 pub struct Events;
 
 impl Strategy for Events {
@@ -137,17 +123,7 @@ impl Strategy for Events {
     }
 
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
-        if !EVENT_FIELDS.contains(&field) {
-            return None;
-        }
-        let value = match field {
-            "source" => str_at(obj, "/source/component"),
-            _ => obj
-                .pointer(&format!("/{}", field.replace('.', "/")))
-                .and_then(Value::as_str)
-                .unwrap_or(""),
-        };
-        Some(value.to_string())
+        super::field_labels::value("", "Event", obj, field)
     }
 
     fn row(&self, obj: &Value) -> Vec<Value> {

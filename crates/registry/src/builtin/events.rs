@@ -49,6 +49,12 @@ impl Strategy for EventsV1 {
         Some(rename(obj, true, "v1"))
     }
 
+    /// Selected on the stored core Event (`regarding.kind` is its
+    /// `involvedObject.kind`).
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        super::field_labels::value("events.k8s.io", "Event", obj, field)
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         let mut errs = Vec::new();
         for field in [

@@ -17,6 +17,16 @@ use crate::resource::{ResourceType, ScalePaths, Strategy, TableColumn};
 
 const TABLE: &str = include_str!("../../data/builtin-kinds.tsv");
 
+/// The pod subresources whose writes have rules of their own.
+fn pod_subresource_update(
+    subresource: &apimachinery::Subresource,
+    new: &mut Value,
+    old: &Value,
+) -> Option<ErrorList> {
+    super::pod_resize::update(subresource, new, old)
+        .or_else(|| super::pod_ephemeral_containers::update(subresource, new, old))
+}
+
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KindRow {
@@ -97,12 +107,13 @@ pub fn resource_types() -> Vec<ResourceType> {
 fn resource_type(row: KindRow) -> ResourceType {
     let printer = printers::printer(row.group, row.kind);
     let strategy = BuiltinKind {
+        group: row.group,
         kind: row.kind,
         status: row.status,
         annotations_bump_generation: row.annotations_bump_generation,
         orphans_by_default: strategy_rules::orphans_by_default(row.group, row.kind),
         subresource_update: (row.group.is_empty() && row.kind == "Pod")
-            .then_some(super::pod_resize::update as SubresourceUpdate),
+            .then_some(pod_subresource_update as SubresourceUpdate),
         defaults: defaults::defaulter(row.group, row.kind),
         row: printer.as_ref().map(|p| p.row),
         on_create: strategy_rules::on_create(row.group, row.kind),
@@ -124,6 +135,8 @@ fn resource_type(row: KindRow) -> ResourceType {
     t.has_status = row.status;
     t.tracks_generation = row.tracks_generation;
     t.storage_path = row.etcd_prefix.to_string();
+    t.return_deleted_object = strategy_rules::returns_deleted_object(row.group, row.kind);
+    (t.field_labels, t.selectable_fields) = super::field_labels::field_labels(row.group, row.kind);
     match printer {
         Some(p) => use_printer(&mut t, p),
         None => default_table(&mut t),
@@ -235,6 +248,7 @@ type SubresourceUpdate = fn(&apimachinery::Subresource, &mut Value, &Value) -> O
 
 /// The generic strategy of a table kind.
 struct BuiltinKind {
+    group: &'static str,
     kind: &'static str,
     status: bool,
     annotations_bump_generation: bool,
@@ -312,6 +326,10 @@ impl Strategy for BuiltinKind {
 
     fn graceful_delete_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
         self.grace_period.map(|period| period(obj, requested))
+    }
+
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        super::field_labels::value(self.group, self.kind, obj, field)
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {

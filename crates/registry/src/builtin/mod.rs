@@ -2,12 +2,15 @@
 
 pub mod admissionregistration;
 pub mod apiregistration;
+mod certificates;
 mod configmaps;
 mod core;
 pub mod defaults;
 mod events;
+mod field_labels;
 mod hpa;
 pub mod kinds;
+mod pod_ephemeral_containers;
 mod pod_resize;
 pub mod printers;
 pub mod rbac;
@@ -16,6 +19,7 @@ mod services;
 mod strategy_rules;
 pub mod validation;
 pub mod webhook_configurations;
+pub(crate) mod zero_fields;
 
 pub use services::{ServiceAllocator, ServiceRanges};
 
@@ -33,7 +37,9 @@ fn resource(
     namespaced: bool,
     strategy: impl Strategy,
 ) -> ResourceType {
-    ResourceType::new(group, version, kind, plural, namespaced, Box::new(strategy))
+    let mut r = ResourceType::new(group, version, kind, plural, namespaced, Box::new(strategy));
+    (r.field_labels, r.selectable_fields) = field_labels::field_labels(group, kind);
+    r
 }
 
 fn short(mut r: ResourceType, names: &[&str]) -> ResourceType {
@@ -43,11 +49,6 @@ fn short(mut r: ResourceType, names: &[&str]) -> ResourceType {
 
 fn columns(mut r: ResourceType, columns: Vec<TableColumn>) -> ResourceType {
     r.columns = columns;
-    r
-}
-
-fn fields(mut r: ResourceType, fields: &[&str]) -> ResourceType {
-    r.selectable_fields = fields.iter().map(|s| s.to_string()).collect();
     r
 }
 
@@ -63,16 +64,13 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     namespaces.has_status = true;
     namespaces.return_deleted_object = true;
     namespaces.name_validation = name_is_dns_label;
-    let namespaces = fields(
-        columns(
-            short(namespaces, &["ns"]),
-            vec![TableColumn::new(
-                "Status",
-                "string",
-                "The status of the namespace",
-            )],
-        ),
-        &["status.phase"],
+    let namespaces = columns(
+        short(namespaces, &["ns"]),
+        vec![TableColumn::new(
+            "Status",
+            "string",
+            "The status of the namespace",
+        )],
     );
 
     let configmaps = columns(
@@ -89,15 +87,12 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         ),
         vec![TableColumn::new("Data", "string", "Number of data entries")],
     );
-    let secrets = fields(
-        columns(
-            resource("", "v1", "Secret", "secrets", true, secrets::Secrets),
-            vec![
-                TableColumn::new("Type", "string", "The type of the secret"),
-                TableColumn::new("Data", "string", "The number of entries in the secret"),
-            ],
-        ),
-        &["type"],
+    let secrets = columns(
+        resource("", "v1", "Secret", "secrets", true, secrets::Secrets),
+        vec![
+            TableColumn::new("Type", "string", "The type of the secret"),
+            TableColumn::new("Data", "string", "The number of entries in the secret"),
+        ],
     );
     let mut serviceaccounts = columns(
         short(
@@ -125,15 +120,12 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         kind: "TokenRequest",
         verbs: &["create"],
     }];
-    let events = fields(
-        columns(
-            short(
-                resource("", "v1", "Event", "events", true, core::Events),
-                &["ev"],
-            ),
-            core::EVENT_COLUMNS.to_vec(),
+    let events = columns(
+        short(
+            resource("", "v1", "Event", "events", true, core::Events),
+            &["ev"],
         ),
-        core::EVENT_FIELDS,
+        core::EVENT_COLUMNS.to_vec(),
     );
     let mut services = columns(
         short(
@@ -355,6 +347,29 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         r.categories = vec!["api-extensions".into()];
         r
     });
+    let mut csrs = short(
+        resource(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            false,
+            certificates::Csrs,
+        ),
+        &["csr"],
+    );
+    csrs.has_status = true;
+    csrs.storage_path = "certificatesigningrequests".into();
+    if let Some(printer) = printers::printer("certificates.k8s.io", "CertificateSigningRequest") {
+        kinds::use_printer(&mut csrs, printer);
+    }
+    csrs.extra_subresources = &[crate::ExtraSubresource {
+        name: "approval",
+        group: "certificates.k8s.io",
+        version: "v1",
+        kind: "CertificateSigningRequest",
+        verbs: &["get", "patch", "update"],
+    }];
     [
         policies,
         policy_bindings,
@@ -371,6 +386,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         endpointslices,
         events_v1,
         leases,
+        csrs,
     ]
     .into_iter()
     .chain(webhook_configurations)

@@ -104,12 +104,7 @@ impl Strategy for Secrets {
     }
 
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
-        (field == "type").then(|| {
-            obj.get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        })
+        super::field_labels::value("", "Secret", obj, field)
     }
 
     fn row(&self, obj: &Value) -> Vec<Value> {

@@ -82,6 +82,10 @@ fn set_defaults(obj: &mut Value) {
 }
 
 impl Strategy for Services {
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        super::field_labels::value("", "Service", obj, field)
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         set_defaults(obj);
         if let Some(o) = obj.as_object_mut() {

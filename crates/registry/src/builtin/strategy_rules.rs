@@ -36,6 +36,22 @@ pub fn orphans_by_default(group: &str, kind: &str) -> bool {
     )
 }
 
+/// Whether a DELETE that removes the object answers with it rather than a
+/// `Success` Status (upstream's stores with `ReturnDeletedObject: true`; the
+/// kinds with strategies of their own set it themselves).
+pub fn returns_deleted_object(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        (
+            "",
+            "PersistentVolume" | "PersistentVolumeClaim" | "Pod" | "PodTemplate" | "ResourceQuota"
+        ) | (
+            "storage.k8s.io",
+            "CSIDriver" | "CSINode" | "StorageClass" | "VolumeAttachment"
+        )
+    )
+}
+
 /// The graceful deletion period of `group`/`kind` (upstream's
 /// `CheckGracefulDelete`), for kinds deleted gracefully.
 pub fn grace_period(group: &str, kind: &str) -> Option<fn(&Value, Option<i64>) -> i64> {

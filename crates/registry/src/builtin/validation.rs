@@ -29,6 +29,7 @@ pub fn on_create(group: &str, kind: &str) -> Option<fn(&Value) -> ErrorList> {
     let f: fn(&Value) -> ErrorList = match (group, kind) {
         ("", "Pod") => pod_create,
         ("", "PodTemplate") => pod_template,
+        ("", "PersistentVolumeClaim") => pvc_create,
         ("", "ReplicationController") => replication_controller,
         ("apps", "Deployment") => deployment,
         ("apps", "ReplicaSet") => replica_set,
@@ -41,6 +42,7 @@ pub fn on_create(group: &str, kind: &str) -> Option<fn(&Value) -> ErrorList> {
         ("autoscaling", "HorizontalPodAutoscaler") => horizontal_pod_autoscaler,
         ("networking.k8s.io", "Ingress") => ingress,
         ("scheduling.k8s.io", "PriorityClass") => priority_class,
+        ("node.k8s.io", "RuntimeClass") => runtime_class,
         _ => return None,
     };
     Some(f)
@@ -60,6 +62,7 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&Value, &Value) -> ErrorL
         ("batch", "CronJob") => cron_job_update,
         ("storage.k8s.io", "StorageClass") => storage_class_update,
         ("scheduling.k8s.io", "PriorityClass") => priority_class_update,
+        ("node.k8s.io", "RuntimeClass") => runtime_class_update,
         _ => return None,
     };
     Some(f)
@@ -319,6 +322,7 @@ fn validate_pod_spec(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
     }
     validate_containers(spec, &path.child("containers"), errs);
     validate_init_containers(spec, &path.child("initContainers"), errs);
+    validate_ephemeral_containers(spec, &path.child("ephemeralContainers"), errs);
     one_of(
         str_of(spec, "restartPolicy"),
         &RESTART_POLICIES,
@@ -413,6 +417,121 @@ fn validate_init_containers(spec: &Value, path: &FieldPath, errs: &mut ErrorList
             }
         }
     }
+}
+
+/// What an ephemeral container may set (`allowedEphemeralContainerFields`);
+/// the others, in the struct's order, are forbidden when not zero.
+const EPHEMERAL_FORBIDDEN_FIELDS: [&str; 8] = [
+    "ports",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+];
+
+const CANNOT_BE_SET_FOR_EPHEMERAL: &str = "cannot be set for an Ephemeral Container";
+
+/// `validateEphemeralContainers`: each is a container with a name unique among
+/// all the pod's containers, a target that is a regular or init container, and
+/// none of the fields that would make it part of the workload.
+fn validate_ephemeral_containers(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
+    let ephemeral = list(spec, "ephemeralContainers");
+    if ephemeral.is_empty() {
+        return;
+    }
+    let others: Vec<&str> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|key| list(spec, key))
+        .map(|c| str_of(c, "name"))
+        .collect();
+    let mut names = others.clone();
+    for (i, c) in ephemeral.iter().enumerate() {
+        let at = path.index(i);
+        validate_container_common(c, &at, errs);
+        let image = str_of(c, "image");
+        if image.trim() != image {
+            errs.push(FieldError::invalid(
+                &at.child("image"),
+                json!(image),
+                "must not have leading or trailing whitespace",
+            ));
+        }
+        let name = str_of(c, "name");
+        if names.contains(&name) {
+            errs.push(FieldError::duplicate(&at.child("name"), json!(name)));
+        } else {
+            names.push(name);
+        }
+        let target = str_of(c, "targetContainerName");
+        if !target.is_empty() && !others.contains(&target) {
+            errs.push(FieldError::not_found(
+                &at.child("targetContainerName"),
+                json!(target),
+            ));
+        }
+        for key in EPHEMERAL_FORBIDDEN_FIELDS {
+            // `resources` is a struct: only a non-empty one is set.
+            let set = match c.get(key) {
+                None | Some(Value::Null) => false,
+                Some(Value::Object(m)) if key == "resources" => !m.is_empty(),
+                Some(_) => true,
+            };
+            if set {
+                errs.push(FieldError::forbidden(
+                    &at.child(key),
+                    CANNOT_BE_SET_FOR_EPHEMERAL,
+                ));
+            }
+        }
+        for (j, mount) in list(c, "volumeMounts").iter().enumerate() {
+            for key in ["subPath", "subPathExpr"] {
+                if !str_of(mount, key).is_empty() {
+                    errs.push(FieldError::forbidden(
+                        &at.child("volumeMounts").index(j).child(key),
+                        CANNOT_BE_SET_FOR_EPHEMERAL,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// `ValidatePodEphemeralContainersUpdate` (the metadata update is the store's):
+/// the new pod is valid, a static pod takes none, and existing ephemeral
+/// containers are neither removed nor changed (matched by name: a patch may
+/// reorder them).
+pub(super) fn ephemeral_containers_update(new: &Value, old: &Value) -> ErrorList {
+    let mut errs = validate_pod_metadata_and_spec(new);
+    let mirror = old
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some();
+    if mirror {
+        return vec![FieldError::forbidden(
+            &FieldPath::root(),
+            "static pods do not support ephemeral containers",
+        )];
+    }
+    let path = FieldPath::new("spec").child("ephemeralContainers");
+    let current = list(spec_of(new), "ephemeralContainers");
+    for existing in list(spec_of(old), "ephemeralContainers") {
+        let name = str_of(existing, "name");
+        match current.iter().find(|c| str_of(c, "name") == name) {
+            None => errs.push(FieldError::forbidden(
+                &path,
+                &format!("existing ephemeral containers {} may not be removed\n", quote(name)),
+            )),
+            // Upstream appends a go-cmp diff, which cannot be reproduced.
+            Some(c) if !semantic_eq(Some(c), Some(existing)) => errs.push(FieldError::forbidden(
+                &path,
+                &format!("existing ephemeral containers {} may not be changed\n", quote(name)),
+            )),
+            Some(_) => {}
+        }
+    }
+    errs
 }
 
 /// `validateContainerCommon`: name, image, termination message policy,
@@ -1643,6 +1762,56 @@ fn cron_int(expr: &str) -> Result<u64, String> {
 // ---------------------------------------------------------------------------
 // Storage
 
+const PVC_ACCESS_MODES: [&str; 4] = [
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOnce",
+    "ReadWriteOncePod",
+];
+
+/// `ValidatePersistentVolumeClaimSpec`: access modes and the storage request
+/// (the quantity's sign and the selector are not checked here).
+fn pvc_create(obj: &Value) -> ErrorList {
+    let mut errs = ErrorList::new();
+    let spec = spec_of(obj);
+    let path = FieldPath::new("spec");
+    let modes = list(spec, "accessModes");
+    let modes_path = path.child("accessModes");
+    if modes.is_empty() {
+        errs.push(FieldError::required(
+            &modes_path,
+            "at least 1 access mode is required",
+        ));
+    }
+    let (mut read_write_once_pod, mut others) = (false, false);
+    for mode in modes {
+        let mode = mode.as_str().unwrap_or("");
+        match mode {
+            "ReadWriteOncePod" => read_write_once_pod = true,
+            _ if PVC_ACCESS_MODES.contains(&mode) => others = true,
+            _ => errs.push(FieldError::not_supported(
+                &modes_path,
+                json!(mode),
+                &PVC_ACCESS_MODES,
+            )),
+        }
+    }
+    if read_write_once_pod && others {
+        errs.push(FieldError::forbidden(
+            &modes_path,
+            "may not use ReadWriteOncePod with other access modes",
+        ));
+    }
+    if spec.pointer("/resources/requests/storage").is_none() {
+        // Upstream keys `resources`, not `resources.requests`.
+        errs.push(FieldError::required(
+            &path.child("resources").key("storage"),
+            "",
+        ));
+    }
+    errs
+}
+
 /// `ValidatePersistentVolumeClaimUpdate`: the spec is immutable but for a
 /// bound claim's storage request and volume attributes class; `volumeName`
 /// and `storageClassName` may be set once. (The storage-shrink rule, which
@@ -1911,6 +2080,23 @@ fn system_priority_class_error(name: &str, value: i64, obj: &Value) -> Option<St
         ));
     }
     None
+}
+
+/// `ValidateRuntimeClass`: the handler is a DNS label.
+fn runtime_class(obj: &Value) -> ErrorList {
+    let handler = str_of(obj, "handler");
+    is_dns1123_label(handler)
+        .into_iter()
+        .map(|msg| FieldError::invalid(&FieldPath::new("handler"), json!(handler), &msg))
+        .collect()
+}
+
+/// The strategy's `ValidateUpdate`: `ValidateRuntimeClass` and
+/// `ValidateRuntimeClassUpdate` (the handler is immutable).
+fn runtime_class_update(new: &Value, old: &Value) -> ErrorList {
+    let mut errs = runtime_class(new);
+    immutable(new, old, "handler", &FieldPath::root(), &mut errs);
+    errs
 }
 
 /// `ValidatePriorityClassUpdate`.

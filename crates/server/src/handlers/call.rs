@@ -202,10 +202,26 @@ pub async fn decode_object(
     let mut obj = negotiate::decode(kind, &bytes)?;
     default_type(call.rtype(), &mut obj);
     check_type(call.rtype(), &obj)?;
+    check_metadata_decodes(call.rtype(), &obj)?;
     if let Some(capture) = &call.audit_body {
         capture.keep(&obj);
     }
     Ok(obj)
+}
+
+/// Upstream decodes `metadata` into Go's `ObjectMeta` (a built-in kind's whole
+/// body, a custom resource's `metadata` alone), so a member of the wrong JSON type
+/// is a 400 decode error, not a validation error.
+fn check_metadata_decodes(rtype: &ResourceType, obj: &Value) -> Result<()> {
+    let prefix = if rtype.structured { "metadata." } else { "" };
+    match obj.get("metadata").and_then(|m| apimachinery::meta_decode::decode_error(m, prefix)) {
+        None => Ok(()),
+        Some(err) => Err(StatusError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: {err}",
+            kind = rtype.kind,
+            version = rtype.version,
+        ))),
+    }
 }
 
 /// A body for a built-in type may leave out `apiVersion` and `kind`: upstream's

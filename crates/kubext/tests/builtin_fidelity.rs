@@ -1,0 +1,484 @@
+//! Built-in kinds where kubext answered differently from kube-apiserver 1.33
+//! (issue 30), each against upstream's values (`pkg/apis/*/validation`, the
+//! registry's stores and strategies, `/version`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::send_body;
+use serde_json::{Value, json};
+use testkit::Server;
+
+fn json_of(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
+/// POST `body` to `uri`; the answer's code and JSON.
+async fn post(client: &kube::Client, uri: &str, body: Value) -> (u16, Value) {
+    let (code, bytes) = send_body(client, "POST", uri, "application/json", &body).await;
+    (code, json_of(&bytes))
+}
+
+/// The causes of a 422, as `field: message` pairs.
+fn causes(status: &Value) -> Vec<(String, String)> {
+    status["details"]["causes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no causes: {status}"))
+        .iter()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap_or("").to_string(),
+                c["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn job(restart_policy: &str) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"template": {"spec": {"restartPolicy": restart_policy,
+               "containers": [{"name": "c", "image": "busybox"}]}}}})
+}
+
+/// `validateJobSpec`: a template's restartPolicy is OnFailure or Never, reported
+/// once as NotSupported.
+#[tokio::test]
+async fn job_restart_policy_always_is_unsupported_and_reported_once() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, status) = post(
+        &client,
+        "/apis/batch/v1/namespaces/default/jobs",
+        job("Always"),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "Job.batch \"j\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+    );
+    assert_eq!(
+        causes(&status),
+        [(
+            "spec.template.spec.restartPolicy".to_string(),
+            "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\"".to_string()
+        )]
+    );
+    let (code, _) = post(
+        &client,
+        "/apis/batch/v1/namespaces/default/jobs",
+        job("Never"),
+    )
+    .await;
+    assert_eq!(code, 201);
+}
+
+/// `ValidatePersistentVolumeClaimSpec`: at least one access mode.
+#[tokio::test]
+async fn persistent_volume_claims_need_an_access_mode() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, status) = post(
+        &client,
+        "/api/v1/namespaces/default/persistentvolumeclaims",
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"},
+               "spec": {"resources": {"requests": {"storage": "1Gi"}}}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "PersistentVolumeClaim \"c\" is invalid: spec.accessModes: Required value: at least 1 access mode is required"
+    );
+    let (code, status) = post(
+        &client,
+        "/api/v1/namespaces/default/persistentvolumeclaims",
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"},
+               "spec": {"accessModes": ["ReadWriteOnce"]}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "PersistentVolumeClaim \"c\" is invalid: spec.resources[storage]: Required value"
+    );
+}
+
+/// `ValidateRuntimeClassUpdate`: the handler is immutable.
+#[tokio::test]
+async fn runtime_class_handler_is_immutable() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let uri = "/apis/node.k8s.io/v1/runtimeclasses";
+    let (code, created) = post(
+        &client,
+        uri,
+        json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+               "metadata": {"name": "gvisor"}, "handler": "runsc"}),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let mut changed = created.clone();
+    changed["handler"] = json!("kata");
+    let (code, body) = send_body(
+        &client,
+        "PUT",
+        &format!("{uri}/gvisor"),
+        "application/json",
+        &changed,
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        json_of(&body)["message"],
+        "RuntimeClass.node.k8s.io \"gvisor\" is invalid: handler: Invalid value: \"kata\": field is immutable"
+    );
+}
+
+/// A built-in kind's whole body is decoded into its Go type, so metadata of
+/// the wrong type is a 400 naming `ObjectMeta.metadata.<field>`.
+#[tokio::test]
+async fn built_in_metadata_of_the_wrong_type_is_a_decode_error() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, status) = post(
+        &client,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "c", "annotations": {"a": true}}}),
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(
+        status["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.annotations of type string"
+    );
+}
+
+/// `/version` names the release whose API is served (1.33), with the
+/// compatibility-version fields kube-apiserver 1.33 fills.
+#[tokio::test]
+async fn version_matches_the_served_release() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, body) = send_body(&client, "GET", "/version", "", &json!(null)).await;
+    assert_eq!(code, 200);
+    let version = json_of(&body);
+    assert_eq!((&version["major"], &version["minor"]), (&json!("1"), &json!("33")));
+    assert_eq!(version["emulationMinor"], "33");
+    assert_eq!(version["minCompatibilityMinor"], "32");
+    assert!(
+        version["gitVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with("v1.33."),
+        "{version}"
+    );
+    let kubectl = server.kubectl_ok(&["version", "-o", "json"]);
+    let kubectl: Value = serde_json::from_str(&kubectl).unwrap();
+    assert_eq!(kubectl["serverVersion"]["minor"], "33");
+}
+
+/// A field selector's answer: the names listed, or the refusal's code and message.
+async fn select(client: &kube::Client, collection: &str, selector: &str) -> Result<Vec<String>, (u16, String)> {
+    let uri = format!("{collection}?fieldSelector={}", selector.replace('=', "%3D"));
+    let (code, body) = send_body(client, "GET", &uri, "", &json!(null)).await;
+    let answer = json_of(&body);
+    if code != 200 {
+        return Err((code, answer["message"].as_str().unwrap_or("").to_string()));
+    }
+    Ok(answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+        .collect())
+}
+
+/// Each kind's field label conversion function and `GetAttrs`
+/// (`pkg/apis/*/v1/conversion.go`, the registry strategies): kube-rs's
+/// `cordon` and a `spec.unschedulable` selector, pods by node and phase (and
+/// the legacy `spec.host`), Jobs' own refusal, kinds without a conversion
+/// function, and events.k8s.io's names for the stored core Event's fields.
+#[tokio::test]
+async fn field_selectors_of_built_in_kinds_as_upstream() {
+    use k8s_openapi::api::core::v1::Node;
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    for name in ["n1", "n2"] {
+        let (code, _) = post(&client, "/api/v1/nodes",
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})).await;
+        assert_eq!(code, 201);
+    }
+    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    nodes.cordon("n1").await.unwrap();
+    assert_eq!(select(&client, "/api/v1/nodes", "spec.unschedulable=true").await.unwrap(), ["n1"]);
+    assert_eq!(select(&client, "/api/v1/nodes", "spec.unschedulable=false").await.unwrap(), ["n2"]);
+    assert_eq!(
+        select(&client, "/api/v1/nodes", "metadata.namespace=").await.unwrap_err(),
+        (400, "field label not supported: metadata.namespace".to_string())
+    );
+
+    for (name, node) in [("bound", "n2"), ("free", "")] {
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        if !node.is_empty() {
+            pod["spec"]["nodeName"] = json!(node);
+        }
+        let (code, body) = post(&client, "/api/v1/namespaces/default/pods", pod).await;
+        assert_eq!(code, 201, "{body}");
+    }
+    let pods = "/api/v1/namespaces/default/pods";
+    assert_eq!(select(&client, pods, "spec.nodeName=n2").await.unwrap(), ["bound"]);
+    assert_eq!(select(&client, pods, "spec.host=n2").await.unwrap(), ["bound"]);
+    assert_eq!(select(&client, pods, "spec.nodeName=").await.unwrap(), ["free"]);
+    assert_eq!(select(&client, pods, "status.phase=Pending").await.unwrap().len(), 2);
+    assert_eq!(select(&client, pods, "spec.hostNetwork=false").await.unwrap().len(), 2);
+
+    assert_eq!(
+        select(&client, "/apis/batch/v1/namespaces/default/jobs", "spec.bogus=1").await.unwrap_err(),
+        (400, "field label \"spec.bogus\" not supported for Job".to_string())
+    );
+    assert_eq!(
+        select(&client, "/apis/apps/v1/namespaces/default/replicasets", "status.replicas=0").await.unwrap_err(),
+        (400, "\"status.replicas\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\"".to_string())
+    );
+    // A cluster-scoped kind without a conversion function accepts
+    // metadata.namespace, which is empty on every object.
+    assert!(select(&client, "/apis/storage.k8s.io/v1/storageclasses", "metadata.namespace=").await.is_ok());
+
+    let (code, body) = post(&client, "/apis/events.k8s.io/v1/namespaces/default/events",
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+               "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
+               "reportingInstance": "i", "action": "Made", "reason": "Made", "type": "Normal",
+               "regarding": {"kind": "Pod", "namespace": "default", "name": "bound"}})).await;
+    assert_eq!(code, 201, "{body}");
+    let events = "/apis/events.k8s.io/v1/namespaces/default/events";
+    assert_eq!(select(&client, events, "regarding.kind=Pod").await.unwrap(), ["e"]);
+    assert_eq!(select(&client, events, "reportingController=example.com/c").await.unwrap(), ["e"]);
+    assert_eq!(
+        select(&client, "/api/v1/namespaces/default/events", "source=example.com/c").await.unwrap(),
+        ["e"]
+    );
+    assert_eq!(
+        select(&client, events, "source=x").await.unwrap_err(),
+        (400, "field label not supported: source".to_string())
+    );
+}
+
+/// A PKCS#10 request for `cn`, base64 as `spec.request` carries it.
+fn certificate_request(cn: &str) -> String {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+/// CertificateSigningRequests as upstream's strategy and admission plugins
+/// handle them: the requester recorded whatever the body claims, `kubectl
+/// certificate approve` through `/approval`, and approval refused to a user
+/// who may update `/approval` but not `approve` the signer.
+#[tokio::test]
+async fn certificate_signing_requests_record_the_requester_and_are_approved() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let me = common::whoami(&client).await.unwrap();
+    let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
+    let csr = |name: &str| {
+        json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+               "metadata": {"name": name},
+               "spec": {"request": certificate_request("alice"),
+                        "signerName": "example.com/signer", "usages": ["client auth"],
+                        "username": "mallory", "groups": ["system:masters"]},
+               "status": {"conditions": [{"type": "Approved", "status": "True"}]}})
+    };
+    let (code, created) = post(&client, csrs, csr("one")).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["username"], me["username"]);
+    assert_eq!(created["spec"]["groups"], me["groups"]);
+    assert_eq!(created["status"], json!({}));
+
+    let out = server.kubectl_ok(&["certificate", "approve", "one"]);
+    assert!(out.contains("approved"), "{out}");
+    let approved = server.kubectl_ok(&["get", "csr", "one", "-o", "json"]);
+    let approved: Value = serde_json::from_str(&approved).unwrap();
+    let condition = &approved["status"]["conditions"][0];
+    assert_eq!(condition["type"], "Approved");
+    assert_eq!(condition["reason"], "KubectlApprove");
+    assert!(condition["lastTransitionTime"].is_string(), "{condition}");
+
+    // bob may update /approval but not approve example.com/ signers.
+    server.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: csr-approver}\n\
+         rules:\n- {apiGroups: [certificates.k8s.io], resources: [certificatesigningrequests, certificatesigningrequests/approval], verbs: [get, list, update]}\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: bob-approves}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: csr-approver}\n\
+         subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}\n",
+    );
+    let (code, _) = post(&client, csrs, csr("two")).await;
+    assert_eq!(code, 201);
+    server.wait_until_allowed(&["update", "certificatesigningrequests/approval", "--as=bob"]);
+    let out = server.kubectl(&["certificate", "approve", "two", "--as=bob"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("certificatesigningrequests.certificates.k8s.io \"two\" is forbidden: user not permitted to approve requests with signerName \"example.com/signer\""),
+        "{stderr}"
+    );
+    server.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: example-signer}\n\
+         rules:\n- {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: [example.com/*], verbs: [approve]}\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: bob-signer}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: example-signer}\n\
+         subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}\n",
+    );
+    // The policy is rebuilt shortly after a change.
+    testkit::eventually("bob approves", || {
+        server
+            .kubectl(&["certificate", "approve", "two", "--as=bob"])
+            .status
+            .success()
+            .then_some(())
+    });
+
+    // Discovery lists the subresource as upstream's does.
+    let (_, body) = send_body(&client, "GET", "/apis/certificates.k8s.io/v1", "", &json!(null)).await;
+    let resources = json_of(&body)["resources"].clone();
+    let approval = resources
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "certificatesigningrequests/approval")
+        .unwrap_or_else(|| panic!("{resources}"));
+    assert_eq!(approval["verbs"], json!(["get", "patch", "update"]));
+}
+
+/// `pods/ephemeralcontainers` (upstream's `EphemeralContainersStrategy`):
+/// kube-rs's `patch_ephemeral_containers` and `kubectl debug` add containers,
+/// `ValidatePodEphemeralContainersUpdate` refuses removing one or setting what
+/// an ephemeral container may not have, and the pod's other updates still work.
+#[tokio::test]
+async fn ephemeral_containers_are_added_through_their_subresource() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Patch, PatchParams, PostParams};
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let patched = pods
+        .patch_ephemeral_containers(
+            "p",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"ephemeralContainers": [
+                {"name": "debugger", "image": "busybox", "targetContainerName": "c"}]}})),
+        )
+        .await
+        .unwrap();
+    let ephemeral = patched.spec.unwrap().ephemeral_containers.unwrap();
+    assert_eq!(ephemeral[0].name, "debugger");
+    assert_eq!(ephemeral[0].termination_message_policy.as_deref(), Some("File"));
+
+    let out = server.kubectl_ok(&["debug", "p", "--image=busybox", "-c", "second"]);
+    assert!(!out.contains("error"), "{out}");
+    let pod = pods.get("p").await.unwrap();
+    let names: Vec<String> = pod.spec.as_ref().unwrap().ephemeral_containers.as_ref().unwrap()
+        .iter().map(|c| c.name.clone()).collect();
+    assert_eq!(names, ["debugger", "second"]);
+
+    let uri = "/api/v1/namespaces/default/pods/p/ephemeralcontainers";
+    let mut removed = serde_json::to_value(&pod).unwrap();
+    removed["spec"]["ephemeralContainers"] = json!([removed["spec"]["ephemeralContainers"][1]]);
+    let (code, body) = send_body(&client, "PUT", uri, "application/json", &removed).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&json_of(&body)),
+        [(
+            "spec.ephemeralContainers".to_string(),
+            "Forbidden: existing ephemeral containers \"debugger\" may not be removed\n".to_string()
+        )]
+    );
+    let mut with_ports = serde_json::to_value(&pod).unwrap();
+    with_ports["spec"]["ephemeralContainers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "third", "image": "busybox", "ports": [{"containerPort": 80}]}));
+    let (code, body) = send_body(&client, "PUT", uri, "application/json", &with_ports).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        causes(&json_of(&body)),
+        [(
+            "spec.ephemeralContainers[2].ports".to_string(),
+            "Forbidden: cannot be set for an Ephemeral Container".to_string()
+        )]
+    );
+
+    // A pod with ephemeral containers takes ordinary updates.
+    pods.patch(
+        "p",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"debugged": "yes"}}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// Go's encoding of zero values (issue 30): what kubectl reads back carries the
+/// fields kube-apiserver writes although the request left them out, and so do
+/// the create's managedFields.
+#[tokio::test]
+async fn objects_carry_the_zero_values_go_writes() {
+    let server = Server::builder().start().unwrap();
+    server.kubectl_ok(&["create", "deployment", "web", "--image=nginx"]);
+    let deployment: Value =
+        serde_json::from_str(&server.kubectl_ok(&["get", "deployment", "web", "-o", "json"])).unwrap();
+    let template = &deployment["spec"]["template"];
+    assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
+    assert!(
+        template["metadata"].as_object().unwrap().contains_key("creationTimestamp"),
+        "{template}"
+    );
+    assert_eq!(template["metadata"]["creationTimestamp"], Value::Null);
+    let fields = deployment["metadata"]["managedFields"][0]["fieldsV1"].to_string();
+    assert!(fields.contains(r#""f:resources":{}"#), "{fields}");
+
+    let client = server.client().await.unwrap();
+    let (code, service) = post(&client, "/api/v1/namespaces/default/services",
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+               "spec": {"ports": [{"port": 80}]}})).await;
+    assert_eq!(code, 201, "{service}");
+    assert_eq!(service["status"], json!({"loadBalancer": {}}));
+}
+
+/// kube-apiserver's API Priority and Fairness configuration producer: the
+/// mandatory and suggested FlowSchemas and PriorityLevelConfigurations exist
+/// from the start, with the auto-update annotation, and each FlowSchema's
+/// `Dangling` condition (kubectl's MISSINGPL column) says its level exists.
+#[tokio::test]
+async fn flow_control_configuration_is_bootstrapped() {
+    let server = Server::builder().start().unwrap();
+    let names = |resource: &str| {
+        let out = server.kubectl_ok(&["get", resource, "-o", "jsonpath={.items[*].metadata.name}"]);
+        let mut names: Vec<String> = out.split_whitespace().map(String::from).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names("prioritylevelconfigurations"),
+        ["catch-all", "exempt", "global-default", "leader-election", "node-high", "system", "workload-high", "workload-low"]
+    );
+    let schemas = names("flowschemas");
+    for expected in ["exempt", "catch-all", "probes", "system-leader-election", "global-default", "service-accounts"] {
+        assert!(schemas.iter().any(|s| s == expected), "{expected} in {schemas:?}");
+    }
+    let exempt: Value = serde_json::from_str(&server.kubectl_ok(&["get", "flowschema", "exempt", "-o", "json"])).unwrap();
+    assert_eq!(exempt["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"], "true");
+    let table = server.kubectl_ok(&["get", "flowschema", "catch-all"]);
+    let row = table.lines().nth(1).unwrap();
+    assert!(row.split_whitespace().last() == Some("False"), "{table}");
+}

@@ -1,0 +1,308 @@
+//! Custom resources where kubext answered differently from kube-apiserver 1.33
+//! (issue 30): CRD defaults and storedVersions, metadata decode errors, printer
+//! columns after a declared `Age`, CEL paths under maps and runtime errors, and
+//! pruning by the storage version's schema. Expected values from upstream's
+//! source (apiextensions' defaults and strategy, the CRD handler's decoder,
+//! `tableconvertor`, the CEL validator, cel-go).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::send_body;
+use serde_json::{Value, json};
+use testkit::Server;
+
+fn json_of(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
+fn established(server: &Server, crd: &str) {
+    server.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        &format!("crd/{crd}"),
+        "--timeout=10s",
+    ]);
+}
+
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+fn two_version_crd(storage: &str) -> Value {
+    let schema = |extra: Value| {
+        json!({"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": extra}}}})
+    };
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.fidelity.example.com"},
+        "spec": {
+            "group": "fidelity.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": storage == "v1",
+                 "schema": schema(json!({"name": {"type": "string"}, "legacy": {"type": "string"}}))},
+                {"name": "v2", "served": true, "storage": storage == "v2",
+                 "schema": schema(json!({"name": {"type": "string"}}))},
+            ],
+        },
+    })
+}
+
+/// Upstream's `SetDefaults_CustomResourceDefinitionSpec` and its strategy's
+/// `PrepareForUpdate`: `listKind` and `singular` defaulted, and a new storage
+/// version appended to `status.storedVersions` in the update's own answer.
+#[tokio::test]
+async fn crd_names_defaulted_and_stored_versions_follow_the_storage_version() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, body) = send_body(
+        &client,
+        "POST",
+        CRDS,
+        "application/json",
+        &two_version_crd("v1"),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let created = json_of(&body);
+    assert_eq!(created["spec"]["names"]["listKind"], "GadgetList");
+    assert_eq!(created["spec"]["names"]["singular"], "gadget");
+    assert_eq!(created["status"]["storedVersions"], json!(["v1"]));
+    established(&server, "gadgets.fidelity.example.com");
+
+    let (_, body) = send_body(
+        &client,
+        "GET",
+        &format!("{CRDS}/gadgets.fidelity.example.com"),
+        "application/json",
+        &json!(null),
+    )
+    .await;
+    let mut crd = json_of(&body);
+    assert_eq!(crd["spec"]["names"]["listKind"], "GadgetList");
+    crd["spec"]["versions"][0]["storage"] = json!(false);
+    crd["spec"]["versions"][1]["storage"] = json!(true);
+    let (code, body) = send_body(
+        &client,
+        "PUT",
+        &format!("{CRDS}/gadgets.fidelity.example.com"),
+        "application/json",
+        &crd,
+    )
+    .await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        json_of(&body)["status"]["storedVersions"],
+        json!(["v1", "v2"])
+    );
+}
+
+/// kube-rs's `crd_derive_multi`: once v2 (without `legacy`) is the storage
+/// version, a v1 apply carrying `legacy` is stored pruned by v2's schema and
+/// answered converted back to v1, without it.
+#[tokio::test]
+async fn writes_in_another_version_are_pruned_by_the_storage_schema() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, body) = send_body(
+        &client,
+        "POST",
+        CRDS,
+        "application/json",
+        &two_version_crd("v2"),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    established(&server, "gadgets.fidelity.example.com");
+    let v1 = "/apis/fidelity.example.com/v1/namespaces/default/gadgets";
+    let v2 = "/apis/fidelity.example.com/v2/namespaces/default/gadgets";
+    let (code, body) = send_body(
+        &client,
+        "PATCH",
+        &format!("{v1}/g?fieldManager=test"),
+        "application/apply-patch+yaml",
+        &json!({"apiVersion": "fidelity.example.com/v1", "kind": "Gadget",
+                "metadata": {"name": "g"}, "spec": {"name": "n", "legacy": "old"}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let answer = json_of(&body);
+    assert_eq!(answer["apiVersion"], "fidelity.example.com/v1");
+    assert_eq!(answer["spec"], json!({"name": "n"}));
+    let (_, body) = send_body(&client, "GET", &format!("{v2}/g"), "", &json!(null)).await;
+    assert_eq!(json_of(&body)["spec"], json!({"name": "n"}));
+}
+
+/// The CRD handler decodes `metadata` into Go's `ObjectMeta`: a label whose
+/// value is a number is a 400 decode error, not a 422.
+#[tokio::test]
+async fn metadata_of_the_wrong_type_is_a_decode_error() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, _) = send_body(
+        &client,
+        "POST",
+        CRDS,
+        "application/json",
+        &two_version_crd("v1"),
+    )
+    .await;
+    assert_eq!(code, 201);
+    established(&server, "gadgets.fidelity.example.com");
+    let (code, body) = send_body(
+        &client,
+        "POST",
+        "/apis/fidelity.example.com/v1/namespaces/default/gadgets",
+        "application/json",
+        &json!({"apiVersion": "fidelity.example.com/v1", "kind": "Gadget",
+                "metadata": {"name": "g", "labels": {"app": 1}}}),
+    )
+    .await;
+    assert_eq!(code, 400, "{}", String::from_utf8_lossy(&body));
+    let status = json_of(&body);
+    assert_eq!(status["reason"], "BadRequest");
+    assert_eq!(
+        status["message"],
+        "Gadget in version \"v1\" cannot be handled as a Gadget: json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string"
+    );
+}
+
+/// Gateway API's GatewayClass declares `Age` (type date) before a wide
+/// `Description`: each cell sits under its own column (`tableconvertor`), an
+/// absent value is a null cell.
+#[tokio::test]
+async fn table_cells_line_up_with_a_declared_age_column() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    server.apply(include_str!("data/gateway-api/gatewayclasses.yaml"));
+    established(&server, "gatewayclasses.gateway.networking.k8s.io");
+    server.apply(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: one}\n\
+         spec: {controllerName: example.com/gateway, description: the first class}\n",
+    );
+    server.apply(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata: {name: two}\n\
+         spec: {controllerName: example.com/gateway}\n",
+    );
+    let req = http::Request::get("/apis/gateway.networking.k8s.io/v1/gatewayclasses")
+        .header(
+            "accept",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let table: Value = client.request(req).await.unwrap();
+    let names: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["Name", "Controller", "Accepted", "Age", "Description"]
+    );
+    let rows = table["rows"].as_array().unwrap();
+    let one = &rows[0]["cells"];
+    assert_eq!(one.as_array().unwrap().len(), names.len(), "{one}");
+    assert_eq!(one[0], "one");
+    assert_eq!(one[1], "example.com/gateway");
+    assert_eq!(one[2], "Unknown"); // the schema's default status condition
+    assert!(one[3].as_str().unwrap().ends_with('s'), "{one}");
+    assert_eq!(one[4], "the first class");
+    assert_eq!(rows[1]["cells"][4], Value::Null);
+    assert_eq!(rows[1]["cells"].as_array().unwrap().len(), names.len());
+
+    let wide = server.kubectl_ok(&["get", "gatewayclasses", "-o", "wide"]);
+    let line = wide.lines().find(|l| l.starts_with("one ")).unwrap();
+    assert!(line.trim_end().ends_with("the first class"), "{wide}");
+}
+
+const RULES_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: rules.fidelity.example.com
+spec:
+  group: fidelity.example.com
+  scope: Namespaced
+  names: {plural: rules, kind: Rule}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              workloadSelector:
+                type: object
+                properties:
+                  matchLabels:
+                    type: object
+                    additionalProperties:
+                      type: string
+                      maxLength: 63
+                      x-kubernetes-validations:
+                      - rule: self.size() <= 3
+                        message: label values are short
+              either:
+                type: object
+                x-kubernetes-validations:
+                - rule: self.a == 1 || self.b == 1
+                properties:
+                  a: {type: integer}
+                  b: {type: integer}
+              named:
+                type: object
+                x-kubernetes-validations:
+                - rule: self.c == 1
+                  message: c must be one
+                properties:
+                  c: {type: integer}
+"#;
+
+/// The CEL validator walks a map's values with `field.Path.Key`; runtime errors
+/// read as cel-go's, the left operand's for `||`, followed by the rule's message
+/// or, without one, the rule.
+#[tokio::test]
+async fn cel_errors_name_map_keys_and_read_as_cel_go() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    server.apply(RULES_CRD);
+    established(&server, "rules.fidelity.example.com");
+    let create = |spec: Value| {
+        let client = client.clone();
+        async move {
+            let (code, body) = send_body(
+                &client,
+                "POST",
+                "/apis/fidelity.example.com/v1/namespaces/default/rules",
+                "application/json",
+                &json!({"apiVersion": "fidelity.example.com/v1", "kind": "Rule",
+                        "metadata": {"name": "r"}, "spec": spec}),
+            )
+            .await;
+            assert_eq!(code, 422, "{}", String::from_utf8_lossy(&body));
+            json_of(&body)["message"].as_str().unwrap().to_string()
+        }
+    };
+    assert_eq!(
+        create(json!({"workloadSelector": {"matchLabels": {"app": "long"}}})).await,
+        "Rule.fidelity.example.com \"r\" is invalid: spec.workloadSelector.matchLabels[app]: Invalid value: \"string\": label values are short"
+    );
+    assert_eq!(
+        create(json!({"either": {}})).await,
+        "Rule.fidelity.example.com \"r\" is invalid: spec.either: Invalid value: \"object\": no such key: a evaluating rule: self.a == 1 || self.b == 1"
+    );
+    assert_eq!(
+        create(json!({"named": {}})).await,
+        "Rule.fidelity.example.com \"r\" is invalid: spec.named: Invalid value: \"object\": no such key: c evaluating rule: c must be one"
+    );
+}

@@ -1,0 +1,200 @@
+//! Go's serialization of zero values. kube-apiserver decodes a built-in kind
+//! into its Go type and encodes it with encoding/json, which writes every
+//! field without `omitempty` (`""`, `0`, `false`, `null`) and every non-pointer
+//! struct (`resources: {}` on each container), whatever the request left out.
+//! kubext keeps objects as JSON, so it adds those fields where Go would have
+//! written them. The table (`data/go-zero-fields.tsv`) is generated from
+//! `k8s.io/api` by `tools/upstream-data` (`cmd/zero-fields`).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+const TABLE: &str = include_str!("../../data/go-zero-fields.tsv");
+
+/// What Go writes inside one JSON value of a kind.
+#[derive(Debug, Default)]
+struct Shape {
+    /// Object members: written as `zero` when absent or null (`None` for a
+    /// member Go omits, listed for what it holds).
+    members: Vec<Member>,
+    /// Every item of an array.
+    items: Option<Box<Shape>>,
+    /// Every value of a map.
+    values: Option<Box<Shape>>,
+}
+
+#[derive(Debug)]
+struct Member {
+    name: String,
+    zero: Option<Value>,
+    shape: Shape,
+}
+
+impl Shape {
+    fn member(&mut self, name: &str) -> &mut Member {
+        let at = match self.members.iter().position(|m| m.name == name) {
+            Some(at) => at,
+            None => {
+                self.members.push(Member {
+                    name: name.to_string(),
+                    zero: None,
+                    shape: Shape::default(),
+                });
+                self.members.len() - 1
+            }
+        };
+        &mut self.members[at]
+    }
+
+    /// Adds the row `path` (`spec.containers[].resources`) written as `zero`.
+    fn add(&mut self, path: &str, zero: Value) {
+        let mut segments = path.split('.').peekable();
+        let mut shape = self;
+        while let Some(segment) = segments.next() {
+            let name = segment.trim_end_matches(['[', ']', '{', '}']);
+            let member = shape.member(name);
+            if segments.peek().is_none() && segment == name {
+                member.zero = Some(zero);
+                return;
+            }
+            shape = &mut member.shape;
+            // `[]` and `{}` suffixes, in order: items of items, values of items…
+            let mut suffixes = &segment[name.len()..];
+            while !suffixes.is_empty() {
+                let inner = if suffixes.starts_with("[]") {
+                    &mut shape.items
+                } else {
+                    &mut shape.values
+                };
+                shape = inner.get_or_insert_with(Box::default);
+                suffixes = &suffixes[2..];
+            }
+            if segments.peek().is_none() {
+                // A row for every item or value itself is never written.
+                return;
+            }
+        }
+    }
+
+    fn fill(&self, value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                if let Some(values) = &self.values {
+                    map.values_mut().for_each(|v| values.fill(v));
+                    return;
+                }
+                for member in &self.members {
+                    match map.get_mut(&member.name) {
+                        Some(v) if !v.is_null() => member.shape.fill(v),
+                        slot => {
+                            let Some(zero) = &member.zero else { continue };
+                            let mut v = zero.clone();
+                            member.shape.fill(&mut v);
+                            match slot {
+                                Some(existing) => *existing = v,
+                                None => {
+                                    map.insert(member.name.clone(), v);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(shape) = &self.items {
+                    items.iter_mut().for_each(|item| shape.fill(item));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+type Kinds = HashMap<(String, String, String), Shape>;
+
+fn kinds() -> &'static Kinds {
+    static KINDS: OnceLock<Kinds> = OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut kinds = Kinds::new();
+        for line in TABLE.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+            let cells: Vec<&str> = line.split('\t').collect();
+            let [group, version, kind, path, zero] = cells.as_slice() else {
+                continue;
+            };
+            let Ok(zero) = serde_json::from_str(zero) else {
+                continue;
+            };
+            let group = if *group == "core" { "" } else { group };
+            kinds
+                .entry((group.to_string(), version.to_string(), kind.to_string()))
+                .or_default()
+                .add(path, zero);
+        }
+        kinds
+    })
+}
+
+/// Adds to `obj`, an object of `group`/`version`/`kind`, the fields Go's
+/// encoder writes although they are absent (or null); kinds without rows are
+/// left alone.
+pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
+    let key = (group.to_string(), version.to_string(), kind.to_string());
+    if let Some(shape) = kinds().get(&key) {
+        shape.fill(obj);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What kube-apiserver answers for these objects (Go's encoding of the
+    /// decoded types): a container's `resources: {}`, a template's
+    /// `creationTimestamp: null`, a ReplicationController's `replicas: 0`,
+    /// a Service's `status.loadBalancer: {}`.
+    #[test]
+    fn writes_what_go_writes() {
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "c", "image": "busybox"}]}});
+        fill("", "v1", "Pod", &mut pod);
+        assert_eq!(pod["spec"]["containers"][0]["resources"], json!({}));
+        assert_eq!(pod["status"], json!({}));
+        assert_eq!(pod["metadata"]["creationTimestamp"], Value::Null);
+
+        let mut deployment = json!({"spec": {"selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": null}]}}}});
+        fill("apps", "v1", "Deployment", &mut deployment);
+        let template = &deployment["spec"]["template"];
+        assert!(template["metadata"].as_object().unwrap().contains_key("creationTimestamp"));
+        assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
+        assert_eq!(deployment["spec"]["strategy"], json!({}));
+
+        let mut rc = json!({"spec": {}, "status": {}});
+        fill("", "v1", "ReplicationController", &mut rc);
+        assert_eq!(rc["status"]["replicas"], json!(0));
+
+        let mut service = json!({"spec": {"ports": [{"port": 80}]}});
+        fill("", "v1", "Service", &mut service);
+        assert_eq!(service["status"], json!({"loadBalancer": {}}));
+
+        // Present values are kept; kinds without rows are untouched.
+        let mut cm = json!({"data": {"a": "b"}});
+        fill("", "v1", "NoSuchKind", &mut cm);
+        assert_eq!(cm, json!({"data": {"a": "b"}}));
+    }
+
+    /// Filling twice is filling once: the store may fill before and after a
+    /// type's preparation.
+    #[test]
+    fn filling_is_idempotent() {
+        let mut once = json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
+        fill("batch", "v1", "Job", &mut once);
+        let mut twice = once.clone();
+        fill("batch", "v1", "Job", &mut twice);
+        assert_eq!(once, twice);
+    }
+}
