@@ -41,37 +41,40 @@ fn job(restart_policy: &str) -> Value {
                "containers": [{"name": "c", "image": "busybox"}]}}}})
 }
 
-/// `validateJobSpec`: a template's restartPolicy is OnFailure or Never, reported
-/// once as NotSupported.
+/// `validateJobSpec` (1.33): a template's restartPolicy of Always is "Required
+/// value: valid values: OnFailure, Never", reported once, on create and on an
+/// update (whose other error, the immutable template, comes with it once).
 #[tokio::test]
-async fn job_restart_policy_always_is_unsupported_and_reported_once() {
+async fn job_restart_policy_always_is_refused_once() {
     let server = Server::builder().start().unwrap();
     let client = server.client().await.unwrap();
-    let (code, status) = post(
-        &client,
-        "/apis/batch/v1/namespaces/default/jobs",
-        job("Always"),
-    )
-    .await;
+    let jobs = "/apis/batch/v1/namespaces/default/jobs";
+    let (code, status) = post(&client, jobs, job("Always")).await;
     assert_eq!(code, 422, "{status}");
+    let required = (
+        "spec.template.spec.restartPolicy".to_string(),
+        "Required value: valid values: \"OnFailure\", \"Never\"".to_string(),
+    );
     assert_eq!(
         status["message"],
-        "Job.batch \"j\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\""
+        "Job.batch \"j\" is invalid: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""
     );
-    assert_eq!(
-        causes(&status),
-        [(
-            "spec.template.spec.restartPolicy".to_string(),
-            "Unsupported value: \"Always\": supported values: \"OnFailure\", \"Never\"".to_string()
-        )]
-    );
-    let (code, _) = post(
-        &client,
-        "/apis/batch/v1/namespaces/default/jobs",
-        job("Never"),
-    )
-    .await;
-    assert_eq!(code, 201);
+    assert_eq!(causes(&status), [required.clone()]);
+
+    let (code, created) = post(&client, jobs, job("Never")).await;
+    assert_eq!(code, 201, "{created}");
+    let mut changed = created.clone();
+    changed["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+    let (code, body) =
+        send_body(&client, "PUT", &format!("{jobs}/j"), "application/json", &changed).await;
+    assert_eq!(code, 422);
+    let causes = causes(&json_of(&body));
+    assert!(causes.contains(&required), "{causes:?}");
+    let mut unique = causes.clone();
+    unique.dedup();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), causes.len(), "an error reported twice: {causes:?}");
 }
 
 /// `ValidatePersistentVolumeClaimSpec`: at least one access mode.
@@ -436,7 +439,7 @@ async fn objects_carry_the_zero_values_go_writes() {
     let server = Server::builder().start().unwrap();
     server.kubectl_ok(&["create", "deployment", "web", "--image=nginx"]);
     let deployment: Value =
-        serde_json::from_str(&server.kubectl_ok(&["get", "deployment", "web", "-o", "json"])).unwrap();
+        serde_json::from_str(&server.kubectl_ok(&["get", "deployment", "web", "-o", "json", "--show-managed-fields"])).unwrap();
     let template = &deployment["spec"]["template"];
     assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
     assert!(

@@ -288,8 +288,8 @@ impl GenericStore {
             .collect())
     }
 
-    /// The stored bytes for a served object, and its stored form when a
-    /// converter made it (written in another version than the storage one).
+    /// The stored bytes for a served object, and its stored form when it was
+    /// converted (written in another version than the storage one).
     async fn encode(&self, obj: &Value) -> Result<(bytes::Bytes, Option<Value>)> {
         if let Some(converter) = &self.rtype.converter
             && meta::api_version(obj) != converter.storage_api_version()
@@ -299,11 +299,12 @@ impl GenericStore {
             let stored = converted.pop().unwrap_or(Value::Null);
             return Ok((encode_for_storage(&stored), Some(stored)));
         }
-        let bytes = match self.rtype.strategy.to_storage(obj) {
-            Some(converted) => encode_for_storage(&converted),
-            None => encode_for_storage(obj),
-        };
-        Ok((bytes, None))
+        Ok(match self.rtype.strategy.to_storage(obj) {
+            // Answered from what was stored, converted back (a field the
+            // storage version lacks is gone, as upstream answers).
+            Some(converted) => (encode_for_storage(&converted), Some(converted)),
+            None => (encode_for_storage(obj), None),
+        })
     }
 
     /// What a write answers: the object as written at `revision`. One a
