@@ -104,7 +104,11 @@ fn default_spec(obj: &mut Value) {
         return;
     };
     if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
-        let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let is_empty = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
         if is_empty(names.get("singular")) {
             names.insert("singular".into(), json!(kind.to_lowercase()));
@@ -127,7 +131,10 @@ fn default_spec(obj: &mut Value) {
 /// Upstream's `PrepareForUpdate`: a version that becomes the storage version is
 /// appended to `status.storedVersions` in the same write.
 fn record_storage_version(crd: &mut Value) {
-    let Some(storage) = storage_versions(crd).as_array().and_then(|v| v.first().cloned()) else {
+    let Some(storage) = storage_versions(crd)
+        .as_array()
+        .and_then(|v| v.first().cloned())
+    else {
         return;
     };
     let status = &mut crd["status"];

@@ -160,7 +160,9 @@ mod tests {
             (
                 json!({"labels": {"app": 1}}),
                 "",
-                Some("json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string"),
+                Some(
+                    "json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string",
+                ),
             ),
             (
                 json!({"annotations": {"a": true}}),
@@ -193,7 +195,9 @@ mod tests {
             (
                 json!({"finalizers": ["a", 2]}),
                 "",
-                Some("json: cannot unmarshal number into Go struct field ObjectMeta.finalizers of type string"),
+                Some(
+                    "json: cannot unmarshal number into Go struct field ObjectMeta.finalizers of type string",
+                ),
             ),
             (
                 json!({"ownerReferences": [{"controller": "yes"}]}),
@@ -209,7 +213,11 @@ mod tests {
                     "json: cannot unmarshal object into Go struct field ObjectMeta.ownerReferences of type []v1.OwnerReference",
                 ),
             ),
-            (json!({"labels": null, "name": "ok", "unknown": 1}), "", None),
+            (
+                json!({"labels": null, "name": "ok", "unknown": 1}),
+                "",
+                None,
+            ),
             (json!({"labels": {"a": null}}), "", None),
         ];
         for (meta, prefix, want) in cases {

@@ -75,17 +75,24 @@ pub async fn ensure(api: &Api) -> Result<()> {
         (&stores.priority_levels, "priorityLevelConfigurations"),
         (&stores.flow_schemas, "flowSchemas"),
     ] {
-        let writes = [(Kind::Mandatory, "mandatory"), (Kind::Suggested, "suggested")]
-            .into_iter()
-            .flat_map(|(kind, key)| {
-                let objects = configuration[key][list].as_array().cloned().unwrap_or_default();
-                objects.into_iter().map(move |o| (kind, o))
-            })
-            .map(|(kind, object)| ensure_object(store, object, kind));
+        let writes = [
+            (Kind::Mandatory, "mandatory"),
+            (Kind::Suggested, "suggested"),
+        ]
+        .into_iter()
+        .flat_map(|(kind, key)| {
+            let objects = configuration[key][list]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            objects.into_iter().map(move |o| (kind, o))
+        })
+        .map(|(kind, object)| ensure_object(store, object, kind));
         for result in futures::future::join_all(writes).await {
             result?;
         }
     }
+    remove_unwanted(&stores, &configuration).await?;
     mark_dangling(&stores).await
 }
 
@@ -107,44 +114,93 @@ async fn ensure_object(store: &GenericStore, wanted: Value, kind: Kind) -> Resul
         }
         Err(e) => return Err(anyhow!("reading {name}: {e}")),
     };
-    if !keeps_up_to_date(&existing, kind) || same_spec(&existing, &wanted) {
+    let auto_update = keeps_up_to_date(&existing, kind);
+    let decision = if auto_update { "true" } else { "false" };
+    let annotated = annotation(&existing) == Some(decision);
+    let wanted_spec = comparable_spec(&wanted, kind);
+    let spec_stale = auto_update && !contains(&existing["spec"], &wanted_spec);
+    if annotated && !spec_stale {
         return Ok(());
     }
     let result = store
         .update_with(&ctx, &name, |current| {
             let mut updated = current.clone();
-            updated["spec"] = wanted["spec"].clone();
+            if spec_stale {
+                merge(&mut updated["spec"], &wanted_spec);
+            }
             apimachinery::meta::metadata_mut(&mut updated)
                 .entry("annotations")
-                .or_insert_with(|| json!({}))[AUTO_UPDATE] = json!("true");
+                .or_insert_with(|| json!({}))[AUTO_UPDATE] = json!(decision);
             Ok(updated)
         })
         .await;
-    result.map(|_| ()).map_err(|e| anyhow!("updating {name}: {e}"))
+    result
+        .map(|_| ())
+        .map_err(|e| anyhow!("updating {name}: {e}"))
 }
 
-/// Mandatory objects are always restored; suggested ones while their
-/// annotation says so, or (without it) while still at generation 1.
+fn annotation(object: &Value) -> Option<&str> {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(AUTO_UPDATE))
+        .and_then(Value::as_str)
+}
+
+/// Mandatory objects are always kept up to date; suggested ones while their
+/// annotation says so (a Go boolean), or, without one, while still at
+/// generation 1.
 fn keeps_up_to_date(existing: &Value, kind: Kind) -> bool {
     if kind == Kind::Mandatory {
         return true;
     }
-    match existing
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(AUTO_UPDATE))
-        .and_then(Value::as_str)
-    {
-        Some(value) => value.eq_ignore_ascii_case("true"),
+    match annotation(existing).and_then(parse_go_bool) {
+        Some(value) => value,
         None => apimachinery::meta::generation(existing) == 1,
     }
 }
 
-/// The stored spec carries defaults the bootstrap objects leave out: compare
-/// only what the bootstrap object says.
-fn same_spec(existing: &Value, wanted: &Value) -> bool {
-    contains(&existing["spec"], &wanted["spec"])
+/// `strconv.ParseBool`.
+fn parse_go_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
 }
 
+/// What of the bootstrap spec is kept: all of it, but the `exempt` level's
+/// shares and lendable percent, which operators may change.
+fn comparable_spec(wanted: &Value, kind: Kind) -> Value {
+    let mut spec = wanted["spec"].clone();
+    let exempt_level = kind == Kind::Mandatory
+        && wanted["kind"] == "PriorityLevelConfiguration"
+        && apimachinery::meta::name(wanted) == "exempt";
+    if exempt_level && let Some(exempt) = spec.get_mut("exempt").and_then(Value::as_object_mut) {
+        exempt.remove("nominalConcurrencyShares");
+        exempt.remove("lendablePercent");
+    }
+    spec
+}
+
+/// `have` with every member `want` names set to `want`'s value.
+fn merge(have: &mut Value, want: &Value) {
+    match (have, want) {
+        (Value::Object(h), Value::Object(w)) => {
+            for (k, v) in w {
+                match h.get_mut(k) {
+                    Some(existing) if existing.is_object() && v.is_object() => merge(existing, v),
+                    _ => {
+                        h.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (have, want) => *have = want.clone(),
+    }
+}
+
+/// Whether `have` says everything `want` says (the stored spec also carries
+/// defaults the bootstrap objects leave out).
 fn contains(have: &Value, want: &Value) -> bool {
     match (have, want) {
         (Value::Object(h), Value::Object(w)) => w
@@ -155,6 +211,34 @@ fn contains(have: &Value, want: &Value) -> bool {
         }
         _ => have == want,
     }
+}
+
+/// Objects that auto-update but are no longer part of the configuration go.
+async fn remove_unwanted(stores: &Stores, configuration: &Value) -> Result<()> {
+    let ctx = context();
+    for (store, list) in [
+        (&stores.flow_schemas, "flowSchemas"),
+        (&stores.priority_levels, "priorityLevelConfigurations"),
+    ] {
+        let wanted: Vec<&str> = ["mandatory", "suggested"]
+            .iter()
+            .flat_map(|key| configuration[key][list].as_array().into_iter().flatten())
+            .map(apimachinery::meta::name)
+            .collect();
+        let existing = store
+            .list(&ctx, ListOptions::default())
+            .await
+            .map_err(|e| anyhow!("listing {list}: {e}"))?;
+        for object in existing.items {
+            let object = object.value();
+            let name = apimachinery::meta::name(&object);
+            let auto_update = annotation(&object).and_then(parse_go_bool) == Some(true);
+            if auto_update && !wanted.contains(&name) {
+                let _ = store.delete(&ctx, name, &Default::default()).await;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Upstream's configuration consumer: `Dangling` is False when the named
@@ -200,7 +284,12 @@ async fn mark_dangling(stores: &Stores) -> Result<()> {
         });
         if !unchanged {
             let name = apimachinery::meta::name(&schema).to_string();
-            writes.push(set_dangling(&stores.flow_schemas, &status_ctx, name, wanted));
+            writes.push(set_dangling(
+                &stores.flow_schemas,
+                &status_ctx,
+                name,
+                wanted,
+            ));
         }
     }
     futures::future::join_all(writes).await;
@@ -255,7 +344,9 @@ mod tests {
                 .collect()
         };
         assert_eq!(names("mandatory", "flowSchemas"), ["exempt", "catch-all"]);
-        assert!(names("suggested", "priorityLevelConfigurations").contains(&"workload-high".into()));
+        assert!(
+            names("suggested", "priorityLevelConfigurations").contains(&"workload-high".into())
+        );
     }
 
     #[test]

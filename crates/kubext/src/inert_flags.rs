@@ -24,7 +24,10 @@ struct Flag {
 
 fn upstream_flags() -> HashMap<&'static str, Flag> {
     let mut flags = HashMap::new();
-    for line in FLAGS.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in FLAGS
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let cells: Vec<&str> = line.split('\t').collect();
         let (Some(name), Some(shorthand), Some(kind)) = (cells.get(1), cells.get(2), cells.get(3))
         else {
@@ -65,7 +68,8 @@ pub fn set_aside(args: Vec<OsString>, own: &[String]) -> (Vec<OsString>, Vec<Set
         }
         let Some(body) = text.strip_prefix("--").or_else(|| {
             // pflag's shorthand (`-v=2`, `-v 2`): one letter.
-            text.strip_prefix('-').filter(|b| b.len() == 1 || b.as_bytes().get(1) == Some(&b'='))
+            text.strip_prefix('-')
+                .filter(|b| b.len() == 1 || b.as_bytes().get(1) == Some(&b'='))
         }) else {
             kept.push(arg);
             continue;
@@ -74,7 +78,10 @@ pub fn set_aside(args: Vec<OsString>, own: &[String]) -> (Vec<OsString>, Vec<Set
             Some((name, value)) => (name, Some(value.to_string())),
             None => (body, None),
         };
-        let Some(flag) = upstream.get(name).filter(|_| !own.iter().any(|o| o == name)) else {
+        let Some(flag) = upstream
+            .get(name)
+            .filter(|_| !own.iter().any(|o| o == name))
+        else {
             kept.push(arg);
             continue;
         };

@@ -406,10 +406,17 @@ fn main() -> std::process::ExitCode {
         }
         return std::process::ExitCode::SUCCESS;
     }
+    if kube_apiserver::invoked_as_kube_apiserver() && args.iter().skip(1).any(|a| a == "--version")
+    {
+        println!("Kubernetes v1.33.0-kubext.{}", env!("CARGO_PKG_VERSION"));
+        return std::process::ExitCode::SUCCESS;
+    }
+    // clap adds `--help` itself: it is never set aside.
     let own: Vec<String> = serve_command
         .into_iter()
         .flat_map(|c| c.get_arguments())
         .filter_map(|a| a.get_long().map(String::from))
+        .chain(["help".to_string(), "h".to_string()])
         .collect();
     let (args, set_aside) = inert_flags::set_aside(args, &own);
     let cli = Cli::parse_from(args);

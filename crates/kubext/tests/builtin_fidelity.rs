@@ -65,8 +65,14 @@ async fn job_restart_policy_always_is_refused_once() {
     assert_eq!(code, 201, "{created}");
     let mut changed = created.clone();
     changed["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
-    let (code, body) =
-        send_body(&client, "PUT", &format!("{jobs}/j"), "application/json", &changed).await;
+    let (code, body) = send_body(
+        &client,
+        "PUT",
+        &format!("{jobs}/j"),
+        "application/json",
+        &changed,
+    )
+    .await;
     assert_eq!(code, 422);
     let causes = causes(&json_of(&body));
     assert!(causes.contains(&required), "{causes:?}");
@@ -74,7 +80,11 @@ async fn job_restart_policy_always_is_refused_once() {
     unique.dedup();
     unique.sort();
     unique.dedup();
-    assert_eq!(unique.len(), causes.len(), "an error reported twice: {causes:?}");
+    assert_eq!(
+        unique.len(),
+        causes.len(),
+        "an error reported twice: {causes:?}"
+    );
 }
 
 /// `ValidatePersistentVolumeClaimSpec`: at least one access mode.
@@ -168,7 +178,10 @@ async fn version_matches_the_served_release() {
     let (code, body) = send_body(&client, "GET", "/version", "", &json!(null)).await;
     assert_eq!(code, 200);
     let version = json_of(&body);
-    assert_eq!((&version["major"], &version["minor"]), (&json!("1"), &json!("33")));
+    assert_eq!(
+        (&version["major"], &version["minor"]),
+        (&json!("1"), &json!("33"))
+    );
     assert_eq!(version["emulationMinor"], "33");
     assert_eq!(version["minCompatibilityMinor"], "32");
     assert!(
@@ -184,8 +197,15 @@ async fn version_matches_the_served_release() {
 }
 
 /// A field selector's answer: the names listed, or the refusal's code and message.
-async fn select(client: &kube::Client, collection: &str, selector: &str) -> Result<Vec<String>, (u16, String)> {
-    let uri = format!("{collection}?fieldSelector={}", selector.replace('=', "%3D"));
+async fn select(
+    client: &kube::Client,
+    collection: &str,
+    selector: &str,
+) -> Result<Vec<String>, (u16, String)> {
+    let uri = format!(
+        "{collection}?fieldSelector={}",
+        selector.replace('=', "%3D")
+    );
     let (code, body) = send_body(client, "GET", &uri, "", &json!(null)).await;
     let answer = json_of(&body);
     if code != 200 {
@@ -210,17 +230,36 @@ async fn field_selectors_of_built_in_kinds_as_upstream() {
     let server = Server::builder().start().unwrap();
     let client = server.client().await.unwrap();
     for name in ["n1", "n2"] {
-        let (code, _) = post(&client, "/api/v1/nodes",
-            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})).await;
+        let (code, _) = post(
+            &client,
+            "/api/v1/nodes",
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}),
+        )
+        .await;
         assert_eq!(code, 201);
     }
     let nodes: kube::Api<Node> = kube::Api::all(client.clone());
     nodes.cordon("n1").await.unwrap();
-    assert_eq!(select(&client, "/api/v1/nodes", "spec.unschedulable=true").await.unwrap(), ["n1"]);
-    assert_eq!(select(&client, "/api/v1/nodes", "spec.unschedulable=false").await.unwrap(), ["n2"]);
     assert_eq!(
-        select(&client, "/api/v1/nodes", "metadata.namespace=").await.unwrap_err(),
-        (400, "field label not supported: metadata.namespace".to_string())
+        select(&client, "/api/v1/nodes", "spec.unschedulable=true")
+            .await
+            .unwrap(),
+        ["n1"]
+    );
+    assert_eq!(
+        select(&client, "/api/v1/nodes", "spec.unschedulable=false")
+            .await
+            .unwrap(),
+        ["n2"]
+    );
+    assert_eq!(
+        select(&client, "/api/v1/nodes", "metadata.namespace=")
+            .await
+            .unwrap_err(),
+        (
+            400,
+            "field label not supported: metadata.namespace".to_string()
+        )
     );
 
     for (name, node) in [("bound", "n2"), ("free", "")] {
@@ -233,15 +272,45 @@ async fn field_selectors_of_built_in_kinds_as_upstream() {
         assert_eq!(code, 201, "{body}");
     }
     let pods = "/api/v1/namespaces/default/pods";
-    assert_eq!(select(&client, pods, "spec.nodeName=n2").await.unwrap(), ["bound"]);
-    assert_eq!(select(&client, pods, "spec.host=n2").await.unwrap(), ["bound"]);
-    assert_eq!(select(&client, pods, "spec.nodeName=").await.unwrap(), ["free"]);
-    assert_eq!(select(&client, pods, "status.phase=Pending").await.unwrap().len(), 2);
-    assert_eq!(select(&client, pods, "spec.hostNetwork=false").await.unwrap().len(), 2);
+    assert_eq!(
+        select(&client, pods, "spec.nodeName=n2").await.unwrap(),
+        ["bound"]
+    );
+    assert_eq!(
+        select(&client, pods, "spec.host=n2").await.unwrap(),
+        ["bound"]
+    );
+    assert_eq!(
+        select(&client, pods, "spec.nodeName=").await.unwrap(),
+        ["free"]
+    );
+    assert_eq!(
+        select(&client, pods, "status.phase=Pending")
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        select(&client, pods, "spec.hostNetwork=false")
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 
     assert_eq!(
-        select(&client, "/apis/batch/v1/namespaces/default/jobs", "spec.bogus=1").await.unwrap_err(),
-        (400, "field label \"spec.bogus\" not supported for Job".to_string())
+        select(
+            &client,
+            "/apis/batch/v1/namespaces/default/jobs",
+            "spec.bogus=1"
+        )
+        .await
+        .unwrap_err(),
+        (
+            400,
+            "field label \"spec.bogus\" not supported for Job".to_string()
+        )
     );
     assert_eq!(
         select(&client, "/apis/apps/v1/namespaces/default/replicasets", "status.replicas=0").await.unwrap_err(),
@@ -249,19 +318,45 @@ async fn field_selectors_of_built_in_kinds_as_upstream() {
     );
     // A cluster-scoped kind without a conversion function accepts
     // metadata.namespace, which is empty on every object.
-    assert!(select(&client, "/apis/storage.k8s.io/v1/storageclasses", "metadata.namespace=").await.is_ok());
+    assert!(
+        select(
+            &client,
+            "/apis/storage.k8s.io/v1/storageclasses",
+            "metadata.namespace="
+        )
+        .await
+        .is_ok()
+    );
 
-    let (code, body) = post(&client, "/apis/events.k8s.io/v1/namespaces/default/events",
+    let (code, body) = post(
+        &client,
+        "/apis/events.k8s.io/v1/namespaces/default/events",
         json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
                "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/c",
                "reportingInstance": "i", "action": "Made", "reason": "Made", "type": "Normal",
-               "regarding": {"kind": "Pod", "namespace": "default", "name": "bound"}})).await;
+               "regarding": {"kind": "Pod", "namespace": "default", "name": "bound"}}),
+    )
+    .await;
     assert_eq!(code, 201, "{body}");
     let events = "/apis/events.k8s.io/v1/namespaces/default/events";
-    assert_eq!(select(&client, events, "regarding.kind=Pod").await.unwrap(), ["e"]);
-    assert_eq!(select(&client, events, "reportingController=example.com/c").await.unwrap(), ["e"]);
     assert_eq!(
-        select(&client, "/api/v1/namespaces/default/events", "source=example.com/c").await.unwrap(),
+        select(&client, events, "regarding.kind=Pod").await.unwrap(),
+        ["e"]
+    );
+    assert_eq!(
+        select(&client, events, "reportingController=example.com/c")
+            .await
+            .unwrap(),
+        ["e"]
+    );
+    assert_eq!(
+        select(
+            &client,
+            "/api/v1/namespaces/default/events",
+            "source=example.com/c"
+        )
+        .await
+        .unwrap(),
         ["e"]
     );
     assert_eq!(
@@ -275,7 +370,9 @@ fn certificate_request(cn: &str) -> String {
     use base64::Engine;
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
     let pem = params.serialize_request(&key).unwrap().pem().unwrap();
     base64::engine::general_purpose::STANDARD.encode(pem)
 }
@@ -348,7 +445,14 @@ async fn certificate_signing_requests_record_the_requester_and_are_approved() {
     });
 
     // Discovery lists the subresource as upstream's does.
-    let (_, body) = send_body(&client, "GET", "/apis/certificates.k8s.io/v1", "", &json!(null)).await;
+    let (_, body) = send_body(
+        &client,
+        "GET",
+        "/apis/certificates.k8s.io/v1",
+        "",
+        &json!(null),
+    )
+    .await;
     let resources = json_of(&body)["resources"].clone();
     let approval = resources
         .as_array()
@@ -385,13 +489,24 @@ async fn ephemeral_containers_are_added_through_their_subresource() {
         .unwrap();
     let ephemeral = patched.spec.unwrap().ephemeral_containers.unwrap();
     assert_eq!(ephemeral[0].name, "debugger");
-    assert_eq!(ephemeral[0].termination_message_policy.as_deref(), Some("File"));
+    assert_eq!(
+        ephemeral[0].termination_message_policy.as_deref(),
+        Some("File")
+    );
 
     let out = server.kubectl_ok(&["debug", "p", "--image=busybox", "-c", "second"]);
     assert!(!out.contains("error"), "{out}");
     let pod = pods.get("p").await.unwrap();
-    let names: Vec<String> = pod.spec.as_ref().unwrap().ephemeral_containers.as_ref().unwrap()
-        .iter().map(|c| c.name.clone()).collect();
+    let names: Vec<String> = pod
+        .spec
+        .as_ref()
+        .unwrap()
+        .ephemeral_containers
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
     assert_eq!(names, ["debugger", "second"]);
 
     let uri = "/api/v1/namespaces/default/pods/p/ephemeralcontainers";
@@ -403,7 +518,8 @@ async fn ephemeral_containers_are_added_through_their_subresource() {
         causes(&json_of(&body)),
         [(
             "spec.ephemeralContainers".to_string(),
-            "Forbidden: existing ephemeral containers \"debugger\" may not be removed\n".to_string()
+            "Forbidden: existing ephemeral containers \"debugger\" may not be removed\n"
+                .to_string()
         )]
     );
     let mut with_ports = serde_json::to_value(&pod).unwrap();
@@ -438,12 +554,22 @@ async fn ephemeral_containers_are_added_through_their_subresource() {
 async fn objects_carry_the_zero_values_go_writes() {
     let server = Server::builder().start().unwrap();
     server.kubectl_ok(&["create", "deployment", "web", "--image=nginx"]);
-    let deployment: Value =
-        serde_json::from_str(&server.kubectl_ok(&["get", "deployment", "web", "-o", "json", "--show-managed-fields"])).unwrap();
+    let deployment: Value = serde_json::from_str(&server.kubectl_ok(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ]))
+    .unwrap();
     let template = &deployment["spec"]["template"];
     assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
     assert!(
-        template["metadata"].as_object().unwrap().contains_key("creationTimestamp"),
+        template["metadata"]
+            .as_object()
+            .unwrap()
+            .contains_key("creationTimestamp"),
         "{template}"
     );
     assert_eq!(template["metadata"]["creationTimestamp"], Value::Null);
@@ -451,9 +577,13 @@ async fn objects_carry_the_zero_values_go_writes() {
     assert!(fields.contains(r#""f:resources":{}"#), "{fields}");
 
     let client = server.client().await.unwrap();
-    let (code, service) = post(&client, "/api/v1/namespaces/default/services",
+    let (code, service) = post(
+        &client,
+        "/api/v1/namespaces/default/services",
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
-               "spec": {"ports": [{"port": 80}]}})).await;
+               "spec": {"ports": [{"port": 80}]}}),
+    )
+    .await;
     assert_eq!(code, 201, "{service}");
     assert_eq!(service["status"], json!({"loadBalancer": {}}));
 }
@@ -473,14 +603,38 @@ async fn flow_control_configuration_is_bootstrapped() {
     };
     assert_eq!(
         names("prioritylevelconfigurations"),
-        ["catch-all", "exempt", "global-default", "leader-election", "node-high", "system", "workload-high", "workload-low"]
+        [
+            "catch-all",
+            "exempt",
+            "global-default",
+            "leader-election",
+            "node-high",
+            "system",
+            "workload-high",
+            "workload-low"
+        ]
     );
     let schemas = names("flowschemas");
-    for expected in ["exempt", "catch-all", "probes", "system-leader-election", "global-default", "service-accounts"] {
-        assert!(schemas.iter().any(|s| s == expected), "{expected} in {schemas:?}");
+    for expected in [
+        "exempt",
+        "catch-all",
+        "probes",
+        "system-leader-election",
+        "global-default",
+        "service-accounts",
+    ] {
+        assert!(
+            schemas.iter().any(|s| s == expected),
+            "{expected} in {schemas:?}"
+        );
     }
-    let exempt: Value = serde_json::from_str(&server.kubectl_ok(&["get", "flowschema", "exempt", "-o", "json"])).unwrap();
-    assert_eq!(exempt["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"], "true");
+    let exempt: Value =
+        serde_json::from_str(&server.kubectl_ok(&["get", "flowschema", "exempt", "-o", "json"]))
+            .unwrap();
+    assert_eq!(
+        exempt["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
+        "true"
+    );
     let table = server.kubectl_ok(&["get", "flowschema", "catch-all"]);
     let row = table.lines().nth(1).unwrap();
     assert!(row.split_whitespace().last() == Some("False"), "{table}");

@@ -499,7 +499,8 @@ metadata: {name: crontabz.stable.example.com}
 spec:
   group: stable.example.com
   scope: Namespaced
-  names: {plural: crontabz, kind: CronTab}
+  # singular would default to "crontab", whose conflict upstream reports first.
+  names: {plural: crontabz, singular: crontabz, kind: CronTab}
   versions:
   - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
 "#;

@@ -396,3 +396,57 @@ fn unknown_admission_plugins_stop_the_start_as_upstream() {
         "{stderr}"
     );
 }
+
+/// Every flag of kube-apiserver 1.33's command line is accepted (issue 30):
+/// the seeds' `--enable-aggregator-routing=true`, a log level with its value
+/// apart, profiling, a shorthand. Each is logged; kubext's own flags still
+/// apply; `--help` prints upstream's usage in pflag's format; a flag neither
+/// knows still stops the start.
+#[test]
+fn every_kube_apiserver_flag_is_accepted() {
+    let env = prepare();
+    let port = testkit::free_port();
+    let etcd = format!("http://127.0.0.1:{}", testkit::free_port());
+    let mut args = envtest_args(&env.cert_dir, port, &etcd);
+    for extra in [
+        "--enable-aggregator-routing=true",
+        "--v",
+        "4",
+        "--profiling=false",
+        "--max-requests-inflight=800",
+        "--endpoint-reconciler-type",
+        "none",
+    ] {
+        args.push(extra.into());
+    }
+    let _server = start(&env, &args);
+    wait_healthy(&env, port);
+    let log = log(&env);
+    assert!(
+        log.contains("kubext always routes aggregated APIs"),
+        "{log}"
+    );
+    assert!(log.contains("max-requests-inflight"), "{log}");
+
+    let help = Command::new(env.assets.join("kube-apiserver"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for line in [
+        "      --enable-aggregator-routing                 Turns on aggregator routing requests to endpoints IP rather than cluster IP.",
+        "Etcd flags:",
+    ] {
+        assert!(help.contains(line), "{line:?} missing from --help");
+    }
+    let out = Command::new(env.assets.join("kube-apiserver"))
+        .args(["--no-such-flag"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--no-such-flag"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

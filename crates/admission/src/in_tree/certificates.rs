@@ -4,7 +4,7 @@
 //! resource named by its signer, or by the signer's domain and `/*`
 //! (upstream's `IsAuthorizedForSignerName`).
 
-use cel_rules::{AuthzCheck, Authorize};
+use cel_rules::{Authorize, AuthzCheck};
 use serde_json::Value;
 
 /// The stored request's `spec.signerName`.

@@ -151,7 +151,12 @@ impl Strategy for Csrs {
     }
 
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
-        super::field_labels::value("certificates.k8s.io", "CertificateSigningRequest", obj, field)
+        super::field_labels::value(
+            "certificates.k8s.io",
+            "CertificateSigningRequest",
+            obj,
+            field,
+        )
     }
 
     fn row(&self, obj: &Value) -> Vec<Value> {
@@ -213,7 +218,9 @@ fn populate_condition_timestamps(new: &mut Value, old: &Value) {
         let Some(map) = c.as_object_mut() else {
             continue;
         };
-        let unset = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).is_none_or(str::is_empty);
+        let unset = |m: &Map<String, Value>, k: &str| {
+            m.get(k).and_then(Value::as_str).is_none_or(str::is_empty)
+        };
         if unset(map, "lastUpdateTime") {
             map.insert("lastUpdateTime".into(), json!(now));
         }
@@ -263,7 +270,11 @@ fn validate_csr(obj: &Value) -> ErrorList {
             "may not specify a duration less than 600 seconds (10 minutes)",
         ));
     }
-    validate_conditions(obj, &FieldPath::new("status").child("conditions"), &mut errs);
+    validate_conditions(
+        obj,
+        &FieldPath::new("status").child("conditions"),
+        &mut errs,
+    );
     errs
 }
 
@@ -303,7 +314,11 @@ fn validate_usages(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
     for (i, usage) in usages.iter().enumerate() {
         let usage = usage.as_str().unwrap_or("");
         if !USAGES.contains(&usage) {
-            errs.push(FieldError::not_supported(&path.index(i), json!(usage), &USAGES));
+            errs.push(FieldError::not_supported(
+                &path.index(i),
+                json!(usage),
+                &USAGES,
+            ));
         }
         if seen.contains(&usage) {
             errs.push(FieldError::duplicate(&path.index(i), json!(usage)));
@@ -458,7 +473,12 @@ fn update_rules(new: &Value, old: &Value, rules: Rules) -> ErrorList {
             }
         }
     }
-    let certificate = |o: &Value| o.pointer("/status/certificate").and_then(Value::as_str).unwrap_or("").to_string();
+    let certificate = |o: &Value| {
+        o.pointer("/status/certificate")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let (now, before) = (certificate(new), certificate(old));
     if rules == Rules::Status && !before.is_empty() && now != before {
         errs.push(FieldError::forbidden(
@@ -485,11 +505,15 @@ mod tests {
         assert!(validate_signer_name(&path, "example.com/signer").is_empty());
         assert_eq!(
             messages(validate_signer_name(&path, "example.com")),
-            ["spec.signerName: Invalid value: \"example.com\": must be a fully qualified domain and path of the form 'example.com/signer-name'"]
+            [
+                "spec.signerName: Invalid value: \"example.com\": must be a fully qualified domain and path of the form 'example.com/signer-name'"
+            ]
         );
         assert_eq!(
             messages(validate_signer_name(&path, "example/signer")),
-            ["spec.signerName: Invalid value: \"example\": should be a domain with at least two segments separated by dots"]
+            [
+                "spec.signerName: Invalid value: \"example\": should be a domain with at least two segments separated by dots"
+            ]
         );
         let csr = json!({"status": {"conditions": [
             {"type": "Approved", "status": "True"},
@@ -497,7 +521,11 @@ mod tests {
             {"type": "Approved", "status": "True"},
         ]}});
         let mut errs = ErrorList::new();
-        validate_conditions(&csr, &FieldPath::new("status").child("conditions"), &mut errs);
+        validate_conditions(
+            &csr,
+            &FieldPath::new("status").child("conditions"),
+            &mut errs,
+        );
         assert_eq!(
             messages(errs),
             [
@@ -515,7 +543,9 @@ mod tests {
         let none = json!({"status": {}});
         assert_eq!(
             messages(update_rules(&none, &old, Rules::Approval)),
-            ["status.conditions: Forbidden: updates may not remove a condition of type \"Approved\""]
+            [
+                "status.conditions: Forbidden: updates may not remove a condition of type \"Approved\""
+            ]
         );
         assert_eq!(
             messages(update_rules(&old, &none, Rules::Status)),

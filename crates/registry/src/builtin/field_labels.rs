@@ -47,7 +47,10 @@ const EVENTS_V1: &[(&str, &str)] = &[
     ("regarding.name", "involvedObject.name"),
     ("regarding.uid", "involvedObject.uid"),
     ("regarding.apiVersion", "involvedObject.apiVersion"),
-    ("regarding.resourceVersion", "involvedObject.resourceVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
     ("regarding.fieldPath", "involvedObject.fieldPath"),
     ("reportingController", "reportingComponent"),
     ("type", "type"),
@@ -178,12 +181,24 @@ mod tests {
             assert_eq!(value(group, kind, obj, label).as_deref(), want, "{label}");
         }
         let node = json!({"spec": {"unschedulable": true}});
-        assert_eq!(value("", "Node", &node, "spec.unschedulable").unwrap(), "true");
-        assert_eq!(value("", "Node", &json!({}), "spec.unschedulable").unwrap(), "false");
+        assert_eq!(
+            value("", "Node", &node, "spec.unschedulable").unwrap(),
+            "true"
+        );
+        assert_eq!(
+            value("", "Node", &json!({}), "spec.unschedulable").unwrap(),
+            "false"
+        );
         let job = json!({"status": {"succeeded": 3}});
-        assert_eq!(value("batch", "Job", &job, "status.successful").unwrap(), "3");
+        assert_eq!(
+            value("batch", "Job", &job, "status.successful").unwrap(),
+            "3"
+        );
         let rc = json!({});
-        assert_eq!(value("", "ReplicationController", &rc, "status.replicas").unwrap(), "0");
+        assert_eq!(
+            value("", "ReplicationController", &rc, "status.replicas").unwrap(),
+            "0"
+        );
         let event = json!({"reportingComponent": "kubelet", "source": {},
             "involvedObject": {"kind": "Pod"}});
         assert_eq!(value("", "Event", &event, "source").unwrap(), "kubelet");

@@ -521,12 +521,18 @@ pub(super) fn ephemeral_containers_update(new: &Value, old: &Value) -> ErrorList
         match current.iter().find(|c| str_of(c, "name") == name) {
             None => errs.push(FieldError::forbidden(
                 &path,
-                &format!("existing ephemeral containers {} may not be removed\n", quote(name)),
+                &format!(
+                    "existing ephemeral containers {} may not be removed\n",
+                    quote(name)
+                ),
             )),
             // Upstream appends a go-cmp diff, which cannot be reproduced.
             Some(c) if !semantic_eq(Some(c), Some(existing)) => errs.push(FieldError::forbidden(
                 &path,
-                &format!("existing ephemeral containers {} may not be changed\n", quote(name)),
+                &format!(
+                    "existing ephemeral containers {} may not be changed\n",
+                    quote(name)
+                ),
             )),
             Some(_) => {}
         }

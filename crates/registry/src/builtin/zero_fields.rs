@@ -118,7 +118,10 @@ fn kinds() -> &'static Kinds {
     static KINDS: OnceLock<Kinds> = OnceLock::new();
     KINDS.get_or_init(|| {
         let mut kinds = Kinds::new();
-        for line in TABLE.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        for line in TABLE
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
             let cells: Vec<&str> = line.split('\t').collect();
             let [group, version, kind, path, zero] = cells.as_slice() else {
                 continue;
@@ -169,7 +172,12 @@ mod tests {
                 "spec": {"containers": [{"name": "c", "image": "i", "resources": null}]}}}});
         fill("apps", "v1", "Deployment", &mut deployment);
         let template = &deployment["spec"]["template"];
-        assert!(template["metadata"].as_object().unwrap().contains_key("creationTimestamp"));
+        assert!(
+            template["metadata"]
+                .as_object()
+                .unwrap()
+                .contains_key("creationTimestamp")
+        );
         assert_eq!(template["spec"]["containers"][0]["resources"], json!({}));
         assert_eq!(deployment["spec"]["strategy"], json!({}));
 

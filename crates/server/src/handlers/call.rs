@@ -214,7 +214,10 @@ pub async fn decode_object(
 /// is a 400 decode error, not a validation error.
 fn check_metadata_decodes(rtype: &ResourceType, obj: &Value) -> Result<()> {
     let prefix = if rtype.structured { "metadata." } else { "" };
-    match obj.get("metadata").and_then(|m| apimachinery::meta_decode::decode_error(m, prefix)) {
+    match obj
+        .get("metadata")
+        .and_then(|m| apimachinery::meta_decode::decode_error(m, prefix))
+    {
         None => Ok(()),
         Some(err) => Err(StatusError::bad_request(format!(
             "{kind} in version \"{version}\" cannot be handled as a {kind}: {err}",
