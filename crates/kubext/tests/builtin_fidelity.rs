@@ -59,7 +59,7 @@ async fn job_restart_policy_always_is_refused_once() {
         status["message"],
         "Job.batch \"j\" is invalid: spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""
     );
-    assert_eq!(causes(&status), [required.clone()]);
+    assert_eq!(causes(&status), std::slice::from_ref(&required));
 
     let (code, created) = post(&client, jobs, job("Never")).await;
     assert_eq!(code, 201, "{created}");

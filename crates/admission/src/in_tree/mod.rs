@@ -318,7 +318,7 @@ impl InTree {
             _ => return Ok(()),
         };
         let signer = certificates::signer_name(a.old_object);
-        let authorize = objects.authorizer(&a.ctx);
+        let authorize = objects.authorizer(a.ctx);
         if certificates::may(authorize.as_deref(), verb, signer) {
             return Ok(());
         }
