@@ -1085,3 +1085,46 @@ async fn mutating_webhooks_see_defaulted_objects() {
     assert_eq!(pod["restartPolicy"], "Always");
     assert_eq!(pod["containers"][0]["imagePullPolicy"], "IfNotPresent");
 }
+
+/// An ExternalName Service is called at its name and the configured port, as
+/// kube-apiserver's default service resolution (`ResolveCluster`) does, with
+/// the certificate still checked against `<service>.<namespace>.svc`.
+#[tokio::test]
+async fn webhooks_behind_an_external_name_service_are_called_at_that_name() {
+    let server = Server::builder().start().unwrap();
+    let hooks = WebhookServer::start(&[&format!("external.{NAMESPACE}.svc")]).unwrap();
+    server.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NAMESPACE}}}\n"
+    ));
+    server.apply(&format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: external, namespace: {NAMESPACE}}}\n\
+         spec: {{type: ExternalName, externalName: localhost}}\n"
+    ));
+    let config = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "external"},
+        "webhooks": [{
+            "name": "external.k8s.io",
+            "clientConfig": {
+                "service": {"namespace": NAMESPACE, "name": "external", "path": "/always-deny", "port": hooks.port},
+                "caBundle": hooks.ca_bundle(),
+            },
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        }],
+    });
+    server.apply(&config.to_string());
+    let client = server.client().await.unwrap();
+    let status = denied(
+        &Api::namespaced(client, "default"),
+        &configmap("x", json!({})),
+    )
+    .await;
+    assert!(
+        status.message.contains("this webhook denies all requests"),
+        "{}",
+        status.message
+    );
+    assert!(!hooks.requests().is_empty());
+}

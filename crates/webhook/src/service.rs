@@ -1,7 +1,8 @@
 //! `clientConfig.service` to an address: the Service's port, then a ready
 //! endpoint of its EndpointSlices (or of a v1 Endpoints object) for that
 //! port's name — what kube-apiserver does with `--enable-aggregator-routing`,
-//! since kubext routes no cluster IPs. Callers word the failures their way.
+//! since kubext routes no cluster IPs; an ExternalName Service is its name and
+//! the port, as in upstream's default mode. Callers word the failures their way.
 
 use serde_json::{Value, json};
 
@@ -23,6 +24,15 @@ pub fn resolve(service: Option<&Value>, port: i64, slices: &[Value]) -> Result<S
     let Some(service) = service else {
         return Err(Unresolved::ServiceNotFound);
     };
+    // An ExternalName Service is its name and the requested port, as
+    // upstream's `ResolveCluster` answers it.
+    if service.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
+        let name = service
+            .pointer("/spec/externalName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Ok(format!("{name}:{port}"));
+    }
     let Some(service_port) = array(service, "/spec/ports")
         .iter()
         .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
@@ -140,6 +150,15 @@ mod tests {
         assert_eq!(
             resolve(Some(&service()), 443, &slices),
             Ok("[::1]:9443".into())
+        );
+    }
+
+    #[test]
+    fn an_external_name_service_is_its_name_and_the_port() {
+        let svc = json!({"spec": {"type": "ExternalName", "externalName": "api.example.com"}});
+        assert_eq!(
+            resolve(Some(&svc), 443, &[]).unwrap(),
+            "api.example.com:443"
         );
     }
 }
