@@ -639,3 +639,70 @@ async fn flow_control_configuration_is_bootstrapped() {
     let row = table.lines().nth(1).unwrap();
     assert!(row.split_whitespace().last() == Some("False"), "{table}");
 }
+
+/// Upstream's stores with `ReturnDeletedObject` answer a DELETE with the
+/// deleted object (Pods, PVCs, PodTemplates, StorageClasses, …); the others
+/// with a `Success` Status naming the resource.
+#[tokio::test]
+async fn delete_answers_the_object_where_upstreams_store_does() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let cases = [
+        (
+            "/api/v1/namespaces/default/pods",
+            json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "x"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+            "Pod",
+        ),
+        (
+            "/api/v1/namespaces/default/podtemplates",
+            json!({"apiVersion": "v1", "kind": "PodTemplate",
+            "metadata": {"name": "x"}, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}),
+            "PodTemplate",
+        ),
+        (
+            "/apis/storage.k8s.io/v1/storageclasses",
+            json!({"apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass", "metadata": {"name": "x"}, "provisioner": "example.com/p"}),
+            "StorageClass",
+        ),
+        (
+            "/api/v1/namespaces/default/resourcequotas",
+            json!({"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "x"}}),
+            "ResourceQuota",
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x"}}),
+            "Status",
+        ),
+        (
+            "/apis/apps/v1/namespaces/default/controllerrevisions",
+            json!({"apiVersion": "apps/v1",
+            "kind": "ControllerRevision", "metadata": {"name": "x"}, "revision": 1}),
+            "Status",
+        ),
+    ];
+    for (collection, object, answered) in cases {
+        let (code, body) = post(&client, collection, object).await;
+        assert_eq!(code, 201, "{body}");
+        let (code, _, body) = common::send_raw(
+            &client,
+            "DELETE",
+            &format!("{collection}/x"),
+            "",
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+        let answer = json_of(&body);
+        assert_eq!(answer["kind"], answered, "{collection}: {answer}");
+        if answered == "Status" {
+            assert_eq!(answer["status"], "Success");
+        } else {
+            assert_eq!(answer["metadata"]["name"], "x");
+        }
+    }
+}

@@ -112,7 +112,9 @@ impl Shape {
     }
 }
 
-type Kinds = HashMap<(String, String, String), Shape>;
+/// Keyed by group, version and kind as the table spells them (no allocation
+/// per lookup: every write of a built-in kind looks its kind up).
+type Kinds = HashMap<(&'static str, &'static str, &'static str), Shape>;
 
 fn kinds() -> &'static Kinds {
     static KINDS: OnceLock<Kinds> = OnceLock::new();
@@ -129,9 +131,9 @@ fn kinds() -> &'static Kinds {
             let Ok(zero) = serde_json::from_str(zero) else {
                 continue;
             };
-            let group = if *group == "core" { "" } else { group };
+            let group = if *group == "core" { "" } else { *group };
             kinds
-                .entry((group.to_string(), version.to_string(), kind.to_string()))
+                .entry((group, *version, *kind))
                 .or_default()
                 .add(path, zero);
         }
@@ -143,8 +145,8 @@ fn kinds() -> &'static Kinds {
 /// encoder writes although they are absent (or null); kinds without rows are
 /// left alone.
 pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
-    let key = (group.to_string(), version.to_string(), kind.to_string());
-    if let Some(shape) = kinds().get(&key) {
+    let kinds: &HashMap<(&str, &str, &str), Shape> = kinds();
+    if let Some(shape) = kinds.get(&(group, version, kind)) {
         shape.fill(obj);
     }
 }
