@@ -5,14 +5,9 @@
 
 mod common;
 
-use common::send_body;
+use common::{json_of, send_body};
 use serde_json::{Value, json};
 use testkit::Server;
-
-fn json_of(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
 
 /// POST `body` to `uri`; the answer's code and JSON.
 async fn post(client: &kube::Client, uri: &str, body: Value) -> (u16, Value) {

@@ -8,14 +8,9 @@
 
 mod common;
 
-use common::send_body;
+use common::{json_of, send_body};
 use serde_json::{Value, json};
 use testkit::Server;
-
-fn json_of(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
 
 fn established(server: &Server, crd: &str) {
     server.kubectl_ok(&[
@@ -51,6 +46,22 @@ fn two_version_crd(storage: &str) -> Value {
     })
 }
 
+/// Creates the Gadget CRD with `storage` as its storage version, once it is
+/// established: the create's answer.
+async fn create_gadgets(server: &Server, client: &kube::Client, storage: &str) -> Value {
+    let (code, body) = send_body(
+        client,
+        "POST",
+        CRDS,
+        "application/json",
+        &two_version_crd(storage),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    established(server, "gadgets.fidelity.example.com");
+    json_of(&body)
+}
+
 /// Upstream's `SetDefaults_CustomResourceDefinitionSpec` and its strategy's
 /// `PrepareForUpdate`: `listKind` and `singular` defaulted, and a new storage
 /// version appended to `status.storedVersions` in the update's own answer.
@@ -58,20 +69,10 @@ fn two_version_crd(storage: &str) -> Value {
 async fn crd_names_defaulted_and_stored_versions_follow_the_storage_version() {
     let server = Server::builder().start().unwrap();
     let client = server.client().await.unwrap();
-    let (code, body) = send_body(
-        &client,
-        "POST",
-        CRDS,
-        "application/json",
-        &two_version_crd("v1"),
-    )
-    .await;
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
-    let created = json_of(&body);
+    let created = create_gadgets(&server, &client, "v1").await;
     assert_eq!(created["spec"]["names"]["listKind"], "GadgetList");
     assert_eq!(created["spec"]["names"]["singular"], "gadget");
     assert_eq!(created["status"]["storedVersions"], json!(["v1"]));
-    established(&server, "gadgets.fidelity.example.com");
 
     let (_, body) = send_body(
         &client,
@@ -107,16 +108,7 @@ async fn crd_names_defaulted_and_stored_versions_follow_the_storage_version() {
 async fn writes_in_another_version_are_pruned_by_the_storage_schema() {
     let server = Server::builder().start().unwrap();
     let client = server.client().await.unwrap();
-    let (code, body) = send_body(
-        &client,
-        "POST",
-        CRDS,
-        "application/json",
-        &two_version_crd("v2"),
-    )
-    .await;
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
-    established(&server, "gadgets.fidelity.example.com");
+    create_gadgets(&server, &client, "v2").await;
     let v1 = "/apis/fidelity.example.com/v1/namespaces/default/gadgets";
     let v2 = "/apis/fidelity.example.com/v2/namespaces/default/gadgets";
     let (code, body) = send_body(
@@ -142,16 +134,7 @@ async fn writes_in_another_version_are_pruned_by_the_storage_schema() {
 async fn metadata_of_the_wrong_type_is_a_decode_error() {
     let server = Server::builder().start().unwrap();
     let client = server.client().await.unwrap();
-    let (code, _) = send_body(
-        &client,
-        "POST",
-        CRDS,
-        "application/json",
-        &two_version_crd("v1"),
-    )
-    .await;
-    assert_eq!(code, 201);
-    established(&server, "gadgets.fidelity.example.com");
+    create_gadgets(&server, &client, "v1").await;
     let (code, body) = send_body(
         &client,
         "POST",

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{send_body, send_raw};
+use common::{json_of, send_body, send_raw};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -52,11 +52,6 @@ fn install_widgets(server: &Server) {
 }
 
 const WIDGETS: &str = "/apis/fidelity.example.com/v1/namespaces/default/widgets";
-
-fn json_of(bytes: &[u8]) -> Value {
-    serde_json::from_slice(bytes)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
-}
 
 #[tokio::test]
 async fn bodies_without_type_meta_take_it_from_the_url_for_built_ins_only() {

@@ -9,6 +9,12 @@ pub fn cm(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
 }
 
+/// A response body as JSON (anything else fails the test, showing the body).
+pub fn json_of(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(bytes)))
+}
+
 /// The Status of an API error (anything else fails the test).
 pub fn api_error(e: kube::Error) -> kube::core::Status {
     match e {
