@@ -3,7 +3,8 @@
 //! field without `omitempty` (`""`, `0`, `false`, `null`) and every non-pointer
 //! struct (`resources: {}` on each container), whatever the request left out.
 //! kubext keeps objects as JSON, so it adds those fields where Go would have
-//! written them. The table (`data/go-zero-fields.tsv`) is generated from
+//! written them, and drops the present but empty ones `omitempty` leaves out
+//! (`labels: {}`, `selector: {}`, `externalIPs: []`). The table (`data/go-zero-fields.tsv`) is generated from
 //! `k8s.io/api` by `tools/upstream-data` (`cmd/zero-fields`).
 
 use std::collections::HashMap;
@@ -29,7 +30,52 @@ struct Shape {
 struct Member {
     name: String,
     zero: Option<Value>,
+    /// Dropped when present but empty (`omitempty`).
+    omit: Omit,
     shape: Shape,
+}
+
+/// When Go's encoder leaves a present member out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Omit {
+    Never,
+    /// `omitempty` on a string, number, bool, slice or map: null, `""`, `0`,
+    /// `false`, `[]` or `{}`.
+    Empty,
+    /// `omitempty` on a pointer: only null (a pointer to an empty value stays).
+    Nil,
+}
+
+impl Omit {
+    fn drops(self, value: &Value) -> bool {
+        match (self, value) {
+            (Omit::Never, _) => false,
+            (_, Value::Null) => true,
+            (Omit::Nil, _) => false,
+            (Omit::Empty, Value::String(s)) => s.is_empty(),
+            (Omit::Empty, Value::Bool(b)) => !b,
+            (Omit::Empty, Value::Number(n)) => n.as_f64() == Some(0.0),
+            (Omit::Empty, Value::Array(a)) => a.is_empty(),
+            (Omit::Empty, Value::Object(m)) => m.is_empty(),
+        }
+    }
+}
+
+/// A row's last column: the JSON Go writes for a missing member, or when a
+/// present one is left out.
+enum Written {
+    Zero(Value),
+    Omitted(Omit),
+}
+
+impl Written {
+    fn parse(cell: &str) -> Option<Written> {
+        Some(match cell {
+            "omitempty" => Written::Omitted(Omit::Empty),
+            "omitnil" => Written::Omitted(Omit::Nil),
+            json => Written::Zero(serde_json::from_str(json).ok()?),
+        })
+    }
 }
 
 impl Shape {
@@ -40,6 +86,7 @@ impl Shape {
                 self.members.push(Member {
                     name: name.to_string(),
                     zero: None,
+                    omit: Omit::Never,
                     shape: Shape::default(),
                 });
                 self.members.len() - 1
@@ -48,15 +95,18 @@ impl Shape {
         &mut self.members[at]
     }
 
-    /// Adds the row `path` (`spec.containers[].resources`) written as `zero`.
-    fn add(&mut self, path: &str, zero: Value) {
+    /// Adds the row `path` (`spec.containers[].resources`).
+    fn add(&mut self, path: &str, written: Written) {
         let mut segments = path.split('.').peekable();
         let mut shape = self;
         while let Some(segment) = segments.next() {
             let name = segment.trim_end_matches(['[', ']', '{', '}']);
             let member = shape.member(name);
             if segments.peek().is_none() && segment == name {
-                member.zero = Some(zero);
+                match written {
+                    Written::Zero(zero) => member.zero = Some(zero),
+                    Written::Omitted(omit) => member.omit = omit,
+                }
                 return;
             }
             shape = &mut member.shape;
@@ -86,6 +136,12 @@ impl Shape {
                     return;
                 }
                 for member in &self.members {
+                    if member.omit != Omit::Never
+                        && map.get(&member.name).is_some_and(|v| member.omit.drops(v))
+                    {
+                        map.remove(&member.name);
+                        continue;
+                    }
                     match map.get_mut(&member.name) {
                         Some(v) if !v.is_null() => member.shape.fill(v),
                         slot => {
@@ -128,14 +184,14 @@ fn kinds() -> &'static Kinds {
             let [group, version, kind, path, zero] = cells.as_slice() else {
                 continue;
             };
-            let Ok(zero) = serde_json::from_str(zero) else {
+            let Some(written) = Written::parse(zero) else {
                 continue;
             };
             let group = if *group == "core" { "" } else { *group };
             kinds
                 .entry((group, *version, *kind))
                 .or_default()
-                .add(path, zero);
+                .add(path, written);
         }
         kinds
     })
@@ -195,6 +251,32 @@ mod tests {
         let mut cm = json!({"data": {"a": "b"}});
         fill("", "v1", "NoSuchKind", &mut cm);
         assert_eq!(cm, json!({"data": {"a": "b"}}));
+    }
+
+    /// What kube-apiserver 1.33 answers (checked side by side): `omitempty`
+    /// members sent empty are left out, a pointer to an empty struct is kept.
+    #[test]
+    fn drops_what_omitempty_leaves_out() {
+        let mut cm = json!({"metadata": {"name": "e", "labels": {}, "annotations": {}},
+            "data": {}});
+        fill("", "v1", "ConfigMap", &mut cm);
+        assert_eq!(
+            cm,
+            json!({"metadata": {"name": "e", "creationTimestamp": null}})
+        );
+
+        let mut service = json!({"spec": {"ports": [{"port": 80}], "selector": {},
+            "externalIPs": []}});
+        fill("", "v1", "Service", &mut service);
+        assert_eq!(service["spec"].get("selector"), None);
+        assert_eq!(service["spec"].get("externalIPs"), None);
+
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "i",
+            "securityContext": {}, "command": []}]}});
+        fill("", "v1", "Pod", &mut pod);
+        let container = &pod["spec"]["containers"][0];
+        assert_eq!(container["securityContext"], json!({}));
+        assert_eq!(container.get("command"), None);
     }
 
     /// Filling twice is filling once: the store may fill before and after a
