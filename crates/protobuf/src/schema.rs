@@ -4101,6 +4101,229 @@ pub(crate) static NETWORKING_V1_SERVICE_CIDR: Message = Message {
     ],
 };
 
+pub(crate) static ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE: Message = Message {
+    name: "admissionregistration/v1.ServiceReference",
+    fields: &[
+        f(1, "namespace", Str, One, Always),
+        f(2, "name", Str, One, Always),
+        f(3, "path", Str, One, Always),
+        f(4, "port", Int32, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: Message = Message {
+    name: "admissionregistration/v1.WebhookClientConfig",
+    fields: &[
+        f(1, "service", Msg(&ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE), One, Always),
+        f(2, "caBundle", Bytes, One, OmitEmpty),
+        f(3, "url", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_RULE: Message = Message {
+    name: "admissionregistration/v1.Rule",
+    fields: &[
+        f(1, "apiGroups", Str, Repeated, Always),
+        f(2, "apiVersions", Str, Repeated, Always),
+        f(3, "resources", Str, Repeated, Always),
+        f(4, "scope", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS: Message = Message {
+    name: "admissionregistration/v1.RuleWithOperations",
+    fields: &[
+        f(1, "operations", Str, Repeated, Always),
+        f(2, "", Msg(&ADMISSIONREGISTRATION_V1_RULE), Inline, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_MATCH_CONDITION: Message = Message {
+    name: "admissionregistration/v1.MatchCondition",
+    fields: &[
+        f(1, "name", Str, One, Always),
+        f(2, "expression", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK: Message = Message {
+    name: "admissionregistration/v1.MutatingWebhook",
+    fields: &[
+        f(1, "name", Str, One, Always),
+        f(2, "clientConfig", Msg(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG), One, Always),
+        f(3, "rules", Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), Repeated, Always),
+        f(4, "failurePolicy", Str, One, Always),
+        f(5, "namespaceSelector", Msg(&META_V1_LABEL_SELECTOR), One, Always),
+        f(6, "sideEffects", Str, One, Always),
+        f(7, "timeoutSeconds", Int32, One, Always),
+        f(8, "admissionReviewVersions", Str, Repeated, Always),
+        f(9, "matchPolicy", Str, One, Always),
+        f(10, "reinvocationPolicy", Str, One, Always),
+        f(11, "objectSelector", Msg(&META_V1_LABEL_SELECTOR), One, Always),
+        f(12, "matchConditions", Msg(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION), Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "admissionregistration/v1.MutatingWebhookConfiguration",
+    fields: &[
+        f(1, "metadata", Msg(&META_V1_OBJECT_META), One, OmitEmpty),
+        f(2, "webhooks", Msg(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK), Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK: Message = Message {
+    name: "admissionregistration/v1.ValidatingWebhook",
+    fields: &[
+        f(1, "name", Str, One, Always),
+        f(2, "clientConfig", Msg(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG), One, Always),
+        f(3, "rules", Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), Repeated, Always),
+        f(4, "failurePolicy", Str, One, Always),
+        f(5, "namespaceSelector", Msg(&META_V1_LABEL_SELECTOR), One, Always),
+        f(6, "sideEffects", Str, One, Always),
+        f(7, "timeoutSeconds", Int32, One, Always),
+        f(8, "admissionReviewVersions", Str, Repeated, Always),
+        f(9, "matchPolicy", Str, One, Always),
+        f(10, "objectSelector", Msg(&META_V1_LABEL_SELECTOR), One, Always),
+        f(11, "matchConditions", Msg(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION), Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "admissionregistration/v1.ValidatingWebhookConfiguration",
+    fields: &[
+        f(1, "metadata", Msg(&META_V1_OBJECT_META), One, OmitEmpty),
+        f(2, "webhooks", Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK), Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_PARAM_KIND: Message = Message {
+    name: "admissionregistration/v1.ParamKind",
+    fields: &[
+        f(1, "apiVersion", Str, One, OmitEmpty),
+        f(2, "kind", Str, One, OmitEmpty),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS: Message = Message {
+    name: "admissionregistration/v1.NamedRuleWithOperations",
+    fields: &[
+        f(1, "resourceNames", Str, Repeated, Always),
+        f(2, "", Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), Inline, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_MATCH_RESOURCES: Message = Message {
+    name: "admissionregistration/v1.MatchResources",
+    fields: &[
+        f(1, "namespaceSelector", Msg(&META_V1_LABEL_SELECTOR), One, Always),
+        f(2, "objectSelector", Msg(&META_V1_LABEL_SELECTOR), One, Always),
+        f(3, "resourceRules", Msg(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS), Repeated, Always),
+        f(4, "excludeResourceRules", Msg(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS), Repeated, Always),
+        f(7, "matchPolicy", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATION: Message = Message {
+    name: "admissionregistration/v1.Validation",
+    fields: &[
+        f(1, "expression", Str, One, Always),
+        f(2, "message", Str, One, OmitEmpty),
+        f(3, "reason", Str, One, Always),
+        f(4, "messageExpression", Str, One, OmitEmpty),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION: Message = Message {
+    name: "admissionregistration/v1.AuditAnnotation",
+    fields: &[
+        f(1, "key", Str, One, Always),
+        f(2, "valueExpression", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VARIABLE: Message = Message {
+    name: "admissionregistration/v1.Variable",
+    fields: &[
+        f(1, "name", Str, One, Always),
+        f(2, "expression", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicySpec",
+    fields: &[
+        f(1, "paramKind", Msg(&ADMISSIONREGISTRATION_V1_PARAM_KIND), One, Always),
+        f(2, "matchConstraints", Msg(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES), One, Always),
+        f(3, "validations", Msg(&ADMISSIONREGISTRATION_V1_VALIDATION), Repeated, Always),
+        f(4, "failurePolicy", Str, One, Always),
+        f(5, "auditAnnotations", Msg(&ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION), Repeated, Always),
+        f(6, "matchConditions", Msg(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION), Repeated, Always),
+        f(7, "variables", Msg(&ADMISSIONREGISTRATION_V1_VARIABLE), Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING: Message = Message {
+    name: "admissionregistration/v1.ExpressionWarning",
+    fields: &[
+        f(2, "fieldRef", Str, One, Always),
+        f(3, "warning", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_TYPE_CHECKING: Message = Message {
+    name: "admissionregistration/v1.TypeChecking",
+    fields: &[
+        f(1, "expressionWarnings", Msg(&ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING), Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyStatus",
+    fields: &[
+        f(1, "observedGeneration", Int64, One, OmitEmpty),
+        f(2, "typeChecking", Msg(&ADMISSIONREGISTRATION_V1_TYPE_CHECKING), One, Always),
+        f(3, "conditions", Msg(&META_V1_CONDITION), Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicy",
+    fields: &[
+        f(1, "metadata", Msg(&META_V1_OBJECT_META), One, OmitEmpty),
+        f(2, "spec", Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC), One, OmitEmpty),
+        f(3, "status", Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS), One, OmitEmpty),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_PARAM_REF: Message = Message {
+    name: "admissionregistration/v1.ParamRef",
+    fields: &[
+        f(1, "name", Str, One, OmitEmpty),
+        f(2, "namespace", Str, One, OmitEmpty),
+        f(3, "selector", Msg(&META_V1_LABEL_SELECTOR), One, Always),
+        f(4, "parameterNotFoundAction", Str, One, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec",
+    fields: &[
+        f(1, "policyName", Str, One, OmitEmpty),
+        f(2, "paramRef", Msg(&ADMISSIONREGISTRATION_V1_PARAM_REF), One, Always),
+        f(3, "matchResources", Msg(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES), One, Always),
+        f(4, "validationActions", Str, Repeated, Always),
+    ],
+};
+
+pub(crate) static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyBinding",
+    fields: &[
+        f(1, "metadata", Msg(&META_V1_OBJECT_META), One, OmitEmpty),
+        f(2, "spec", Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC), One, OmitEmpty),
+    ],
+};
+
 /// Top-level kinds: `(apiVersion, kind, message)`.
 pub(crate) static ROOTS: &[(&str, &str, &Message)] = &[
     ("v1", "ConfigMap", &CORE_V1_CONFIG_MAP),
@@ -4160,6 +4383,10 @@ pub(crate) static ROOTS: &[(&str, &str, &Message)] = &[
     ("node.k8s.io/v1", "RuntimeClass", &NODE_V1_RUNTIME_CLASS),
     ("networking.k8s.io/v1", "IPAddress", &NETWORKING_V1_IP_ADDRESS),
     ("networking.k8s.io/v1", "ServiceCIDR", &NETWORKING_V1_SERVICE_CIDR),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING),
 ];
 
 /// Kinds that every API group registers (accepted with any apiVersion).

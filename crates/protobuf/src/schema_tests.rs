@@ -276,6 +276,10 @@ openapi_types! {
     "node.k8s.io/v1", "RuntimeClass" => k8s_openapi::api::node::v1::RuntimeClass;
     "networking.k8s.io/v1", "IPAddress" => k8s_openapi::api::networking::v1::IPAddress;
     "networking.k8s.io/v1", "ServiceCIDR" => k8s_openapi::api::networking::v1::ServiceCIDR;
+    "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration" => k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+    "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration" => k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+    "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy" => k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy;
+    "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding" => k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding;
     "meta.k8s.io/v1", "DeleteOptions" => k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
 }
 

@@ -98,6 +98,10 @@ ROOTS = [
     ("node.k8s.io/v1", "RuntimeClass", "node/v1"),
     ("networking.k8s.io/v1", "IPAddress", "networking/v1"),
     ("networking.k8s.io/v1", "ServiceCIDR", "networking/v1"),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "admissionregistration/v1"),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "admissionregistration/v1"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "admissionregistration/v1"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "admissionregistration/v1"),
 ]
 # Sent with the apiVersion of whatever group the request targets.
 ANY_VERSION_ROOTS = [("DeleteOptions", AM + "pkg/apis/meta/v1")]

@@ -57,11 +57,12 @@ impl Target {
                 None => (rest, ""),
             };
             let (host, port) = split_host_port(authority);
+            let path = clean_path(path);
             return Ok(Target::Url {
-                url: url.to_string(),
+                url: format!("https://{authority}{path}"),
                 address: format!("{host}:{port}"),
                 host: host.trim_matches(['[', ']']).to_string(),
-                path: path.to_string(),
+                path,
             });
         }
         let Some(service) = config.get("service").filter(|s| s.is_object()) else {
@@ -72,7 +73,7 @@ impl Target {
             namespace: text("namespace").to_string(),
             name: text("name").to_string(),
             port: service.get("port").and_then(Value::as_i64).unwrap_or(443),
-            path: text("path").to_string(),
+            path: clean_path(text("path")),
         })
     }
 
@@ -104,6 +105,26 @@ impl Target {
             Target::Url { path, .. } | Target::Service { path, .. } => path,
         }
     }
+}
+
+/// The request path as upstream's REST client builds it (`path.Join`, so Go's
+/// `path.Clean`): repeated slashes collapsed, `.` and `..` resolved, no
+/// trailing slash; empty stays empty. envtest writes `https://host:port//path`.
+fn clean_path(path: &str) -> String {
+    if path.is_empty() {
+        return String::new();
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 /// `host:port` with 443 when no port is given; IPv6 hosts keep their brackets.
@@ -310,5 +331,11 @@ mod tests {
             Target::of(&json!({"service": {"name": "w", "namespace": "n", "path": "/p"}})).unwrap();
         assert_eq!(svc.url(), "https://w.n.svc:443/p");
         assert_eq!(svc.server_name(), "w.n.svc");
+        // envtest's `https://%s/%s` of a kubebuilder path: cleaned as upstream's
+        // REST client joins it.
+        let envtest =
+            Target::of(&json!({"url": "https://127.0.0.1:9443//mutate-v1-widget"})).unwrap();
+        assert_eq!(envtest.path(), "/mutate-v1-widget");
+        assert_eq!(envtest.url(), "https://127.0.0.1:9443/mutate-v1-widget");
     }
 }

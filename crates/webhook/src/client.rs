@@ -56,7 +56,19 @@ impl Backend {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAny))
         } else {
-            builder.with_root_certificates(roots(ca_bundle)?)
+            let roots = Arc::new(roots(ca_bundle)?);
+            let webpki =
+                rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider())
+                    .build()
+                    .map_err(|e| format!("caBundle: {e}"))?;
+            let pinned = if ca_bundle.iter().all(u8::is_ascii_whitespace) {
+                Vec::new()
+            } else {
+                certs(&String::from_utf8_lossy(ca_bundle))?
+            };
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(BundleVerifier { webpki, pinned }))
         };
         let config = match client {
             Some((cert, key)) => builder
@@ -248,6 +260,65 @@ fn roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> {
 /// a root; why not otherwise (CRD conversion webhooks' caBundle check).
 pub fn check_ca_bundle(ca_bundle: &[u8]) -> Result<(), String> {
     roots(ca_bundle).map(|_| ())
+}
+
+/// The caBundle's roots, and — as Go's `x509.Verify` allows — a server
+/// certificate that is itself in the bundle (envtest's webhook server gives
+/// its own certificate as the CA), valid for the name asked for.
+#[derive(Debug)]
+struct BundleVerifier {
+    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for BundleVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified =
+            self.webpki
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now);
+        match verified {
+            Err(_)
+                if self
+                    .pinned
+                    .iter()
+                    .any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
 }
 
 /// `insecureSkipTLSVerify: true`.

@@ -1,7 +1,8 @@
 // Command zero-fields writes go-zero-fields.tsv: for every built-in kind of
 // kube-apiserver 1.33, the fields Go's encoding/json writes when they were
 // absent from the input (non-omitempty fields and non-pointer structs), with
-// the JSON it writes for them.
+// the JSON it writes for them, and the fields it drops when they were present
+// but empty (omitempty), with a token saying which values it drops.
 package main
 
 import (
@@ -25,22 +26,39 @@ import (
 
 const command = "go run ./cmd/zero-fields -o ../../crates/registry/data/go-zero-fields.tsv"
 
-const header = `# Fields kube-apiserver 1.33 writes although a request left them out:
-# encoding/json writes every field without omitempty (string "", number 0,
-# bool false, nil slice/map/pointer null) and every non-pointer struct, even
-# with omitempty (a plain struct as {}; a type with its own MarshalJSON as
-# what its zero value marshals to: metav1.Time and MicroTime null, Quantity
-# "0", IntOrString 0, RawExtension null). One row per such field of every
-# kind of k8s.io/client-go's scheme plus apiextensions.k8s.io and
-# apiregistration.k8s.io (lists, *Options and meta/v1 kinds left out),
-# given that its parent object is present. A member that is null in the
-# input counts as absent (Go decodes null into a non-pointer as a no-op).
+const header = `# Fields kube-apiserver 1.33 writes although a request left them out, and
+# fields it leaves out although a request had them. kube-apiserver decodes
+# a request into Go types and encodes them with encoding/json, which
+# - writes every field without omitempty (string "", number 0, bool false,
+#   nil slice/map/pointer null) and every non-pointer struct, even with
+#   omitempty (a plain struct as {}; a type with its own MarshalJSON as
+#   what its zero value marshals to: metav1.Time and MicroTime null,
+#   Quantity "0", IntOrString 0, RawExtension null);
+# - drops a field with omitempty whose decoded value is empty: a string,
+#   bool, number, slice or map (or a named type of one) that is "", false,
+#   0 or of length 0, which null, "", false, 0, [] and {} all decode to;
+#   a pointer or interface only when it is nil, which only null decodes to
+#   (a pointer to {}, "" or 0 is written as such).
+# One row per such field of every kind of k8s.io/client-go's scheme plus
+# apiextensions.k8s.io and apiregistration.k8s.io (lists, *Options and
+# meta/v1 kinds left out), given that its parent object is present. A member
+# that is null in the input counts as absent (Go decodes null into a
+# non-pointer as a no-op).
 # path: JSON field path from the object root; "[]" is every item of an
 # array, "{}" every value of a map; apiVersion and kind are left out. Rows
 # of one kind are sorted by path, so a parent row precedes its children.
-# JSONSchemaProps nests itself; below a nested schema its only row
-# (x-kubernetes-validations[].rule "") is not repeated (validation requires
-# a rule anyway). zero: the JSON Go writes.
+# zero: the JSON Go writes when the member is absent or null, or a token:
+#   omitempty  Go drops the member when its value is null, "", 0, false,
+#              [] or {} (a non-pointer string, bool, number, slice or map
+#              with omitempty; none for types with their own marshaller);
+#   omitnil    Go drops the member only when its value is null (a pointer
+#              or interface with omitempty; other values are kept).
+# A field has at most one row. JSONSchemaProps nests itself (properties{},
+# patternProperties{}, definitions{}, allOf[], anyOf[], oneOf[], not); below
+# a nested schema its rows are not repeated, although Go treats a nested
+# schema like the outer one, and the schemas inside items,
+# additionalProperties, additionalItems and dependencies{} (types with
+# their own marshaller) have no rows.
 # Generated from k8s.io/api v0.33.13 (and apiextensions-apiserver,
 # kube-aggregator v0.33.13) by tools/upstream-data:
 #   cd tools/upstream-data && ` + command + `
@@ -123,7 +141,7 @@ func write(out io.Writer, all map[schema.GroupVersionKind][]Row, kinds []schema.
 
 func main() {
 	output := flag.String("o", "", "write the table to this file instead of stdout")
-	notes := flag.Bool("notes", false, "print observations (custom marshallers, omitzero, recursion cut-offs) to stderr")
+	notes := flag.Bool("notes", false, "print observations (custom marshallers, omitzero, unusual omitempty fields, recursion cut-offs) to stderr")
 	flag.Parse()
 
 	w := NewWalker()

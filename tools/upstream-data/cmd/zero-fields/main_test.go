@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/randfill"
 )
 
@@ -76,8 +79,20 @@ func parseTable(text []byte) (map[schema.GroupVersionKind][]Row, error) {
 	return out, sc.Err()
 }
 
+var segmentCache sync.Map // path -> []string
+
 // segments splits a row path into field names and the "[]" / "{}" steps.
+// The result is shared; callers must not modify it.
 func segments(path string) []string {
+	if v, ok := segmentCache.Load(path); ok {
+		return v.([]string)
+	}
+	out := splitPath(path)
+	segmentCache.Store(path, out)
+	return out
+}
+
+func splitPath(path string) []string {
 	var out []string
 	for _, part := range strings.Split(path, ".") {
 		var suffix []string
@@ -98,8 +113,9 @@ func segments(path string) []string {
 
 // apply is the tiny applier: for every row, in order, every parent object the
 // path reaches gets the row's zero value where the field is absent or null
-// (Go decodes null into a non-pointer as a no-op, leaving the zero value). It
-// returns the indexes of the rows that added something.
+// (Go decodes null into a non-pointer as a no-op, leaving the zero value), or,
+// for a token row, loses the field where its value is one the token drops. It
+// returns the indexes of the rows that added or dropped something.
 func apply(obj any, rows []Row) []int {
 	var used []int
 	for i, r := range rows {
@@ -107,15 +123,40 @@ func apply(obj any, rows []Row) []int {
 		parents := reach(obj, segs[:len(segs)-1])
 		name := segs[len(segs)-1]
 		for _, m := range parents {
-			if v, ok := m[name]; !ok || v == nil {
-				m[name] = decode([]byte(r.Zero))
-				if len(used) == 0 || used[len(used)-1] != i {
-					used = append(used, i)
+			v, ok := m[name]
+			switch {
+			case isToken(r.Zero):
+				if !ok || !drops(r.Zero, v) {
+					continue
 				}
+				delete(m, name)
+			case !ok || v == nil:
+				m[name] = decode([]byte(r.Zero))
+			default:
+				continue
+			}
+			if len(used) == 0 || used[len(used)-1] != i {
+				used = append(used, i)
 			}
 		}
 	}
 	return used
+}
+
+func isToken(zero string) bool {
+	return zero == OmitEmpty || zero == OmitNil
+}
+
+// drops reports whether Go leaves out a member of value v that has a row
+// with the given token.
+func drops(token string, v any) bool {
+	switch token {
+	case OmitEmpty:
+		return zeroish(v)
+	case OmitNil:
+		return v == nil
+	}
+	panic("not a token: " + token)
 }
 
 func decode(b []byte) any {
@@ -251,7 +292,7 @@ func TestSanity(t *testing.T) {
 	}
 	for _, c := range cases {
 		used, _ := check(t, c.gvk, []byte(c.json))
-		t.Logf("%v: %d rows added something", c.gvk, len(used))
+		t.Logf("%v: %d rows added or dropped something", c.gvk, len(used))
 	}
 }
 
@@ -319,8 +360,10 @@ func randomCount() int {
 }
 
 // TestRandomObjects: random objects of every kind, stripped of their
-// zero-ish members and a third of the others, so that rows deep under
-// arrays, maps and pointers are exercised in combination.
+// zero-ish members and a third of the others, with empty values put back at
+// a third of the omitempty fields (those Go drops, and behind pointers those
+// it keeps), so that rows deep under arrays, maps and pointers are exercised
+// in combination.
 func TestRandomObjects(t *testing.T) {
 	tab := loadTable(t)
 	failures, objects, rowsUsed, rowsTotal := 0, 0, 0, 0
@@ -328,7 +371,9 @@ func TestRandomObjects(t *testing.T) {
 		usedRows := map[int]bool{}
 		for i := 0; i < randomCount() && failures < 5; i++ {
 			seed := int64(i + 1)
-			input := prune(randomJSON(t, k, seed), rand.New(rand.NewSource(seed)), keepFor(k))
+			r := rand.New(rand.NewSource(seed))
+			input := prune(randomJSON(t, k, seed), r, keepFor(k))
+			sprinkle(t, k, input, tab[k], r)
 			used, ok := check(t, k, []byte(canonical(input)))
 			if !ok {
 				failures++
@@ -341,14 +386,17 @@ func TestRandomObjects(t *testing.T) {
 		rowsUsed += len(usedRows)
 		rowsTotal += len(tab[k])
 	}
-	t.Logf("%d random objects; %d of %d rows added something at least once", objects, rowsUsed, rowsTotal)
+	t.Logf("%d random objects; %d of %d rows added or dropped something at least once", objects, rowsUsed, rowsTotal)
 }
 
 // TestEveryRow: each row on its own. For every row, a random object with the
 // row's parent present (stripped of zero-ish members only) loses the row's
-// field at every parent (every other row: gets null there instead); Go must
-// write back exactly what the rows add, and the row itself must be what adds
-// it (unless its zero is null and the field was set to null).
+// field at every parent (every other row: gets null there instead), or for a
+// token row gets there an empty value Go drops (and, in further inputs, each
+// empty value behind a pointer Go keeps); Go must write exactly what the
+// rows make of the input, and the row itself must be what adds or drops the
+// field (unless its zero is null and the field was set to null; a kept value
+// must not be dropped).
 func TestEveryRow(t *testing.T) {
 	tab := loadTable(t)
 	tested, total, failures := 0, 0, 0
@@ -356,38 +404,76 @@ func TestEveryRow(t *testing.T) {
 	for _, k := range Kinds(Scheme()) {
 		rows := tab[k]
 		total += len(rows)
-		var pool []any
+		// Smallest first: each row takes the first object that reaches
+		// its parent, and the time goes into decoding and encoding it.
+		type sized struct {
+			obj  any
+			size int
+		}
+		var objs []sized
 		for i := 0; i < randomCount(); i++ {
-			pool = append(pool, prune(randomJSON(t, k, int64(i+1)), nil, nil))
+			obj := prune(randomJSON(t, k, int64(i+1)), nil, nil)
+			objs = append(objs, sized{obj, len(canonical(obj))})
+		}
+		slices.SortStableFunc(objs, func(a, b sized) int { return a.size - b.size })
+		var pool []any
+		for _, o := range objs {
+			pool = append(pool, o.obj)
 		}
 		for j, r := range rows {
 			segs := segments(r.Path)
 			name := segs[len(segs)-1]
+			// What to put at every parent, and whether the row must be
+			// what changes it: zero rows lose the field (or get null
+			// instead); token rows get an empty value Go drops (in turn
+			// null, "", 0, false, [] or {}, whichever the type takes)
+			// and, behind a pointer, each empty value Go keeps.
+			type variant struct {
+				value   *string // nil: delete the member
+				mustUse bool
+			}
+			var variants []variant
+			if isToken(r.Zero) {
+				dropped, kept := emptyJSON(rowType(t, k, r.Path), r.Zero)
+				variants = append(variants, variant{&dropped[j%len(dropped)], true})
+				for i := range kept {
+					variants = append(variants, variant{&kept[i], false})
+				}
+			} else if j%2 == 0 {
+				variants = []variant{{nil, true}}
+			} else {
+				null := "null"
+				variants = []variant{{&null, r.Zero != "null"}}
+			}
 			done := false
 			for _, base := range pool {
-				input := decode([]byte(canonical(base)))
-				parents := reach(input, segs[:len(segs)-1])
-				if len(parents) == 0 {
+				if len(reach(base, segs[:len(segs)-1])) == 0 {
 					continue
 				}
-				for _, p := range parents {
-					if j%2 == 0 {
-						delete(p, name)
-					} else {
-						p[name] = nil
+				for _, v := range variants {
+					input := decode([]byte(canonical(base)))
+					for _, p := range reach(input, segs[:len(segs)-1]) {
+						if v.value == nil {
+							delete(p, name)
+						} else {
+							p[name] = decode([]byte(*v.value))
+						}
 					}
-				}
-				b := []byte(canonical(input))
-				d, used, err := compare(k, rows, b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(d) > 0 {
-					t.Errorf("%v row %s: input\n%s\ndifferences: %s", k, r.Path, clip(string(b)), strings.Join(d, "; "))
-					failures++
-				} else if !slices.Contains(used, j) && !(j%2 == 1 && r.Zero == "null") {
-					t.Errorf("%v row %s: not used although its field was removed", k, r.Path)
-					failures++
+					b := []byte(canonical(input))
+					d, used, err := compare(k, rows, b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(d) > 0 {
+						t.Errorf("%v row %s %s: input\n%s\ndifferences: %s", k, r.Path, r.Zero, clip(string(b)), strings.Join(d, "; "))
+						failures++
+					} else if v.mustUse && !slices.Contains(used, j) {
+						t.Errorf("%v row %s %s: not used although its field was changed", k, r.Path, r.Zero)
+						failures++
+					} else if !v.mustUse && isToken(r.Zero) && slices.Contains(used, j) {
+						t.Errorf("%v row %s %s: drops %s", k, r.Path, r.Zero, *v.value)
+						failures++
+					}
 				}
 				done = true
 				break
@@ -423,8 +509,10 @@ func reach(obj any, segs []string) []map[string]any {
 				}
 			case "{}":
 				if m, ok := p.(map[string]any); ok {
-					for _, v := range m {
-						next = append(next, v)
+					// In key order, so that random choices per parent
+					// repeat with the seed.
+					for _, k := range slices.Sorted(maps.Keys(m)) {
+						next = append(next, m[k])
 					}
 				}
 			default:
@@ -448,10 +536,9 @@ func reach(obj any, segs []string) []map[string]any {
 
 // prune drops the object members that are null, "", 0, false, {} or [],
 // innermost first, as a client that leaves out what it does not set, and a
-// third of the others at random (unless r is nil), so that rows are needed under present
-// parents. (A present empty value of an omitempty field is dropped by Go;
-// that is not what the table is about.) Members named in keep are only
-// dropped when zero-ish.
+// third of the others at random (unless r is nil), so that rows are needed
+// under present parents. (sprinkle puts empty values back where Go drops
+// them.) Members named in keep are only dropped when zero-ish.
 func prune(v any, r *rand.Rand, keep map[string]bool) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -484,7 +571,8 @@ func zeroish(v any) bool {
 	case bool:
 		return !x
 	case json.Number:
-		return x.String() == "0"
+		f, err := strconv.ParseFloat(x.String(), 64)
+		return err == nil && f == 0
 	case map[string]any:
 		return len(x) == 0
 	case []any:
@@ -501,6 +589,15 @@ func newFiller(seed int64, k schema.GroupVersionKind) *randfill.Filler {
 	return randfill.NewWithSeed(seed).NilChance(0.25).NumElements(1, 2).MaxDepth(depth).Funcs(
 		func(q *resource.Quantity, c randfill.Continue) {
 			*q = *resource.NewQuantity(int64(c.Intn(1000)), resource.DecimalSI)
+		},
+		// IntOrString fills itself, but not behind a nil pointer (maxSurge
+		// and maxUnavailable would always be nil).
+		func(x *intstr.IntOrString, c randfill.Continue) {
+			if c.Bool() {
+				*x = intstr.FromInt32(c.Int31n(100))
+			} else {
+				*x = intstr.FromString(fmt.Sprintf("%d%%", c.Intn(100)))
+			}
 		},
 		func(e *runtime.RawExtension, c randfill.Continue) {
 			if c.Bool() {
@@ -526,6 +623,176 @@ func newFiller(seed int64, k schema.GroupVersionKind) *randfill.Filler {
 			v.Rule = "self > 0"
 		},
 	)
+}
+
+var rowTypes = map[string]reflect.Type{}
+
+// rowType returns the Go type of the field row path names in kind k.
+func rowType(t *testing.T, k schema.GroupVersionKind, path string) reflect.Type {
+	t.Helper()
+	key := k.String() + " " + path
+	if typ, ok := rowTypes[key]; ok {
+		return typ
+	}
+	typ := types[k]
+	for _, s := range segments(path) {
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		switch {
+		case s == "[]" && (typ.Kind() == reflect.Slice || typ.Kind() == reflect.Array),
+			s == "{}" && typ.Kind() == reflect.Map:
+			typ = typ.Elem()
+		case typ.Kind() == reflect.Struct:
+			i := slices.IndexFunc(typeFields(typ), func(f jsonField) bool { return f.name == s })
+			if i < 0 {
+				t.Fatalf("%v %s: no field %s in %v", k, path, s, typ)
+			}
+			typ = typeFields(typ)[i].typ
+		default:
+			t.Fatalf("%v %s: %s in %v", k, path, s, typ)
+		}
+	}
+	rowTypes[key] = typ
+	return typ
+}
+
+// emptyJSON returns, for a field of type ft with a token row, the JSON values
+// Go drops (null and, for omitempty, the empty values of ft's kind) and those
+// it keeps (for a pointer, the empty values of what it points to).
+func emptyJSON(ft reflect.Type, token string) (dropped, kept []string) {
+	dropped = []string{"null"}
+	switch token {
+	case OmitEmpty:
+		dropped = append(dropped, emptyOf(ft)...)
+	case OmitNil:
+		if ft.Kind() == reflect.Pointer {
+			kept = emptyOf(ft.Elem())
+		}
+	}
+	return dropped, kept
+}
+
+// emptyOf returns JSON values other than null that decode to the zero value
+// of t ("", 0, false, a plain struct's {}) or an empty slice or map ([], {};
+// also "" for []byte). For a type with its own marshaller: what its zero
+// value marshals to, unless null (Quantity "0", IntOrString 0).
+func emptyOf(t reflect.Type) []string {
+	if hasCustomMarshaler(t) || hasCustomUnmarshaler(t) {
+		b, err := json.Marshal(reflect.New(t).Interface())
+		if err != nil || string(b) == "null" {
+			return nil
+		}
+		return []string{string(b)}
+	}
+	switch k := t.Kind(); {
+	case k == reflect.String:
+		return []string{`""`}
+	case k == reflect.Bool:
+		return []string{"false"}
+	case isScalar(k):
+		return []string{"0"}
+	case k == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return []string{`""`, "[]"}
+	case k == reflect.Slice:
+		return []string{"[]"}
+	case k == reflect.Map, k == reflect.Struct:
+		return []string{"{}"}
+	}
+	return nil
+}
+
+// sprinkle puts, at random, an empty value where a token row's field is
+// absent (at a third of its parents): one Go drops (null, "", 0, false, [],
+// {}) or, behind a pointer, one it keeps ({}, "", 0, false...). Rows are in
+// path order, so a kept {} may get empty members of its own.
+func sprinkle(t *testing.T, k schema.GroupVersionKind, obj any, rows []Row, r *rand.Rand) {
+	t.Helper()
+	for _, row := range rows {
+		if !isToken(row.Zero) {
+			continue
+		}
+		segs := segments(row.Path)
+		name := segs[len(segs)-1]
+		parents := reach(obj, segs[:len(segs)-1])
+		if len(parents) == 0 {
+			continue
+		}
+		dropped, kept := emptyJSON(rowType(t, k, row.Path), row.Zero)
+		choices := append(dropped, kept...)
+		for _, m := range parents {
+			if _, ok := m[name]; ok || r.Intn(3) != 0 {
+				continue
+			}
+			m[name] = decode([]byte(choices[r.Intn(len(choices))]))
+		}
+	}
+}
+
+// TestOmitted: members Go drops although the input had them, and members
+// behind pointers it keeps, with exactly what Go writes.
+func TestOmitted(t *testing.T) {
+	cases := []struct {
+		name string
+		gvk  schema.GroupVersionKind
+		in   string
+		want string
+	}{
+		{"ConfigMap empty labels, annotations, data", gvk("", "v1", "ConfigMap"),
+			`{"metadata":{"name":"e","labels":{},"annotations":{}},"data":{}}`,
+			`{"metadata":{"name":"e","creationTimestamp":null}}`},
+		{"ConfigMap empty strings, lists and null pointers", gvk("", "v1", "ConfigMap"),
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e","namespace":"","generateName":"","finalizers":[],
+				"ownerReferences":[],"managedFields":[],"generation":0,"deletionTimestamp":null,"deletionGracePeriodSeconds":null},
+				"binaryData":{},"immutable":null}`,
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e","creationTimestamp":null}}`},
+		{"ConfigMap immutable false behind a pointer", gvk("", "v1", "ConfigMap"),
+			`{"metadata":{"name":"e"},"immutable":false}`,
+			`{"metadata":{"name":"e","creationTimestamp":null},"immutable":false}`},
+		{"Service empty selector and externalIPs", gvk("", "v1", "Service"),
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},
+				"spec":{"selector":{},"externalIPs":[],"ports":[{"port":80}]}}`,
+			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","creationTimestamp":null},
+				"spec":{"ports":[{"port":80,"targetPort":0}]},"status":{"loadBalancer":{}}}`},
+		{"Pod container securityContext {} kept", gvk("", "v1", "Pod"),
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},
+				"spec":{"containers":[{"name":"c","image":"nginx","securityContext":{},"args":[],"env":[]}]}}`,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","creationTimestamp":null},
+				"spec":{"containers":[{"name":"c","image":"nginx","resources":{},"securityContext":{}}]},"status":{}}`},
+	}
+	for _, c := range cases {
+		typ := types[c.gvk]
+		obj := reflect.New(typ).Interface()
+		if err := json.Unmarshal([]byte(c.in), obj); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		out, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got, want := canonical(decode(out)), canonical(decode([]byte(c.want))); got != want {
+			t.Errorf("%s: Go writes\n%s\nnot\n%s", c.name, got, want)
+		}
+		used, ok := check(t, c.gvk, []byte(c.in))
+		if !ok {
+			continue
+		}
+		// The rows that drop something are needed: without any one of
+		// them the applier's result differs.
+		rows := loadTable(t)[c.gvk]
+		var dropping []string
+		for _, i := range used {
+			if !isToken(rows[i].Zero) {
+				continue
+			}
+			dropping = append(dropping, rows[i].Path)
+			fewer := append(append([]Row{}, rows[:i]...), rows[i+1:]...)
+			if d, _, _ := compare(c.gvk, fewer, []byte(c.in)); len(d) == 0 {
+				t.Errorf("%s: leaving out %v went unnoticed", c.name, rows[i])
+			}
+		}
+		t.Logf("%s: dropped by %s", c.name, strings.Join(dropping, ", "))
+	}
 }
 
 // TestFileUpToDate: the checked-in table is what the generator writes now.

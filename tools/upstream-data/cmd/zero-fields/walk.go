@@ -10,12 +10,26 @@ import (
 	"strings"
 )
 
-// Row is one field that encoding/json writes although the input JSON did not
-// have it: Path is relative to the object root, Zero is what Go writes.
+// Row is one field of an object: Path is relative to the object root. Zero
+// is either the JSON encoding/json writes for the field although the input
+// JSON did not have it, or one of the tokens OmitEmpty and OmitNil for a
+// field encoding/json leaves out when it is present but empty.
 type Row struct {
 	Path string
 	Zero string
 }
+
+// The tokens of the zero column for fields Go drops although the input had
+// them (omitempty, or omitzero, after decoding).
+const (
+	// OmitEmpty: a string, bool, number, slice or map (or a named type of
+	// one) that Go drops when its decoded value is empty: the JSON value is
+	// null, "", 0, false, [] or {}.
+	OmitEmpty = "omitempty"
+	// OmitNil: a pointer or interface (or, for omitzero, a slice or map)
+	// that Go drops only when its JSON value is null.
+	OmitNil = "omitnil"
+)
 
 // jsonField is a field as encoding/json sees it after embedding and name
 // resolution (a copy of the rules of encoding/json's typeFields).
@@ -32,9 +46,29 @@ type jsonField struct {
 }
 
 var (
-	marshalerType     = reflect.TypeFor[json.Marshaler]()
-	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	marshalerType       = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType   = reflect.TypeFor[encoding.TextMarshaler]()
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	isZeroerType        = reflect.TypeFor[interface{ IsZero() bool }]()
 )
+
+// hasCustomUnmarshaler reports whether encoding/json decodes into values of
+// t (or *t) with an UnmarshalJSON or UnmarshalText method.
+func hasCustomUnmarshaler(t reflect.Type) bool {
+	for _, x := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if x.Implements(unmarshalerType) || x.Implements(textUnmarshalerType) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasIsZero reports whether omitzero asks values of t an IsZero method
+// instead of comparing them with the zero value.
+func hasIsZero(t reflect.Type) bool {
+	return t.Implements(isZeroerType) || t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(isZeroerType)
+}
 
 // hasCustomMarshaler reports whether encoding/json hands values of t (or of
 // *t, as struct fields are addressable) to a MarshalJSON or MarshalText
@@ -232,7 +266,8 @@ func zeroObject(t reflect.Type) (map[string]json.RawMessage, error) {
 // Walker computes the rows of struct types; it caches per-type results.
 type Walker struct {
 	// Notes collects observations worth reporting (custom marshallers,
-	// omitzero fields, recursion cut-offs); keyed to dedupe.
+	// omitzero fields, unusual omitempty fields, recursion cut-offs); keyed
+	// to dedupe.
 	Notes map[string]bool
 
 	counts   map[reflect.Type]int
@@ -252,15 +287,89 @@ func (w *Walker) note(format string, args ...any) {
 }
 
 // Rows returns the rows for an object of (struct) type t, sorted by path so a
-// parent precedes its children. The top-level apiVersion and kind (TypeMeta)
-// are left out.
+// parent precedes its children (a path is a prefix of its children's). The
+// top-level apiVersion and kind (TypeMeta) are left out.
 func (w *Walker) Rows(t reflect.Type) ([]Row, error) {
 	var rows []Row
 	if err := w.walk(t, "", nil, &rows); err != nil {
 		return nil, err
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
+	for i := 1; i < len(rows); i++ {
+		if rows[i].Path == rows[i-1].Path {
+			return nil, fmt.Errorf("%v: two rows for %s (%s, %s)", t, rows[i].Path, rows[i-1].Zero, rows[i].Zero)
+		}
+	}
 	return rows, nil
+}
+
+func isScalar(k reflect.Kind) bool {
+	switch k {
+	case reflect.String, reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// omitToken returns the token of the row for field f of struct t when Go
+// drops f although the input had it ("" when it never does). A freshly
+// decoded field is Go's zero value of its type exactly when its JSON value
+// is null or the empty value of its kind ("", 0, false, [] or {} decode to
+// an empty, non-nil slice or map), so:
+//   - omitempty (empty: len 0, false, 0, nil) on a string, bool, number,
+//     slice or map drops null and the empty values (OmitEmpty); on a pointer
+//     or interface only null (OmitNil); a struct is never empty.
+//   - omitzero (Go 1.24; the zero value) drops the same for strings, bools,
+//     numbers, pointers and interfaces, but only a nil slice or map: null
+//     (OmitNil). Both options: dropped when either holds.
+//
+// Fields whose dropping no token describes (omitzero on a struct or with an
+// IsZero method, arrays) are an error, so that a new release with them is
+// not listed wrongly.
+func (w *Walker) omitToken(t reflect.Type, f jsonField) (string, error) {
+	if !f.omitEmpty && !f.omitZero {
+		return "", nil
+	}
+	ft := f.typ
+	if f.omitZero && hasIsZero(ft) {
+		return "", fmt.Errorf("%v.%s: omitzero on %v, which has an IsZero method", t, f.name, ft)
+	}
+	switch k := ft.Kind(); {
+	case k == reflect.Pointer || k == reflect.Interface:
+		if k == reflect.Pointer && ft.Elem().Kind() != reflect.Struct && !isScalar(ft.Elem().Kind()) {
+			w.note("omitnil on a pointer to a %v: %v.%s (%v)", ft.Elem().Kind(), t, f.name, ft)
+		}
+		if k == reflect.Interface {
+			w.note("omitnil on an interface: %v.%s (%v)", t, f.name, ft)
+		}
+		return OmitNil, nil
+	case k == reflect.Struct:
+		if f.omitZero {
+			return "", fmt.Errorf("%v.%s: omitzero on struct %v (dropped when all its fields are zero)", t, f.name, ft)
+		}
+		return "", nil // omitempty never drops a struct
+	case k == reflect.Array:
+		if f.omitZero || ft.Len() == 0 {
+			return "", fmt.Errorf("%v.%s: omitempty/omitzero on array %v", t, f.name, ft)
+		}
+		return "", nil // omitempty never drops an array of length > 0
+	case isScalar(k) || k == reflect.Slice || k == reflect.Map:
+		if hasCustomMarshaler(ft) || hasCustomUnmarshaler(ft) {
+			// Go drops its empty values, but which JSON decodes to them is
+			// the type's business.
+			w.note("omitempty/omitzero field %v.%s of %v %v with its own (un)marshaller: no row", t, f.name, k, ft)
+			return "", nil
+		}
+		if !f.omitEmpty && (k == reflect.Slice || k == reflect.Map) {
+			return OmitNil, nil
+		}
+		return OmitEmpty, nil
+	default:
+		return "", fmt.Errorf("%v.%s: omitempty/omitzero on %v of kind %v", t, f.name, ft, k)
+	}
 }
 
 func join(path, name string) string {
@@ -332,6 +441,16 @@ func (w *Walker) walk(t reflect.Type, path string, stack []reflect.Type, rows *[
 			w.note("field %v.%s is promoted through an embedded pointer (skipped while it is nil)", t, f.name)
 		}
 		p := join(path, f.name)
+		token, err := w.omitToken(t, f)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			if _, ok := zero[f.name]; ok {
+				return fmt.Errorf("%v.%s: %s, but its zero value is written", t, f.name, token)
+			}
+			*rows = append(*rows, Row{Path: p, Zero: token})
+		}
 		if raw, ok := zero[f.name]; ok {
 			seen[f.name] = true
 			z := string(raw)
