@@ -701,3 +701,52 @@ async fn delete_answers_the_object_where_upstreams_store_does() {
         }
     }
 }
+
+/// Upstream's store wrappers around DELETE: the system PriorityClasses are
+/// never deleted (403), and deleting a Job without a propagation policy warns
+/// that its pods are kept.
+#[tokio::test]
+async fn deleting_system_priority_classes_is_refused_and_jobs_warn() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, _, body) = common::send_raw(
+        &client,
+        "DELETE",
+        "/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical",
+        "",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        json_of(&body)["message"],
+        "priorityclasses.scheduling.k8s.io \"system-node-critical\" is forbidden: this is a system priority class and cannot be deleted"
+    );
+
+    let jobs = "/apis/batch/v1/namespaces/default/jobs";
+    for name in ["a", "b"] {
+        let mut job = job("Never");
+        job["metadata"]["name"] = json!(name);
+        assert_eq!(post(&client, jobs, job).await.0, 201);
+    }
+    let warning = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
+    let (code, headers, _) =
+        common::send_raw(&client, "DELETE", &format!("{jobs}/a"), "", Vec::new()).await;
+    assert_eq!(code, 200);
+    let warnings: Vec<&str> = headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(warnings, [format!("299 - \"{warning}\"")], "{headers:?}");
+    let (code, headers, _) = common::send_raw(
+        &client,
+        "DELETE",
+        &format!("{jobs}/b?propagationPolicy=Background"),
+        "",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(headers.get("warning").is_none(), "{headers:?}");
+}

@@ -82,6 +82,18 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Why objects named `name` may not be deleted at all (a 403's reason;
+    /// upstream's PriorityClass store refuses the system classes).
+    fn refuse_delete(&self, _name: &str) -> Option<&'static str> {
+        None
+    }
+
+    /// The warning a DELETE that names no propagation policy gets (Jobs, whose
+    /// pods are orphaned by default).
+    fn default_propagation_warning(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Adjust an object whose deletion is pending (namespaces: phase Terminating).
     fn prepare_delete(&self, _obj: &mut Value) {}
 

@@ -967,6 +967,14 @@ impl GenericStore {
     ) -> Result<DeleteOutcome> {
         let key = self.key(&ctx.namespace, name);
         let gr = self.rtype.group_resource();
+        if let Some(reason) = self.rtype.strategy.refuse_delete(name) {
+            return Err(StatusError::forbidden(&gr, name, reason));
+        }
+        if opts.propagation_policy.is_none()
+            && let Some(warning) = self.rtype.strategy.default_propagation_warning()
+        {
+            ctx.warnings.add(warning.to_string());
+        }
         for _ in 0..MAX_CONFLICT_RETRIES {
             let current = self.current(ctx, name).await?;
             let mut served = self.present(&current.object).await?.to_value();

@@ -332,6 +332,14 @@ impl Strategy for BuiltinKind {
         super::field_labels::value(self.group, self.kind, obj, field)
     }
 
+    fn refuse_delete(&self, name: &str) -> Option<&'static str> {
+        strategy_rules::refuse_delete(self.group, self.kind, name)
+    }
+
+    fn default_propagation_warning(&self) -> Option<&'static str> {
+        strategy_rules::default_propagation_warning(self.group, self.kind)
+    }
+
     fn validate(&self, obj: &Value) -> ErrorList {
         self.validate
             .map_or_else(Vec::new, |validate| validate(obj))

@@ -52,6 +52,22 @@ pub fn returns_deleted_object(group: &str, kind: &str) -> bool {
     )
 }
 
+/// Why `name` of `group`/`kind` may not be deleted (upstream's PriorityClass
+/// store: the two system classes).
+pub fn refuse_delete(group: &str, kind: &str, name: &str) -> Option<&'static str> {
+    let system = matches!(name, "system-node-critical" | "system-cluster-critical");
+    (group == "scheduling.k8s.io" && kind == "PriorityClass" && system)
+        .then_some("this is a system priority class and cannot be deleted")
+}
+
+/// The warning a DELETE of `group`/`kind` without a propagation policy gets
+/// (upstream's Job store).
+pub fn default_propagation_warning(group: &str, kind: &str) -> Option<&'static str> {
+    (group == "batch" && kind == "Job").then_some(
+        "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning",
+    )
+}
+
 /// The graceful deletion period of `group`/`kind` (upstream's
 /// `CheckGracefulDelete`), for kinds deleted gracefully.
 pub fn grace_period(group: &str, kind: &str) -> Option<fn(&Value, Option<i64>) -> i64> {

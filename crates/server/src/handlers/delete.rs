@@ -96,14 +96,16 @@ pub async fn delete(
             &[],
         ));
     }
-    Ok(response::json(
+    let mut resp = response::json(
         200,
         encode::to_bytes(&deleted_status(
             call.rtype(),
             &call.info.name,
             &outcome.object,
         )),
-    ))
+    );
+    response::add_warnings(&mut resp, &call.ctx.warnings.take());
+    Ok(resp)
 }
 
 /// What a completed DELETE answers for most types: a `Success` Status whose
@@ -141,5 +143,7 @@ pub async fn delete_collection(
         "metadata": {"resourceVersion": call.api.storage.revision().to_string()},
         "items": deleted,
     });
-    Ok(response::json(200, encode::to_bytes(&list)))
+    let mut resp = response::json(200, encode::to_bytes(&list));
+    response::add_warnings(&mut resp, &call.ctx.warnings.take());
+    Ok(resp)
 }
