@@ -350,6 +350,33 @@ func fromModuleRoot(moduleRoot, path string) string {
 // againstUpstream tells whether KUBEXT_BIN is kube-apiserver itself.
 func againstUpstream() bool { return os.Getenv("KUBEXT_ENVTEST_UPSTREAM") == "1" }
 
+// etcdHasWatchProgress tells whether the suite's etcd answers
+// RequestWatchProgress (3.4.31+, 3.5.13+, 3.6), which kube-apiserver needs to
+// serve WatchList. The stand-in is no etcd: kubext serves WatchList itself.
+func etcdHasWatchProgress() bool {
+	out, err := exec.Command(etcdBin, "--version").Output()
+	if err != nil {
+		return false
+	}
+	var major, minor, patch int
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, found := strings.CutPrefix(line, "etcd Version: "); found {
+			if _, err := fmt.Sscanf(v, "%d.%d.%d", &major, &minor, &patch); err != nil {
+				return false
+			}
+		}
+	}
+	switch {
+	case major != 3:
+		return major > 3
+	case minor == 4:
+		return patch >= 31
+	case minor == 5:
+		return patch >= 13
+	}
+	return minor > 5
+}
+
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
