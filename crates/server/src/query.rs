@@ -57,16 +57,47 @@ impl Query {
             .ok_or_else(|| Self::unsupported_field_validation(value, "CreateOptions"))
     }
 
-    /// Reject an unknown `fieldValidation` as upstream's options validation does
-    /// (422 on `CreateOptions`/`UpdateOptions`/`PatchOptions`).
-    pub fn check_field_validation(&self, options_kind: &str) -> Result<(), StatusError> {
-        match self.field_validation() {
-            Err(_) => Err(Self::unsupported_field_validation(
-                self.get("fieldValidation").unwrap_or_default(),
-                options_kind,
-            )),
-            Ok(_) => Ok(()),
+    /// Upstream's validation of a write's options (`ValidateCreateOptions`,
+    /// `ValidateUpdateOptions`, `ValidatePatchOptions`): a 422 on
+    /// `<options_kind>.meta.k8s.io ""` listing every problem. `patch_type` is
+    /// the request's content type for a PATCH (`fieldManager` is required for
+    /// an apply, `force` only allowed there), `None` for other writes.
+    pub fn check_write_options(
+        &self,
+        options_kind: &str,
+        patch_type: Option<&str>,
+    ) -> Result<(), StatusError> {
+        let manager = self.get("fieldManager").unwrap_or_default();
+        let mut errs = apimachinery::ErrorList::new();
+        if let Some(content_type) = patch_type {
+            let media_type = content_type.split(';').next().unwrap_or_default().trim();
+            if media_type != "application/apply-patch+yaml" {
+                if self.get("force").is_some() {
+                    errs.push(apimachinery::FieldError::forbidden(
+                        &apimachinery::FieldPath::new("force"),
+                        "may not be specified for non-apply patch",
+                    ));
+                }
+            } else if manager.is_empty() {
+                errs.push(apimachinery::FieldError::required(
+                    &apimachinery::FieldPath::new("fieldManager"),
+                    "is required for apply patch",
+                ));
+            }
         }
+        errs.extend(apimachinery::validation::validate_field_manager(
+            manager,
+            &apimachinery::FieldPath::new("fieldManager"),
+        ));
+        if self.field_validation().is_err() {
+            errs.push(Self::field_validation_error(
+                self.get("fieldValidation").unwrap_or_default(),
+            ));
+        }
+        if errs.is_empty() {
+            return Ok(());
+        }
+        Err(StatusError::invalid("meta.k8s.io", options_kind, "", &errs))
     }
 
     fn unsupported_field_validation(value: &str, options_kind: &str) -> StatusError {
@@ -74,11 +105,15 @@ impl Query {
             "meta.k8s.io",
             options_kind,
             "",
-            &vec![apimachinery::FieldError::not_supported(
-                &apimachinery::FieldPath::new("fieldValidation"),
-                serde_json::Value::String(value.to_string()),
-                &["", "Ignore", "Strict", "Warn"],
-            )],
+            &vec![Self::field_validation_error(value)],
+        )
+    }
+
+    fn field_validation_error(value: &str) -> apimachinery::FieldError {
+        apimachinery::FieldError::not_supported(
+            &apimachinery::FieldPath::new("fieldValidation"),
+            serde_json::Value::String(value.to_string()),
+            &["", "Ignore", "Strict", "Warn"],
         )
     }
 

@@ -106,7 +106,8 @@ async fn serve_inner(
     };
     let content_type = header_str(header::CONTENT_TYPE);
     if let Some(options_kind) = write_options_kind(info.verb) {
-        query.check_field_validation(options_kind)?;
+        let patch_type = (info.verb == Verb::Patch).then(|| content_type.as_deref().unwrap_or(""));
+        query.check_write_options(options_kind, patch_type)?;
     }
     let call = Call {
         api,

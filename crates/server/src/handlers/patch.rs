@@ -95,16 +95,12 @@ fn decode_json_patch(doc: &Value) -> Result<patch::json_patch::JsonPatch> {
 /// object (or creates it), tracks field ownership per manager and reports
 /// conflicts with other managers (409) unless `force=true`.
 async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
+    // Present: the options' validation requires it for an apply.
     let manager = call
         .query
         .get("fieldManager")
         .unwrap_or_default()
         .to_string();
-    if manager.is_empty() {
-        return Err(StatusError::bad_request(
-            "PATCH, application/apply-patch+yaml: fieldManager: Required value: is required for apply patch",
-        ));
-    }
     check_type(call.rtype(), &config)?;
     registry::apply::check_config(&config)?;
     let name = meta::name(&config);
