@@ -116,6 +116,7 @@ pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<Re
             t.columns = columns;
             t.age_column = false;
             t.structured = false;
+            t.custom_resource_discovery = true;
             t.set_patch_schema(crate::list_types::patch_schema(
                 v.pointer("/schema/openAPIV3Schema"),
             ));

@@ -65,6 +65,9 @@ fn compile(definition: &Value) -> Result<Vec<registry::ResourceType>> {
     for t in &mut types {
         // Namespaces live on the main server.
         t.namespace_lifecycle = false;
+        // Discovery as an upstream extension server's (the generic
+        // installer's), not as a CRD's.
+        t.custom_resource_discovery = false;
     }
     Ok(types)
 }

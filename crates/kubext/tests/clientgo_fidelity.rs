@@ -5,9 +5,13 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::{json_of, send_body};
 use serde_json::{Value, json};
 use testkit::Server;
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// GET `uri` with `accept`; the answer's code and JSON.
 async fn get(client: &kube::Client, uri: &str, accept: &str) -> (u16, Value) {
@@ -22,6 +26,44 @@ async fn get(client: &kube::Client, uri: &str, accept: &str) -> (u16, Value) {
         .unwrap()
         .to_bytes();
     (code, json_of(&bytes))
+}
+
+/// Every resource of an aggregated discovery list, by (group, version, resource).
+fn aggregated_resources(list: &Value) -> Vec<((String, String, String), Value)> {
+    let mut out = Vec::new();
+    for group in list["items"].as_array().unwrap() {
+        let name = group["metadata"]["name"].as_str().unwrap_or_default();
+        for version in group["versions"].as_array().unwrap() {
+            let v = version["version"].as_str().unwrap();
+            for r in version["resources"].as_array().unwrap() {
+                let resource = r["resource"].as_str().unwrap();
+                out.push(((name.into(), v.into(), resource.into()), r.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn find<'a>(list: &'a [((String, String, String), Value)], gvr: (&str, &str, &str)) -> &'a Value {
+    list.iter()
+        .find(|((g, v, r), _)| (g.as_str(), v.as_str(), r.as_str()) == gvr)
+        .map(|(_, r)| r)
+        .unwrap_or_else(|| panic!("{gvr:?} not in aggregated discovery"))
+}
+
+/// The entries named `name` or `name/...` of a legacy `APIResourceList`.
+fn legacy_entries(list: &Value, name: &str) -> Vec<Value> {
+    let prefix = format!("{name}/");
+    list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            let n = r["name"].as_str().unwrap();
+            n == name || n.starts_with(&prefix)
+        })
+        .cloned()
+        .collect()
 }
 
 /// `ValidatePatchOptions` + `errors.NewInvalid(PatchOptions)` (handlers/patch.go):
@@ -110,4 +152,164 @@ async fn a_write_with_invalid_options_is_an_invalid_options_object() {
         "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
     );
     assert_eq!(status["details"]["kind"], "CreateOptions");
+}
+
+const WIDGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.discovery.example.com}
+spec:
+  group: discovery.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+/// Aggregated discovery as upstream builds it: built-in kinds through the
+/// generic installer (`ConvertGroupVersionIntoToDiscovery`: `responseKind`
+/// group and version empty unless the kind is another group's, subresources
+/// in path order), a CRD's types through apiextensions-apiserver's discovery
+/// controller (group and version named, `status` before `scale`). Every
+/// built-in resource is compared with upstream's own document
+/// (`docs/research/builtin-kinds/discovery/aggregated_v2.json`).
+#[tokio::test]
+async fn aggregated_discovery_names_other_groups_kinds_only() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (code, apis) = get(&client, "/apis", AGGREGATED).await;
+    assert_eq!(code, 200);
+    let apis = aggregated_resources(&apis);
+    let deployments = find(&apis, ("apps", "v1", "deployments"));
+    assert_eq!(
+        deployments["responseKind"],
+        json!({"group": "", "version": "", "kind": "Deployment"})
+    );
+    assert_eq!(
+        deployments["subresources"],
+        json!([
+            {"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+             "verbs": ["get", "patch", "update"]},
+            {"subresource": "status", "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+             "verbs": ["get", "patch", "update"]},
+        ])
+    );
+
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/research/builtin-kinds/discovery/aggregated_v2.json"
+    );
+    let upstream: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let upstream = aggregated_resources(&upstream);
+    let mut compared = 0;
+    for (gvr, theirs) in &upstream {
+        if let Some((_, ours)) = apis.iter().find(|(k, _)| k == gvr) {
+            assert_eq!(ours, theirs, "{gvr:?}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 40, "only {compared} resources compared");
+
+    // The core group: pods' subresources by name, another group's kind named.
+    let (code, api) = get(&client, "/api", AGGREGATED).await;
+    assert_eq!(code, 200);
+    let api = aggregated_resources(&api);
+    let pods = find(&api, ("", "v1", "pods"));
+    assert_eq!(
+        pods["responseKind"],
+        json!({"group": "", "version": "", "kind": "Pod"})
+    );
+    let names: Vec<&str> = pods["subresources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["subresource"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "attach",
+            "binding",
+            "ephemeralcontainers",
+            "eviction",
+            "exec",
+            "log",
+            "portforward",
+            "proxy",
+            "resize",
+            "status"
+        ]
+    );
+    assert_eq!(
+        pods["subresources"][3]["responseKind"],
+        json!({"group": "policy", "version": "v1", "kind": "Eviction"})
+    );
+    assert_eq!(
+        pods["subresources"][0]["responseKind"],
+        json!({"group": "", "version": "", "kind": "PodAttachOptions"})
+    );
+    assert_eq!(
+        find(&api, ("", "v1", "serviceaccounts"))["subresources"][0]["responseKind"],
+        json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"})
+    );
+
+    // Legacy discovery lists subresources in the same order, and group and
+    // version only where they differ (`omitempty`).
+    let (code, apps) = get(&client, "/apis/apps/v1", "application/json").await;
+    assert_eq!(code, 200);
+    let names: Vec<Value> = legacy_entries(&apps, "deployments")
+        .iter()
+        .map(|r| r["name"].clone())
+        .collect();
+    assert_eq!(
+        names,
+        ["deployments", "deployments/scale", "deployments/status"]
+    );
+    let (code, core) = get(&client, "/api/v1", "application/json").await;
+    assert_eq!(code, 200);
+    let pods = legacy_entries(&core, "pods");
+    assert_eq!(pods[1]["name"], "pods/attach");
+    assert_eq!(
+        pods[1],
+        json!({"name": "pods/attach", "singularName": "", "namespaced": true,
+               "kind": "PodAttachOptions", "verbs": ["create", "get"]})
+    );
+    assert_eq!(pods.last().unwrap()["name"], "pods/status");
+
+    // A CRD's type: as apiextensions-apiserver lists it.
+    let out = server.kubectl_with_stdin(&["apply", "-f", "-"], Some(WIDGETS));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let widgets = loop {
+        let (_, apis) = get(&client, "/apis", AGGREGATED).await;
+        let found = aggregated_resources(&apis)
+            .into_iter()
+            .find(|((g, _, r), _)| g == "discovery.example.com" && r == "widgets");
+        if let Some((_, widgets)) = found {
+            break widgets;
+        }
+        assert!(Instant::now() < deadline, "widgets never discovered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let kind = json!({"group": "discovery.example.com", "version": "v1", "kind": "Widget"});
+    assert_eq!(widgets["responseKind"], kind);
+    assert_eq!(
+        widgets["subresources"],
+        json!([
+            {"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]},
+            {"subresource": "scale", "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+             "verbs": ["get", "patch", "update"]},
+        ])
+    );
 }

@@ -291,6 +291,13 @@ pub struct ResourceType {
     pub strategy: Box<dyn Strategy>,
     /// Subresources besides `status` and `scale`.
     pub extra_subresources: &'static [ExtraSubresource],
+    /// Listed in discovery as apiextensions-apiserver lists a CRD's types:
+    /// `responseKind` names the group and version, `status` comes before
+    /// `scale`. Off for types served as upstream's generic installer serves
+    /// them (built-ins, an extension server's types): kinds of the resource's
+    /// own group-version leave group and version empty, and subresources are
+    /// sorted by name.
+    pub custom_resource_discovery: bool,
     /// Set for a computed type: reads go to the provider, nothing is stored.
     pub provider: Option<std::sync::Arc<dyn Provider>>,
     /// Validating admission for writes of this type.
@@ -520,6 +527,7 @@ impl ResourceType {
             admission: None,
             provider: None,
             extra_subresources: &[],
+            custom_resource_discovery: false,
             namespace_lifecycle: true,
         }
     }

@@ -439,6 +439,56 @@ fn status_verbs() -> Vec<&'static str> {
     vec!["get", "patch", "update"]
 }
 
+/// One subresource as discovery lists it: name, the kind it answers with
+/// (group and version empty for a kind of the resource's own group-version),
+/// verbs.
+struct SubresourceEntry {
+    name: &'static str,
+    group: &'static str,
+    version: &'static str,
+    kind: String,
+    verbs: Vec<&'static str>,
+}
+
+/// A resource's subresources in discovery order: `status` then `scale` for a
+/// CRD's types (apiextensions-apiserver's discovery controller), by name for
+/// the others (upstream's installer registers paths sorted).
+fn subresources(t: &ResourceType) -> Vec<SubresourceEntry> {
+    let mut out = Vec::new();
+    if t.has_status {
+        out.push(SubresourceEntry {
+            name: "status",
+            group: "",
+            version: "",
+            kind: t.kind.clone(),
+            verbs: status_verbs(),
+        });
+    }
+    for sub in t.extra_subresources {
+        let same_group_version = sub.group == t.group && sub.version == t.version;
+        out.push(SubresourceEntry {
+            name: sub.name,
+            group: if same_group_version { "" } else { sub.group },
+            version: if same_group_version { "" } else { sub.version },
+            kind: sub.kind.to_string(),
+            verbs: sub.verbs.to_vec(),
+        });
+    }
+    if t.scale.is_some() {
+        out.push(SubresourceEntry {
+            name: "scale",
+            group: "autoscaling",
+            version: "v1",
+            kind: "Scale".into(),
+            verbs: status_verbs(),
+        });
+    }
+    if !t.custom_resource_discovery {
+        out.sort_by(|a, b| a.name.cmp(b.name));
+    }
+    out
+}
+
 fn legacy_resources(served: &[Arc<Served>]) -> Vec<Value> {
     let mut out = Vec::new();
     let mut sorted: Vec<&Arc<Served>> = served.iter().collect();
@@ -460,36 +510,22 @@ fn legacy_resources(served: &[Arc<Served>]) -> Vec<Value> {
             r["categories"] = json!(t.categories);
         }
         out.push(r);
-        if t.has_status {
-            out.push(json!({
-                "name": format!("{}/status", t.plural),
-                "singularName": "",
-                "namespaced": t.namespaced,
-                "kind": t.kind,
-                "verbs": status_verbs(),
-            }));
-        }
-        for sub in t.extra_subresources {
-            out.push(json!({
+        for sub in subresources(t) {
+            let mut r = json!({
                 "name": format!("{}/{}", t.plural, sub.name),
                 "singularName": "",
                 "namespaced": t.namespaced,
-                "group": sub.group,
-                "version": sub.version,
                 "kind": sub.kind,
                 "verbs": sub.verbs,
-            }));
-        }
-        if t.scale.is_some() {
-            out.push(json!({
-                "name": format!("{}/scale", t.plural),
-                "singularName": "",
-                "namespaced": t.namespaced,
-                "group": "autoscaling",
-                "version": "v1",
-                "kind": "Scale",
-                "verbs": status_verbs(),
-            }));
+            });
+            // `APIResource`'s group and version are `omitempty`.
+            if !sub.group.is_empty() {
+                r["group"] = json!(sub.group);
+            }
+            if !sub.version.is_empty() {
+                r["version"] = json!(sub.version);
+            }
+            out.push(r);
         }
     }
     out
@@ -502,7 +538,12 @@ fn aggregated_resources(served: &[Arc<Served>]) -> Vec<Value> {
         .into_iter()
         .map(|s| {
             let t = &s.rtype;
-            let kind = json!({"group": t.group, "version": t.version, "kind": t.kind});
+            // `responseKind`'s group and version are written even when empty.
+            let kind = if t.custom_resource_discovery {
+                json!({"group": t.group, "version": t.version, "kind": t.kind})
+            } else {
+                json!({"group": "", "version": "", "kind": t.kind})
+            };
             let mut r = json!({
                 "resource": t.plural,
                 "responseKind": kind,
@@ -516,26 +557,17 @@ fn aggregated_resources(served: &[Arc<Served>]) -> Vec<Value> {
             if !t.categories.is_empty() {
                 r["categories"] = json!(t.categories);
             }
-            let mut subresources = Vec::new();
-            if t.has_status {
-                subresources.push(
-                    json!({"subresource": "status", "responseKind": kind, "verbs": status_verbs()}),
-                );
-            }
-            if t.scale.is_some() {
-                subresources.push(json!({
-                    "subresource": "scale",
-                    "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-                    "verbs": status_verbs(),
-                }));
-            }
-            for sub in t.extra_subresources {
-                subresources.push(json!({
-                    "subresource": sub.name,
-                    "responseKind": {"group": sub.group, "version": sub.version, "kind": sub.kind},
-                    "verbs": sub.verbs,
-                }));
-            }
+            let subresources: Vec<Value> = subresources(t)
+                .into_iter()
+                .map(|sub| {
+                    let kind = if sub.name == "status" {
+                        kind.clone()
+                    } else {
+                        json!({"group": sub.group, "version": sub.version, "kind": sub.kind})
+                    };
+                    json!({"subresource": sub.name, "responseKind": kind, "verbs": sub.verbs})
+                })
+                .collect();
             if !subresources.is_empty() {
                 r["subresources"] = json!(subresources);
             }

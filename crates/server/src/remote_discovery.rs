@@ -24,20 +24,19 @@ pub struct RemoteGroupVersion {
 }
 
 /// The aggregated-discovery (v2) entry for a legacy `APIResourceList`: resources
-/// with their subresources nested, `freshness` Current or Stale.
+/// with their subresources nested, `freshness` Current or Stale. As the
+/// upstream aggregator converts a legacy list (`ConvertGroupVersionIntoToDiscovery`):
+/// `responseKind` takes the entry's group and version as listed (empty for a
+/// kind of the listed group-version), subresources keep the list's order.
 pub fn aggregated_version(version: &str, list: &Value, fresh: bool) -> Value {
-    let group_version = list["groupVersion"].as_str().unwrap_or_default();
-    let (group, _) = group_version
-        .rsplit_once('/')
-        .unwrap_or(("", group_version));
     let entries: Vec<&Value> = list["resources"]
         .as_array()
         .map(|a| a.iter().collect())
         .unwrap_or_default();
     let kind_of = |r: &Value| {
         json!({
-            "group": r["group"].as_str().unwrap_or(group),
-            "version": r["version"].as_str().unwrap_or(version),
+            "group": r["group"].as_str().unwrap_or_default(),
+            "version": r["version"].as_str().unwrap_or_default(),
             "kind": r["kind"].as_str().unwrap_or_default(),
         })
     };
@@ -107,14 +106,14 @@ mod tests {
             resources[0],
             json!({
                 "resource": "flunders",
-                "responseKind": {"group": "wardle.example.com", "version": "v1alpha1", "kind": "Flunder"},
+                "responseKind": {"group": "", "version": "", "kind": "Flunder"},
                 "scope": "Namespaced",
                 "singularResource": "flunder",
                 "verbs": ["get", "list"],
                 "shortNames": ["fl"],
                 "subresources": [{
                     "subresource": "status",
-                    "responseKind": {"group": "wardle.example.com", "version": "v1alpha1", "kind": "Flunder"},
+                    "responseKind": {"group": "", "version": "", "kind": "Flunder"},
                     "verbs": ["get", "patch"],
                 }],
             })
