@@ -227,8 +227,21 @@ impl StatusError {
         Self::new(405, "MethodNotAllowed", message)
     }
 
+    /// 405 for a method no route serves on a resource path (upstream's
+    /// go-restful answer: a generic server response with empty details).
+    pub fn no_route_for_method() -> Self {
+        Self::method_not_allowed("the server does not allow this method on the requested resource")
+            .with_details(StatusDetails::default())
+    }
+
     pub fn not_acceptable(message: impl Into<String>) -> Self {
         Self::new(406, "NotAcceptable", message)
+    }
+
+    /// With `details: {}`, as upstream's generic server responses (go-restful's
+    /// 405 and 406) carry them.
+    pub fn with_empty_details(self) -> Self {
+        self.with_details(StatusDetails::default())
     }
 
     /// 410 Expired (e.g. `too old resource version: 5 (10)`).

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{json_of, send_body};
+use common::{json_of, send_body, send_raw};
 use serde_json::{Value, json};
 use testkit::Server;
 
@@ -312,4 +312,52 @@ async fn aggregated_discovery_names_other_groups_kinds_only() {
              "verbs": ["get", "patch", "update"]},
         ])
     );
+}
+
+/// Upstream's namespace storage has no collection deleter: discovery lists no
+/// `deletecollection` and `DELETE /api/v1/namespaces` has no route (go-restful's
+/// 405, as a generic server response with empty details).
+#[tokio::test]
+async fn namespaces_cannot_be_deleted_as_a_collection() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let verbs = json!([
+        "create", "delete", "get", "list", "patch", "update", "watch"
+    ]);
+    let (_, core) = get(&client, "/api/v1", "application/json").await;
+    assert_eq!(legacy_entries(&core, "namespaces")[0]["verbs"], verbs);
+    let (_, api) = get(&client, "/api", AGGREGATED).await;
+    assert_eq!(
+        find(&aggregated_resources(&api), ("", "v1", "namespaces"))["verbs"],
+        verbs
+    );
+
+    let (code, body) = send_body(
+        &client,
+        "POST",
+        "/api/v1/namespaces",
+        "application/json",
+        &json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "kept", "labels": {"sweep": "yes"}}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let (code, _, body) = send_raw(
+        &client,
+        "DELETE",
+        "/api/v1/namespaces?labelSelector=sweep%3Dyes",
+        "application/json",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 405);
+    assert_eq!(
+        json_of(&body),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "the server does not allow this method on the requested resource",
+               "reason": "MethodNotAllowed", "details": {}, "code": 405})
+    );
+    let (code, kept) = get(&client, "/api/v1/namespaces/kept", "application/json").await;
+    assert_eq!(code, 200);
+    assert!(kept["metadata"]["deletionTimestamp"].is_null(), "{kept}");
 }

@@ -64,6 +64,10 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     namespaces.has_status = true;
     namespaces.return_deleted_object = true;
     namespaces.name_validation = name_is_dns_label;
+    // Upstream's namespace storage has no collection deleter.
+    namespaces.verbs = &[
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
     let namespaces = columns(
         short(namespaces, &["ns"]),
         vec![TableColumn::new(

@@ -151,6 +151,17 @@ async fn serve_inner(
             )),
         };
     }
+    // A write the resource does not serve has no route upstream (namespaces
+    // have no collection deleter).
+    if info.subresource.is_none()
+        && matches!(
+            info.verb,
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
+        )
+        && !call.rtype().verbs.contains(&info.verb.as_str())
+    {
+        return Err(StatusError::no_route_for_method());
+    }
     match info.verb {
         Verb::Get => read::get(&call).await,
         Verb::List => read::list(&call).await,
