@@ -452,11 +452,16 @@ pub fn validate_annotations(annotations: &Map<String, Value>, path: &FieldPath) 
     errs
 }
 
+/// A finalizer name is a qualified name (upstream's `ValidateFinalizerName`).
+pub fn validate_finalizer_name(name: &str, path: &FieldPath) -> ErrorList {
+    invalid_each(path, name, is_qualified_name(name))
+}
+
 /// Finalizers are qualified names; `orphan` and `foregroundDeletion` conflict.
 pub fn validate_finalizers(finalizers: &[&str], path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
     for f in finalizers {
-        errs.extend(invalid_each(path, f, is_qualified_name(f)));
+        errs.extend(validate_finalizer_name(f, path));
     }
     let has = |name: &str| finalizers.contains(&name);
     if has(FINALIZER_ORPHAN_DEPENDENTS) && has(FINALIZER_DELETE_DEPENDENTS) {

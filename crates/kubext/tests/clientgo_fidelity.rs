@@ -361,3 +361,137 @@ async fn namespaces_cannot_be_deleted_as_a_collection() {
     assert_eq!(code, 200);
     assert!(kept["metadata"]["deletionTimestamp"].is_null(), "{kept}");
 }
+
+/// `namespaces/{name}/finalize` (upstream's `FinalizeREST` with the finalize
+/// strategy): discovered with verb `update`; a PUT takes everything but
+/// `status` from the body, `spec.finalizers` checked as
+/// `ValidateNamespaceFinalizeUpdate` checks them; the namespace controller
+/// removes only its own `kubernetes` finalizer, and the namespace goes when
+/// the last one is finalized away.
+#[tokio::test]
+async fn namespaces_are_finalized_through_their_finalize_subresource() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let (_, core) = get(&client, "/api/v1", "application/json").await;
+    assert_eq!(
+        legacy_entries(&core, "namespaces")[1..],
+        [
+            json!({"name": "namespaces/finalize", "singularName": "", "namespaced": false,
+                   "kind": "Namespace", "verbs": ["update"]}),
+            json!({"name": "namespaces/status", "singularName": "", "namespaced": false,
+                   "kind": "Namespace", "verbs": ["get", "patch", "update"]}),
+        ]
+    );
+    let (_, api) = get(&client, "/api", AGGREGATED).await;
+    assert_eq!(
+        find(&aggregated_resources(&api), ("", "v1", "namespaces"))["subresources"][0],
+        json!({"subresource": "finalize", "verbs": ["update"],
+               "responseKind": {"group": "", "version": "", "kind": "Namespace"}})
+    );
+
+    // Create keeps the finalizers asked for and adds `kubernetes`.
+    let (code, body) = send_body(
+        &client,
+        "POST",
+        "/api/v1/namespaces",
+        "application/json",
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "held"},
+                "spec": {"finalizers": ["example.com/hold"]}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    let created = json_of(&body);
+    assert_eq!(
+        created["spec"]["finalizers"],
+        json!(["example.com/hold", "kubernetes"])
+    );
+
+    let finalize = "/api/v1/namespaces/held/finalize";
+    let mut request = created.clone();
+    request["spec"]["finalizers"] = json!(["kubernetes", "example.com/hold", "example.com/other"]);
+    request["metadata"]["labels"]["team"] = json!("a");
+    request["status"] = json!({"phase": "Terminating"});
+    let (code, body) = send_body(&client, "PUT", finalize, "application/json", &request).await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let finalized = json_of(&body);
+    assert_eq!(
+        finalized["spec"]["finalizers"],
+        json!(["kubernetes", "example.com/hold", "example.com/other"])
+    );
+    assert_eq!(finalized["metadata"]["labels"]["team"], "a");
+    assert_eq!(finalized["status"], json!({"phase": "Active"}));
+    let managers = finalized["metadata"]["managedFields"].as_array().unwrap();
+    assert!(
+        managers.iter().any(|m| m["subresource"] == "finalize"),
+        "{managers:?}"
+    );
+
+    // Names: qualified, or one of the standard finalizers.
+    let mut bad = finalized.clone();
+    bad["spec"]["finalizers"] = json!(["orphan", "hold", "Example.com/x"]);
+    let (code, body) = send_body(&client, "PUT", finalize, "application/json", &bad).await;
+    assert_eq!(code, 422);
+    let status = json_of(&body);
+    let fields: Vec<&str> = status["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["spec.finalizers[1]", "spec.finalizers[2]"],
+        "{status}"
+    );
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        "Invalid value: \"hold\": name is neither a standard finalizer name nor is it fully qualified"
+    );
+
+    // Only PUT is served there.
+    let (code, status) = get(&client, finalize, "application/json").await;
+    assert_eq!(code, 405, "{status}");
+    assert_eq!(status["reason"], "MethodNotAllowed");
+
+    // Deleted: the namespace controller empties it and removes `kubernetes`,
+    // the others hold it until they are finalized away.
+    let (code, _, _) = send_raw(
+        &client,
+        "DELETE",
+        "/api/v1/namespaces/held",
+        "application/json",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let terminating = loop {
+        let (_, ns) = get(&client, "/api/v1/namespaces/held", "application/json").await;
+        if ns["spec"]["finalizers"] == json!(["example.com/hold", "example.com/other"]) {
+            break ns;
+        }
+        assert!(Instant::now() < deadline, "never finalized by kubext: {ns}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(terminating["status"]["phase"], "Terminating");
+    let mut request = terminating.clone();
+    request["spec"]["finalizers"] = json!(["example.com/other"]);
+    let (code, body) = send_body(&client, "PUT", finalize, "application/json", &request).await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let (code, still) = get(&client, "/api/v1/namespaces/held", "application/json").await;
+    assert_eq!(code, 200);
+    assert_eq!(still["spec"]["finalizers"], json!(["example.com/other"]));
+    request = still;
+    request["spec"]["finalizers"] = json!([]);
+    let (code, body) = send_body(&client, "PUT", finalize, "application/json", &request).await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, _) = get(&client, "/api/v1/namespaces/held", "application/json").await;
+        if code == 404 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the finalized namespace stays");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -881,15 +881,6 @@ impl GenericStore {
                     meta::metadata_mut(new).insert("managedFields".into(), m);
                 }
             }
-            // Namespace finalization: only `spec.finalizers` may change.
-            Subresource::Finalize => {
-                let finalizers = new
-                    .pointer("/spec/finalizers")
-                    .cloned()
-                    .unwrap_or(json!([]));
-                *new = old.clone();
-                new["spec"]["finalizers"] = finalizers;
-            }
             // The server's own operation (`pods/{name}/binding`): the handler
             // built the object; upstream writes it without the type's rules.
             Subresource::Binding => {

@@ -41,11 +41,96 @@ fn label_with_name(obj: &mut Value) {
     }
 }
 
+/// The finalizer of the namespace lifecycle (upstream's `FinalizerKubernetes`).
+const FINALIZER_KUBERNETES: &str = "kubernetes";
+
+/// A `spec.finalizers` entry: a qualified name, and one without a prefix must
+/// be a standard finalizer (upstream's core `validateFinalizerName`).
+fn validate_spec_finalizer(name: &str, path: &FieldPath) -> ErrorList {
+    let mut errs = apimachinery::validation::validate_finalizer_name(name, path);
+    if !name.contains('/')
+        && !matches!(name, FINALIZER_KUBERNETES | "orphan" | "foregroundDeletion")
+    {
+        errs.push(FieldError::invalid(
+            path,
+            json!(name),
+            "name is neither a standard finalizer name nor is it fully qualified",
+        ));
+    }
+    errs
+}
+
+fn spec_finalizers(obj: &Value) -> impl Iterator<Item = &Value> {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 impl Strategy for Namespaces {
+    /// Status starts Active; `kubernetes` is added to the finalizers asked for.
     fn prepare_create(&self, obj: &mut Value) {
         obj["status"] = json!({"phase": "Active"});
-        obj["spec"] = json!({"finalizers": ["kubernetes"]});
+        let mut finalizers: Vec<Value> = spec_finalizers(obj).cloned().collect();
+        if !finalizers.iter().any(|f| f == FINALIZER_KUBERNETES) {
+            finalizers.push(json!(FINALIZER_KUBERNETES));
+        }
+        if !obj.get("spec").is_some_and(Value::is_object) {
+            obj["spec"] = json!({});
+        }
+        obj["spec"]["finalizers"] = json!(finalizers);
         label_with_name(obj);
+    }
+
+    /// Upstream's `ValidateNamespace`: finalizer names, reported on
+    /// `spec.finalizers` without an index.
+    fn validate(&self, obj: &Value) -> ErrorList {
+        let path = FieldPath::new("spec").child("finalizers");
+        spec_finalizers(obj)
+            .flat_map(|f| validate_spec_finalizer(f.as_str().unwrap_or_default(), &path))
+            .collect()
+    }
+
+    /// Updates keep the stored spec and status: nothing of the type's own to check.
+    fn validate_update(&self, _new: &Value, _old: &Value) -> ErrorList {
+        ErrorList::new()
+    }
+
+    /// `namespaces/{name}/finalize` (upstream's finalize strategy): everything
+    /// but `status` is taken from the request; `spec.finalizers` are checked
+    /// as `ValidateNamespaceFinalizeUpdate` does, with the metadata.
+    fn subresource_update(
+        &self,
+        subresource: &apimachinery::Subresource,
+        new: &mut Value,
+        old: &Value,
+    ) -> Option<ErrorList> {
+        if *subresource != apimachinery::Subresource::Finalize {
+            return None;
+        }
+        match old.get("status") {
+            Some(status) => new["status"] = status.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+        label_with_name(new);
+        let mut errs = apimachinery::validation::validate_object_meta(
+            new.get("metadata").unwrap_or(&Value::Null),
+            false,
+            apimachinery::validation::name_is_dns_label,
+            &FieldPath::new("metadata"),
+        );
+        let path = FieldPath::new("spec").child("finalizers");
+        for (i, f) in spec_finalizers(new).enumerate() {
+            errs.extend(validate_spec_finalizer(
+                f.as_str().unwrap_or_default(),
+                &path.index(i),
+            ));
+        }
+        Some(errs)
     }
 
     fn prepare_update(&self, new: &mut Value, old: &Value) {

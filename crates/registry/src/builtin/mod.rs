@@ -68,6 +68,14 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     namespaces.verbs = &[
         "create", "delete", "get", "list", "patch", "update", "watch",
     ];
+    // `PUT namespaces/{name}/finalize` (upstream's `FinalizeREST`).
+    namespaces.extra_subresources = &[crate::ExtraSubresource {
+        name: "finalize",
+        group: "",
+        version: "v1",
+        kind: "Namespace",
+        verbs: &["update"],
+    }];
     let namespaces = columns(
         short(namespaces, &["ns"]),
         vec![TableColumn::new(

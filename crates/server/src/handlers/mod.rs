@@ -231,13 +231,15 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
         {
             Ok(())
         }
-        sub if rtype
+        sub => match rtype
             .extra_subresources
             .iter()
-            .any(|s| s.name == sub.as_str() && s.verbs.contains(&info.verb.as_str())) =>
+            .find(|s| s.name == sub.as_str())
         {
-            Ok(())
-        }
-        _ => Err(StatusError::path_not_found()),
+            Some(s) if s.verbs.contains(&info.verb.as_str()) => Ok(()),
+            // The path is served, not with this method (`GET namespaces/{name}/finalize`).
+            Some(_) => Err(StatusError::no_route_for_method()),
+            None => Err(StatusError::path_not_found()),
+        },
     }
 }
