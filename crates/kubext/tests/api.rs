@@ -288,7 +288,9 @@ async fn bad_input_gets_kubernetes_errors() {
     )
     .await;
     assert_eq!(code, 415);
-    let (code, _, body) = raw(
+    // Built-in kinds are served in protobuf too (client-go's typed clients
+    // ask for it first), as kube-apiserver serves them.
+    let (code, headers, body) = raw(
         &client,
         "GET",
         path,
@@ -297,7 +299,38 @@ async fn bad_input_gets_kubernetes_errors() {
         "application/vnd.kubernetes.protobuf",
     )
     .await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        headers["content-type"],
+        "application/vnd.kubernetes.protobuf"
+    );
+    let list = protobuf::decode(&body).unwrap();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["apiVersion"], "v1");
+    // What no serializer of the resource offers is refused, in go-restful's
+    // words (a collection path also serves watch streams).
+    let (code, _, body) = raw(&client, "GET", path, "", vec![], "application/cbor").await;
     assert_eq!(code, 406, "{}", String::from_utf8_lossy(&body));
+    let status = status_of(&body);
+    assert_eq!(
+        status["message"],
+        "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    assert_eq!(status["details"], json!({}));
+    let (code, _, body) = raw(
+        &client,
+        "GET",
+        &format!("{path}/absent"),
+        "",
+        vec![],
+        "application/xml",
+    )
+    .await;
+    assert_eq!(code, 406);
+    assert_eq!(
+        status_of(&body)["message"],
+        "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
 }
 
 #[tokio::test]
@@ -592,10 +625,25 @@ async fn content_negotiation() {
         "application/vnd.kubernetes.protobuf,application/json",
     )
     .await;
+    assert_eq!(protobuf::decode(&body).unwrap()["kind"], "ConfigMap");
+    // Errors too, as a protobuf Status.
+    let (code, headers, body) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/kube-system/configmaps/absent",
+        "",
+        vec![],
+        "application/vnd.kubernetes.protobuf,application/json",
+    )
+    .await;
+    assert_eq!(code, 404);
     assert_eq!(
-        serde_json::from_slice::<Value>(&body).unwrap()["kind"],
-        "ConfigMap"
+        headers["content-type"],
+        "application/vnd.kubernetes.protobuf"
     );
+    let status = protobuf::decode(&body).unwrap();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["message"], r#"configmaps "absent" not found"#);
 }
 
 #[tokio::test]

@@ -289,3 +289,44 @@ async fn cel_errors_name_map_keys_and_read_as_cel_go() {
         "Rule.fidelity.example.com \"r\" is invalid: spec.named: Invalid value: \"object\": no such key: c evaluating rule: c must be one"
     );
 }
+
+/// Custom resources have no protobuf form: a client that asks for protobuf
+/// first gets JSON, one that accepts protobuf alone a 406 in the CRD
+/// handler's words, as a protobuf Status (kube-apiserver 1.33.13's answers).
+#[tokio::test]
+async fn custom_resources_are_never_protobuf() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    create_gadgets(&server, &client, "v1").await;
+    let list = "/apis/fidelity.example.com/v1/namespaces/default/gadgets";
+    let get = |accept: &'static str| {
+        let client = client.clone();
+        async move {
+            let req = http::Request::builder()
+                .uri(list)
+                .header("accept", accept)
+                .body(kube::client::Body::empty())
+                .unwrap();
+            let resp = client.send(req).await.unwrap();
+            let code = resp.status().as_u16();
+            let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+            let body = http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .unwrap();
+            (code, content_type, body.to_bytes())
+        }
+    };
+    let (code, content_type, body) =
+        get("application/vnd.kubernetes.protobuf,application/json").await;
+    assert_eq!((code, content_type.as_str()), (200, "application/json"));
+    assert_eq!(json_of(&body)["kind"], "GadgetList");
+    let (code, content_type, body) = get("application/vnd.kubernetes.protobuf").await;
+    assert_eq!(
+        (code, content_type.as_str()),
+        (406, "application/vnd.kubernetes.protobuf")
+    );
+    assert_eq!(
+        protobuf::decode(&body).unwrap()["message"],
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    );
+}

@@ -11,8 +11,9 @@ use crate::{DecodeError, format};
 /// Nesting limit for messages (the deepest built-in type nests ~15 levels).
 pub(crate) const MAX_DEPTH: usize = 100;
 
-const WIRE_VARINT: u8 = 0;
-const WIRE_LEN: u8 = 2;
+pub(crate) const WIRE_VARINT: u8 = 0;
+pub(crate) const WIRE_FIXED64: u8 = 1;
+pub(crate) const WIRE_LEN: u8 = 2;
 
 /// What has been seen on the wire for one field of a message being decoded.
 enum Acc<'a> {
@@ -48,7 +49,7 @@ pub(crate) fn decode_message(
         let slot = &mut accs[idx];
         let at = |e: DecodeError| e.within(name_of(field.json, field.card));
         match field.card {
-            Card::One if !matches!(field.kind, Kind::Msg(_)) => {
+            Card::One if !is_message_kind(field.kind) => {
                 expect_wire(field.kind, &value).map_err(at)?;
                 *slot = Some(Acc::Last(value));
             }
@@ -116,10 +117,6 @@ pub(crate) fn decode_message(
                 }
             }
             Acc::Parts(parts) => {
-                let Kind::Msg(inner) = field.kind else {
-                    // Only messages are accumulated in parts.
-                    continue;
-                };
                 let joined;
                 let bytes = match parts.as_slice() {
                     [one] => *one,
@@ -128,13 +125,15 @@ pub(crate) fn decode_message(
                         &joined
                     }
                 };
-                let obj = decode_message(inner, bytes, depth + 1).map_err(at)?;
-                if field.card == Card::Inline {
-                    inlined.push(obj);
-                } else {
-                    let v = Value::Object(obj);
-                    if keep(field.kind, field.emit, &v) {
-                        out.insert(field.json.to_string(), v);
+                match (field.kind, field.card) {
+                    (Kind::Msg(inner), Card::Inline) => {
+                        inlined.push(decode_message(inner, bytes, depth + 1).map_err(at)?);
+                    }
+                    (kind, _) => {
+                        let v = decode_value(kind, WireValue::Len(bytes), depth).map_err(at)?;
+                        if keep(field.kind, field.emit, &v) {
+                            out.insert(field.json.to_string(), v);
+                        }
                     }
                 }
             }
@@ -189,15 +188,31 @@ fn decode_map_entry(
     Ok((key, v))
 }
 
-fn is_varint_kind(kind: Kind) -> bool {
-    matches!(kind, Kind::Bool | Kind::Int32 | Kind::Int64)
+/// Kinds whose repeated occurrences of one (non-repeated) field are merged.
+fn is_message_kind(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Msg(_)
+            | Kind::SchemaOrBool(_)
+            | Kind::SchemaOrArray(_)
+            | Kind::SchemaOrStringArray(_)
+    )
+}
+
+/// The wire type values of `kind` are written with.
+pub(crate) fn wire_type_of(kind: Kind) -> u8 {
+    match kind {
+        Kind::Bool | Kind::Int32 | Kind::Int64 => WIRE_VARINT,
+        Kind::Double => WIRE_FIXED64,
+        _ => WIRE_LEN,
+    }
 }
 
 fn zero_wire(kind: Kind) -> WireValue<'static> {
-    if is_varint_kind(kind) {
-        WireValue::Varint(0)
-    } else {
-        WireValue::Len(&[])
+    match wire_type_of(kind) {
+        WIRE_VARINT => WireValue::Varint(0),
+        WIRE_FIXED64 => WireValue::Fixed64(0),
+        _ => WireValue::Len(&[]),
     }
 }
 
@@ -209,11 +224,7 @@ fn wrong_wire(expected: u8, found: &WireValue<'_>) -> DecodeError {
 }
 
 fn expect_wire(kind: Kind, value: &WireValue<'_>) -> Result<(), DecodeError> {
-    let expected = if is_varint_kind(kind) {
-        WIRE_VARINT
-    } else {
-        WIRE_LEN
-    };
+    let expected = wire_type_of(kind);
     if value.wire_type() == expected {
         Ok(())
     } else {
@@ -225,7 +236,7 @@ fn expect_wire(kind: Kind, value: &WireValue<'_>) -> Result<(), DecodeError> {
 fn decode_value(kind: Kind, value: WireValue<'_>, depth: usize) -> Result<Value, DecodeError> {
     expect_wire(kind, &value)?;
     let (varint, bytes) = match value {
-        WireValue::Varint(v) => (v, &[][..]),
+        WireValue::Varint(v) | WireValue::Fixed64(v) => (v, &[][..]),
         WireValue::Len(b) => (0, b),
         other => return Err(wrong_wire(WIRE_LEN, &other)),
     };
@@ -283,6 +294,11 @@ fn decode_value(kind: Kind, value: WireValue<'_>, depth: usize) -> Result<Value,
             }
             s
         }
+        Kind::Double => format::go_float(f64::from_bits(varint)),
+        Kind::Json => embedded_json(raw_field(bytes)?, "JSON", depth, false)?,
+        Kind::SchemaOrBool(schema) => schema_or_bool(bytes, schema, depth)?,
+        Kind::SchemaOrArray(schema) => schema_or_list(bytes, schema, depth, Kind::Msg(schema))?,
+        Kind::SchemaOrStringArray(schema) => schema_or_list(bytes, schema, depth, Kind::Str)?,
         Kind::FieldsV1 => embedded_json(raw_field(bytes)?, "FieldsV1", depth, false)?,
         Kind::RawExtension => embedded_json(raw_field(bytes)?, "RawExtension", depth, true)?,
         Kind::Msg(msg) => Value::Object(decode_message(msg, bytes, depth + 1)?),
@@ -292,6 +308,65 @@ fn decode_value(kind: Kind, value: WireValue<'_>, depth: usize) -> Result<Value,
             obj.remove("items").unwrap_or(Value::Null)
         }
     })
+}
+
+/// `JSONSchemaPropsOrBool {allows = 1, schema = 2}`: the schema when there
+/// is one, else the bool.
+fn schema_or_bool(
+    bytes: &[u8],
+    schema: &'static Message,
+    depth: usize,
+) -> Result<Value, DecodeError> {
+    let mut parts = Vec::new();
+    let mut allows = false;
+    for item in Fields::new(bytes) {
+        match item? {
+            (2, WireValue::Len(b)) => parts.push(b),
+            (1, WireValue::Varint(v)) => allows = v != 0,
+            (1, other) => return Err(wrong_wire(WIRE_VARINT, &other)),
+            (2, other) => return Err(wrong_wire(WIRE_LEN, &other)),
+            _ => {}
+        }
+    }
+    if parts.is_empty() {
+        return Ok(Value::Bool(allows));
+    }
+    Ok(Value::Object(decode_message(
+        schema,
+        &parts.concat(),
+        depth + 1,
+    )?))
+}
+
+/// `JSONSchemaPropsOr{Array,StringArray} {schema = 1, items = 2}`: the items
+/// when there are any, else the schema, else null.
+fn schema_or_list(
+    bytes: &[u8],
+    schema: &'static Message,
+    depth: usize,
+    item: Kind,
+) -> Result<Value, DecodeError> {
+    let mut parts = Vec::new();
+    let mut items = Vec::new();
+    for field in Fields::new(bytes) {
+        match field? {
+            (1, WireValue::Len(b)) => parts.push(b),
+            (2, value) => items.push(decode_value(item, value, depth + 1)?),
+            (1, other) => return Err(wrong_wire(WIRE_LEN, &other)),
+            _ => {}
+        }
+    }
+    if !items.is_empty() {
+        return Ok(Value::Array(items));
+    }
+    if parts.is_empty() {
+        return Ok(Value::Null);
+    }
+    Ok(Value::Object(decode_message(
+        schema,
+        &parts.concat(),
+        depth + 1,
+    )?))
 }
 
 /// `Timestamp {seconds = 1, nanos = 2}` (missing fields are zero).
@@ -370,7 +445,7 @@ fn embedded_json(
 fn keep(kind: Kind, emit: Emit, v: &Value) -> bool {
     let scalar = matches!(
         kind,
-        Kind::Str | Kind::Bytes | Kind::Bool | Kind::Int32 | Kind::Int64
+        Kind::Str | Kind::Bytes | Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Double
     );
     let empty_scalar = scalar
         && match v {

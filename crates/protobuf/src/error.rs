@@ -102,3 +102,54 @@ impl DecodeError {
         }
     }
 }
+
+/// Why an object could not be encoded as protobuf: a kind without a message
+/// table (answer it as JSON instead), or a value that does not fit its field.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// No message table for this apiVersion/kind; see [`crate::supports`].
+    #[error("encoding {kind} {api_version} as protobuf is not supported")]
+    UnsupportedKind {
+        /// From the object.
+        api_version: String,
+        /// From the object.
+        kind: String,
+    },
+    /// A value of the wrong JSON type for its field, at a path such as
+    /// `spec.replicas`.
+    #[error("{path}: {message}")]
+    InvalidValue {
+        /// Where in the object (empty at the top).
+        path: String,
+        /// What is wrong there.
+        message: String,
+    },
+}
+
+impl EncodeError {
+    pub(crate) fn invalid(message: String) -> EncodeError {
+        EncodeError::InvalidValue {
+            path: String::new(),
+            message,
+        }
+    }
+
+    /// Prefixes the error's location with `segment` (`name`, `[3]`, `[key]`).
+    pub(crate) fn within(self, segment: &str) -> EncodeError {
+        match self {
+            EncodeError::InvalidValue { path, message } => {
+                let sep = if path.is_empty() || path.starts_with('[') {
+                    ""
+                } else {
+                    "."
+                };
+                EncodeError::InvalidValue {
+                    path: format!("{segment}{sep}{path}"),
+                    message,
+                }
+            }
+            other => other,
+        }
+    }
+}

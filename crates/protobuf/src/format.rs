@@ -21,6 +21,86 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year, month, day)
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// `(unix seconds, nanos)` of an RFC 3339 time as Go's `time.Parse` reads
+/// `metav1.Time`/`MicroTime` JSON: `2006-01-02T15:04:05[.fraction](Z|±hh:mm)`.
+pub(crate) fn parse_rfc3339(text: &str) -> Option<(i64, i32)> {
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let digits = text.get(range)?;
+        digits
+            .bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| digits.parse().ok())?
+    };
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut nanos = 0i64;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        for (i, c) in fraction[..digits].bytes().enumerate().take(9) {
+            nanos += i64::from(c - b'0') * 10i64.pow(8 - i as u32);
+        }
+        rest = &fraction[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && matches!(&rest[..1], "+" | "-") && &rest[3..4] == ":" => {
+            let minutes = rest[1..3].parse::<i64>().ok()? * 60 + rest[4..6].parse::<i64>().ok()?;
+            if &rest[..1] == "-" {
+                -minutes * 60
+            } else {
+                minutes * 60
+            }
+        }
+        _ => return None,
+    };
+    let secs =
+        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    Some((secs, nanos as i32))
+}
+
+/// A `float64` as Go's encoding/json writes it: integral values without a
+/// fraction (`5`, not `5.0`).
+pub(crate) fn go_float(f: f64) -> serde_json::Value {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        serde_json::Value::from(f as i64)
+    } else {
+        serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+    }
+}
+
 /// RFC 3339 in UTC, `2006-01-02T15:04:05Z` or with `.000000` microseconds.
 /// `None` when the year is outside 0000..=9999.
 fn rfc3339(secs: i64, micros: Option<u32>) -> Option<String> {

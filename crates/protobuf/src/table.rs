@@ -81,6 +81,18 @@ pub(crate) enum Kind {
     FieldsV1,
     /// `runtime.RawExtension` {raw=1} → the raw bytes parsed as JSON.
     RawExtension,
+    /// `float64` (wire type 1) → JSON number, as Go's encoding/json writes it.
+    Double,
+    /// apiextensions' `JSON` {raw=1} → the raw bytes parsed as JSON.
+    Json,
+    /// `JSONSchemaPropsOrBool` {allows=1, schema=2} → the schema, else the bool.
+    SchemaOrBool(&'static Message),
+    /// `JSONSchemaPropsOrArray` {schema=1, jSONSchemas=2} → the array of
+    /// schemas when it has any, else the schema (null when neither).
+    SchemaOrArray(&'static Message),
+    /// `JSONSchemaPropsOrStringArray` {schema=1, property=2} → the strings when
+    /// there are any, else the schema (null when neither).
+    SchemaOrStringArray(&'static Message),
     /// A nested message → JSON object.
     Msg(&'static Message),
     /// A Go named slice type (`type ExtraValue []string`), which go-to-protobuf
@@ -114,6 +126,8 @@ pub(crate) enum Emit {
     /// omits them; a zero `Time` becomes `null`).
     OmitEmpty,
     /// Field with `omitzero`: like `OmitEmpty`, and also dropped when it is a
-    /// zero time or an empty struct.
+    /// zero time or an empty struct. 1.33's types have none; newer releases'
+    /// do.
+    #[allow(dead_code)]
     OmitZero,
 }

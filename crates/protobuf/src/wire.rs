@@ -7,8 +7,8 @@ use crate::DecodeError;
 pub(crate) enum WireValue<'a> {
     /// Wire type 0.
     Varint(u64),
-    /// Wire type 1 (no Kubernetes type uses it; skipped).
-    Fixed64,
+    /// Wire type 1: `float64` (JSON schemas' numbers).
+    Fixed64(u64),
     /// Wire type 2: strings, bytes, nested messages, packed repeated scalars.
     Len(&'a [u8]),
     /// Wire type 5 (no Kubernetes type uses it; skipped).
@@ -19,7 +19,7 @@ impl WireValue<'_> {
     pub(crate) fn wire_type(&self) -> u8 {
         match self {
             WireValue::Varint(_) => 0,
-            WireValue::Fixed64 => 1,
+            WireValue::Fixed64(_) => 1,
             WireValue::Len(_) => 2,
             WireValue::Fixed32 => 5,
         }
@@ -77,8 +77,8 @@ impl<'a> Fields<'a> {
         let value = match key & 7 {
             0 => WireValue::Varint(read_varint(&mut self.buf)?),
             1 => {
-                take(&mut self.buf, 8)?;
-                WireValue::Fixed64
+                let bytes = take(&mut self.buf, 8)?;
+                WireValue::Fixed64(u64::from_le_bytes(bytes.try_into().unwrap_or_default()))
             }
             2 => {
                 let len = read_varint(&mut self.buf)?;

@@ -4,11 +4,9 @@
 //! object with `--dry-run=client -o json`. Decoding the protobuf body must give
 //! that JSON.
 //!
-//! Expected differences, both `null` in Go's JSON and absent in ours:
-//! kubectl 1.32 writes a zero `creationTimestamp` as `null` (since Kubernetes
-//! 1.35 the field is `omitzero`, and the decoder follows the newer form), and
-//! Go writes nil pointers without `omitempty` (`TokenRequest.spec.boundObjectRef`)
-//! as `null`, while the decoder emits only what is on the wire.
+//! Expected difference, `null` in Go's JSON and absent in ours: Go writes nil
+//! pointers without `omitempty` (`TokenRequest.spec.boundObjectRef`) as
+//! `null`, while the decoder emits only what is on the wire.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;

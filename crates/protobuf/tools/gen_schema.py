@@ -6,10 +6,14 @@ of truth for both wire formats: `protobuf:"bytes,3,opt,name=clusterIP"` gives
 the field number, `json:"clusterIP,omitempty"` the JSON name and omission rule,
 and the Go type (pointer or not, slice, map, well-known type) the shape.
 
-Usage (needs git checkouts of kubernetes/api and kubernetes/apimachinery):
+Usage (needs git checkouts of kubernetes/api, apimachinery,
+apiextensions-apiserver and kube-aggregator; from the crate's folder):
 
     python3 tools/gen_schema.py --api /path/to/kubernetes/api \
-        --apimachinery /path/to/kubernetes/apimachinery --tag v0.36.3 \
+        --apimachinery /path/to/kubernetes/apimachinery \
+        --apiextensions /path/to/kubernetes/apiextensions-apiserver \
+        --aggregator /path/to/kubernetes/kube-aggregator --tag v0.33.13 \
+        --kinds ../../docs/research/builtin-kinds/default-resources.tsv \
         > src/schema.rs
 
 (`src/schema.rs` is `#[rustfmt::skip]`, so the output is committed as is.)
@@ -26,6 +30,9 @@ import sys
 
 API = "k8s.io/api/"
 AM = "k8s.io/apimachinery/"
+AE = "k8s.io/apiextensions-apiserver/"
+AG = "k8s.io/kube-aggregator/"
+AE_V1 = AE + "pkg/apis/apiextensions/v1"
 
 # Types with a hand-written wire/JSON mapping in src/decode.rs.
 WELL_KNOWN = {
@@ -36,73 +43,52 @@ WELL_KNOWN = {
     AM + "pkg/util/intstr.IntOrString": "IntOrString",
     AM + "pkg/api/resource.Quantity": "Quantity",
     AM + "pkg/runtime.RawExtension": "RawExtension",
+    AE_V1 + ".JSON": "Json",
+}
+# apiextensions' schema unions with their own JSON forms: kind name in
+# src/table.rs, whose message is JSONSchemaProps.
+SCHEMA_UNIONS = {
+    AE_V1 + ".JSONSchemaPropsOrBool": "SchemaOrBool",
+    AE_V1 + ".JSONSchemaPropsOrArray": "SchemaOrArray",
+    AE_V1 + ".JSONSchemaPropsOrStringArray": "SchemaOrStringArray",
 }
 STRING_PKGS = {AM + "pkg/types"}  # types.UID, types.NodeName, ...
 
-# (apiVersion, kind, package, Go type)
-ROOTS = [
-    ("v1", "ConfigMap", "core/v1"),
-    ("v1", "Secret", "core/v1"),
-    ("v1", "Namespace", "core/v1"),
-    ("v1", "ServiceAccount", "core/v1"),
-    ("v1", "Service", "core/v1"),
-    ("v1", "Endpoints", "core/v1"),
-    ("v1", "Event", "core/v1"),
-    ("v1", "Pod", "core/v1"),
-    ("v1", "PodTemplate", "core/v1"),
-    ("v1", "ReplicationController", "core/v1"),
-    ("v1", "PersistentVolumeClaim", "core/v1"),
-    ("v1", "PersistentVolume", "core/v1"),
-    ("v1", "Node", "core/v1"),
-    ("v1", "ResourceQuota", "core/v1"),
-    ("v1", "LimitRange", "core/v1"),
-    ("v1", "Binding", "core/v1"),
-    ("apps/v1", "Deployment", "apps/v1"),
-    ("apps/v1", "ReplicaSet", "apps/v1"),
-    ("apps/v1", "StatefulSet", "apps/v1"),
-    ("apps/v1", "DaemonSet", "apps/v1"),
-    ("apps/v1", "ControllerRevision", "apps/v1"),
-    ("batch/v1", "Job", "batch/v1"),
-    ("batch/v1", "CronJob", "batch/v1"),
-    ("autoscaling/v1", "Scale", "autoscaling/v1"),
-    ("rbac.authorization.k8s.io/v1", "Role", "rbac/v1"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole", "rbac/v1"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding", "rbac/v1"),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "rbac/v1"),
-    ("policy/v1", "PodDisruptionBudget", "policy/v1"),
-    ("policy/v1", "Eviction", "policy/v1"),
-    ("scheduling.k8s.io/v1", "PriorityClass", "scheduling/v1"),
-    ("networking.k8s.io/v1", "Ingress", "networking/v1"),
-    ("networking.k8s.io/v1", "IngressClass", "networking/v1"),
-    ("networking.k8s.io/v1", "NetworkPolicy", "networking/v1"),
-    ("discovery.k8s.io/v1", "EndpointSlice", "discovery/v1"),
-    ("coordination.k8s.io/v1", "Lease", "coordination/v1"),
-    ("events.k8s.io/v1", "Event", "events/v1"),
-    ("authentication.k8s.io/v1", "TokenRequest", "authentication/v1"),
-    ("authentication.k8s.io/v1", "TokenReview", "authentication/v1"),
-    ("authentication.k8s.io/v1", "SelfSubjectReview", "authentication/v1"),
-    ("authorization.k8s.io/v1", "SubjectAccessReview", "authorization/v1"),
-    ("authorization.k8s.io/v1", "SelfSubjectAccessReview", "authorization/v1"),
-    ("authorization.k8s.io/v1", "LocalSubjectAccessReview", "authorization/v1"),
-    ("authorization.k8s.io/v1", "SelfSubjectRulesReview", "authorization/v1"),
-    ("certificates.k8s.io/v1", "CertificateSigningRequest", "certificates/v1"),
-    ("storage.k8s.io/v1", "StorageClass", "storage/v1"),
-    ("storage.k8s.io/v1", "CSIDriver", "storage/v1"),
-    ("storage.k8s.io/v1", "CSINode", "storage/v1"),
-    ("storage.k8s.io/v1", "CSIStorageCapacity", "storage/v1"),
-    ("storage.k8s.io/v1", "VolumeAttachment", "storage/v1"),
-    ("autoscaling/v1", "HorizontalPodAutoscaler", "autoscaling/v1"),
-    ("autoscaling/v2", "HorizontalPodAutoscaler", "autoscaling/v2"),
-    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", "flowcontrol/v1"),
-    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration", "flowcontrol/v1"),
-    ("node.k8s.io/v1", "RuntimeClass", "node/v1"),
-    ("networking.k8s.io/v1", "IPAddress", "networking/v1"),
-    ("networking.k8s.io/v1", "ServiceCIDR", "networking/v1"),
-    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "admissionregistration/v1"),
-    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "admissionregistration/v1"),
-    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "admissionregistration/v1"),
-    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "admissionregistration/v1"),
+# The kinds: every kind of a default server's discovery (--kinds, the TSV of
+# docs/research/builtin-kinds/default-resources.tsv) and its List, plus the
+# kinds only subresources and errors use. (apiVersion, kind, package).
+EXTRA_ROOTS = [
+    ("v1", "Status", AM + "pkg/apis/meta/v1"),
+    ("autoscaling/v1", "Scale", API + "autoscaling/v1"),
+    ("policy/v1", "Eviction", API + "policy/v1"),
+    ("authentication.k8s.io/v1", "TokenRequest", API + "authentication/v1"),
 ]
+# Groups whose Go package is not named after the group's first label.
+GROUP_PACKAGES = {
+    "core": API + "core",
+    "rbac.authorization.k8s.io": API + "rbac",
+    "flowcontrol.apiserver.k8s.io": API + "flowcontrol",
+    "internal.apiserver.k8s.io": API + "apiserverinternal",
+    "apiextensions.k8s.io": AE + "pkg/apis/apiextensions",
+    "apiregistration.k8s.io": AG + "pkg/apis/apiregistration",
+}
+
+
+def kinds_of(path):
+    """(apiVersion, kind, package) of every row of the discovery TSV."""
+    rows = []
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            row = dict(zip(header, line.rstrip("\n").split("\t")))
+            group, version, kind = row["group"], row["version"], row["kind"]
+            pkg = GROUP_PACKAGES.get(group, API + group.split(".")[0]) + "/" + version
+            api_version = version if group == "core" else f"{group}/{version}"
+            if (api_version, kind, pkg) not in rows:
+                rows.append((api_version, kind, pkg))
+    return rows
+
+
 # Sent with the apiVersion of whatever group the request targets.
 ANY_VERSION_ROOTS = [("DeleteOptions", AM + "pkg/apis/meta/v1")]
 
@@ -112,6 +98,10 @@ def pkg_location(pkg):
         return "api", pkg[len(API):]
     if pkg.startswith(AM):
         return "apimachinery", pkg[len(AM):]
+    if pkg.startswith(AE):
+        return "apiextensions", pkg[len(AE):]
+    if pkg.startswith(AG):
+        return "aggregator", pkg[len(AG):]
     raise SystemExit(f"unknown package {pkg}")
 
 
@@ -160,6 +150,11 @@ class Package:
                 continue
             if in_group and line.startswith(")"):
                 in_group = False
+                i += 1
+                continue
+            m = re.match(r"^type (\w+) struct\s*\{\s*\}", line)
+            if m:  # an empty struct on one line
+                self.types[m.group(1)] = ("struct", [], imports)
                 i += 1
                 continue
             m = re.match(r"^type (\w+)(?:\[[^\]]*\])? struct \{\s*$", line) or (
@@ -269,6 +264,8 @@ class Gen:
         full = f"{tp}.{name}"
         if full in WELL_KNOWN:
             return WELL_KNOWN[full]
+        if full in SCHEMA_UNIONS:
+            return f"{SCHEMA_UNIONS[full]}(&{self.message(AE_V1, 'JSONSchemaProps')})"
         if tp in STRING_PKGS:
             return "Str"
         decl = self.lookup(tp, name)
@@ -290,7 +287,7 @@ class Gen:
                       "uint32", "uint64", "byte") or "." in ty and f"{self.resolve_name(pkg, imports, ty)[0]}" in STRING_PKGS:
                 return pkg, imports, ty
             tp, name = self.resolve_name(pkg, imports, ty)
-            if f"{tp}.{name}" in WELL_KNOWN:
+            if f"{tp}.{name}" in WELL_KNOWN or f"{tp}.{name}" in SCHEMA_UNIONS:
                 return pkg, imports, ty
             decl = self.lookup(tp, name)
             if decl[0] == "struct":
@@ -395,7 +392,10 @@ class Gen:
 
 
 def short(pkg):
-    return pkg.replace(API, "").replace(AM + "pkg/apis/", "").replace(AM + "pkg/", "")
+    for prefix in (API, AM + "pkg/apis/", AM + "pkg/", AE + "pkg/apis/", AG + "pkg/apis/"):
+        if pkg.startswith(prefix):
+            return pkg[len(prefix):]
+    return pkg
 
 
 def ident_for(pkg, name):
@@ -454,13 +454,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--api", required=True)
     ap.add_argument("--apimachinery", required=True)
+    ap.add_argument("--apiextensions", required=True)
+    ap.add_argument("--aggregator", required=True)
     ap.add_argument("--tag", required=True)
+    ap.add_argument("--aggregator-tag", help="kube-aggregator's tag when it lacks --tag")
+    ap.add_argument("--kinds", required=True, help="docs/research/builtin-kinds/default-resources.tsv")
     ap.add_argument("--check-k8s-pb")
     ap.add_argument("--fields-only", action="store_true")
     args = ap.parse_args()
-    repos = {"api": Repo(args.api, args.tag), "apimachinery": Repo(args.apimachinery, args.tag)}
+    repos = {
+        "api": Repo(args.api, args.tag),
+        "apimachinery": Repo(args.apimachinery, args.tag),
+        "apiextensions": Repo(args.apiextensions, args.tag),
+        "aggregator": Repo(args.aggregator, args.aggregator_tag or args.tag),
+    }
     gen = Gen(repos)
-    roots = [(av, k, gen.message(API + p, k)) for av, k, p in ROOTS]
+    roots = []
+    for av, k, p in kinds_of(args.kinds) + EXTRA_ROOTS:
+        roots.append((av, k, gen.message(p, k)))
+        # Its List, where the package has one (subresource kinds have none).
+        if k + "List" in gen.pkg(p).types:
+            roots.append((av, k + "List", gen.message(p, k + "List")))
     any_roots = [(k, gen.message(p, k)) for k, p in ANY_VERSION_ROOTS]
     if args.check_k8s_pb:
         if check_k8s_pb(gen, args.check_k8s_pb):
@@ -475,8 +489,10 @@ def main():
     w("//! Protobuf field numbers and types of the served kinds, generated from the Go\n")
     w("//! struct tags (see the header below).\n\n")
     w("// @generated by tools/gen_schema.py from the Go struct tags of\n")
-    w(f"// k8s.io/api {args.tag} ({repos['api'].commit}) and\n")
-    w(f"// k8s.io/apimachinery {args.tag} ({repos['apimachinery'].commit}).\n")
+    w(f"// k8s.io/api {args.tag} ({repos['api'].commit}),\n")
+    w(f"// k8s.io/apimachinery {args.tag} ({repos['apimachinery'].commit}),\n")
+    w(f"// k8s.io/apiextensions-apiserver {args.tag} ({repos['apiextensions'].commit}) and\n")
+    w(f"// k8s.io/kube-aggregator {repos['aggregator'].tag} ({repos['aggregator'].commit}).\n")
     w("// Do not edit by hand; re-run the generator instead.\n\n")
     w("use crate::table::{Card::*, Emit::*, Kind::*, Message, f};\n\n")
     for ident in gen.order:

@@ -83,6 +83,32 @@ pub fn object(output: &Output, rtype: &ResourceType, obj: &Object, opts: &TableO
             p["apiVersion"] = json!(format!("meta.k8s.io/{v}"));
             to_bytes(&p)
         }
+        Output::Protobuf => protobuf_bytes(&obj.value()),
+    }
+}
+
+/// Any value (an object, a list, a Status) in the negotiated representation,
+/// newline-terminated as JSON.
+pub fn value(output: &Output, value: &Value) -> Bytes {
+    match output {
+        Output::Yaml => Bytes::from(to_yaml(value)),
+        Output::Protobuf => protobuf_bytes(value),
+        _ => with_newline(&to_bytes(value)),
+    }
+}
+
+/// `value` as protobuf. Only kinds with a protobuf form are negotiated to
+/// protobuf; a value that does not fit its kind's fields is a server bug,
+/// answered as an internal error Status in protobuf.
+fn protobuf_bytes(value: &Value) -> Bytes {
+    match protobuf::encode(value) {
+        Ok(body) => Bytes::from(body),
+        Err(e) => {
+            tracing::error!(error = %e, "encoding an answer as protobuf");
+            let status = apimachinery::StatusError::internal(format!("encoding as protobuf: {e}"));
+            let status: Value = serde_json::from_slice(&status.to_json()).unwrap_or_default();
+            Bytes::from(protobuf::encode(&status).unwrap_or_default())
+        }
     }
 }
 
@@ -110,6 +136,16 @@ pub fn list(
             let decoded: Vec<Arc<Value>> = items.iter().map(|o| o.value()).collect();
             let values: Vec<&Value> = decoded.iter().map(|v| v.as_ref()).collect();
             to_bytes(&table(rtype, &values, v, list_metadata(meta), opts))
+        }
+        Output::Protobuf => {
+            let decoded: Vec<Arc<Value>> = items.iter().map(|o| o.value()).collect();
+            let items: Vec<&Value> = decoded.iter().map(|v| v.as_ref()).collect();
+            protobuf_bytes(&json!({
+                "kind": rtype.list_kind(),
+                "apiVersion": rtype.api_version(),
+                "metadata": list_metadata(meta),
+                "items": items,
+            }))
         }
         Output::PartialMetadata(v) => {
             let items: Vec<Value> = items

@@ -52,6 +52,9 @@ pub enum Output {
     Table(String),
     /// PartialObjectMetadata(List) at this version.
     PartialMetadata(String),
+    /// `application/vnd.kubernetes.protobuf`: built-in kinds only, as
+    /// client-go's typed clients ask for them first.
+    Protobuf,
 }
 
 impl Output {
@@ -63,6 +66,26 @@ impl Output {
             Output::PartialMetadata(v) => {
                 format!("application/json;as=PartialObjectMetadata;v={v};g=meta.k8s.io")
             }
+            Output::Protobuf => protobuf::CONTENT_TYPE.into(),
+        }
+    }
+
+    /// The content type of answers that are not the resource's objects (a
+    /// `Status`, a deleted collection, a `Scale`): JSON for a Table or
+    /// PartialObjectMetadata request, as upstream answers them.
+    pub fn content_type_of_values(&self) -> String {
+        match self {
+            Output::Yaml | Output::Protobuf => self.content_type(),
+            _ => Output::Json.content_type(),
+        }
+    }
+
+    /// The content type of a watch stream: protobuf frames are
+    /// length-delimited, `;stream=watch` as upstream's watch handler says.
+    pub fn watch_content_type(&self) -> String {
+        match self {
+            Output::Protobuf => format!("{};stream=watch", protobuf::CONTENT_TYPE),
+            other => other.content_type(),
         }
     }
 }
@@ -71,9 +94,10 @@ fn is_json(essence: &str) -> bool {
     matches!(essence, "application/json" | "*/*" | "application/*")
 }
 
-/// Pick the first acceptable representation in the client's order (protobuf is skipped:
-/// clients that offer it always offer JSON too).
-pub fn negotiate(accept: Option<&str>) -> Result<Output, StatusError> {
+/// Pick the first acceptable representation in the client's order. Protobuf
+/// is acceptable when the resource has a protobuf form (`has_protobuf`:
+/// built-in kinds); otherwise the client's next choice is taken.
+pub fn negotiate(accept: Option<&str>, has_protobuf: bool) -> Result<Output, NotAcceptable> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok(Output::Json);
     };
@@ -93,13 +117,47 @@ pub fn negotiate(accept: Option<&str>) -> Result<Output, StatusError> {
             }
             (_, Some(_)) => continue,
             (e, None) if is_json(e) => return Ok(Output::Json),
+            (e, None) if has_protobuf && e == protobuf::CONTENT_TYPE => {
+                return Ok(Output::Protobuf);
+            }
             ("application/yaml", None) => return Ok(Output::Yaml),
             _ => continue,
         }
     }
-    Err(StatusError::not_acceptable(
-        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
-    ))
+    Err(NotAcceptable)
+}
+
+/// No representation the client accepts: the caller words the 406 for what
+/// it serves ([`not_acceptable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAcceptable;
+
+/// Who refuses a request with [`NotAcceptable`]: upstream's words differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refuser {
+    /// A built-in kind's object path (go-restful's answer).
+    BuiltinObject,
+    /// A built-in kind's collection path, which also serves watches.
+    BuiltinCollection,
+    /// The CRD handler.
+    CustomResource,
+}
+
+/// The 406 `Status` kube-apiserver answers when nothing in `Accept` fits.
+pub fn not_acceptable(refuser: Refuser) -> StatusError {
+    const BUILTIN: &str = "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    match refuser {
+        Refuser::CustomResource => StatusError::not_acceptable(
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        ),
+        Refuser::BuiltinObject => {
+            StatusError::not_acceptable(BUILTIN).with_empty_details()
+        }
+        Refuser::BuiltinCollection => StatusError::not_acceptable(format!(
+            "{BUILTIN}, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+        ))
+        .with_empty_details(),
+    }
 }
 
 /// What a request body is.
@@ -197,21 +255,33 @@ mod tests {
     #[test]
     fn kubectl_table_accept() {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(a)).unwrap(), Output::Table("v1".into()));
+        assert_eq!(
+            negotiate(Some(a), false).unwrap(),
+            Output::Table("v1".into())
+        );
     }
 
     #[test]
     fn protobuf_first_falls_back_to_json() {
         let a = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(negotiate(Some(a)).unwrap(), Output::Json);
-        assert!(negotiate(Some("application/vnd.kubernetes.protobuf")).is_err());
+        assert_eq!(negotiate(Some(a), false).unwrap(), Output::Json);
+        assert!(negotiate(Some("application/vnd.kubernetes.protobuf"), false).is_err());
+        let client_go = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(negotiate(Some(client_go), true).unwrap(), Output::Protobuf);
+        assert_eq!(negotiate(Some(client_go), false).unwrap(), Output::Json);
+        // The metadata client's protobuf PartialObjectMetadataList: JSON's form.
+        let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        assert_eq!(
+            negotiate(Some(metadata), true).unwrap(),
+            Output::PartialMetadata("v1".into())
+        );
     }
 
     #[test]
     fn partial_metadata() {
         let a = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         assert_eq!(
-            negotiate(Some(a)).unwrap(),
+            negotiate(Some(a), false).unwrap(),
             Output::PartialMetadata("v1".into())
         );
     }

@@ -160,6 +160,23 @@ pub fn error(err: &StatusError) -> Response<Body> {
     resp
 }
 
+/// A `Status` body in protobuf, for clients that asked for protobuf first.
+pub fn error_as_protobuf(err: &StatusError) -> Response<Body> {
+    let status: serde_json::Value = serde_json::from_slice(&err.to_json()).unwrap_or_default();
+    match protobuf::encode(&status) {
+        Ok(body) => {
+            let mut resp = error(err);
+            *resp.body_mut() = full(body);
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(protobuf::CONTENT_TYPE),
+            );
+            resp
+        }
+        Err(_) => error(err),
+    }
+}
+
 /// Headers upstream puts on every response (unless the handler set them): API
 /// answers must not be cached by intermediaries; plain-text errors and 403s (Go's
 /// `http.Error` and the authorization filter) must not be content-sniffed.

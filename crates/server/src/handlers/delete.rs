@@ -96,13 +96,11 @@ pub async fn delete(
             &[],
         ));
     }
-    let mut resp = response::json(
+    let status = deleted_status(call.rtype(), &call.info.name, &outcome.object);
+    let mut resp = response::respond(
         200,
-        encode::to_bytes(&deleted_status(
-            call.rtype(),
-            &call.info.name,
-            &outcome.object,
-        )),
+        &call.output.content_type_of_values(),
+        encode::value(&call.output, &status),
     );
     response::add_warnings(&mut resp, &call.ctx.warnings.take());
     Ok(resp)
@@ -143,7 +141,11 @@ pub async fn delete_collection(
         "metadata": {"resourceVersion": call.api.storage.revision().to_string()},
         "items": deleted,
     });
-    let mut resp = response::json(200, encode::to_bytes(&list));
+    let mut resp = response::respond(
+        200,
+        &call.output.content_type_of_values(),
+        encode::value(&call.output, &list),
+    );
     response::add_warnings(&mut resp, &call.ctx.warnings.take());
     Ok(resp)
 }

@@ -48,8 +48,19 @@ pub async fn serve(
         return response::error(&StatusError::path_not_found());
     };
     let deprecation = served.rtype.deprecation_warning.clone();
+    // Errors are answered in protobuf to clients that asked for it first.
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    // (Custom resources' too: their Status has a protobuf form.)
+    let protobuf_errors = matches!(
+        negotiate::negotiate(accept, true),
+        Ok(negotiate::Output::Protobuf)
+    );
     let mut resp = match serve_inner(api, served, req, info, user, query).await {
         Ok(resp) => resp,
+        Err(e) if protobuf_errors => response::error_as_protobuf(&e),
         Err(e) => response::error(&e),
     };
     // Deprecated versions warn on every request, as upstream does.
@@ -57,6 +68,23 @@ pub async fn serve(
         response::add_warnings(&mut resp, std::slice::from_ref(warning));
     }
     resp
+}
+
+/// Whether the resource's objects have a protobuf form (built-in kinds, as
+/// upstream: custom resources are JSON and YAML only).
+fn has_protobuf(rtype: &registry::ResourceType) -> bool {
+    rtype.structured && protobuf::encodes(&rtype.api_version(), &rtype.kind)
+}
+
+/// Who words a 406 for this request (see [`negotiate::not_acceptable`]).
+fn refuser(rtype: &registry::ResourceType, info: &RequestInfo) -> negotiate::Refuser {
+    if !rtype.structured {
+        negotiate::Refuser::CustomResource
+    } else if info.name.is_empty() && info.subresource.is_none() {
+        negotiate::Refuser::BuiltinCollection
+    } else {
+        negotiate::Refuser::BuiltinObject
+    }
 }
 
 async fn serve_inner(
@@ -75,7 +103,11 @@ async fn serve_inner(
             .and_then(|v| v.to_str().ok())
             .map(String::from)
     };
-    let output = negotiate::negotiate(header_str(header::ACCEPT).as_deref())?;
+    let output = negotiate::negotiate(
+        header_str(header::ACCEPT).as_deref(),
+        has_protobuf(&served.rtype),
+    )
+    .map_err(|_| negotiate::not_acceptable(refuser(&served.rtype, info)))?;
     let field_manager = query
         .get("fieldManager")
         .map(String::from)

@@ -10,7 +10,7 @@ use apimachinery::{FieldError, FieldPath, StatusError, Subresource, meta};
 use registry::ScalePaths;
 
 use super::call::Call;
-use crate::negotiate::{self, BodyKind, Output, to_yaml};
+use crate::negotiate::{self, BodyKind};
 use crate::response::{self, Body};
 
 type Result<T> = std::result::Result<T, StatusError>;
@@ -123,8 +123,9 @@ pub async fn serve(
     let input = match kind {
         BodyKind::JsonPatch => serde_json::from_slice::<Value>(&body)
             .map_err(|e| StatusError::bad_request(format!("error decoding patch: {e}")))?,
+        // A Scale body: JSON (merge and apply patches too), YAML or protobuf.
         _ => negotiate::decode(
-            if kind == BodyKind::Yaml {
+            if matches!(kind, BodyKind::Yaml | BodyKind::Protobuf) {
                 kind
             } else {
                 BodyKind::Json
@@ -163,10 +164,12 @@ pub async fn serve(
     Ok(scale_response(call, &scale_of(&updated.value(), &paths)))
 }
 
-/// Scale responses are JSON or YAML (never a Table).
+/// Scale responses are JSON, YAML or protobuf (never a Table).
 fn scale_response(call: &Call<'_>, scale: &Value) -> Response<Body> {
-    match call.output {
-        Output::Yaml => response::respond(200, "application/yaml", to_yaml(scale)),
-        _ => response::json(200, crate::encode::to_bytes(scale)),
-    }
+    let content_type = call.output.content_type_of_values();
+    response::respond(
+        200,
+        &content_type,
+        crate::encode::value(&call.output, scale),
+    )
 }

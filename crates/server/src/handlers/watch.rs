@@ -82,7 +82,7 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
     };
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
-    if let Ok(v) = http::HeaderValue::from_str(&call.output.content_type()) {
+    if let Ok(v) = http::HeaderValue::from_str(&call.output.watch_content_type()) {
         resp.headers_mut().insert(header::CONTENT_TYPE, v);
     }
     Ok(resp)
@@ -234,6 +234,17 @@ enum EventType {
 }
 
 impl EventType {
+    /// The event's `type`.
+    fn name(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+            EventType::Error => "ERROR",
+        }
+    }
+
     /// The event's JSON up to its object.
     fn prefix(self) -> &'static [u8] {
         match self {
@@ -297,7 +308,18 @@ impl EventEncoder {
         let body = encode::object(&self.output, &self.served.rtype, &obj, &self.table);
         // Tables carry column definitions only in the first event.
         self.table.no_headers = true;
-        Ok(frame(event, &body))
+        Ok(self.frame_of(event, &body))
+    }
+
+    /// An event's frame in the watch's representation.
+    fn frame_of(&self, event: EventType, object: &Bytes) -> Chunk {
+        match self.output {
+            Output::Protobuf => Chunk::from(Bytes::from(protobuf::encode_watch_event(
+                event.name(),
+                object,
+            ))),
+            _ => frame(event, object),
+        }
     }
 
     fn bookmark(&self, revision: i64, initial_events_end: bool) -> Chunk {
@@ -317,11 +339,20 @@ impl EventEncoder {
             ),
         };
         let obj: Value = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
-        frame(EventType::Bookmark, &encode::to_bytes(&obj))
+        self.frame_of(EventType::Bookmark, &self.encoded(&obj))
     }
 
     fn error(&self, err: &StatusError) -> Chunk {
-        frame(EventType::Error, &Bytes::from(err.to_json()))
+        let status: Value = serde_json::from_slice(&err.to_json()).unwrap_or_default();
+        self.frame_of(EventType::Error, &self.encoded(&status))
+    }
+
+    /// A bookmark's object or an error's Status: JSON, or protobuf.
+    fn encoded(&self, value: &Value) -> Bytes {
+        match self.output {
+            Output::Protobuf => encode::value(&self.output, value),
+            _ => encode::to_bytes(value),
+        }
     }
 }
 
