@@ -320,7 +320,11 @@ impl Audit {
     /// The response is known: its code, its Status if it is one, and (by level)
     /// the request and response objects.
     pub fn responded(&self, code: u16, body: Option<&[u8]>) {
-        let parsed: Option<Value> = body.and_then(|b| serde_json::from_slice(b).ok());
+        // Answers in protobuf are recorded as JSON, as upstream's audit does.
+        let parsed: Option<Value> = body.and_then(|b| match b.starts_with(&protobuf::MAGIC) {
+            true => protobuf::decode(b).ok(),
+            false => serde_json::from_slice(b).ok(),
+        });
         let is_status = parsed
             .as_ref()
             .is_some_and(|v| v.get("kind") == Some(&Value::from("Status")));
