@@ -116,12 +116,12 @@ async fn sync(foo: &Foo, ctx: &Context, key: &str) -> Result<Action, Error> {
 
     // Correct the replicas if the Foo names a number and the Deployment differs.
     if let Some(replicas) = foo.spec.replicas
-        && deployment.spec.as_ref().and_then(|s| s.replicas) != Some(replicas)
+        && deployment.spec.replicas != Some(replicas)
     {
         tracing::info!(
             foo = %key,
             replicas,
-            deployment_replicas = ?deployment.spec.as_ref().and_then(|s| s.replicas),
+            deployment_replicas = ?deployment.spec.replicas,
             "updating the deployment"
         );
         // Upstream updates with the whole desired Deployment; the observed
@@ -206,7 +206,7 @@ pub fn new_deployment(foo: &Foo) -> Result<Deployment, Error> {
             owner_references: Some(vec![owner]),
             ..Default::default()
         },
-        spec: Some(DeploymentSpec {
+        spec: DeploymentSpec {
             replicas: foo.spec.replicas,
             selector: LabelSelector {
                 match_labels: Some(labels.clone()),
@@ -227,7 +227,7 @@ pub fn new_deployment(foo: &Foo) -> Result<Deployment, Error> {
                 }),
             },
             ..Default::default()
-        }),
+        },
         ..Default::default()
     })
 }
