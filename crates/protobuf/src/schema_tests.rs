@@ -80,10 +80,10 @@ impl Rng {
 }
 
 /// Fields newer than the Kubernetes version k8s-openapi is built for in this
-/// workspace (1.33), which k8s-openapi would drop: `tools/gen_schema.py
+/// workspace (1.37), which k8s-openapi would drop: `tools/gen_schema.py
 /// --fields-only` at that version vs. the generated tag. None while both are
-/// 1.33.
-const NEWER_THAN_1_33: &[(&str, &str)] = &[];
+/// 1.37.
+const NEWER_THAN_OPENAPI: &[(&str, &str)] = &[];
 
 const MAX_GEN_DEPTH: usize = 24;
 
@@ -97,7 +97,7 @@ fn gen_message(msg: &'static Message, rng: &mut Rng, depth: usize) -> Vec<u8> {
         return out;
     }
     for field in msg.fields {
-        if NEWER_THAN_1_33.contains(&(msg.name, field.json)) {
+        if NEWER_THAN_OPENAPI.contains(&(msg.name, field.json)) {
             continue;
         }
         match field.card {
@@ -290,6 +290,17 @@ openapi_types! {
     "flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration" => k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration;
     "node.k8s.io/v1", "RuntimeClass" => k8s_openapi::api::node::v1::RuntimeClass;
     "networking.k8s.io/v1", "IPAddress" => k8s_openapi::api::networking::v1::IPAddress;
+    "certificates.k8s.io/v1", "ClusterTrustBundle" => k8s_openapi::api::certificates::v1::ClusterTrustBundle;
+    "certificates.k8s.io/v1", "PodCertificateRequest" => k8s_openapi::api::certificates::v1::PodCertificateRequest;
+    "storage.k8s.io/v1", "VolumeAttributesClass" => k8s_openapi::api::storage::v1::VolumeAttributesClass;
+    "admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy" => k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy;
+    "admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding" => k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding;
+    "resource.k8s.io/v1", "DeviceClass" => k8s_openapi::api::resource::v1::DeviceClass;
+    "resource.k8s.io/v1", "DeviceTaintRule" => k8s_openapi::api::resource::v1::DeviceTaintRule;
+    "resource.k8s.io/v1", "ResourceClaim" => k8s_openapi::api::resource::v1::ResourceClaim;
+    "resource.k8s.io/v1", "ResourceClaimTemplate" => k8s_openapi::api::resource::v1::ResourceClaimTemplate;
+    "resource.k8s.io/v1", "ResourceSlice" => k8s_openapi::api::resource::v1::ResourceSlice;
+    "storagemigration.k8s.io/v1", "StorageVersionMigration" => k8s_openapi::api::storagemigration::v1::StorageVersionMigration;
     "v1", "ComponentStatus" => k8s_openapi::api::core::v1::ComponentStatus;
     "v1", "Status" => k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
     "apiextensions.k8s.io/v1", "CustomResourceDefinition" => k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -126,8 +126,6 @@ pub(crate) enum Emit {
     /// omits them; a zero `Time` becomes `null`).
     OmitEmpty,
     /// Field with `omitzero`: like `OmitEmpty`, and also dropped when it is a
-    /// zero time or an empty struct. 1.33's types have none; newer releases'
-    /// do.
-    #[allow(dead_code)]
+    /// zero time or an empty struct.
     OmitZero,
 }

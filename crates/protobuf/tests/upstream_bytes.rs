@@ -1,6 +1,6 @@
-//! Answers of a real kube-apiserver v1.33.13 (`scripts/upstream
+//! Answers of a real kube-apiserver v1.37.2 (`scripts/upstream
 //! kube-apiserver`, on etcd), fetched once as JSON and once as protobuf
-//! (`tests/data/kube-apiserver-1.33/<name>.{json,pb}`): encoding the JSON
+//! (`tests/data/kube-apiserver-1.37/<name>.{json,pb}`): encoding the JSON
 //! must give upstream's protobuf bytes exactly, and decoding the protobuf
 //! must give the JSON back.
 
@@ -24,7 +24,7 @@ const CASES: &[&str] = &[
 fn data(name: &str) -> (Value, Vec<u8>) {
     let dir = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/kube-apiserver-1.33"
+        "/tests/data/kube-apiserver-1.37"
     );
     let json = std::fs::read(format!("{dir}/{name}.json")).expect("json fixture");
     let pb = std::fs::read(format!("{dir}/{name}.pb")).expect("protobuf fixture");

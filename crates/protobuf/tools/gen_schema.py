@@ -6,8 +6,10 @@ of truth for both wire formats: `protobuf:"bytes,3,opt,name=clusterIP"` gives
 the field number, `json:"clusterIP,omitempty"` the JSON name and omission rule,
 and the Go type (pointer or not, slice, map, well-known type) the shape.
 
-Usage (needs git checkouts of kubernetes/api, apimachinery,
-apiextensions-apiserver and kube-aggregator; from the crate's folder):
+Usage (git checkouts of kubernetes/api, apimachinery, apiextensions-apiserver
+and kube-aggregator, or those modules' folders in the Go module cache, which
+`go mod download -json k8s.io/api@v0.37.2` prints as Dir; from the crate's
+folder):
 
     python3 tools/gen_schema.py --api /path/to/kubernetes/api \
         --apimachinery /path/to/kubernetes/apimachinery \
@@ -24,6 +26,7 @@ prost structs of the k8s-pb crate (DIR = its `src`), and `--fields-only` prints
 Kubernetes version k8s-openapi is built for in the tests).
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -106,11 +109,29 @@ def pkg_location(pkg):
 
 
 class Repo:
+    """A git checkout read at a tag, or (when `path` is a module's folder in
+    the Go module cache, e.g. `go mod download -json k8s.io/api@v0.37.2`'s
+    Dir) the module's files as the proxy serves them."""
+
     def __init__(self, path, tag):
         self.path, self.tag = path, tag
-        self.commit = git(path, "rev-parse", tag + "^{commit}").strip()
+        self.is_git = os.path.isdir(os.path.join(path, ".git")) or path.endswith("/repo")
+        if self.is_git:
+            self.commit = git(path, "rev-parse", tag + "^{commit}").strip()
+        else:
+            self.commit = "Go module proxy"
 
     def go_files(self, d):
+        if not self.is_git:
+            folder = os.path.join(self.path, d)
+            for base in sorted(os.listdir(folder)):
+                if not base.endswith(".go") or base.endswith("_test.go"):
+                    continue
+                if base.startswith(("generated", "zz_generated")) or "swagger_doc" in base:
+                    continue
+                with open(os.path.join(folder, base)) as f:
+                    yield f"{d}/{base}", f.read()
+            return
         names = git(self.path, "ls-tree", "--name-only", self.tag, d + "/").split()
         for n in names:
             base = n.rsplit("/", 1)[-1]

@@ -175,7 +175,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"creationTimestamp": null, "name": "game-config", "namespace": "default"},
+            "metadata": {"name": "game-config", "namespace": "default"},
             "data": {"a": "1", "empty": ""},
             "binaryData": {"bin": "AAEC/w==", "none": ""},
         }),
@@ -215,7 +215,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"creationTimestamp": null, "name": "creds"},
+            "metadata": {"name": "creds"},
             "immutable": true,
             "data": {"password": "czNjcv9ldA==", "tls.key": "AAAAAAA="},
             "stringData": {"user": "admin"},
@@ -234,7 +234,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"creationTimestamp": null, "name": "empty", "namespace": "ns"},
+            "metadata": {"name": "empty", "namespace": "ns"},
         }),
     ));
 
@@ -262,7 +262,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {"creationTimestamp": null, "name": "team-a"},
+            "metadata": {"name": "team-a"},
             "spec": {"finalizers": ["kubernetes"]},
             "status": {
                 "phase": "Terminating",
@@ -291,7 +291,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {"creationTimestamp": null, "name": "dev"},
+            "metadata": {"name": "dev"},
             "spec": {},
             "status": {},
         }),
@@ -321,7 +321,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": {"creationTimestamp": null, "name": "builder", "namespace": "ci"},
+            "metadata": {"name": "builder", "namespace": "ci"},
             "secrets": [{"name": "builder-token"}],
             "imagePullSecrets": [{"name": "registry"}],
             "automountServiceAccountToken": false,
@@ -404,7 +404,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"creationTimestamp": null, "name": "web", "namespace": "default"},
+            "metadata": {"name": "web", "namespace": "default"},
             "spec": {
                 "ports": [
                     {
@@ -494,7 +494,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"creationTimestamp": null, "name": "my-svc", "labels": {"app": "my-svc"}},
+            "metadata": {"name": "my-svc", "labels": {"app": "my-svc"}},
             "spec": {
                 "ports": [{"name": "5678-8080", "protocol": "TCP", "port": 5678, "targetPort": 8080}],
                 "selector": {"app": "my-svc"},
@@ -535,7 +535,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Endpoints",
-            "metadata": {"creationTimestamp": null, "name": "web", "namespace": "default"},
+            "metadata": {"name": "web", "namespace": "default"},
             "subsets": [{
                 "addresses": [{
                     "ip": "10.244.1.5",
@@ -585,7 +585,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"creationTimestamp": null, "name": "web-0.17a", "namespace": "default"},
+            "metadata": {"name": "web-0.17a", "namespace": "default"},
             "involvedObject": object_ref_json("Pod", "web-0"),
             "reason": "Pulled",
             "message": "Successfully pulled image",
@@ -633,7 +633,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"creationTimestamp": null, "name": "web-0.17b", "namespace": "default"},
+            "metadata": {"name": "web-0.17b", "namespace": "default"},
             "involvedObject": {"kind": "Pod", "name": "web-0"},
             "reason": "Started",
             "source": {},
@@ -682,7 +682,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "discovery.k8s.io/v1",
             "kind": "EndpointSlice",
-            "metadata": {"creationTimestamp": null, "name": "web-abc12", "namespace": "default"},
+            "metadata": {"name": "web-abc12", "namespace": "default"},
             "addressType": "IPv4",
             "endpoints": [{
                 "addresses": ["10.244.1.5"],
@@ -718,7 +718,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"creationTimestamp": null, "name": "kube-controller-manager", "namespace": "kube-system"},
+            "metadata": {"name": "kube-controller-manager", "namespace": "kube-system"},
             "spec": {
                 "holderIdentity": "cm-1_4f1c",
                 "leaseDurationSeconds": 15,
@@ -762,7 +762,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"creationTimestamp": null, "name": "web-0.18c", "namespace": "default"},
+            "metadata": {"name": "web-0.18c", "namespace": "default"},
             "eventTime": "2026-11-21T19:30:00.000001Z",
             "series": {"count": 3, "lastObservedTime": "2026-11-21T19:31:00.000000Z"},
             "reportingController": "kubernetes.io/kubelet",
@@ -803,7 +803,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
-            "metadata": {"creationTimestamp": null},
+            "metadata": {},
             "spec": {
                 "audiences": ["https://kubernetes.default.svc"],
                 "expirationSeconds": 3600,
@@ -881,7 +881,7 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
-            "metadata": {"creationTimestamp": null, "name": "web", "namespace": "default"},
+            "metadata": {"name": "web", "namespace": "default"},
             "spec": {
                 "minAvailable": "50%",
                 "selector": {
@@ -1007,12 +1007,12 @@ pub fn cases() -> Vec<Case> {
         json!({
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"creationTimestamp": null, "name": "nginx", "namespace": "default"},
+            "metadata": {"name": "nginx", "namespace": "default"},
             "spec": {
                 "replicas": 2,
                 "selector": {"matchLabels": {"app": "nginx"}},
                 "template": {
-                    "metadata": {"creationTimestamp": null, "labels": {"app": "nginx"}},
+                    "metadata": {"labels": {"app": "nginx"}},
                     "spec": {
                         "volumes": [{
                             "name": "cfg",
