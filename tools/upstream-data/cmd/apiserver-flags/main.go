@@ -110,7 +110,6 @@ func flagSections(cmd *cobra.Command) (map[string]string, []string, error) {
 	namedFlagSets := options.NewServerRunOptions().Flags()
 	verflag.AddFlags(namedFlagSets.FlagSet("global"))
 	globalflag.AddGlobalFlags(namedFlagSets.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
-	options.AddCustomGlobalFlags(namedFlagSets.FlagSet("generic"))
 
 	sections := map[string]string{}
 	var order []string

@@ -64,6 +64,17 @@ func hasCustomUnmarshaler(t reflect.Type) bool {
 	return false
 }
 
+// marshalsZeroAsNull reports whether t's zero value marshals as JSON null
+// and only its zero value does (metav1.Time, metav1.MicroTime): omitzero on
+// it then drops exactly the null values.
+func marshalsZeroAsNull(t reflect.Type) bool {
+	switch t.PkgPath() + "." + t.Name() {
+	case "k8s.io/apimachinery/pkg/apis/meta/v1.Time", "k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime":
+		return true
+	}
+	return false
+}
+
 // hasIsZero reports whether omitzero asks values of t an IsZero method
 // instead of comparing them with the zero value.
 func hasIsZero(t reflect.Type) bool {
@@ -335,6 +346,11 @@ func (w *Walker) omitToken(t reflect.Type, f jsonField) (string, error) {
 	}
 	ft := f.typ
 	if f.omitZero && hasIsZero(ft) {
+		// metav1.Time and MicroTime are zero exactly when their JSON is
+		// null (their MarshalJSON writes null for the zero time).
+		if marshalsZeroAsNull(ft) {
+			return OmitNil, nil
+		}
 		return "", fmt.Errorf("%v.%s: omitzero on %v, which has an IsZero method", t, f.name, ft)
 	}
 	switch k := ft.Kind(); {
