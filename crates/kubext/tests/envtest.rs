@@ -434,7 +434,7 @@ fn every_kube_apiserver_flag_is_accepted() {
         .unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     for line in [
-        "      --enable-aggregator-routing                 Turns on aggregator routing requests to endpoints IP rather than cluster IP.",
+        "      --enable-aggregator-routing                        Turns on aggregator routing requests to endpoints IP rather than cluster IP.",
         "Etcd flags:",
     ] {
         assert!(help.contains(line), "{line:?} missing from --help");
