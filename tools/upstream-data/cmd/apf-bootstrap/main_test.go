@@ -32,10 +32,12 @@ func TestDefaultingIsNoOp(t *testing.T) {
 	}
 }
 
+// TestCounts: a default kube-apiserver 1.37.2 serves 11 FlowSchemas and 8
+// PriorityLevelConfigurations (1.33 served 13 and 8).
 func TestCounts(t *testing.T) {
 	b := Build()
 	if len(b.Mandatory.FlowSchemas) != 2 || len(b.Mandatory.PriorityLevelConfigurations) != 2 ||
-		len(b.Suggested.FlowSchemas) != 11 || len(b.Suggested.PriorityLevelConfigurations) != 6 {
+		len(b.Suggested.FlowSchemas) != 9 || len(b.Suggested.PriorityLevelConfigurations) != 6 {
 		t.Errorf("unexpected counts: %d %d %d %d", len(b.Mandatory.FlowSchemas), len(b.Mandatory.PriorityLevelConfigurations),
 			len(b.Suggested.FlowSchemas), len(b.Suggested.PriorityLevelConfigurations))
 	}
