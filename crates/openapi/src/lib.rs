@@ -47,8 +47,9 @@ pub use validate::{
 
 /// `info.title` of every document.
 pub const INFO_TITLE: &str = "Kubernetes";
-/// `info.version` of every document (the server's `/version` git version).
-pub const INFO_VERSION: &str = "v1.33.0";
+/// `info.version` of every document: the served minor, as kube-apiserver
+/// writes it (`1.33`, checked against 1.33.13).
+pub const INFO_VERSION: &str = "1.33";
 
 /// The kube verbs a resource can serve, as in discovery.
 pub const ALL_VERBS: [&str; 8] = [
