@@ -408,7 +408,7 @@ fn main() -> std::process::ExitCode {
     }
     if kube_apiserver::invoked_as_kube_apiserver() && args.iter().skip(1).any(|a| a == "--version")
     {
-        println!("Kubernetes v1.33.0-kubext.{}", env!("CARGO_PKG_VERSION"));
+        println!("Kubernetes v1.37.2-kubext.{}", env!("CARGO_PKG_VERSION"));
         return std::process::ExitCode::SUCCESS;
     }
     // clap adds `--help` itself: it is never set aside.

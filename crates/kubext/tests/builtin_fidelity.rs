@@ -164,8 +164,8 @@ async fn built_in_metadata_of_the_wrong_type_is_a_decode_error() {
     );
 }
 
-/// `/version` names the release whose API is served (1.33), with the
-/// compatibility-version fields kube-apiserver 1.33 fills.
+/// `/version` names the release whose API is served (1.37), with the
+/// compatibility-version fields kube-apiserver 1.37.2 fills.
 #[tokio::test]
 async fn version_matches_the_served_release() {
     let server = Server::builder().start().unwrap();
@@ -175,20 +175,20 @@ async fn version_matches_the_served_release() {
     let version = json_of(&body);
     assert_eq!(
         (&version["major"], &version["minor"]),
-        (&json!("1"), &json!("33"))
+        (&json!("1"), &json!("37"))
     );
-    assert_eq!(version["emulationMinor"], "33");
-    assert_eq!(version["minCompatibilityMinor"], "32");
+    assert_eq!(version["emulationMinor"], "37");
+    assert_eq!(version["minCompatibilityMinor"], "36");
     assert!(
         version["gitVersion"]
             .as_str()
             .unwrap()
-            .starts_with("v1.33."),
+            .starts_with("v1.37."),
         "{version}"
     );
     let kubectl = server.kubectl_ok(&["version", "-o", "json"]);
     let kubectl: Value = serde_json::from_str(&kubectl).unwrap();
-    assert_eq!(kubectl["serverVersion"]["minor"], "33");
+    assert_eq!(kubectl["serverVersion"]["minor"], "37");
 }
 
 /// A field selector's answer: the names listed, or the refusal's code and message.

@@ -48,8 +48,8 @@ pub use validate::{
 /// `info.title` of every document.
 pub const INFO_TITLE: &str = "Kubernetes";
 /// `info.version` of every document: the served minor, as kube-apiserver
-/// writes it (`1.33`, checked against 1.33.13).
-pub const INFO_VERSION: &str = "1.33";
+/// writes it (`1.37`, checked against 1.37.2).
+pub const INFO_VERSION: &str = "1.37";
 
 /// The kube verbs a resource can serve, as in discovery.
 pub const ALL_VERBS: [&str; 8] = [

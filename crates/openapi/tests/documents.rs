@@ -625,7 +625,7 @@ fn kubectl_sees_server_side_field_validation_for_every_kind() {
         assert_eq!(doc["openapi"], "3.0.0");
         assert_eq!(
             doc["info"],
-            json!({"title": "Kubernetes", "version": "1.33"})
+            json!({"title": "Kubernetes", "version": "1.37"})
         );
         assert!(
             kubectl_supports_query_param_v3(&doc, &r.gvk(), "fieldValidation"),

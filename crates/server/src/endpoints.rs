@@ -123,8 +123,8 @@ fn wants_aggregated(accept: &str) -> bool {
 
 fn version_json() -> &'static str {
     concat!(
-        "{\"major\":\"1\",\"minor\":\"33\",\"emulationMajor\":\"1\",\"emulationMinor\":\"33\",",
-        "\"minCompatibilityMajor\":\"1\",\"minCompatibilityMinor\":\"32\",\"gitVersion\":\"v1.33.0-kubext.",
+        "{\"major\":\"1\",\"minor\":\"37\",\"emulationMajor\":\"1\",\"emulationMinor\":\"37\",",
+        "\"minCompatibilityMajor\":\"1\",\"minCompatibilityMinor\":\"36\",\"gitVersion\":\"v1.37.2-kubext.",
         env!("CARGO_PKG_VERSION"),
         "\",\"gitCommit\":\"\",\"gitTreeState\":\"clean\",\"buildDate\":\"1970-01-01T00:00:00Z\",",
         "\"goVersion\":\"rust\",\"compiler\":\"rustc\",\"platform\":\"linux/amd64\"}"
