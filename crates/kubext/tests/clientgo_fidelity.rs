@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{json_of, send_body, send_raw};
+use common::{get_accepting, json_of, send_body, send_raw};
 use serde_json::{Value, json};
 use testkit::Server;
 
@@ -15,16 +15,7 @@ const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGrou
 
 /// GET `uri` with `accept`; the answer's code and JSON.
 async fn get(client: &kube::Client, uri: &str, accept: &str) -> (u16, Value) {
-    let req = http::Request::get(uri)
-        .header("accept", accept)
-        .body(kube::client::Body::empty())
-        .unwrap();
-    let resp = client.send(req).await.unwrap();
-    let code = resp.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .unwrap()
-        .to_bytes();
+    let (code, _, bytes) = get_accepting(client, uri, accept).await;
     (code, json_of(&bytes))
 }
 

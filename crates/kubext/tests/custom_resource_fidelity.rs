@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{json_of, send_body};
+use common::{get_accepting, json_of, send_body};
 use serde_json::{Value, json};
 use testkit::Server;
 
@@ -302,18 +302,9 @@ async fn custom_resources_are_never_protobuf() {
     let get = |accept: &'static str| {
         let client = client.clone();
         async move {
-            let req = http::Request::builder()
-                .uri(list)
-                .header("accept", accept)
-                .body(kube::client::Body::empty())
-                .unwrap();
-            let resp = client.send(req).await.unwrap();
-            let code = resp.status().as_u16();
-            let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
-            let body = http_body_util::BodyExt::collect(resp.into_body())
-                .await
-                .unwrap();
-            (code, content_type, body.to_bytes())
+            let (code, headers, body) = get_accepting(&client, list, accept).await;
+            let content_type = headers["content-type"].to_str().unwrap().to_string();
+            (code, content_type, body)
         }
     };
     let (code, content_type, body) =

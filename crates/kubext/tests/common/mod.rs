@@ -66,6 +66,26 @@ pub async fn send_raw(
     (code, headers, bytes)
 }
 
+/// GET `uri` with `Accept: accept`; the status code, headers and raw body.
+pub async fn get_accepting(
+    client: &kube::Client,
+    uri: &str,
+    accept: &str,
+) -> (u16, http::HeaderMap, bytes::Bytes) {
+    let req = http::Request::get(uri)
+        .header("accept", accept)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (code, headers, bytes)
+}
+
 /// A rustls client config that trusts `server`'s CA and presents its admin
 /// certificate (for raw TLS and HTTP/2 connections).
 pub fn admin_tls_config(server: &testkit::Server) -> rustls::ClientConfig {
