@@ -14,6 +14,11 @@ pub fn crd_resource_type() -> ResourceType {
         false,
         Box::new(Crds),
     );
+    // apiextensions-apiserver keeps CRDs in v1beta1.
+    t.storage_version = registry::StorageVersion::Other {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1beta1".into(),
+    };
     t.short_names = vec!["crd".into(), "crds".into()];
     t.categories = vec!["api-extensions".into()];
     t.has_status = true;

@@ -108,6 +108,10 @@ pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<Re
                     scale: scale.clone(),
                 })),
             );
+            t.storage_version = registry::StorageVersion::Other {
+                group: group.to_string(),
+                version: storage_version.to_string(),
+            };
             t.field_labels = registry::FieldLabels::CustomResource;
             t.selectable_fields = selectable_fields(v)
                 .into_iter()

@@ -234,8 +234,8 @@ pub async fn start(
     let stores = admission::Stores {
         policies: store("v1", "validatingadmissionpolicies")?,
         bindings: store("v1", "validatingadmissionpolicybindings")?,
-        mutating_policies: store("v1beta1", "mutatingadmissionpolicies")?,
-        mutating_bindings: store("v1beta1", "mutatingadmissionpolicybindings")?,
+        mutating_policies: store("v1", "mutatingadmissionpolicies")?,
+        mutating_bindings: store("v1", "mutatingadmissionpolicybindings")?,
         crds: catalog
             .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             .map(|s| Arc::new(s.store.clone_handle()))

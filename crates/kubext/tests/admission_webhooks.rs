@@ -990,7 +990,7 @@ async fn a_webhooks_change_reinvokes_if_needed_mutating_policies() {
     let policy = |reinvocation: &str| {
         format!(
             r#"
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {{name: saw-stage-1.example.com}}
 spec:
@@ -1004,7 +1004,7 @@ spec:
       expression: >
         [JSONPatch{{op: 'add', path: '/metadata/labels', value: {{'saw-stage-1': 'mutation-stage-1' in object.data ? 'yes' : 'no'}}}}]
 ---
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicyBinding
 metadata: {{name: saw-stage-1}}
 spec:

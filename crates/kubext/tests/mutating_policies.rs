@@ -1,4 +1,4 @@
-//! MutatingAdmissionPolicy (`admissionregistration.k8s.io/v1beta1`, as 1.34
+//! MutatingAdmissionPolicy (`admissionregistration.k8s.io/v1`, as 1.34
 //! serves it), black-box with kubectl: a JSON patch labels ConfigMaps, an
 //! apply configuration defaults a custom resource's field (merged by the
 //! schema's list keys), match conditions pick what is mutated, mutations run
@@ -34,7 +34,7 @@ fn json_patches_and_match_conditions() {
     let server = Server::builder().start().unwrap();
     server.apply(
         r#"
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {name: label-configmaps.example.com}
 spec:
@@ -52,7 +52,7 @@ spec:
         ? [JSONPatch{op: 'add', path: '/metadata/labels/owner', value: request.userInfo.username}]
         : [JSONPatch{op: 'add', path: '/metadata/labels', value: {'owner': request.userInfo.username}}]
 ---
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicyBinding
 metadata: {name: label-configmaps}
 spec:
@@ -123,7 +123,7 @@ spec:
                     name: {type: string}
                     crew: {type: integer}
 ---
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {name: fleet-defaults.example.com}
 spec:
@@ -138,7 +138,7 @@ spec:
           replicas: has(object.spec.replicas) ? object.spec.replicas : 2,
           ships: [Object.spec.ships{name: 'flagship', crew: 40}]}}
 ---
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicyBinding
 metadata: {name: fleet-defaults}
 spec:
@@ -177,7 +177,7 @@ fn mutating_policies_that_do_not_compile_are_refused() {
         &["create", "-f", "-"],
         Some(
             r#"
-apiVersion: admissionregistration.k8s.io/v1beta1
+apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingAdmissionPolicy
 metadata: {name: broken.example.com}
 spec:

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use k8s_openapi::api::{
     admissionregistration, apps, authentication, authorization, autoscaling, batch, certificates,
     coordination, core::v1 as core, discovery, events, flowcontrol, networking, node, policy, rbac,
-    scheduling, storage,
+    resource, scheduling, storage, storagemigration,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
@@ -122,6 +122,17 @@ fn table_kinds(roots: &mut Roots) {
         "v1",
         "CertificateSigningRequest",
     );
+    let certificates_group = "certificates.k8s.io";
+    roots.kind::<certificates::v1::ClusterTrustBundle>(
+        certificates_group,
+        "v1",
+        "ClusterTrustBundle",
+    );
+    roots.kind::<certificates::v1::PodCertificateRequest>(
+        certificates_group,
+        "v1",
+        "PodCertificateRequest",
+    );
     let flowcontrol_group = "flowcontrol.apiserver.k8s.io";
     roots.kind::<flowcontrol::v1::FlowSchema>(flowcontrol_group, "v1", "FlowSchema");
     roots.kind::<flowcontrol::v1::PriorityLevelConfiguration>(
@@ -137,6 +148,12 @@ fn table_kinds(roots: &mut Roots) {
     roots.kind::<networking::v1::ServiceCIDR>(networking_group, "v1", "ServiceCIDR");
     roots.kind::<node::v1::RuntimeClass>("node.k8s.io", "v1", "RuntimeClass");
     roots.kind::<policy::v1::PodDisruptionBudget>("policy", "v1", "PodDisruptionBudget");
+    let dra_group = "resource.k8s.io";
+    roots.kind::<resource::v1::DeviceClass>(dra_group, "v1", "DeviceClass");
+    roots.kind::<resource::v1::DeviceTaintRule>(dra_group, "v1", "DeviceTaintRule");
+    roots.kind::<resource::v1::ResourceClaim>(dra_group, "v1", "ResourceClaim");
+    roots.kind::<resource::v1::ResourceClaimTemplate>(dra_group, "v1", "ResourceClaimTemplate");
+    roots.kind::<resource::v1::ResourceSlice>(dra_group, "v1", "ResourceSlice");
     roots.kind::<scheduling::v1::PriorityClass>("scheduling.k8s.io", "v1", "PriorityClass");
     let storage_group = "storage.k8s.io";
     roots.kind::<storage::v1::CSIDriver>(storage_group, "v1", "CSIDriver");
@@ -144,6 +161,12 @@ fn table_kinds(roots: &mut Roots) {
     roots.kind::<storage::v1::CSIStorageCapacity>(storage_group, "v1", "CSIStorageCapacity");
     roots.kind::<storage::v1::StorageClass>(storage_group, "v1", "StorageClass");
     roots.kind::<storage::v1::VolumeAttachment>(storage_group, "v1", "VolumeAttachment");
+    roots.kind::<storage::v1::VolumeAttributesClass>(storage_group, "v1", "VolumeAttributesClass");
+    roots.kind::<storagemigration::v1::StorageVersionMigration>(
+        "storagemigration.k8s.io",
+        "v1",
+        "StorageVersionMigration",
+    );
 }
 
 fn generate() -> Builtin {
@@ -188,16 +211,14 @@ fn generate() -> Builtin {
         "v1",
         "MutatingWebhookConfiguration",
     );
-    // 1.34's v1beta1 MutatingAdmissionPolicy has 1.33's v1alpha1 shape: its
-    // schemas are published under the served version's names.
-    roots.kind::<admissionregistration::v1alpha1::MutatingAdmissionPolicy>(
+    roots.kind::<admissionregistration::v1::MutatingAdmissionPolicy>(
         admission,
-        "v1beta1",
+        "v1",
         "MutatingAdmissionPolicy",
     );
-    roots.kind::<admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding>(
+    roots.kind::<admissionregistration::v1::MutatingAdmissionPolicyBinding>(
         admission,
-        "v1beta1",
+        "v1",
         "MutatingAdmissionPolicyBinding",
     );
     let authn = "authentication.k8s.io";

@@ -348,13 +348,13 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
             "admissionregistration.k8s.io",
             "v1beta1",
             "MutatingAdmissionPolicy",
-            "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy",
+            "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicy",
         ),
         (
             "admissionregistration.k8s.io",
             "v1beta1",
             "MutatingAdmissionPolicyBinding",
-            "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding",
+            "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicyBinding",
         ),
         (
             "rbac.authorization.k8s.io",
@@ -1024,7 +1024,6 @@ fn index_and_cached_documents_agree() {
         BTreeSet::from([
             "api/v1",
             "apis/admissionregistration.k8s.io/v1",
-            "apis/admissionregistration.k8s.io/v1beta1",
             "apis/apiextensions.k8s.io/v1",
             "apis/apiregistration.k8s.io/v1",
             "apis/authentication.k8s.io/v1",

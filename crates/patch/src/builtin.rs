@@ -1,7 +1,7 @@
 //! Built-in kinds' patch metadata as data: the `x-kubernetes-patch-strategy`,
 //! `-patch-merge-key`, `-list-type`, `-list-map-keys` and `-map-type`
-//! extensions of kube-apiserver 1.33's OpenAPI (`data/`, extracted from
-//! upstream's `api/openapi-spec/swagger.json`), walked from a kind's
+//! extensions of kube-apiserver 1.37's OpenAPI (`data/`, extracted from
+//! upstream's `api/openapi-spec/swagger.json` by `tools/patch-metadata.py`), walked from a kind's
 //! definition into a [`PatchSchema`]. Adding a kind needs no code here.
 //! The data stays undecoded but for an index; definitions are decoded while
 //! a kind is walked.

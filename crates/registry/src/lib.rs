@@ -21,6 +21,6 @@ pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, Watch
 pub use resource::{
     Admission, Allocation, Allocator, Attributes, Converter, ExtraSubresource, FieldLabelRefusal,
     FieldLabels, GlobalAdmission, Operation, Provider, READ_VERBS, ResourceType, ScalePaths,
-    Strategy, TableColumn,
+    StorageVersion, Strategy, TableColumn,
 };
 pub use store::{DeleteOutcome, GenericStore, ListResult, Storage, random_suffix};

@@ -298,6 +298,9 @@ pub struct ResourceType {
     /// own group-version leave group and version empty, and subresources are
     /// sorted by name.
     pub custom_resource_discovery: bool,
+    /// The group-version objects are kept in: discovery's `storageVersionHash`
+    /// is computed from it (upstream's storage version).
+    pub storage_version: StorageVersion,
     /// Set for a computed type: reads go to the provider, nothing is stored.
     pub provider: Option<std::sync::Arc<dyn Provider>>,
     /// Validating admission for writes of this type.
@@ -448,6 +451,19 @@ pub trait Provider: Send + Sync + 'static {
     }
 }
 
+/// Where a type's objects are stored, as discovery's `storageVersionHash` tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageVersion {
+    /// In the type's own group-version.
+    Own,
+    /// In another group-version of the same kind (upstream stores
+    /// `events.k8s.io/v1` Events as core `v1`, CRDs as `v1beta1`, a custom
+    /// resource in its CRD's storage version).
+    Other { group: String, version: String },
+    /// Never stored (reviews, computed types): no hash.
+    None,
+}
+
 /// A subresource served by a handler of its own (e.g. `serviceaccounts/token`),
 /// listed in discovery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -526,6 +542,7 @@ impl ResourceType {
             strategy,
             admission: None,
             provider: None,
+            storage_version: StorageVersion::Own,
             extra_subresources: &[],
             custom_resource_discovery: false,
             namespace_lifecycle: true,

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use apimachinery::gvk::compare_versions;
-use registry::{GenericStore, ResourceType};
+use registry::{GenericStore, ResourceType, StorageVersion};
 
 use crate::remote_discovery::{self, RemoteGroupVersion};
 
@@ -69,12 +69,26 @@ struct GroupVersion {
 
 impl GroupVersion {
     fn new(group: &str, version: &str, served: Vec<Arc<Served>>) -> Self {
-        let legacy = bytes(json!({
-            "kind": "APIResourceList",
-            "apiVersion": "v1",
-            "groupVersion": if group.is_empty() { version.to_string() } else { format!("{group}/{version}") },
-            "resources": legacy_resources(&served),
-        }));
+        let group_version = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        // Upstream's `/api/v1` list has no apiVersion (a quirk of the legacy installer).
+        let legacy = bytes(if group.is_empty() {
+            json!({
+                "kind": "APIResourceList",
+                "groupVersion": group_version,
+                "resources": legacy_resources(&served),
+            })
+        } else {
+            json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": group_version,
+                "resources": legacy_resources(&served),
+            })
+        });
         let aggregated = bytes(json!({
             "version": version,
             "resources": aggregated_resources(&served),
@@ -171,10 +185,11 @@ impl Group {
         let mut document = listed.clone();
         document["kind"] = json!("APIGroup");
         document["apiVersion"] = json!("v1");
+        // A zero creationTimestamp is left out (`omitzero` since 1.35).
         let metadata = if name.is_empty() {
-            json!({"creationTimestamp": null})
+            json!({})
         } else {
-            json!({"name": name, "creationTimestamp": null})
+            json!({"name": name})
         };
         let head = format!(r#"{{"metadata":{metadata},"versions":["#);
         let aggregated = concat(&head, versions.iter().map(|gv| &gv.aggregated), "]}");
@@ -426,13 +441,20 @@ fn openapi_resource(t: &ResourceType) -> openapi::ServedResource {
     }
 }
 
-/// Upstream's storageVersionHash: the first 8 bytes of sha256("group/version/kind"), base64.
-fn storage_version_hash(t: &ResourceType) -> String {
+/// Upstream's storageVersionHash: the first 8 bytes of
+/// sha256("group/version/kind") of the storage version, base64; none for a
+/// type never stored.
+fn storage_version_hash(t: &ResourceType) -> Option<String> {
+    let (group, version) = match &t.storage_version {
+        StorageVersion::Own => (&t.group, &t.version),
+        StorageVersion::Other { group, version } => (group, version),
+        StorageVersion::None => return None,
+    };
     let digest = ring::digest::digest(
         &ring::digest::SHA256,
-        format!("{}/{}/{}", t.group, t.version, t.kind).as_bytes(),
+        format!("{group}/{version}/{}", t.kind).as_bytes(),
     );
-    base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
+    Some(base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8]))
 }
 
 fn status_verbs() -> Vec<&'static str> {
@@ -501,8 +523,10 @@ fn legacy_resources(served: &[Arc<Served>]) -> Vec<Value> {
             "namespaced": t.namespaced,
             "kind": t.kind,
             "verbs": t.verbs(),
-            "storageVersionHash": storage_version_hash(t),
         });
+        if let Some(hash) = storage_version_hash(t) {
+            r["storageVersionHash"] = json!(hash);
+        }
         if !t.short_names.is_empty() {
             r["shortNames"] = json!(t.short_names);
         }

@@ -244,7 +244,7 @@ impl Tokens {
         Ok(json!({
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": null},
+            "metadata": {"name": name, "namespace": namespace},
             "spec": {"audiences": audiences, "expirationSeconds": lifetime, "boundObjectRef": null},
             "status": {"token": token, "expirationTimestamp": expires},
         }))

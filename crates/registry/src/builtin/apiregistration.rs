@@ -29,7 +29,9 @@ pub fn local_available_condition() -> Value {
     })
 }
 
-/// Upstream's `{groupPriorityMinimum, versionPriority}` of built-in group-versions.
+/// Upstream's `{groupPriorityMinimum, versionPriority}` of the built-in
+/// group-versions a default kube-apiserver 1.37 serves (the APIServices it
+/// registers for itself; `/apis` lists groups in this order).
 const BUILTIN_PRIORITIES: &[(&str, &str, i64, i64)] = &[
     ("", "v1", 18000, 1),
     ("apps", "v1", 17800, 15),
@@ -38,11 +40,21 @@ const BUILTIN_PRIORITIES: &[(&str, &str, i64, i64)] = &[
     ("authorization.k8s.io", "v1", 17600, 15),
     ("autoscaling", "v1", 17500, 15),
     ("autoscaling", "v2", 17500, 30),
+    ("batch", "v1", 17400, 15),
+    ("certificates.k8s.io", "v1", 17300, 15),
+    ("networking.k8s.io", "v1", 17200, 15),
+    ("policy", "v1", 17100, 15),
     ("rbac.authorization.k8s.io", "v1", 17000, 15),
+    ("storage.k8s.io", "v1", 16800, 15),
     ("apiextensions.k8s.io", "v1", 16700, 15),
     ("admissionregistration.k8s.io", "v1", 16700, 15),
+    ("scheduling.k8s.io", "v1", 16600, 15),
     ("coordination.k8s.io", "v1", 16500, 15),
+    ("node.k8s.io", "v1", 16300, 15),
     ("discovery.k8s.io", "v1", 16200, 15),
+    ("resource.k8s.io", "v1", 16200, 21),
+    ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
+    ("storagemigration.k8s.io", "v1", 15800, 15),
 ];
 
 /// `(groupPriorityMinimum, versionPriority)` of a group-version served here:

@@ -147,6 +147,7 @@ fn resource_type(row: KindRow) -> ResourceType {
     if let Some((_, verbs, warning)) = UNSTORED.iter().find(|(k, ..)| *k == row.kind) {
         t.verbs = verbs;
         t.deprecation_warning = warning.map(str::to_owned);
+        t.storage_version = crate::StorageVersion::None;
     }
     if row.scale {
         t.scale = Some(ScalePaths {

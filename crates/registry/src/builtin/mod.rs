@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use apimachinery::validation::name_is_dns_label;
 
-use crate::resource::{ResourceType, Strategy, TableColumn};
+use crate::resource::{ResourceType, StorageVersion, Strategy, TableColumn};
 
 fn resource(
     group: &str,
@@ -286,6 +286,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         let namespaced = kind == "LocalSubjectAccessReview";
         let mut r = resource(group, "v1", kind, plural, namespaced, Reviews);
         r.verbs = &["create"];
+        r.storage_version = StorageVersion::None;
         r
     });
     let mut policies = columns(
@@ -317,7 +318,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     let mut mutating_policies = columns(
         resource(
             admissionregistration::GROUP,
-            "v1beta1",
+            "v1",
             "MutatingAdmissionPolicy",
             "mutatingadmissionpolicies",
             false,
@@ -330,7 +331,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     let mut mutating_policy_bindings = columns(
         resource(
             admissionregistration::GROUP,
-            "v1beta1",
+            "v1",
             "MutatingAdmissionPolicyBinding",
             "mutatingadmissionpolicybindings",
             false,
@@ -406,8 +407,41 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     .chain(rbac_types)
     .chain(kinds::resource_types())
     .chain([hpa::resource_type()])
-    .map(Arc::new)
+    .map(|mut t| {
+        if let Some((group, version)) = stored_elsewhere(&t.group, &t.version, &t.kind) {
+            t.storage_version = StorageVersion::Other {
+                group: group.into(),
+                version: version.into(),
+            };
+        }
+        Arc::new(t)
+    })
     .collect()
+}
+
+/// Built-in kinds a default kube-apiserver 1.37 stores in another
+/// group-version than the one served (`storagebackend` encoding versions:
+/// their discovery hashes name it).
+const STORED_ELSEWHERE: &[(&str, &str, &str, &str, &str)] = &[
+    ("events.k8s.io", "v1", "Event", "", "v1"),
+    ("autoscaling", "v1", "HorizontalPodAutoscaler", "autoscaling", "v2"),
+    ("certificates.k8s.io", "v1", "ClusterTrustBundle", "certificates.k8s.io", "v1beta1"),
+    ("certificates.k8s.io", "v1", "PodCertificateRequest", "certificates.k8s.io", "v1beta1"),
+    ("resource.k8s.io", "v1", "DeviceTaintRule", "resource.k8s.io", "v1beta2"),
+    (
+        "storagemigration.k8s.io",
+        "v1",
+        "StorageVersionMigration",
+        "storagemigration.k8s.io",
+        "v1beta1",
+    ),
+];
+
+fn stored_elsewhere(group: &str, version: &str, kind: &str) -> Option<(&'static str, &'static str)> {
+    STORED_ELSEWHERE
+        .iter()
+        .find(|(g, v, k, ..)| (*g, *v, *k) == (group, version, kind))
+        .map(|(.., group, version)| (*group, *version))
 }
 
 /// Reviews are answered per request (by the server), never stored.

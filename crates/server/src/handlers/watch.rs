@@ -323,8 +323,7 @@ impl EventEncoder {
     }
 
     fn bookmark(&self, revision: i64, initial_events_end: bool) -> Chunk {
-        let mut metadata =
-            json!({"resourceVersion": revision.to_string(), "creationTimestamp": null});
+        let mut metadata = json!({"resourceVersion": revision.to_string()});
         if initial_events_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
