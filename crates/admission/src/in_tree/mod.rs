@@ -5,7 +5,7 @@
 //! ones after.
 //!
 //! Run here: ServiceAccount, Priority, DefaultTolerationSeconds,
-//! DefaultStorageClass, DefaultIngressClass, CertificateApproval,
+//! DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass, CertificateApproval,
 //! CertificateSigning, AlwaysDeny. NamespaceLifecycle is
 //! the store's own check; the policy and webhook plugins are the rest of
 //! [`crate::Chain`]. Others are known by name only.
@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::Objects;
 
-/// 1.33's `AllOrderedPlugins`: every name the flags accept, in the order
+/// 1.37's `AllOrderedPlugins`: every name the flags accept, in the order
 /// kube-apiserver runs them.
 pub const ALL: &[&str] = &[
     "AlwaysAdmit",
@@ -46,9 +46,9 @@ pub const ALL: &[&str] = &[
     "PodTolerationRestriction",
     "EventRateLimit",
     "ExtendedResourceToleration",
-    "PersistentVolumeLabel",
     "DefaultStorageClass",
     "StorageObjectInUseProtection",
+    "PodGroupProtection",
     "OwnerReferencesPermissionEnforcement",
     "PersistentVolumeClaimResize",
     "RuntimeClass",
@@ -59,6 +59,8 @@ pub const ALL: &[&str] = &[
     "DefaultIngressClass",
     "DenyServiceExternalIPs",
     "PodTopologyLabels",
+    "NodeDeclaredFeatureValidator",
+    "PodResizeValidator",
     "MutatingAdmissionPolicy",
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionPolicy",
@@ -67,7 +69,7 @@ pub const ALL: &[&str] = &[
     "AlwaysDeny",
 ];
 
-/// 1.33's `DefaultOffAdmissionPlugins`: off unless enabled by name.
+/// 1.37's `DefaultOffAdmissionPlugins`: off unless enabled by name.
 const DEFAULT_OFF: &[&str] = &[
     "AlwaysAdmit",
     "NamespaceAutoProvision",
@@ -80,7 +82,6 @@ const DEFAULT_OFF: &[&str] = &[
     "PodTolerationRestriction",
     "EventRateLimit",
     "ExtendedResourceToleration",
-    "PersistentVolumeLabel",
     "OwnerReferencesPermissionEnforcement",
     "DenyServiceExternalIPs",
     "AlwaysDeny",
@@ -148,6 +149,7 @@ pub const VALIDATING_ADMISSION_WEBHOOK: Plugin = Plugin::named("ValidatingAdmiss
 pub const ALWAYS_DENY: Plugin = Plugin::named("AlwaysDeny");
 pub const CERTIFICATE_APPROVAL: Plugin = Plugin::named("CertificateApproval");
 pub const CERTIFICATE_SIGNING: Plugin = Plugin::named("CertificateSigning");
+pub const STORAGE_OBJECT_IN_USE_PROTECTION: Plugin = Plugin::named("StorageObjectInUseProtection");
 
 /// The admission plugins turned on: one bit per plugin of [`ALL`], tested on
 /// every write.
@@ -214,6 +216,31 @@ impl Plugins {
     }
 }
 
+/// StorageObjectInUseProtection: a new claim, volume or volume attributes
+/// class gets the finalizer its protection controller removes once nothing
+/// uses it.
+fn protect_in_use(plural: &str, object: &mut Value) {
+    let finalizer = match plural {
+        "persistentvolumeclaims" => "kubernetes.io/pvc-protection",
+        "persistentvolumes" => "kubernetes.io/pv-protection",
+        _ => "kubernetes.io/vac-protection",
+    };
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let finalizers = metadata
+        .entry("finalizers")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if finalizers.is_null() {
+        *finalizers = Value::Array(Vec::new());
+    }
+    if let Value::Array(list) = finalizers
+        && !list.iter().any(|f| f == finalizer)
+    {
+        list.push(Value::from(finalizer));
+    }
+}
+
 /// The compiled-in plugins kubext runs, reading other objects (service
 /// accounts, priority and storage classes) through [`Objects`].
 pub struct InTree {
@@ -276,6 +303,14 @@ impl InTree {
                     && self.plugins.is_on(DEFAULT_STORAGE_CLASS) =>
             {
                 default_class::storage_class(object, objects).await;
+            }
+            ("", "persistentvolumes" | "persistentvolumeclaims")
+            | ("storage.k8s.io", "volumeattributesclasses")
+                if main_resource
+                    && a.operation == Operation::Create
+                    && self.plugins.is_on(STORAGE_OBJECT_IN_USE_PROTECTION) =>
+            {
+                protect_in_use(resource.1, object);
             }
             ("networking.k8s.io", "ingresses")
                 if main_resource

@@ -39,7 +39,7 @@ pub fn binding_columns() -> Vec<TableColumn> {
         TableColumn::new(
             "ParamRef",
             "string",
-            "ParamRef indicates the param resource which sets the configration param",
+            "ParamRef indicates the param resource which sets the configuration param",
         ),
     ]
 }
@@ -342,7 +342,7 @@ pub fn mutating_policy_columns() -> Vec<TableColumn> {
         TableColumn::new(
             "Mutations",
             "integer",
-            "Mutations indicates the number of mutations rules defined in this configuration",
+            "Mutation indicates the number of mutations rules defined in this configuration",
         ),
         TableColumn::new(
             "ParamKind",

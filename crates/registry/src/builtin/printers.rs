@@ -59,6 +59,29 @@ pub fn printer(group: &str, kind: &str) -> Option<Printer> {
         ("scheduling.k8s.io", "PriorityClass") => (priority_class_columns(), priority_class_row),
         ("node.k8s.io", "RuntimeClass") => (runtime_class_columns(), runtime_class_row),
         ("certificates.k8s.io", "CertificateSigningRequest") => (csr_columns(), csr_row),
+        ("certificates.k8s.io", "ClusterTrustBundle") => {
+            (cluster_trust_bundle_columns(), cluster_trust_bundle_row)
+        }
+        ("certificates.k8s.io", "PodCertificateRequest") => (
+            pod_certificate_request_columns(),
+            pod_certificate_request_row,
+        ),
+        ("storage.k8s.io", "VolumeAttributesClass") => (
+            volume_attributes_class_columns(),
+            volume_attributes_class_row,
+        ),
+        ("resource.k8s.io", "DeviceClass" | "ResourceClaimTemplate") => {
+            (vec![TableColumn::age()], no_cells)
+        }
+        ("resource.k8s.io", "ResourceClaim") => (resource_claim_columns(), resource_claim_row),
+        ("resource.k8s.io", "ResourceSlice") => (resource_slice_columns(), resource_slice_row),
+        ("resource.k8s.io", "DeviceTaintRule") => {
+            (device_taint_rule_columns(), device_taint_rule_row)
+        }
+        ("storagemigration.k8s.io", "StorageVersionMigration") => (
+            storage_version_migration_columns(),
+            storage_version_migration_row,
+        ),
         ("flowcontrol.apiserver.k8s.io", "FlowSchema") => (flow_schema_columns(), flow_schema_row),
         ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
             (priority_level_columns(), priority_level_row)
@@ -1406,6 +1429,228 @@ fn ip_address_row(obj: &Value) -> Vec<Value> {
     vec![
         json!(parent),
         json!(since(text(obj, &["metadata", "creationTimestamp"]))),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// Kinds new in 1.34–1.37 (columns as kube-apiserver 1.37.2 defines them).
+
+fn no_cells(_: &Value) -> Vec<Value> {
+    Vec::new()
+}
+
+fn cluster_trust_bundle_row(obj: &Value) -> Vec<Value> {
+    vec![json!(or(text(obj, &["spec", "signerName"]), "<none>"))]
+}
+
+/// State: the last of the Issued, Denied or Failed conditions, else Pending.
+fn pod_certificate_request_row(obj: &Value) -> Vec<Value> {
+    let state = list(obj, &["status", "conditions"])
+        .iter()
+        .filter_map(|c| match text(c, &["type"]) {
+            t @ ("Issued" | "Denied" | "Failed") => Some(t),
+            _ => None,
+        })
+        .last()
+        .unwrap_or("Pending");
+    let spec = |field: &str| json!(text(obj, &["spec", field]));
+    vec![
+        spec("podName"),
+        spec("serviceAccountName"),
+        spec("nodeName"),
+        spec("signerName"),
+        json!(state),
+        json!(format_labels(at(
+            obj,
+            &["spec", "unverifiedUserAnnotations"]
+        ))),
+    ]
+}
+
+fn volume_attributes_class_row(obj: &Value) -> Vec<Value> {
+    vec![json!(text(obj, &["driverName"]))]
+}
+
+/// `resourceClaimState`: deleted, pending, allocated, reserved.
+fn resource_claim_row(obj: &Value) -> Vec<Value> {
+    let deleted = has(obj, &["metadata", "deletionTimestamp"]);
+    let mut states = Vec::new();
+    if deleted {
+        states.push("deleted");
+    }
+    if has(obj, &["status", "allocation"]) {
+        states.push("allocated");
+        if !list(obj, &["status", "reservedFor"]).is_empty() {
+            states.push("reserved");
+        }
+    } else if !deleted {
+        states.push("pending");
+    }
+    vec![json!(states.join(","))]
+}
+
+fn resource_slice_row(obj: &Value) -> Vec<Value> {
+    vec![
+        json!(text(obj, &["spec", "nodeName"])),
+        json!(text(obj, &["spec", "driver"])),
+        json!(text(obj, &["spec", "pool", "name"])),
+    ]
+}
+
+fn device_taint_rule_row(obj: &Value) -> Vec<Value> {
+    let taint = |field: &str| text(obj, &["spec", "taint", field]);
+    let added = match taint("timeAdded") {
+        "" => String::new(),
+        t => since(t),
+    };
+    vec![
+        json!(taint("key")),
+        json!(taint("value")),
+        json!(taint("effect")),
+        json!(added),
+    ]
+}
+
+/// The group-resource migrated, and the last True condition of Running,
+/// Failed or Succeeded (else Unknown).
+fn storage_version_migration_row(obj: &Value) -> Vec<Value> {
+    let (group, resource) = (
+        text(obj, &["spec", "resource", "group"]),
+        text(obj, &["spec", "resource", "resource"]),
+    );
+    let migrated = if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    };
+    let status = list(obj, &["status", "conditions"])
+        .iter()
+        .filter(|c| text(c, &["status"]) == "True")
+        .filter_map(|c| match text(c, &["type"]) {
+            t @ ("Running" | "Failed" | "Succeeded") => Some(t),
+            _ => None,
+        })
+        .last()
+        .unwrap_or("Unknown");
+    vec![json!(migrated), json!(status)]
+}
+
+fn cluster_trust_bundle_columns() -> Vec<TableColumn> {
+    vec![TableColumn::new(
+        "SignerName",
+        "string",
+        "signerName indicates the associated signer, if any.\n\nIn order to create or update a ClusterTrustBundle that sets signerName, you must have the following cluster-scoped permission: group=certificates.k8s.io resource=signers resourceName=<the signer name> verb=attest.\n\nIf signerName is not empty, then the ClusterTrustBundle object must be named with the signer name as a prefix (translating slashes to colons). For example, for the signer name `example.com/foo`, valid ClusterTrustBundle object names include `example.com:foo:abc` and `example.com:foo:v1`.\n\nIf signerName is empty, then the ClusterTrustBundle object's name must not have such a prefix.\n\nList/watch requests for ClusterTrustBundles can filter on this field using a `spec.signerName=NAME` field selector.",
+    )]
+}
+
+fn pod_certificate_request_columns() -> Vec<TableColumn> {
+    vec![
+        TableColumn::new(
+            "PodName",
+            "string",
+            "podName is the name of the pod into which the certificate will be mounted.",
+        ),
+        TableColumn::new(
+            "ServiceAccountName",
+            "string",
+            "serviceAccountName is the name of the service account the pod is running as.",
+        ),
+        TableColumn::new(
+            "NodeName",
+            "string",
+            "nodeName is the name of the node the pod is assigned to.",
+        ),
+        TableColumn::new(
+            "SignerName",
+            "string",
+            "signerName indicates the requested signer.\n\nAll signer names beginning with `kubernetes.io` are reserved for use by the Kubernetes project.  There is currently one well-known signer documented by the Kubernetes project, `kubernetes.io/kube-apiserver-client-pod`, which will issue client certificates understood by kube-apiserver.  It is currently unimplemented.",
+        ),
+        TableColumn::new(
+            "State",
+            "string",
+            "Is the request Pending, Issued, Denied, or Failed?",
+        ),
+        TableColumn::new(
+            "UnverifiedUserAnnotations",
+            "string",
+            "unverifiedUserAnnotations allow pod authors to pass additional information to the signer implementation.  Kubernetes does not restrict or validate this metadata in any way.\n\nEntries are subject to the same validation as object metadata annotations, with the addition that all keys must be domain-prefixed. No restrictions are placed on values, except an overall size limitation on the entire field.\n\nSigners should document the keys and values they support.  Signers should deny requests that contain keys they do not recognize.",
+        ),
+    ]
+}
+
+fn volume_attributes_class_columns() -> Vec<TableColumn> {
+    vec![
+        TableColumn::new(
+            "DriverName",
+            "string",
+            "driverName is the name of the CSI driver This field is immutable.",
+        ),
+        TableColumn::age(),
+    ]
+}
+
+fn resource_claim_columns() -> Vec<TableColumn> {
+    vec![
+        TableColumn::new(
+            "State",
+            "string",
+            "A summary of the current state (allocated, pending, reserved, etc.).",
+        ),
+        TableColumn::age(),
+    ]
+}
+
+fn resource_slice_columns() -> Vec<TableColumn> {
+    vec![
+        TableColumn::new(
+            "Node",
+            "string",
+            "NodeName identifies the node which provides the resources in this pool. A field selector can be used to list only ResourceSlice objects belonging to a certain node.\n\nThis field can be used to limit access from nodes to ResourceSlices with the same node name. It also indicates to autoscalers that adding new nodes of the same type as some old node might also make new resources available.\n\nExactly one of NodeName, NodeSelector, AllNodes, and PerDeviceNodeSelection must be set. This field is immutable.",
+        ),
+        TableColumn::new(
+            "Driver",
+            "string",
+            "Driver identifies the DRA driver providing the capacity information. A field selector can be used to list only ResourceSlice objects with a certain driver name.\n\nMust be a DNS subdomain and should end with a DNS domain owned by the vendor of the driver. It should use only lower case characters. This field is immutable.",
+        ),
+        TableColumn::new(
+            "Pool",
+            "string",
+            "Name is used to identify the pool. For node-local devices, this is often the node name, but this is not required. A field selector can be used to list only ResourceSlice objects belonging to a certain pool.\n\nIt must not be longer than 253 characters and must consist of one or more DNS sub-domains separated by slashes. This field is immutable.",
+        ),
+        TableColumn::age(),
+    ]
+}
+
+fn device_taint_rule_columns() -> Vec<TableColumn> {
+    vec![
+        TableColumn::new(
+            "Key",
+            "string",
+            "The taint key to be applied to a device. Must be a label name.",
+        ),
+        TableColumn::new(
+            "Value",
+            "string",
+            "The taint value corresponding to the taint key. Must be a label value.",
+        ),
+        TableColumn::new(
+            "Effect",
+            "string",
+            "The effect of the taint on claims that do not tolerate the taint and through such claims on the pods using them.\n\nValid effects are None, NoSchedule and NoExecute. PreferNoSchedule as used for nodes is not valid here. More effects may get added in the future. Consumers must treat unknown effects like None.",
+        ),
+        TableColumn::new(
+            "TimeAdded",
+            "string",
+            "TimeAdded represents the time at which the taint was added or (only in a DeviceTaintRule) the effect was modified. Added automatically during create or update if not set.\n\nIn addition, in a DeviceTaintRule a value provided during an update gets replaced with the current time if the provided value is the same as the old one and the new effect is different. Changing the key and/or value while keeping the effect unchanged is possible and does not update the time stamp because the eviction which uses it is either already started (NoExecute) or not started yet (NoEffect, NoSchedule).",
+        ),
+        TableColumn::age(),
+    ]
+}
+
+fn storage_version_migration_columns() -> Vec<TableColumn> {
+    vec![
+        TableColumn::new("Resource", "string", "GroupResource to migrate"),
+        TableColumn::new("Status", "string", "Status of the migration"),
     ]
 }
 
