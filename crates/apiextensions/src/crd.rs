@@ -42,7 +42,7 @@ impl Strategy for Crds {
     fn prepare_create(&self, obj: &mut Value) {
         default_spec(obj);
         obj["status"] = json!({
-            "conditions": [],
+            "conditions": null,
             "acceptedNames": {"plural": "", "kind": ""},
             "storedVersions": storage_versions(obj),
         });
@@ -279,6 +279,11 @@ fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
         return errs;
     };
     let mut seen = std::collections::HashSet::new();
+    // Upstream validates its internal form, where a schema every version
+    // shares is the top-level `spec.validation`: its errors are reported there.
+    let shared_schema = versions
+        .iter()
+        .all(|v| v.get("schema") == versions[0].get("schema"));
     for (i, v) in versions.iter().enumerate() {
         let name = str_at(v, "/name");
         let vpath = path.index(i);
@@ -295,10 +300,21 @@ fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
                 errs.push(FieldError::invalid(&vpath.child("name"), json!(name), &msg));
             }
         }
-        let schema_path = vpath.child("schema").child("openAPIV3Schema");
+        let version_schema_path = vpath.child("schema").child("openAPIV3Schema");
         match v.pointer("/schema/openAPIV3Schema") {
-            None => errs.push(FieldError::required(&schema_path, "schemas are required")),
+            None => errs.push(FieldError::required(
+                &version_schema_path,
+                "schemas are required",
+            )),
+            Some(_) if shared_schema && i > 0 => {}
             Some(raw) => {
+                let schema_path = if shared_schema {
+                    FieldPath::new("spec")
+                        .child("validation")
+                        .child("openAPIV3Schema")
+                } else {
+                    version_schema_path
+                };
                 let opts = schema::StructuralOptions {
                     status_subresource: v.pointer("/subresources/status").is_some(),
                 };

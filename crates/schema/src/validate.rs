@@ -146,6 +146,20 @@ fn integral(n: &serde_json::Number) -> bool {
     n.is_i64()
 }
 
+/// Whether an `integer` schema of `format` can hold the bound `b` (go-openapi
+/// converts its text: `10.5` is no integer, 2^40 no int32).
+fn fits_integer_format(b: f64, format: Option<&str>) -> bool {
+    if b.fract() != 0.0 || !b.is_finite() {
+        return false;
+    }
+    match format.unwrap_or("") {
+        "int32" => (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&b),
+        "uint32" => (0.0..=f64::from(u32::MAX)).contains(&b),
+        "uint64" => (0.0..=u64::MAX as f64).contains(&b),
+        _ => (i64::MIN as f64..=i64::MAX as f64).contains(&b),
+    }
+}
+
 /// go-openapi's `IsFloat64AJSONInteger`: a float an `integer` schema accepts.
 fn float_is_json_integer(f: f64) -> bool {
     const MAX_JSON_INTEGER: f64 = ((1u64 << 53) - 1) as f64;
@@ -262,6 +276,25 @@ impl Validator<'_> {
         );
         let e = FieldError::type_invalid(&self.fp(name), value, &detail);
         self.errs.push(e);
+    }
+
+    /// kube-openapi's `IsValueValidAgainstRange` failing for a bound: an error
+    /// with no field of its own (`<nil>` at the root; a default's path when
+    /// a default is validated) and the value's path in the message.
+    fn bound_type_error(&mut self, name: &LazyPath<'_>, prefix: &str, format: Option<&str>) {
+        let field = if self.base.as_str().is_empty() {
+            FieldPath::new("<nil>")
+        } else {
+            self.base.clone()
+        };
+        let detail = match format {
+            Some(f) if !f.is_empty() => {
+                format!("{prefix} value must be of type integer with format {f} in {name}")
+            }
+            _ => format!("{prefix} value must be of type integer (default format) in {name}"),
+        };
+        self.errs
+            .push(FieldError::invalid(&field, Value::from(""), &detail));
     }
 
     /// Report the errors of the failing branch upstream picked.
@@ -590,14 +623,25 @@ impl Validator<'_> {
             _ => None,
         };
         let Some(x) = v.as_f64() else { return };
+        // Since 1.35 a bound an `integer` schema cannot hold is an error of
+        // its own, and data is then compared with it as a float.
+        let integer_bounds_only = s.type_ == "integer";
+        let check_bound = |this: &mut Self, prefix: &str, b: f64| {
+            if integer_bounds_only && !fits_integer_format(b, vv.format.as_deref()) {
+                this.bound_type_error(name, prefix, vv.format.as_deref());
+            }
+        };
         // (comparison, bound as printed) for a bound
         let bound = |b: f64| -> (f64, f64, String) {
             match int_data {
-                Some(i) => (i as f64, (b as i64) as f64, format!("{}", b as i64)),
-                None => (x, b, format_float(b)),
+                Some(i) if !integer_bounds_only || fits_integer_format(b, vv.format.as_deref()) => {
+                    (i as f64, (b as i64) as f64, format!("{}", b as i64))
+                }
+                _ => (x, b, format_float(b)),
             }
         };
         if let Some(m) = vv.multiple_of {
+            check_bound(self, "MultipleOf", m);
             let bad = match int_data {
                 Some(i) => {
                     let f = m as i64;
@@ -616,6 +660,7 @@ impl Validator<'_> {
             }
         }
         if let Some(max) = vv.maximum {
+            check_bound(self, "Maximum boundary", max);
             let (val, b, shown) = bound(max);
             if vv.exclusive_maximum && val >= b {
                 self.invalid(name, v.clone(), &format!("should be less than {shown}"));
@@ -628,6 +673,7 @@ impl Validator<'_> {
             }
         }
         if let Some(min) = vv.minimum {
+            check_bound(self, "Minimum boundary", min);
             let (val, b, shown) = bound(min);
             if vv.exclusive_minimum && val <= b {
                 self.invalid(name, v.clone(), &format!("should be greater than {shown}"));
