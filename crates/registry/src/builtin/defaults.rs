@@ -696,6 +696,8 @@ fn stateful_set(obj: &mut Value) {
             && let Some(ru) = at(strategy, &["rollingUpdate"])
         {
             set_default(ru, "partition", 0);
+            // MaxUnavailableStatefulSet is on by default since 1.37.
+            set_default(ru, "maxUnavailable", 1);
         }
     }
     if let Some(policy) = ensure_obj(spec, "persistentVolumeClaimRetentionPolicy") {
@@ -1425,10 +1427,10 @@ mod tests {
 
     #[test]
     fn stateful_set() {
-        // TestSetDefaultStatefulSet (StatefulSetAutoDeletePVC is locked on in 1.33,
-        // MaxUnavailableStatefulSet off).
+        // TestSetDefaultStatefulSet (StatefulSetAutoDeletePVC and
+        // MaxUnavailableStatefulSet on, as in 1.37).
         let retain = json!({"whenDeleted": "Retain", "whenScaled": "Retain"});
-        let rolling0 = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}});
+        let rolling0 = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": 1}});
         let cases = [
             (json!({}), "OrderedReady", rolling0.clone(), retain.clone()),
             (
@@ -1446,7 +1448,7 @@ mod tests {
             (
                 json!({"updateStrategy": {"rollingUpdate": {"partition": 42}}}),
                 "OrderedReady",
-                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 42}}),
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 42, "maxUnavailable": 1}}),
                 retain.clone(),
             ),
             (
