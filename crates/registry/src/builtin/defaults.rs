@@ -51,6 +51,13 @@ pub fn defaulter(group: &str, kind: &str) -> Option<fn(&mut Value)> {
             priority_level_configuration
         }
         ("discovery.k8s.io", "EndpointSlice") => endpoint_slice,
+        ("resource.k8s.io", "ResourceClaim") => super::dra::default_claim,
+        ("resource.k8s.io", "ResourceClaimTemplate") => super::dra::default_claim_template,
+        ("resource.k8s.io", "ResourceSlice") => super::dra::default_slice,
+        ("resource.k8s.io", "DeviceTaintRule") => super::dra::default_taint_rule,
+        ("certificates.k8s.io", "PodCertificateRequest") => {
+            super::pod_certificates::default_request
+        }
         _ => return None,
     };
     Some(f)
@@ -866,7 +873,8 @@ fn storage_class(obj: &mut Value) {
     }
 }
 
-/// `SetDefaults_CSIDriver`; `seLinuxMount` with `SELinuxMountReadWriteOncePod` (on).
+/// `SetDefaults_CSIDriver`; `seLinuxMount` with `SELinuxMountReadWriteOncePod` (on),
+/// `preventPodSchedulingIfMissing` with `VolumeLimitScaling` (on).
 fn csi_driver(obj: &mut Value) {
     let Some(spec) = spec_of(obj) else {
         return;
@@ -880,6 +888,8 @@ fn csi_driver(obj: &mut Value) {
     }
     set_default(spec, "requiresRepublish", false);
     set_default(spec, "seLinuxMount", false);
+    // VolumeLimitScaling is on by default in 1.37.
+    set_default(spec, "preventPodSchedulingIfMissing", false);
 }
 
 fn priority_class(obj: &mut Value) {
@@ -1835,7 +1845,7 @@ mod tests {
             json!({"attachRequired": true, "podInfoOnMount": false, "storageCapacity": false,
                 "fsGroupPolicy": "ReadWriteOnceWithFSType",
                 "volumeLifecycleModes": ["Persistent"], "requiresRepublish": false,
-                "seLinuxMount": false})
+                "seLinuxMount": false, "preventPodSchedulingIfMissing": false})
         );
         let pc = apply("scheduling.k8s.io", "PriorityClass", json!({"value": 1}));
         assert_eq!(pc["preemptionPolicy"], json!("PreemptLowerPriority"));

@@ -23,6 +23,8 @@ pub fn resource_type() -> ResourceType {
     t.short_names = vec!["hpa".into()];
     t.categories = vec!["all".into()];
     t.has_status = true;
+    // HPAGeneration (on by default in 1.37): spec changes bump the generation.
+    t.tracks_generation = true;
     if let Some(p) = printer {
         super::kinds::use_printer(&mut t, p);
     }

@@ -7,6 +7,8 @@
 use apimachinery::meta;
 use serde_json::{Map, Value, json};
 
+use super::dra;
+
 /// The rule run when an object of `group`/`kind` is created (after its status
 /// was cleared, before the second defaulting).
 pub fn on_create(group: &str, kind: &str) -> Option<fn(&mut Value)> {
@@ -14,6 +16,12 @@ pub fn on_create(group: &str, kind: &str) -> Option<fn(&mut Value)> {
         ("", "Pod") => Some(pod_created),
         ("batch", "Job") => Some(job_selector),
         ("apps", "DaemonSet") => Some(daemonset_created),
+        ("", "PersistentVolume") => Some(persistent_volume_created),
+        ("resource.k8s.io", "ResourceClaim") => Some(|c| dra::drop_alpha_claim_fields(c, None)),
+        ("resource.k8s.io", "ResourceClaimTemplate") => {
+            Some(|t| dra::drop_alpha_template_fields(t, None))
+        }
+        ("resource.k8s.io", "ResourceSlice") => Some(|s| dra::drop_alpha_slice_fields(s, None)),
         _ => None,
     }
 }
@@ -22,6 +30,34 @@ pub fn on_create(group: &str, kind: &str) -> Option<fn(&mut Value)> {
 pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
     match (group, kind) {
         ("apps", "DaemonSet") => Some(daemonset_updated),
+        ("resource.k8s.io", "ResourceClaim") => {
+            Some(|new, old| dra::drop_alpha_claim_fields(new, Some(old)))
+        }
+        ("resource.k8s.io", "ResourceClaimTemplate") => {
+            Some(|new, old| dra::drop_alpha_template_fields(new, Some(old)))
+        }
+        ("resource.k8s.io", "ResourceSlice") => {
+            Some(|new, old| dra::drop_alpha_slice_fields(new, Some(old)))
+        }
+        ("resource.k8s.io", "DeviceTaintRule") => Some(dra::taint_rule_updated),
+        _ => None,
+    }
+}
+
+/// The rule run on a `/status` write of `group`/`kind`, after the stored
+/// object took the new status (fields of gates that are off are dropped).
+pub fn on_status_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
+    match (group, kind) {
+        ("storage.k8s.io", "CSINode") => Some(super::storage::csi_node_status_written),
+        _ => None,
+    }
+}
+
+/// The warnings a write of `group`/`kind` gets (upstream's `WarningsOnCreate`
+/// and `WarningsOnUpdate`).
+pub fn warnings(group: &str, kind: &str) -> Option<fn(&Value) -> Vec<String>> {
+    match (group, kind) {
+        ("resource.k8s.io", "ResourceSlice") => Some(dra::slice_warnings),
         _ => None,
     }
 }
@@ -108,6 +144,16 @@ fn pod_created(pod: &mut Value) {
 
 /// The requested period, else the pod's `terminationGracePeriodSeconds`;
 /// 0 for a pod no node runs or one that has finished (nothing to stop).
+/// A new volume is Pending since now (`status.lastPhaseTransitionTime`).
+fn persistent_volume_created(pv: &mut Value) {
+    if let Some(status) = object_mut(pv, "status") {
+        status.insert(
+            "lastPhaseTransitionTime".into(),
+            Value::from(apimachinery::time::now_rfc3339()),
+        );
+    }
+}
+
 fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
     let unscheduled = pod
         .pointer("/spec/nodeName")
