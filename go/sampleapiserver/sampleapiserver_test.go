@@ -45,7 +45,7 @@ import (
 const (
 	// The same minor as kubext serves (1.33): newer sample-apiservers run
 	// admission plugins on APIs that only newer releases serve.
-	version = "0.33.5"
+	version = "0.37.2"
 	timeout = 60 * time.Second
 	group   = "wardle.example.com"
 )

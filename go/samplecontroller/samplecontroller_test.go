@@ -28,7 +28,7 @@ import (
 const (
 	// The nearest release of 1.33's minor (what kubext serves) that the module
 	// proxy serves: it refuses v0.33.5 to v0.33.13.
-	version = "0.33.4"
+	version = "0.37.1"
 	timeout = 30 * time.Second
 	// kubext's garbage collector scans owners on an interval.
 	gcTimeout = 90 * time.Second

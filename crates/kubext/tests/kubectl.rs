@@ -280,6 +280,38 @@ fn explain_and_field_validation() {
     assert!(!stored.contains("dataa"), "{stored}");
 }
 
+/// The kubectl of the release kubext serves (`KUBECTL`, which `./dev test`
+/// builds) finds no version skew: its minor is the server's, and it prints
+/// no `WARNING: version difference`.
+#[test]
+fn kubectl_of_the_served_release_sees_no_version_skew() {
+    let s = server();
+    let out = s.kubectl_with_stdin(&["version", "-o", "json"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let versions: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("kubectl version -o json");
+    let (client, server) = (&versions["clientVersion"], &versions["serverVersion"]);
+    assert_eq!(server["major"], "1", "{versions}");
+    assert_eq!(server["minor"], "37", "{versions}");
+    assert!(
+        server["gitVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("v1.37.") && v.contains("-kubext")),
+        "{versions}"
+    );
+    assert_eq!(
+        client["minor"], server["minor"],
+        "set KUBECTL to a kubectl 1.37 (./dev test builds one with scripts/upstream kubectl)"
+    );
+    let plain = s.kubectl_with_stdin(&["version"], None);
+    assert!(plain.status.success(), "{}", stderr(&plain));
+    assert!(
+        !stderr(&plain).contains("version difference"),
+        "{}",
+        stderr(&plain)
+    );
+}
+
 /// Every kubectl minor version the image ships talks to kubext.
 #[test]
 fn kubectl_versions_1_27_to_1_33() {

@@ -225,7 +225,7 @@ func (p *Process) Exited() bool {
 
 // Upstream builds (or finds already built) an upstream Go program with the
 // repository's scripts/upstream, returning the binary's path, e.g.
-// Upstream(t, "sample-controller", "0.33.4").
+// Upstream(t, "sample-controller", "0.37.1").
 func Upstream(t testing.TB, program, version string) string {
 	t.Helper()
 	script := filepath.Join(ModuleRoot(t), "..", "scripts", "upstream")
@@ -276,8 +276,17 @@ func (s *Server) TryKubectl(args ...string) (string, error) {
 	return s.kubectl("", args...)
 }
 
+// kubectlPath is $KUBECTL (./dev test sets it to the release kubext serves),
+// else kubectl from PATH.
+func kubectlPath() string {
+	if path := os.Getenv("KUBECTL"); path != "" {
+		return path
+	}
+	return "kubectl"
+}
+
 func (s *Server) kubectl(stdin string, args ...string) (string, error) {
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
+	cmd := exec.Command(kubectlPath(), append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
