@@ -296,8 +296,12 @@ func TestSampleAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, want := range []string{
+			// 0.37 runs MutatingAdmissionPolicy too, from kubext's
+			// admissionregistration.k8s.io/v1 policies.
+			"Loaded 4 mutating admission controller(s) successfully in the following order: NamespaceLifecycle,MutatingAdmissionPolicy,MutatingAdmissionWebhook,BanFlunder.",
 			"Loaded 2 validating admission controller(s) successfully",
-			`"Caches are synced" controller="*generic.policySource[*k8s.io/api/admissionregistration/v1.ValidatingAdmissionPolicy`,
+			// The policy sources refresh once their informers synced.
+			"policy_source.go:253] refreshing policies",
 			"Running API Priority and Fairness config worker",
 		} {
 			if !strings.Contains(string(log), want) {
