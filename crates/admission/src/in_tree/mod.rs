@@ -217,8 +217,9 @@ impl Plugins {
 }
 
 /// StorageObjectInUseProtection: a new claim, volume or volume attributes
-/// class gets the finalizer its protection controller removes once nothing
-/// uses it.
+/// class (any version: upstream matches the group-resource; the
+/// VolumeAttributesClass gate is locked on in 1.37) gets the finalizer its
+/// protection controller removes once nothing uses it; appended unless there.
 fn protect_in_use(plural: &str, object: &mut Value) {
     let finalizer = match plural {
         "persistentvolumeclaims" => "kubernetes.io/pvc-protection",
@@ -297,15 +298,22 @@ impl InTree {
                     tolerations::add_defaults(object);
                 }
             }
+            // DefaultStorageClass, then StorageObjectInUseProtection (both
+            // on the claim itself, on create only).
             ("", "persistentvolumeclaims")
                 if main_resource
                     && a.operation == Operation::Create
-                    && self.plugins.is_on(DEFAULT_STORAGE_CLASS) =>
+                    && (self.plugins.is_on(DEFAULT_STORAGE_CLASS)
+                        || self.plugins.is_on(STORAGE_OBJECT_IN_USE_PROTECTION)) =>
             {
-                default_class::storage_class(object, objects).await;
+                if self.plugins.is_on(DEFAULT_STORAGE_CLASS) {
+                    default_class::storage_class(object, objects).await;
+                }
+                if self.plugins.is_on(STORAGE_OBJECT_IN_USE_PROTECTION) {
+                    protect_in_use(resource.1, object);
+                }
             }
-            ("", "persistentvolumes" | "persistentvolumeclaims")
-            | ("storage.k8s.io", "volumeattributesclasses")
+            ("", "persistentvolumes") | ("storage.k8s.io", "volumeattributesclasses")
                 if main_resource
                     && a.operation == Operation::Create
                     && self.plugins.is_on(STORAGE_OBJECT_IN_USE_PROTECTION) =>
@@ -366,9 +374,145 @@ impl InTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apimachinery::Subresource;
+    use registry::RequestContext;
+    use serde_json::json;
 
     fn names(n: &[&str]) -> Vec<String> {
         n.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// No classes, namespaces or authorizer: only what the plugins do alone.
+    struct Nothing;
+
+    #[async_trait::async_trait]
+    impl Objects for Nothing {
+        async fn namespace(&self, _: &str) -> Option<Value> {
+            None
+        }
+        async fn find(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            _: Option<&str>,
+            _: Option<&apimachinery::selector::LabelSelector>,
+        ) -> Result<Vec<Value>, String> {
+            Ok(Vec::new())
+        }
+        fn kind_of(&self, _: &str, _: &str, _: &str) -> Option<String> {
+            None
+        }
+        fn other_versions(&self, _: &str, _: &str, _: &str) -> Vec<String> {
+            Vec::new()
+        }
+        fn authorizer(&self, _: &RequestContext) -> Option<Arc<dyn cel_rules::Authorize>> {
+            None
+        }
+    }
+
+    /// The finalizers `object` has after the mutating plugins of `plugins`.
+    async fn finalizers_after(
+        plugins: Plugins,
+        (group, plural): (&str, &str),
+        operation: Operation,
+        subresource: Subresource,
+        mut object: Value,
+    ) -> Value {
+        let in_tree = InTree::new(plugins);
+        in_tree.attach(Arc::new(Nothing));
+        let rtype = registry::builtin::resource_types()
+            .into_iter()
+            .find(|t| t.group == group && t.plural == plural)
+            .unwrap();
+        let ctx = RequestContext {
+            namespace: if rtype.namespaced { "default" } else { "" }.into(),
+            subresource,
+            ..Default::default()
+        };
+        let old = object.clone();
+        let a = Attributes {
+            operation,
+            rtype: &rtype,
+            name: "x",
+            object: None,
+            old_object: (operation == Operation::Update).then_some(&old),
+            ctx: &ctx,
+        };
+        in_tree.mutate(&a, &mut object).await.unwrap();
+        object["metadata"]["finalizers"].clone()
+    }
+
+    // plugin/pkg/admission/storage/storageobjectinuseprotection: Create of the
+    // objects themselves only; the finalizer appended once.
+    #[tokio::test]
+    async fn storage_objects_are_protected_on_create() {
+        let on = Plugins::default();
+        let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "x"}, "spec": {"storageClassName": "fast"}});
+        let pvcs = ("", "persistentvolumeclaims");
+        let create = Operation::Create;
+        // DefaultStorageClass looks at the claim too (on by default): both run.
+        assert_eq!(
+            finalizers_after(on, pvcs, create, Subresource::None, claim.clone()).await,
+            json!(["kubernetes.io/pvc-protection"])
+        );
+        let volume = json!({"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": "x", "finalizers": null}});
+        assert_eq!(
+            finalizers_after(
+                on,
+                ("", "persistentvolumes"),
+                create,
+                Subresource::None,
+                volume
+            )
+            .await,
+            json!(["kubernetes.io/pv-protection"])
+        );
+        let class = json!({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttributesClass",
+            "metadata": {"name": "x", "finalizers": ["example.com/a", "kubernetes.io/vac-protection"]}});
+        assert_eq!(
+            finalizers_after(
+                on,
+                ("storage.k8s.io", "volumeattributesclasses"),
+                create,
+                Subresource::None,
+                class
+            )
+            .await,
+            json!(["example.com/a", "kubernetes.io/vac-protection"])
+        );
+        let mut kept = claim.clone();
+        kept["metadata"]["finalizers"] = json!(["example.com/a"]);
+        assert_eq!(
+            finalizers_after(on, pvcs, create, Subresource::None, kept).await,
+            json!(["example.com/a", "kubernetes.io/pvc-protection"])
+        );
+        // Not on updates, not through subresources, not when turned off.
+        let update = Operation::Update;
+        for (plugins, operation, subresource) in [
+            (on, update, Subresource::None),
+            (on, update, Subresource::Status),
+            (
+                Plugins::from_flags(&[], &names(&["StorageObjectInUseProtection"])).unwrap(),
+                create,
+                Subresource::None,
+            ),
+        ] {
+            assert_eq!(
+                finalizers_after(plugins, pvcs, operation, subresource.clone(), claim.clone())
+                    .await,
+                Value::Null,
+                "{operation:?} {subresource:?}"
+            );
+        }
+        // Without DefaultStorageClass the claim is still protected.
+        let alone = Plugins::from_flags(&[], &names(&["DefaultStorageClass"])).unwrap();
+        assert_eq!(
+            finalizers_after(alone, pvcs, create, Subresource::None, claim).await,
+            json!(["kubernetes.io/pvc-protection"])
+        );
     }
 
     #[test]
