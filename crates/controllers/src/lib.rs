@@ -9,6 +9,7 @@ pub mod gc;
 pub mod leader;
 pub mod namespace;
 pub mod runtime;
+pub mod storage_protection;
 
 use std::sync::Arc;
 

@@ -196,15 +196,22 @@ async fn start_controllers(
         move || namespace_controller.clone().run(),
     ));
     let resources = Arc::new(CatalogResources(api.clone()));
+    let gc_resources = resources.clone();
     let garbage_collector = tokio::spawn(leader::while_leading(
-        leadership,
+        leadership.clone(),
         "garbage-collector",
         move || {
             controllers::gc::GarbageCollector {
-                resources: resources.clone(),
+                resources: gc_resources.clone(),
             }
             .run()
         },
+    ));
+    // kube-controller-manager's pvc-, pv- and vac-protection.
+    let storage_protection = tokio::spawn(leader::while_leading(
+        leadership,
+        "storage-protection",
+        move || controllers::storage_protection::run(resources.clone()),
     ));
     Ok(tokio::spawn(async move {
         let _ = tokio::join!(
@@ -214,6 +221,7 @@ async fn start_controllers(
             admission,
             namespaces,
             garbage_collector,
+            storage_protection,
             crd_controller,
             apiservice_registration,
             availability
