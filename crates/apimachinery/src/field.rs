@@ -220,6 +220,22 @@ impl FieldError {
         }
     }
 
+    /// `Invalid value` whose value upstream leaves out (`field.OmitValueType`):
+    /// `Invalid value: <detail>`.
+    pub fn invalid_omitted(path: &FieldPath, detail: &str) -> Self {
+        Self::new(ErrorType::Invalid, path, None, detail)
+    }
+
+    /// `Duplicate value` with a value in Go's own rendering (a struct's JSON).
+    pub fn duplicate_go(path: &FieldPath, go_value: &str) -> Self {
+        FieldError {
+            kind: ErrorType::Duplicate,
+            field: path.0.clone(),
+            bad_value: Some(BadValue::Go(go_value.to_string())),
+            detail: String::new(),
+        }
+    }
+
     pub fn required(path: &FieldPath, detail: &str) -> Self {
         Self::new(ErrorType::Required, path, None, detail)
     }
@@ -266,6 +282,17 @@ impl FieldError {
             path,
             None,
             &format!("may not be more than {max} bytes"),
+        )
+    }
+
+    /// `Too long: may not be more than 63 characters` (declarative
+    /// validation's `maxLength`, which counts characters).
+    pub fn too_long_characters(path: &FieldPath, max: usize) -> Self {
+        Self::new(
+            ErrorType::TooLong,
+            path,
+            None,
+            &format!("may not be more than {max} characters"),
         )
     }
 

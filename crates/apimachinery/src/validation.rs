@@ -31,6 +31,7 @@ pub const DNS1123_LABEL_MAX_LENGTH: usize = 63;
 const DNS1123_SUBDOMAIN_FMT: &str =
     r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const DNS1123_SUBDOMAIN_CASELESS_ERR: &str = "an RFC 1123 subdomain must consist of alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 /// Longest RFC 1123 subdomain.
 pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 
@@ -182,6 +183,23 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
             DNS1123_SUBDOMAIN_ERR,
             DNS1123_SUBDOMAIN_FMT,
             &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// An RFC 1123 subdomain in any letter case (upstream's
+/// `IsDNS1123SubdomainCaseless`: DRA driver names in declarative validation).
+pub fn is_dns1123_subdomain_caseless(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    if !pattern::dns1123_subdomain(&value.to_ascii_lowercase()) {
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_CASELESS_ERR,
+            DNS1123_SUBDOMAIN_FMT,
+            &["Example.com"],
         ));
     }
     errs
@@ -619,10 +637,12 @@ fn is_go_printable(c: char) -> bool {
 /// `meta` is the `metadata` object itself (not the whole object); `path` is
 /// usually `FieldPath::new("metadata")`. Name generation must already have
 /// happened. `namespaced` says whether the resource requires a namespace.
+/// `name_validator` is a [`NameValidator`], or a closure where the rule
+/// depends on the object (ClusterTrustBundles are named after their signer).
 pub fn validate_object_meta(
     meta: &Value,
     namespaced: bool,
-    name_validator: NameValidator,
+    name_validator: impl Fn(&str, bool) -> Vec<String>,
     path: &FieldPath,
 ) -> ErrorList {
     let mut errs = validate_meta_types(meta, path);

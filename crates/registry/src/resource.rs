@@ -25,6 +25,13 @@ pub trait Strategy: Send + Sync + 'static {
     /// Carry over what a main-resource update must not change (e.g. `status`).
     fn prepare_update(&self, _new: &mut Value, _old: &Value) {}
 
+    /// The messages for a `name` (`prefix`: a `generateName`) where the rule
+    /// depends on the object itself (ClusterTrustBundles are named after their
+    /// signer); `None` applies the type's `name_validation`.
+    fn name_errors(&self, _obj: &Value, _name: &str, _prefix: bool) -> Option<Vec<String>> {
+        None
+    }
+
     /// Type-specific validation of a new object (metadata is validated generically).
     fn validate(&self, _obj: &Value) -> ErrorList {
         Vec::new()
@@ -131,16 +138,21 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// On a status-subresource update: take only `status` from `new`.
     fn prepare_status_update(&self, new: &mut Value, old: &Value) {
-        let status = new.get("status").cloned();
-        *new = old.clone();
-        match status {
-            Some(s) => {
-                new["status"] = s;
-            }
-            None => {
-                if let Some(o) = new.as_object_mut() {
-                    o.remove("status");
-                }
+        take_status(new, old);
+    }
+}
+
+/// `new` becomes `old` with `new`'s status (a status-subresource write).
+pub fn take_status(new: &mut Value, old: &Value) {
+    let status = new.get("status").cloned();
+    *new = old.clone();
+    match status {
+        Some(s) => {
+            new["status"] = s;
+        }
+        None => {
+            if let Some(o) = new.as_object_mut() {
+                o.remove("status");
             }
         }
     }

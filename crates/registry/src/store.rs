@@ -579,10 +579,17 @@ impl GenericStore {
     }
 
     fn validate_metadata(&self, obj: &Value) -> ErrorList {
+        let by_type = self.rtype.name_validation;
+        let name_errors = |name: &str, prefix: bool| {
+            self.rtype
+                .strategy
+                .name_errors(obj, name, prefix)
+                .unwrap_or_else(|| by_type(name, prefix))
+        };
         validate_object_meta(
             obj.get("metadata").unwrap_or(&Value::Null),
             self.rtype.namespaced,
-            self.rtype.name_validation,
+            name_errors,
             &FieldPath::new("metadata"),
         )
     }

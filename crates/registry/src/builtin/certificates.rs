@@ -330,7 +330,7 @@ fn validate_usages(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
 
 /// `ValidateSignerName`: `<domain>/<path>`, the domain made of DNS labels
 /// (at least two), the path of DNS subdomains.
-fn validate_signer_name(path: &FieldPath, signer: &str) -> ErrorList {
+pub(super) fn validate_signer_name(path: &FieldPath, signer: &str) -> ErrorList {
     const SUBDOMAIN_MAX: usize = 253;
     const SIGNER_MAX: usize = SUBDOMAIN_MAX + (SUBDOMAIN_MAX + 63 + 1) + 1;
     let mut errs = ErrorList::new();

@@ -121,6 +121,9 @@ fn resource_type(row: KindRow) -> ResourceType {
         grace_period: strategy_rules::grace_period(row.group, row.kind),
         validate: validation::on_create(row.group, row.kind),
         validate_update: validation::on_update(row.group, row.kind),
+        name_rule: validation::name_rule(row.group, row.kind),
+        status_update: strategy_rules::on_status_update(row.group, row.kind),
+        warnings: strategy_rules::warnings(row.group, row.kind),
     };
     let mut t = ResourceType::new(
         row.group,
@@ -263,6 +266,9 @@ struct BuiltinKind {
     grace_period: Option<fn(&Value, Option<i64>) -> i64>,
     validate: Option<fn(&Value) -> ErrorList>,
     validate_update: Option<fn(&Value, &Value) -> ErrorList>,
+    name_rule: Option<validation::NameRule>,
+    status_update: Option<fn(&mut Value, &Value)>,
+    warnings: Option<fn(&Value) -> Vec<String>>,
 }
 
 impl BuiltinKind {
@@ -305,6 +311,22 @@ impl Strategy for BuiltinKind {
             rule(new, old);
         }
         self.default(new);
+    }
+
+    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+        crate::resource::take_status(new, old);
+        if let Some(rule) = self.status_update {
+            rule(new, old);
+        }
+    }
+
+    fn name_errors(&self, obj: &Value, name: &str, prefix: bool) -> Option<Vec<String>> {
+        self.name_rule.and_then(|rule| rule(obj, name, prefix))
+    }
+
+    fn warnings(&self, obj: &Value) -> Vec<String> {
+        self.warnings
+            .map_or_else(Vec::new, |warnings| warnings(obj))
     }
 
     fn annotations_bump_generation(&self) -> bool {

@@ -1451,7 +1451,7 @@ fn pod_certificate_request_row(obj: &Value) -> Vec<Value> {
             t @ ("Issued" | "Denied" | "Failed") => Some(t),
             _ => None,
         })
-        .last()
+        .next_back()
         .unwrap_or("Pending");
     let spec = |field: &str| json!(text(obj, &["spec", field]));
     vec![
@@ -1530,7 +1530,7 @@ fn storage_version_migration_row(obj: &Value) -> Vec<Value> {
             t @ ("Running" | "Failed" | "Succeeded") => Some(t),
             _ => None,
         })
-        .last()
+        .next_back()
         .unwrap_or("Unknown");
     vec![json!(migrated), json!(status)]
 }

@@ -83,7 +83,10 @@ pub fn returns_deleted_object(group: &str, kind: &str) -> bool {
             "PersistentVolume" | "PersistentVolumeClaim" | "Pod" | "PodTemplate" | "ResourceQuota"
         ) | (
             "storage.k8s.io",
-            "CSIDriver" | "CSINode" | "StorageClass" | "VolumeAttachment"
+            "CSIDriver" | "CSINode" | "StorageClass" | "VolumeAttachment" | "VolumeAttributesClass"
+        ) | (
+            "resource.k8s.io",
+            "DeviceClass" | "ResourceClaim" | "ResourceClaimTemplate" | "ResourceSlice"
         )
     )
 }

@@ -4,7 +4,8 @@
 //! controllers of `apps/v1`, ReplicationControllers, Jobs and CronJobs, Pod
 //! and PVC updates, and a handful of checks on StorageClasses,
 //! PodDisruptionBudgets, HorizontalPodAutoscalers, Ingresses and
-//! PriorityClasses.
+//! PriorityClasses. The kinds new in 1.37 have modules of their own (`dra`,
+//! `trust_bundles`, `pod_certificates`, `storage`), dispatched from here.
 //!
 //! Objects arrive defaulted, as JSON in their served version; a field of the
 //! wrong JSON type is treated as absent (decoding rejects those upstream before
@@ -23,6 +24,8 @@ use apimachinery::validation::{
 };
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
+
+use super::{dra, pod_certificates, storage, trust_bundles};
 
 /// Validation of a new object of `group`/`kind` (after defaulting).
 pub fn on_create(group: &str, kind: &str) -> Option<fn(&Value) -> ErrorList> {
@@ -43,10 +46,43 @@ pub fn on_create(group: &str, kind: &str) -> Option<fn(&Value) -> ErrorList> {
         ("networking.k8s.io", "Ingress") => ingress,
         ("scheduling.k8s.io", "PriorityClass") => priority_class,
         ("node.k8s.io", "RuntimeClass") => runtime_class,
+        ("resource.k8s.io", "DeviceClass") => dra::device_class,
+        ("resource.k8s.io", "ResourceClaim") => dra::resource_claim,
+        ("resource.k8s.io", "ResourceClaimTemplate") => dra::claim_template,
+        ("resource.k8s.io", "ResourceSlice") => dra::resource_slice,
+        ("resource.k8s.io", "DeviceTaintRule") => dra::taint_rule,
+        ("certificates.k8s.io", "ClusterTrustBundle") => trust_bundles::trust_bundle,
+        ("certificates.k8s.io", "PodCertificateRequest") => {
+            pod_certificates::pod_certificate_request
+        }
+        ("storage.k8s.io", "VolumeAttributesClass") => storage::volume_attributes_class,
+        ("storage.k8s.io", "CSINode") => storage::csi_node,
+        ("storagemigration.k8s.io", "StorageVersionMigration") => {
+            storage::storage_version_migration
+        }
         _ => return None,
     };
     Some(f)
 }
+
+/// The name rule of `group`/`kind` where it depends on the object or is
+/// reported elsewhere (the strategy's `name_errors`): `None` from the rule
+/// means the type's usual name validation applies.
+pub fn name_rule(group: &str, kind: &str) -> Option<NameRule> {
+    let f: NameRule = match (group, kind) {
+        ("certificates.k8s.io", "ClusterTrustBundle") => {
+            |obj, name, prefix| Some(trust_bundles::bundle_name(obj, name, prefix))
+        }
+        ("resource.k8s.io", "DeviceClass") => {
+            |_, name, prefix| dra::device_class_name(name, prefix)
+        }
+        _ => return None,
+    };
+    Some(f)
+}
+
+/// A name rule: the messages for a name (`true`: a `generateName`) of an object.
+pub type NameRule = fn(&Value, &str, bool) -> Option<Vec<String>>;
 
 /// Validation of an update of `group`/`kind`: `(new, old)`, run instead of
 /// [`on_create`]'s (it includes it where upstream does).
@@ -63,6 +99,20 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&Value, &Value) -> ErrorL
         ("storage.k8s.io", "StorageClass") => storage_class_update,
         ("scheduling.k8s.io", "PriorityClass") => priority_class_update,
         ("node.k8s.io", "RuntimeClass") => runtime_class_update,
+        ("resource.k8s.io", "DeviceClass") => dra::device_class_update,
+        ("resource.k8s.io", "ResourceClaim") => dra::resource_claim_update,
+        ("resource.k8s.io", "ResourceClaimTemplate") => dra::claim_template_update,
+        ("resource.k8s.io", "ResourceSlice") => dra::resource_slice_update,
+        ("resource.k8s.io", "DeviceTaintRule") => dra::taint_rule_update,
+        ("certificates.k8s.io", "ClusterTrustBundle") => trust_bundles::trust_bundle_update,
+        ("certificates.k8s.io", "PodCertificateRequest") => {
+            pod_certificates::pod_certificate_request_update
+        }
+        ("storage.k8s.io", "VolumeAttributesClass") => storage::volume_attributes_class_update,
+        ("storage.k8s.io", "CSINode") => storage::csi_node_update,
+        ("storagemigration.k8s.io", "StorageVersionMigration") => {
+            storage::storage_version_migration_update
+        }
         _ => return None,
     };
     Some(f)
@@ -71,29 +121,29 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&Value, &Value) -> ErrorL
 // ---------------------------------------------------------------------------
 // Reading JSON of any shape
 
-fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+pub(super) fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     v.get(key).filter(|x| !x.is_null())
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+pub(super) fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn int_of(v: &Value, key: &str) -> Option<i64> {
+pub(super) fn int_of(v: &Value, key: &str) -> Option<i64> {
     v.get(key).and_then(Value::as_i64)
 }
 
-fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+pub(super) fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
     v.get(key)
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
 }
 
-fn object<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
+pub(super) fn object<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
     v.get(key).and_then(Value::as_object)
 }
 
-fn spec_of(obj: &Value) -> &Value {
+pub(super) fn spec_of(obj: &Value) -> &Value {
     static EMPTY: Value = Value::Null;
     obj.get("spec").unwrap_or(&EMPTY)
 }
@@ -108,7 +158,7 @@ fn template_labels(template: &Value) -> Option<&Map<String, Value>> {
 /// Go's `reflect.DeepEqual` as `apiequality.Semantic` applies it to decoded
 /// objects: absent, `null` and empty values (Go's zero values, nil and empty
 /// slices and maps) compare equal.
-fn semantic_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
+pub(super) fn semantic_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
     normalized(a) == normalized(b)
 }
 
@@ -128,7 +178,7 @@ fn normalized(v: Option<&Value>) -> Value {
     }
 }
 
-fn is_zero(v: &Value) -> bool {
+pub(super) fn is_zero(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Bool(b) => !b,
@@ -236,7 +286,7 @@ fn nonnegative(v: &Value, key: &str, path: &FieldPath, errs: &mut ErrorList) {
 
 /// An enumerated string field: `Required value` when empty, else
 /// `Unsupported value` unless one of `supported`.
-fn one_of(value: &str, supported: &[&str], path: &FieldPath, errs: &mut ErrorList) {
+pub(super) fn one_of(value: &str, supported: &[&str], path: &FieldPath, errs: &mut ErrorList) {
     if value.is_empty() {
         errs.push(FieldError::required(path, ""));
     } else if !supported.contains(&value) {
@@ -245,7 +295,13 @@ fn one_of(value: &str, supported: &[&str], path: &FieldPath, errs: &mut ErrorLis
 }
 
 /// `ValidateImmutableField`: `field is immutable` with the new value.
-fn immutable(new: &Value, old: &Value, key: &str, path: &FieldPath, errs: &mut ErrorList) {
+pub(super) fn immutable(
+    new: &Value,
+    old: &Value,
+    key: &str,
+    path: &FieldPath,
+    errs: &mut ErrorList,
+) {
     if !semantic_eq(new.get(key), old.get(key)) {
         let value = new.get(key).cloned().unwrap_or(Value::Null);
         errs.push(FieldError::invalid(
@@ -296,7 +352,7 @@ fn port_name_errors(name: &str) -> Vec<String> {
     msgs
 }
 
-fn dns_label(value: &str, path: &FieldPath, errs: &mut ErrorList) {
+pub(super) fn dns_label(value: &str, path: &FieldPath, errs: &mut ErrorList) {
     for msg in is_dns1123_label(value) {
         errs.push(FieldError::invalid(path, json!(value), &msg));
     }
