@@ -7,12 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use http_body_util::{BodyExt, BodyStream, StreamBody};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::upgrade::OnUpgrade;
-use hyper_util::rt::TokioIo;
 use parking_lot::RwLock;
 
 use apimachinery::StatusError;
@@ -20,7 +17,10 @@ use apimachinery::StatusError;
 use server::authn::UserInfo;
 use server::config::FrontProxyConfig;
 use server::delegation::{Claim, Delegation};
-use server::response::{self, Body, Chunk};
+use server::forward::{
+    UID_HEADER, bridge, streamed, strip_hop_by_hop, strip_identity, wants_upgrade,
+};
+use server::response::{self, Body};
 use webhook::Backend;
 use webhook::client::BoxError;
 
@@ -134,96 +134,7 @@ async fn serve(
     Response::from_parts(parts, streamed(body))
 }
 
-/// Copy bytes both ways between an upgraded client and backend connection (exec,
-/// attach, port-forward) until either side closes.
-async fn bridge(client: OnUpgrade, backend: OnUpgrade) {
-    let (Ok(client), Ok(backend)) = (client.await, backend.await) else {
-        return;
-    };
-    let mut client = TokioIo::new(client);
-    let mut backend = TokioIo::new(backend);
-    if let Err(e) = tokio::io::copy_bidirectional(&mut client, &mut backend).await {
-        tracing::debug!(error = %e, "upgraded proxy connection ended");
-    }
-}
-
-fn wants_upgrade(h: &http::HeaderMap) -> bool {
-    h.contains_key(http::header::UPGRADE)
-        && h.get_all(http::header::CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
-}
-
-/// Headers that describe one hop, not the message (RFC 9110 §7.6.1); an upgrade
-/// keeps `Connection` and `Upgrade` so the backend can switch protocols.
-fn strip_hop_by_hop(h: &mut http::HeaderMap, upgrade: bool) {
-    let named: Vec<HeaderName> = h
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
-        .filter(|n| !(upgrade && n == http::header::UPGRADE))
-        .collect();
-    for name in named {
-        h.remove(name);
-    }
-    for name in [
-        "keep-alive",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-    ] {
-        h.remove(name);
-    }
-    if !upgrade {
-        h.remove(http::header::CONNECTION);
-        h.remove(http::header::UPGRADE);
-    }
-}
-
-/// The backend's body as ours, frame by frame. A backend that breaks mid-body ends
-/// the stream there (our body type cannot carry an error; the client sees a short
-/// body or, for a watch, the end of the watch).
-fn streamed(body: Incoming) -> Body {
-    let frames = BodyStream::new(body)
-        .take_while(|f| std::future::ready(f.is_ok()))
-        .filter_map(|f| std::future::ready(f.ok()))
-        .map(|frame| Ok::<_, std::convert::Infallible>(frame.map_data(Chunk::from)));
-    StreamBody::new(frames).boxed_unsync()
-}
-
-/// Drop credentials and any identity headers the client tried to set.
-fn strip_identity(h: &mut http::HeaderMap, cfg: &FrontProxyConfig) {
-    h.remove(http::header::AUTHORIZATION);
-    let names: Vec<HeaderName> = h.keys().cloned().collect();
-    for name in names {
-        let n = name.as_str();
-        let spoofed = cfg
-            .username_headers
-            .iter()
-            .chain(&cfg.group_headers)
-            .chain(&cfg.uid_headers)
-            .any(|x| n.eq_ignore_ascii_case(x))
-            || n.eq_ignore_ascii_case(UID_HEADER)
-            || cfg
-                .extra_headers_prefix
-                .iter()
-                .any(|p| n.to_ascii_lowercase().starts_with(&p.to_ascii_lowercase()))
-            || n.starts_with("impersonate-");
-        if spoofed {
-            h.remove(&name);
-        }
-    }
-}
-
-/// The header the aggregator sends the caller's UID in (upstream 1.33, its
-/// `RemoteRequestHeaderUID` feature on by default), when the UID is known.
-const UID_HEADER: &str = "X-Remote-Uid";
-
+/// The caller's identity as the front proxy's headers.
 pub fn add_identity(h: &mut http::HeaderMap, user: &UserInfo, cfg: &FrontProxyConfig) {
     let header = |s: &str| HeaderName::from_bytes(s.as_bytes()).ok();
     if !user.uid.is_empty()

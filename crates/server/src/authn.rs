@@ -193,6 +193,12 @@ impl Authenticator {
         self
     }
 
+    /// The headers front proxies assert identities in (dropped from requests
+    /// forwarded elsewhere).
+    pub fn request_header_config(&self) -> &FrontProxyConfig {
+        &self.request_header.config
+    }
+
     pub fn service_account_tokens(&self) -> Option<&crate::serviceaccounts::Tokens> {
         self.service_accounts.as_deref()
     }

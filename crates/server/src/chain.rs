@@ -30,7 +30,7 @@ use std::time::Instant;
 use http::{Request, Response, header};
 use hyper::body::Incoming;
 
-use apimachinery::{StatusError, Verb};
+use apimachinery::{StatusError, Subresource, Verb};
 
 use crate::api::Api;
 use crate::audit;
@@ -98,11 +98,17 @@ pub async fn handle(api: Arc<Api>, req: Request<Incoming>, peer: &PeerIdentity) 
 
 async fn stages(
     api: &Api,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     scope: &mut Scope,
     peer: &PeerIdentity,
     audit_id: &str,
 ) -> Result<Response<Body>, Rejected> {
+    // A proxied request names its client to the backend (`X-Forwarded-For`).
+    if scope.info.subresource == Subresource::Proxy
+        && let Some(ip) = peer.remote_ip
+    {
+        req.extensions_mut().insert(crate::forward::ClientIp(ip));
+    }
     let user = match Authentication::authenticate(api, peer, &req) {
         Ok(user) => user,
         Err(rejected) => {

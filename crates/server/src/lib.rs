@@ -13,6 +13,7 @@ pub mod config;
 pub mod delegation;
 pub mod encode;
 pub mod endpoints;
+pub mod forward;
 pub mod front_proxy;
 pub mod handlers;
 pub mod impersonation;

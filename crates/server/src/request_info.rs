@@ -71,8 +71,9 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
     if let Some(sub) = rest.get(2) {
         info.subresource = Subresource::parse(sub);
     }
-    // More segments than resource/name/subresource match no verb.
-    info.verb = if rest.len() > 3 {
+    // More segments than resource/name/subresource match no verb, but for
+    // `proxy`, whose path goes on to the backend (upstream's connect routes).
+    info.verb = if rest.len() > 3 && info.subresource != Subresource::Proxy {
         Verb::Unknown
     } else {
         Verb::of(method, !info.name.is_empty(), is_watch)
@@ -171,6 +172,33 @@ mod tests {
             "/apis/x.io/v1/widgets/w/status",
             false,
             ("patch", "x.io", "v1", "", "widgets", "w", "status"),
+        );
+        // A proxy path goes on past the subresource; its verb is the method's.
+        check(
+            "POST",
+            "/api/v1/namespaces/default/services/https:web:443/proxy/a/b",
+            false,
+            (
+                "create",
+                "",
+                "v1",
+                "default",
+                "services",
+                "https:web:443",
+                "proxy",
+            ),
+        );
+        check(
+            "GET",
+            "/api/v1/nodes/n1/proxy/metrics",
+            false,
+            ("get", "", "v1", "", "nodes", "n1", "proxy"),
+        );
+        check(
+            "GET",
+            "/api/v1/namespaces/default/pods/p/log/extra",
+            false,
+            ("unknown", "", "v1", "default", "pods", "p", "log"),
         );
         check(
             "GET",

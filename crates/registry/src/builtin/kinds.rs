@@ -147,6 +147,9 @@ fn resource_type(row: KindRow) -> ResourceType {
     if row.group.is_empty() && row.kind == "Pod" {
         t.extra_subresources = POD_SUBRESOURCES;
     }
+    if row.group.is_empty() && row.kind == "Node" {
+        t.extra_subresources = NODE_SUBRESOURCES;
+    }
     if let Some((_, verbs, warning)) = UNSTORED.iter().find(|(k, ..)| *k == row.kind) {
         t.verbs = verbs;
         t.deprecation_warning = warning.map(str::to_owned);
@@ -194,14 +197,19 @@ const POD_SUBRESOURCES: &[ExtraSubresource] = &[
         "PodPortForwardOptions",
         &["create", "get"],
     ),
-    sub(
-        "proxy",
-        "",
-        "PodProxyOptions",
-        &["create", "delete", "get", "patch", "update"],
-    ),
+    sub("proxy", "", "PodProxyOptions", PROXY_VERBS),
     sub("resize", "", "Pod", &["get", "patch", "update"]),
 ];
+
+/// The verbs of a `proxy` subresource: one per proxied HTTP method.
+const PROXY_VERBS: &[&str] = &["create", "delete", "get", "patch", "update"];
+
+/// Node subresources besides `status` (upstream's discovery).
+const NODE_SUBRESOURCES: &[ExtraSubresource] = &[sub("proxy", "", "NodeProxyOptions", PROXY_VERBS)];
+
+/// Service subresources besides `status` (upstream's discovery).
+pub(super) const SERVICE_SUBRESOURCES: &[ExtraSubresource] =
+    &[sub("proxy", "", "ServiceProxyOptions", PROXY_VERBS)];
 
 const fn sub(
     name: &'static str,

@@ -156,6 +156,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     services.allocator = Some(Arc::new(ServiceAllocator::new(service_ranges)));
     services.name_validation = apimachinery::validation::name_is_dns1035_label;
     services.categories = vec!["all".into()];
+    services.extra_subresources = kinds::SERVICE_SUBRESOURCES;
     let services = services;
     let endpoints = columns(
         short(

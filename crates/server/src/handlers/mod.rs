@@ -7,6 +7,7 @@ mod computed;
 mod delete;
 mod patch;
 mod pods;
+mod proxy;
 mod read;
 mod reviews;
 mod scale;
@@ -96,6 +97,10 @@ async fn serve_inner(
     query: Query,
 ) -> Result<Response<Body>> {
     check_scope(&served.rtype, info)?;
+    // Proxied requests take any media type and query: they are the backend's.
+    if proxy::handles(&served.rtype, info) {
+        return proxy::serve(api, info, &user, req).await;
+    }
     let headers = req.headers();
     let header_str = |h: header::HeaderName| {
         headers

@@ -1,8 +1,8 @@
 //! Pod subresources of a cluster without kubelets, as kube-apiserver answers
 //! them (`pkg/registry/core/pod/storage`, `pkg/registry/core/pod/rest`):
 //! `binding` and `eviction` are stored operations; `log` of an unscheduled pod
-//! is empty (204); `exec`, `attach` and `portforward` need a host; nothing can
-//! be proxied to a pod without an address.
+//! is empty (204); `exec`, `attach` and `portforward` need a host. (`proxy`
+//! is the `proxy` module's.)
 
 use bytes::Bytes;
 use http::Response;
@@ -27,7 +27,6 @@ pub fn handles(call: &Call<'_>) -> bool {
                 | Subresource::Exec
                 | Subresource::Attach
                 | Subresource::PortForward
-                | Subresource::Proxy
         )
 }
 
@@ -60,11 +59,11 @@ pub async fn serve(
             node_connection(call, pod).await?;
             Err(no_kubelet(pod))
         }
-        Subresource::PortForward => {
+        _ => {
+            // PortForward
             node_connection(call, pod).await?;
             Err(no_kubelet(pod))
         }
-        _ => proxy(pod),
     }
 }
 
@@ -155,20 +154,6 @@ fn no_kubelet(pod: &Value) -> StatusError {
     StatusError::service_unavailable(format!(
         "no kubelet serves node {node:?}: kubext runs no kubelets"
     ))
-}
-
-/// `pods/{name}/proxy`: upstream's `ResourceLocation` refuses pods without a
-/// routable IP, and kubext routes to none.
-fn proxy(pod: &Value) -> Result<Response<Body>> {
-    let ip = pod
-        .pointer("/status/podIPs/0/ip")
-        .or_else(|| pod.pointer("/status/podIP"))
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if ip.is_empty() {
-        return Err(StatusError::bad_request("address not allowed"));
-    }
-    Err(no_kubelet(pod))
 }
 
 fn binding_conflict(name: &str, detail: String) -> StatusError {
