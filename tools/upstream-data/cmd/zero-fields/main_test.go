@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -621,6 +623,16 @@ func newFiller(seed int64, k schema.GroupVersionKind) *randfill.Filler {
 		func(v *apiextensionsv1beta1.ValidationRule, c randfill.Continue) {
 			c.FillNoCustom(v)
 			v.Rule = "self > 0"
+		},
+		// A Workload's composite pod group templates nest themselves; the
+		// table's rows stop where the type recurs (as for JSONSchemaProps).
+		func(v *schedulingv1alpha3.CompositePodGroupTemplate, c randfill.Continue) {
+			c.FillNoCustom(v)
+			v.CompositePodGroupTemplates = nil
+		},
+		func(v *schedulingv1beta1.CompositePodGroupTemplate, c randfill.Continue) {
+			c.FillNoCustom(v)
+			v.CompositePodGroupTemplates = nil
 		},
 	)
 }
