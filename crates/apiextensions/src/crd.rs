@@ -59,7 +59,9 @@ impl Strategy for Crds {
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
-        let mut errs = validate_crd(new);
+        // Rules the stored CRD already had compile in the environment of
+        // stored expressions (upstream's ratcheting of CEL environments).
+        let mut errs = validate_crd_with(new, &cel_rules::Preexisting::of_crd(old));
         let spec = FieldPath::new("spec");
         for field in ["group", "scope"] {
             if new.pointer(&format!("/spec/{field}")) != old.pointer(&format!("/spec/{field}")) {
@@ -208,6 +210,12 @@ pub fn set_condition_status(
 }
 
 pub fn validate_crd(obj: &Value) -> ErrorList {
+    validate_crd_with(obj, &cel_rules::Preexisting::default())
+}
+
+/// `validate_crd`, `preexisting` the CEL expressions of the stored CRD when
+/// updating it.
+fn validate_crd_with(obj: &Value, preexisting: &cel_rules::Preexisting) -> ErrorList {
     let mut errs = Vec::new();
     let spec = FieldPath::new("spec");
     let group = str_at(obj, "/spec/group");
@@ -262,12 +270,16 @@ pub fn validate_crd(obj: &Value) -> ErrorList {
             &["Cluster", "Namespaced"],
         ));
     }
-    errs.extend(validate_versions(obj, &spec.child("versions")));
+    errs.extend(validate_versions(obj, &spec.child("versions"), preexisting));
     errs.extend(crate::conversion::validate(obj));
     errs
 }
 
-fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
+fn validate_versions(
+    obj: &Value,
+    path: &FieldPath,
+    preexisting: &cel_rules::Preexisting,
+) -> ErrorList {
     let mut errs = Vec::new();
     let versions = obj.pointer("/spec/versions").and_then(Value::as_array);
     let Some(versions) = versions.filter(|v| !v.is_empty()) else {
@@ -324,7 +336,11 @@ fn validate_versions(obj: &Value, path: &FieldPath) -> ErrorList {
                 if structural_errors.is_empty()
                     && let Ok(structural) = schema::structural::Structural::compile(raw)
                 {
-                    errs.extend(cel_rules::compile_errors(&structural, &schema_path));
+                    errs.extend(cel_rules::compile_errors_updating(
+                        &structural,
+                        &schema_path,
+                        preexisting,
+                    ));
                 }
                 errs.extend(structural_errors);
             }

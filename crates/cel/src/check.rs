@@ -38,6 +38,70 @@ impl fmt::Display for Issues {
     }
 }
 
+/// The `cel` crate's parse errors (syntax errors, macros' errors) as cel-go
+/// prints its issues: each with its source line and a caret.
+pub fn parse_errors(errors: &cel::parser::ParseErrors, source: &str) -> String {
+    let mut out = String::new();
+    for (i, e) in errors.errors.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let (line, column) = e.pos;
+        let text = usize::try_from(line - 1)
+            .ok()
+            .and_then(|l| source.split('\n').nth(l));
+        let message = match (e.msg.as_str(), text) {
+            ("argument must be a simple name", Some(text)) => {
+                let at = usize::try_from(column - 1).unwrap_or(0);
+                match macro_at(text, at) {
+                    Some("map" | "filter") => "argument is not an identifier".to_string(),
+                    Some(m @ ("optMap" | "optFlatMap")) => {
+                        format!("{m}() variable name must be a simple identifier")
+                    }
+                    _ => e.msg.clone(),
+                }
+            }
+            _ => e.msg.clone(),
+        };
+        out.push_str(&format!("ERROR: <input>:{line}:{column}: {message}"));
+        if let Some(text) = text {
+            let dots = usize::try_from(column - 1).unwrap_or(0);
+            out.push_str(&format!("\n | {text}\n | {}^", ".".repeat(dots)));
+        }
+    }
+    out
+}
+
+/// The name of the call whose arguments the character `at` of `line` is in
+/// (`map` for `x.map(n.x, n)` and the `.` of `n.x`): the `cel` crate words
+/// every macro's "not a variable name" alike, cel-go `map`'s and `filter`'s,
+/// `optMap`'s and `optFlatMap`'s each its own way.
+fn macro_at(line: &str, at: usize) -> Option<&str> {
+    let chars: Vec<(usize, char)> = line.char_indices().collect();
+    let mut depth = 0usize;
+    let mut i = at.min(chars.len());
+    while i > 0 {
+        i -= 1;
+        match chars[i].1 {
+            ')' | ']' | '}' => depth += 1,
+            '(' | '[' | '{' if depth > 0 => depth -= 1,
+            '(' => {
+                let end = chars[i].0;
+                let start = chars[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|(_, c)| c.is_ascii_alphanumeric() || *c == '_')
+                    .last()
+                    .map_or(end, |(b, _)| *b);
+                return Some(&line[start..end]);
+            }
+            '[' | '{' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// The 1-based line, 0-based column (in characters) and text of the line
 /// `offset` is on.
 fn locate(source: &str, offset: usize) -> (usize, usize, &str) {
@@ -260,7 +324,14 @@ impl Checker<'_> {
         };
         let init = self.expr(&c.accu_init);
         let depth = self.scopes.len();
-        self.scopes.push((c.accu_var.clone(), init.clone()));
+        // An empty list accumulator (`map`, `filter`, `sortBy`'s keys) takes
+        // its elements' type from the step, as cel-go's `[]` of a type
+        // variable: `null`'s element type gives way to the first it meets.
+        let step_scope = match &c.accu_init.expr {
+            Expr::List(l) if l.elements.is_empty() => Type::list(Type::Null),
+            _ => init.clone(),
+        };
+        self.scopes.push((c.accu_var.clone(), step_scope));
         self.scopes.push((c.iter_var.clone(), first));
         if let Some(second_var) = &c.iter_var2 {
             self.scopes.push((second_var.clone(), second));

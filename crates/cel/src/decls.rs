@@ -44,9 +44,10 @@ impl Declarations {
         d
     }
 
-    /// What new expressions may use: kube-apiserver 1.33 compiles them in
-    /// 1.32's environment, so what 1.33 added (`library::STORED_ONLY`, the
-    /// semver library) is only for expressions already stored.
+    /// What new expressions may use: kube-apiserver 1.37 compiles them in
+    /// the environment of its minimum compatibility version, 1.36's, so what
+    /// 1.37 added (`library::STORED_ONLY`, the lists library's `includes`)
+    /// is only for expressions already stored.
     pub fn for_new_expressions() -> Declarations {
         let mut d = Declarations::kubernetes();
         for name in crate::library::STORED_ONLY {

@@ -40,6 +40,8 @@ fn go_text(err: &ExecutionError) -> String {
         ExecutionError::DivisionByZero(_) => "division by zero".into(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
         ExecutionError::Overflow(..) => "integer overflow".into(),
+        // The libraries' errors carry upstream's texts.
+        ExecutionError::FunctionError { message, .. } => message.clone(),
         other => other.to_string(),
     }
 }

@@ -42,7 +42,8 @@ impl Expression {
     }
 
     /// As [`Expression::compile`], for an expression already stored: it may
-    /// use everything the serving environment has (1.33's semver library).
+    /// use everything the serving environment has (1.37's: the lists
+    /// library's `includes`).
     pub fn compile_stored(
         source: &str,
         variables: &[&str],
@@ -58,9 +59,12 @@ impl Expression {
         decls: &crate::decls::Declarations,
     ) -> Result<Expression, String> {
         let env = crate::environment();
-        let program = env
-            .compile(source)
-            .map_err(|e| format!("compilation failed: {e}"))?;
+        let program = env.compile(source).map_err(|e| {
+            format!(
+                "compilation failed: {}",
+                crate::check::parse_errors(&e, source)
+            )
+        })?;
         let declared: Vec<(&str, Type)> = variables
             .iter()
             .map(|v| {
@@ -121,7 +125,9 @@ impl Expression {
             return Ok(());
         };
         let env = crate::environment();
-        let program = env.compile(source).map_err(|e| e.to_string())?;
+        let program = env
+            .compile(source)
+            .map_err(|e| crate::check::parse_errors(&e, source))?;
         let declared: Vec<(&str, Type)> = variables
             .iter()
             .map(|v| {

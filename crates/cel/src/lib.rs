@@ -1,13 +1,14 @@
-//! CEL as kube-apiserver 1.33 has it, on the `cel` crate. For CRD validation
+//! CEL as kube-apiserver 1.37 has it, on the `cel` crate. For CRD validation
 //! rules (`x-kubernetes-validations`): every rule of a schema type-checked
-//! and cost-estimated when the CRD is written (`compile_errors`), compiled
-//! once per CRD version (`RuleSet::compile`), evaluated per write with `self`
-//! (and `oldSelf` for transition rules) under the runtime cost limits
-//! (`RuleSet::budgeted`), reported as upstream reports them — the node's path
-//! (or the rule's `fieldPath`), the schema type as the value, `message`,
-//! `messageExpression` or `failed rule: <rule>`, `reason`. For admission
-//! policies: free-standing `Expression`s over JSON values, and the object
-//! types mutations construct (`ObjectTypes`).
+//! and cost-estimated when the CRD is written (`compile_errors`, in 1.36's
+//! environment unless the rule was already stored: `Preexisting`), compiled
+//! once per CRD version (`RuleSet::compile`, in 1.37's), evaluated per write
+//! with `self` (and `oldSelf` for transition rules) under the runtime cost
+//! limits (`RuleSet::budgeted`), reported as upstream reports them — the
+//! node's path (or the rule's `fieldPath`), the value (left out for objects
+//! and arrays), `message`, `messageExpression` or `failed rule: <rule>`,
+//! `reason`. For admission policies: free-standing `Expression`s over JSON
+//! values, and the object types mutations construct (`ObjectTypes`).
 //!
 //! Runtime costs are estimates (the `cel` crate has no cost hooks): an
 //! evaluation is charged its static estimate, or its estimate from the actual
@@ -78,13 +79,14 @@ fn build_environment() -> Env {
 }
 
 /// The checker's view of the same environment (for stored expressions:
-/// serving them).
+/// serving them; 1.37's environment).
 fn declarations() -> &'static Declarations {
     static DECLARATIONS: LazyLock<Declarations> = LazyLock::new(Declarations::kubernetes);
     &DECLARATIONS
 }
 
-/// The checker's view for expressions being written (a CRD or a policy).
+/// The checker's view for expressions being written (a CRD or a policy):
+/// 1.36's environment.
 fn new_declarations() -> &'static Declarations {
     static DECLARATIONS: LazyLock<Declarations> = LazyLock::new(Declarations::for_new_expressions);
     &DECLARATIONS
@@ -110,9 +112,12 @@ fn compile_expression(
     limits: &Limits,
     what: &str,
 ) -> Result<(Program, Type, u64), String> {
-    let program = env
-        .compile(source)
-        .map_err(|e| format!("{what}compilation failed: {e}"))?;
+    let program = env.compile(source).map_err(|e| {
+        format!(
+            "{what}compilation failed: {}",
+            check::parse_errors(&e, source)
+        )
+    })?;
     let checked = check::check(
         program.expression(),
         program.source_info(),
@@ -131,6 +136,18 @@ fn compile_rule(
     self_type: &Type,
     limits: &Limits,
 ) -> Checked {
+    compile_rule_in(env, [decls, decls], rule, self_type, limits)
+}
+
+/// `rule` compiled with the declarations `[of the rule, of its message
+/// expression]`.
+fn compile_rule_in(
+    env: &Env,
+    [decls, message_decls]: [&Declarations; 2],
+    rule: &ValidationRule,
+    self_type: &Type,
+    limits: &Limits,
+) -> Checked {
     let old_self_type = if rule.optional_old_self.unwrap_or(false) {
         Type::optional(self_type.clone())
     } else {
@@ -143,12 +160,14 @@ fn compile_rule(
             _ => Err("cel expression must evaluate to a bool".to_string()),
         },
     );
-    let message_expression = if rule.message_expression.is_empty() {
+    // As upstream, a message expression is compiled only for a rule that
+    // compiles.
+    let message_expression = if rule.message_expression.is_empty() || program.is_err() {
         Ok(None)
     } else {
         compile_expression(
             env,
-            decls,
+            message_decls,
             &rule.message_expression,
             &variables,
             limits,
@@ -187,8 +206,8 @@ impl RuleSet {
             true,
             &FieldPath::root(),
             Some(1),
-            &mut |node, self_type, _, _| {
-                let limits = Limits::of_schema(node);
+            &mut |node, resource_root, self_type, _, _| {
+                let limits = Limits::of_node(node, resource_root);
                 for rule in &node.extensions.validations {
                     rules.entry(rule.rule.clone()).or_insert_with(|| {
                         let checked = compile_rule(&env, declarations(), rule, self_type, &limits);
@@ -210,11 +229,105 @@ impl RuleSet {
     }
 }
 
+/// The expressions of a CRD being updated that its stored version already
+/// had (`rule`s and `messageExpression`s, anywhere in its schemas): upstream
+/// compiles those in the environment of stored expressions, so that an
+/// update keeping them is not refused for what the environment of new
+/// expressions lacks (ratcheting).
+#[derive(Debug, Default, Clone)]
+pub struct Preexisting {
+    rules: std::collections::HashSet<String>,
+    message_expressions: std::collections::HashSet<String>,
+}
+
+impl Preexisting {
+    /// The expressions of a stored CRD (`spec.validation` and every
+    /// version's schema).
+    pub fn of_crd(crd: &serde_json::Value) -> Preexisting {
+        let mut found = Preexisting::default();
+        if let Some(s) = crd.pointer("/spec/validation/openAPIV3Schema") {
+            found.collect(s);
+        }
+        let versions = crd.pointer("/spec/versions").and_then(|v| v.as_array());
+        for v in versions.into_iter().flatten() {
+            if let Some(s) = v.pointer("/schema/openAPIV3Schema") {
+                found.collect(s);
+            }
+        }
+        found
+    }
+
+    /// The rules of `schema` and of every schema nested in it.
+    fn collect(&mut self, schema: &serde_json::Value) {
+        use serde_json::Value;
+        let Some(object) = schema.as_object() else {
+            return;
+        };
+        let rules = object
+            .get("x-kubernetes-validations")
+            .and_then(Value::as_array);
+        for rule in rules.into_iter().flatten() {
+            let text = |k: &str| rule.get(k).and_then(Value::as_str).unwrap_or("");
+            self.rules.insert(text("rule").to_string());
+            if !text("messageExpression").is_empty() {
+                self.message_expressions
+                    .insert(text("messageExpression").to_string());
+            }
+        }
+        for key in [
+            "properties",
+            "patternProperties",
+            "definitions",
+            "dependencies",
+        ] {
+            if let Some(Value::Object(m)) = object.get(key) {
+                m.values().for_each(|s| self.collect(s));
+            }
+        }
+        for key in ["items", "additionalProperties", "additionalItems", "not"] {
+            match object.get(key) {
+                Some(Value::Array(a)) => a.iter().for_each(|s| self.collect(s)),
+                Some(s) => self.collect(s),
+                None => {}
+            }
+        }
+        for key in ["allOf", "anyOf", "oneOf"] {
+            if let Some(Value::Array(a)) = object.get(key) {
+                a.iter().for_each(|s| self.collect(s));
+            }
+        }
+    }
+
+    /// The declarations for a rule and for its message expression.
+    fn declarations(&self, rule: &ValidationRule) -> [&'static Declarations; 2] {
+        let pick = |stored: bool| {
+            if stored {
+                declarations()
+            } else {
+                new_declarations()
+            }
+        };
+        [
+            pick(self.rules.contains(&rule.rule)),
+            pick(self.message_expressions.contains(&rule.message_expression)),
+        ]
+    }
+}
+
 /// The errors of every rule of `schema` that does not compile, type-check or
 /// fit its cost budget, at `schema_path`
 /// (`spec.versions[0].schema.openAPIV3Schema`) as upstream reports them when
-/// a CRD is written.
+/// a CRD is created.
 pub fn compile_errors(schema: &Structural, schema_path: &FieldPath) -> ErrorList {
+    compile_errors_updating(schema, schema_path, &Preexisting::default())
+}
+
+/// `compile_errors` for a CRD update whose stored version had `preexisting`.
+pub fn compile_errors_updating(
+    schema: &Structural,
+    schema_path: &FieldPath,
+    preexisting: &Preexisting,
+) -> ErrorList {
     let env = environment();
     let mut errs = ErrorList::new();
     // (cost, where) of every expression, for the CRD's total.
@@ -224,14 +337,15 @@ pub fn compile_errors(schema: &Structural, schema_path: &FieldPath) -> ErrorList
         true,
         schema_path,
         Some(1),
-        &mut |node, self_type, path, cardinality| {
-            let limits = Limits::of_schema(node);
+        &mut |node, resource_root, self_type, path, cardinality| {
+            let limits = Limits::of_node(node, resource_root);
             let cardinality = cardinality.unwrap_or_else(|| limits.max_cardinality());
             for (i, rule) in node.extensions.validations.iter().enumerate() {
                 if rule.rule.trim().is_empty() {
                     continue;
                 }
-                let checked = compile_rule(&env, new_declarations(), rule, self_type, &limits);
+                let decls = preexisting.declarations(rule);
+                let checked = compile_rule_in(&env, decls, rule, self_type, &limits);
                 let at = path.child("x-kubernetes-validations").index(i);
                 let rule_cost = checked.cost.saturating_mul(cardinality);
                 if rule_cost > cost::PER_EXPRESSION_LIMIT {
@@ -279,6 +393,9 @@ pub fn compile_errors(schema: &Structural, schema_path: &FieldPath) -> ErrorList
         .iter()
         .fold(0u64, |sum, (c, _)| sum.saturating_add(*c));
     if total > cost::PER_CRD_LIMIT {
+        // The most expensive four of those that make at least 1% of the
+        // limit.
+        costs.retain(|(cost, _)| *cost >= cost::PER_CRD_LIMIT / 100);
         costs.sort_by_key(|(cost, _)| std::cmp::Reverse(*cost));
         for (_, at) in costs.iter().take(4) {
             errs.push(FieldError::forbidden(
@@ -296,25 +413,46 @@ pub fn compile_errors(schema: &Structural, schema_path: &FieldPath) -> ErrorList
     errs
 }
 
-/// A rule as Go prints upstream's `apiextensions.ValidationRule` in errors.
+/// A rule as kube-apiserver 1.37 prints upstream's
+/// `apiextensions.ValidationRule` in errors: Go's JSON of the struct (field
+/// names as members, absent pointers `null`).
 fn go_rule(rule: &ValidationRule) -> String {
-    let reason = if rule.reason.is_empty() {
-        "(*apiextensions.FieldValueErrorReason)(nil)".to_string()
-    } else {
-        format!("(*apiextensions.FieldValueErrorReason)({:?})", rule.reason)
-    };
-    let optional_old_self = match rule.optional_old_self {
-        None => "(*bool)(nil)".to_string(),
-        Some(b) => format!("(*bool)({b})"),
-    };
-    format!(
-        "apiextensions.ValidationRule{{Rule:{:?}, Message:{:?}, MessageExpression:{:?}, Reason:{reason}, FieldPath:{:?}, OptionalOldSelf:{optional_old_self}}}",
-        rule.rule, rule.message, rule.message_expression, rule.field_path
-    )
+    let optional = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let members = [
+        ("Rule", json!(rule.rule)),
+        ("Message", json!(rule.message)),
+        ("MessageExpression", json!(rule.message_expression)),
+        ("Reason", json!(optional(&rule.reason))),
+        ("FieldPath", json!(rule.field_path)),
+        ("OptionalOldSelf", json!(rule.optional_old_self)),
+    ];
+    let members: Vec<String> = members
+        .iter()
+        .map(|(name, value)| format!("\"{name}\":{}", go_json(value)))
+        .collect();
+    format!("{{{}}}", members.join(","))
 }
 
-/// What `walk` calls: node, its CEL type, its schema path, its cardinality.
-type NodeVisitor<'a> = dyn FnMut(&Structural, &Type, &FieldPath, Option<u64>) + 'a;
+/// `v` as Go's `json.Marshal` writes it: `<`, `>`, `&`, U+2028 and U+2029
+/// escaped.
+fn go_json(v: &serde_json::Value) -> String {
+    let mut out = String::new();
+    for c in v.to_string().chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What `walk` calls: node, whether it is a resource root, its CEL type, its
+/// schema path, its cardinality.
+type NodeVisitor<'a> = dyn FnMut(&Structural, bool, &Type, &FieldPath, Option<u64>) + 'a;
 
 /// Calls `f` with every node of `s` that has rules and a CEL type, that
 /// type, the node's path in the schema (`properties[spec].items`) and how
@@ -326,29 +464,31 @@ fn walk(
     cardinality: Option<u64>,
     f: &mut NodeVisitor<'_>,
 ) {
-    if !s.extensions.validations.is_empty()
-        && let Some(t) = Type::of_schema(s, resource_root)
-    {
-        f(s, &t, path, cardinality);
-    }
-    for (name, p) in &s.properties {
-        let at = path.child("properties").key(name);
-        walk(p, p.extensions.embedded_resource, &at, cardinality, f);
-    }
+    // Children first, in upstream's order (additional properties,
+    // properties, items), then the node: the order of upstream's errors.
     let bounded = |max: Option<i64>| {
         cardinality
             .zip(max)
             .map(|(c, m)| c.saturating_mul(u64::try_from(m).unwrap_or(0)))
     };
+    if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
+        let at = path.child("additionalProperties");
+        let c = bounded(s.validation.max_properties);
+        walk(ap, ap.extensions.embedded_resource, &at, c, f);
+    }
+    for (name, p) in &s.properties {
+        let at = path.child("properties").key(name);
+        walk(p, p.extensions.embedded_resource, &at, cardinality, f);
+    }
     if let Some(items) = &s.items {
         let at = path.child("items");
         let c = bounded(s.validation.max_items);
         walk(items, items.extensions.embedded_resource, &at, c, f);
     }
-    if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
-        let at = path.child("additionalProperties");
-        let c = bounded(s.validation.max_properties);
-        walk(ap, ap.extensions.embedded_resource, &at, c, f);
+    if !s.extensions.validations.is_empty()
+        && let Some(t) = Type::of_schema(s, resource_root)
+    {
+        f(s, resource_root, &t, path, cardinality);
     }
 }
 
@@ -453,6 +593,10 @@ pub struct Budgeted<'r> {
     remaining: std::cell::Cell<i64>,
 }
 
+/// The longest message a `messageExpression` may evaluate to
+/// (`MaxEvaluatedMessageExpressionSizeBytes`).
+const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
+
 /// kube-apiserver's per-request budget for CRD validation rules.
 const RUNTIME_BUDGET: i64 = 10_000_000;
 
@@ -545,6 +689,11 @@ impl RuleSet {
             return ErrorList::new();
         };
         let schema_type = json!(node.schema.type_);
+        // A failed rule shows the value, but not an object's or an array's.
+        let failed_value = match node.schema.type_.as_str() {
+            "object" | "array" => None,
+            _ => Some(node.self_value.clone()),
+        };
         let path = node_path(node.path);
         let program = match &compiled.program {
             Ok(p) => p,
@@ -603,18 +752,32 @@ impl RuleSet {
                     .message_expression
                     .as_ref()
                     .and_then(|m| match m.execute(activation) {
-                        Ok(CelValue::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
-                            Some(s.trim().to_string())
+                        Ok(CelValue::String(s)) => {
+                            let s = s.trim();
+                            let usable = !s.is_empty()
+                                && s.len() <= MAX_MESSAGE_EXPRESSION_BYTES
+                                && !s.contains('\n');
+                            usable.then(|| s.to_string())
                         }
                         _ => None,
                     })
                     .unwrap_or_else(|| message_or_default(rule));
                 let at = with_field_path(node.path, &rule.field_path);
+                let with_value = |kind: apimachinery::field::ErrorType, detail: &str| FieldError {
+                    kind,
+                    field: at.to_string(),
+                    bad_value: failed_value
+                        .clone()
+                        .map(apimachinery::field::BadValue::Json),
+                    detail: detail.to_string(),
+                };
                 vec![match rule.reason.as_str() {
                     "FieldValueForbidden" => FieldError::forbidden(&at, &detail),
                     "FieldValueRequired" => FieldError::required(&at, &detail),
-                    "FieldValueDuplicate" => FieldError::duplicate(&at, schema_type),
-                    _ => FieldError::invalid(&at, schema_type, &detail),
+                    "FieldValueDuplicate" => {
+                        with_value(apimachinery::field::ErrorType::Duplicate, "")
+                    }
+                    _ => with_value(apimachinery::field::ErrorType::Invalid, &detail),
                 }]
             }
             Ok(other) => vec![FieldError::invalid(
@@ -681,7 +844,7 @@ mod tests {
                 None
             ),
             [
-                "spec: Invalid value: \"object\": failed rule: self.maxReplicas < 100",
+                "spec: Invalid value: failed rule: self.maxReplicas < 100",
                 "spec.minReplicas: Forbidden: failed rule: self.minReplicas > 0",
             ]
         );
@@ -692,8 +855,8 @@ mod tests {
                 None
             ),
             [
-                "spec: Invalid value: \"object\": minReplicas must not exceed maxReplicas",
-                "spec: Invalid value: \"object\": maxReplicas may not be 42",
+                "spec: Invalid value: minReplicas must not exceed maxReplicas",
+                "spec: Invalid value: maxReplicas may not be 42",
             ]
         );
     }
@@ -720,7 +883,7 @@ mod tests {
                 json!({"spec": {"name": "b"}}),
                 Some(json!({"spec": {"name": "a"}}))
             ),
-            ["spec.name: Invalid value: \"string\": name is immutable"]
+            ["spec.name: Invalid value: \"b\": name is immutable"]
         );
     }
 
@@ -734,7 +897,7 @@ mod tests {
                 json!({"metadata": {"name": "other", "labels": {"a": "b"}}}),
                 None
             ),
-            ["<nil>: Invalid value: \"object\": failed rule: self.metadata.name.startsWith('my-')"]
+            ["<nil>: Invalid value: failed rule: self.metadata.name.startsWith('my-')"]
         );
         let labels = schema(json!({"type": "object", "x-kubernetes-validations": [
             {"rule": "!has(self.metadata.labels)"}]}));
@@ -742,9 +905,9 @@ mod tests {
         assert_eq!(
             errs[0].to_string(),
             "openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: \
-             apiextensions.ValidationRule{Rule:\"!has(self.metadata.labels)\", Message:\"\", \
-             MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), \
-             FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: \
+             {\"Rule\":\"!has(self.metadata.labels)\",\"Message\":\"\",\
+             \"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\
+             \"OptionalOldSelf\":null}: compilation failed: \
              ERROR: <input>:1:5: undefined field 'labels'\n | !has(self.metadata.labels)\n | ....^"
         );
     }
@@ -856,28 +1019,125 @@ mod tests {
         );
     }
 
-    /// 1.33 compiles new rules in 1.32's environment: the semver library is
-    /// refused in a rule being written, and evaluated in one already stored.
+    /// 1.37 compiles new rules in 1.36's environment: the semver library
+    /// (1.33's) is there; the lists library's `includes` (1.37's) is not —
+    /// a rule using it is refused when written, unless the stored CRD
+    /// already had it (ratcheting), and evaluated once stored.
     #[test]
-    fn semver_is_for_stored_rules_only() {
-        let s = schema(
-            json!({"type": "object", "properties": {"v": {"type": "string",
-            "maxLength": 32, "x-kubernetes-validations": [
-                {"rule": "semver(self).isGreaterThan(semver('1.0.0'))"}]}}}),
-        );
+    fn includes_is_for_stored_rules_only() {
+        let s = schema(json!({"type": "object", "properties": {
+            "v": {"type": "string", "maxLength": 32, "x-kubernetes-validations": [
+                {"rule": "semver(self).isGreaterThan(semver('1.0.0'))"}]},
+            "tags": {"type": "array", "maxItems": 4,
+                "items": {"type": "string", "maxLength": 8},
+                "x-kubernetes-validations": [{"rule": "self.includes('a')",
+                    "messageExpression": "[string(size(self))].includes('2') ? 'two' : 'tags'"}]}}}));
         let errs: Vec<String> = compile_errors(&s, &FieldPath::new("x"))
             .iter()
             .map(|e| e.to_string())
             .collect();
+        // (The message expression of a rule that does not compile is not
+        // compiled.)
+        assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(
-            errs[0].contains("undeclared reference to 'semver' (in container '')"),
+            errs[0].starts_with(
+                "x.properties[tags].x-kubernetes-validations[0].rule: Invalid value: "
+            ) && errs[0].ends_with(
+                ": compilation failed: ERROR: <input>:1:14: undeclared reference to 'includes' (in container '')\n | self.includes('a')\n | .............^"
+            ),
             "{errs:?}"
         );
-        assert!(errors(&s, json!({"v": "1.2.0"}), None).is_empty());
+        // An update keeping the rule accepts it; the message expression is
+        // new.
+        let stored = json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema":
+            {"type": "object", "properties": {"other": {"type": "array", "items": {
+                "type": "string", "x-kubernetes-validations": [{"rule": "self.includes('a')"}]}}}}}}]}});
+        let preexisting = Preexisting::of_crd(&stored);
+        let errs = compile_errors_updating(&s, &FieldPath::new("x"), &preexisting);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].to_string().contains(
+                "x-kubernetes-validations[0].messageExpression: Invalid value: {\"Rule\":\"self.includes('a')\""
+            ) && errs[0].to_string().contains(
+                ": messageExpression compilation failed: ERROR: <input>:1:30: undeclared reference to 'includes' (in container '')"
+            ),
+            "{errs:?}"
+        );
+        assert!(errors(&s, json!({"v": "1.2.0", "tags": ["a", "b"]}), None).is_empty());
         assert_eq!(
-            errors(&s, json!({"v": "0.9.0"}), None),
+            errors(&s, json!({"v": "0.9.0", "tags": ["b", "c"]}), None),
             [
-                "v: Invalid value: \"string\": failed rule: semver(self).isGreaterThan(semver('1.0.0'))"
+                "tags: Invalid value: two",
+                "v: Invalid value: \"0.9.0\": failed rule: semver(self).isGreaterThan(semver('1.0.0'))",
+            ]
+        );
+    }
+
+    /// Macros' errors are worded as cel-go words each (kube-apiserver
+    /// 1.37.2's answers), with the source line and a caret.
+    #[test]
+    fn macro_errors_read_as_cel_gos() {
+        let cases = [
+            (
+                "self.map(n.x, n) == self",
+                "ERROR: <input>:1:11: argument is not an identifier\n | self.map(n.x, n) == self\n | ..........^",
+            ),
+            (
+                "self.filter(n.x, n > 0) == self",
+                "ERROR: <input>:1:14: argument is not an identifier",
+            ),
+            (
+                "self.all(n.x, n > 0)",
+                "ERROR: <input>:1:11: argument must be a simple name",
+            ),
+            (
+                "self.first().optMap(n.x, n).hasValue()",
+                "ERROR: <input>:1:22: optMap() variable name must be a simple identifier",
+            ),
+            (
+                "self.first().optFlatMap(n.x, optional.of(n)).hasValue()",
+                "ERROR: <input>:1:26: optFlatMap() variable name must be a simple identifier",
+            ),
+            (
+                "self.all(i.x, v, v > 0)",
+                "ERROR: <input>:1:11: argument must be a simple name",
+            ),
+            (
+                "self.sortBy(n.x, n) == self",
+                "ERROR: <input>:1:14: argument is not an identifier",
+            ),
+        ];
+        for (rule, error) in cases {
+            let s = schema(
+                json!({"type": "array", "maxItems": 4, "items": {"type": "integer"},
+                "x-kubernetes-validations": [{"rule": rule}]}),
+            );
+            let errs = compile_errors(&s, &FieldPath::new("x"));
+            assert!(
+                errs.first().is_some_and(|e| e
+                    .to_string()
+                    .contains(&format!("compilation failed: {error}"))),
+                "{rule}: {errs:?}"
+            );
+        }
+    }
+
+    /// A failed rule shows the value of a scalar (as Go prints it), not an
+    /// object's or an array's; `FieldValueDuplicate` likewise.
+    #[test]
+    fn failed_rules_show_scalar_values() {
+        let s = schema(json!({"type": "object", "properties": {
+            "i": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 0"}]},
+            "b": {"type": "boolean", "x-kubernetes-validations": [
+                {"rule": "!self", "reason": "FieldValueDuplicate"}]},
+            "o": {"type": "object", "x-kubernetes-validations": [
+                {"rule": "false", "reason": "FieldValueDuplicate"}]}}}));
+        assert_eq!(
+            errors(&s, json!({"i": 3, "b": true, "o": {}}), None),
+            [
+                "b: Duplicate value: true",
+                "i: Invalid value: 3: failed rule: self < 0",
+                "o: Duplicate value",
             ]
         );
     }
@@ -969,9 +1229,9 @@ mod tests {
         assert_eq!(
             errors(&s, changed, Some(old)),
             [
-                "ports: Invalid value: \"array\": ports are immutable",
-                "tags: Invalid value: \"array\": tags are immutable",
-                "tags: Invalid value: \"array\": failed rule: size(self) == 2 && self.all(t, t != '') && 'a' in self && self[0] != ''",
+                "ports: Invalid value: ports are immutable",
+                "tags: Invalid value: tags are immutable",
+                "tags: Invalid value: failed rule: size(self) == 2 && self.all(t, t != '') && 'a' in self && self[0] != ''",
             ]
         );
     }

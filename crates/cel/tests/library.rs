@@ -619,11 +619,219 @@ fn two_variable_comprehensions() {
     ]);
 }
 
+fn ints(xs: &[i64]) -> Want {
+    V(Value::from(xs.to_vec()))
+}
+
+/// upstream: cel-go v0.29.2 ext/lists_test.go (the cases its version 3
+/// has; those with proto messages with maps instead), and the errors of its
+/// functions.
+#[test]
+fn lists_extension() {
+    run(&[
+        ("lists.range(4) == [0,1,2,3]", t()),
+        ("lists.range(0) == []", t()),
+        (
+            "lists.range(-1)",
+            E("lists.range: size must be non-negative, got -1"),
+        ),
+        (
+            "lists.range(1000001)",
+            E("lists.range: size 1000001 exceeds maximum allowed (1000000)"),
+        ),
+        ("[5,1,2,3].reverse() == [3,2,1,5]", t()),
+        ("[].reverse() == []", t()),
+        ("[1].reverse() == [1]", t()),
+        (
+            "['are', 'you', 'as', 'bored', 'as', 'I', 'am'].reverse() == ['am', 'I', 'as', 'bored', 'as', 'you', 'are']",
+            t(),
+        ),
+        (
+            "[false, true, true].reverse().reverse() == [false, true, true]",
+            t(),
+        ),
+        ("[1,2,3,4].slice(0, 4) == [1,2,3,4]", t()),
+        ("[1,2,3,4].slice(0, 0) == []", t()),
+        ("[1,2,3,4].slice(1, 1) == []", t()),
+        ("[1,2,3,4].slice(4, 4) == []", t()),
+        ("[1,2,3,4].slice(1, 3) == [2, 3]", t()),
+        (
+            "[1,2,3,4].slice(3, 0)",
+            E("cannot slice(3, 0), start index must be less than or equal to end index"),
+        ),
+        (
+            "[1,2,3,4].slice(0, 10)",
+            E("cannot slice(0, 10), list is length 4"),
+        ),
+        (
+            "[1,2,3,4].slice(-5, 10)",
+            E("cannot slice(-5, 10), negative indexes not supported"),
+        ),
+        (
+            "[1,2,3,4].slice(-5, -3)",
+            E("cannot slice(-5, -3), negative indexes not supported"),
+        ),
+        ("dyn([]).flatten() == []", t()),
+        ("dyn([1,2,3,4]).flatten() == [1,2,3,4]", t()),
+        ("[1,[2,[3,4]]].flatten() == [1,2,[3,4]]", t()),
+        ("[1,2,[],[],[3,4]].flatten() == [1,2,3,4]", t()),
+        ("[1,[2,[3,4]]].flatten(2) == [1,2,3,4]", t()),
+        (
+            "[1,[2,[3,[4]]]].flatten(-1)",
+            E("level must be non-negative"),
+        ),
+        ("[].flatten(-1)", E("level must be non-negative")),
+        ("[[1], [2]].flatten(0) == [[1], [2]]", t()),
+        (
+            "[{'a': [1]}, [{'b': 2}]].flatten() == [{'a': [1]}, {'b': 2}]",
+            t(),
+        ),
+        ("dyn({}).flatten()", E("")),
+        ("[].sort() == []", t()),
+        ("[1].sort() == [1]", t()),
+        ("[4, 3, 2, 1].sort() == [1, 2, 3, 4]", t()),
+        ("['d', 'a', 'b', 'c'].sort() == ['a', 'b', 'c', 'd']", t()),
+        ("[2u, 1u].sort() == [1u, 2u]", t()),
+        ("[2.5, -1.0].sort() == [-1.0, 2.5]", t()),
+        ("[true, false].sort() == [false, true]", t()),
+        ("[b'b', b'a'].sort() == [b'a', b'b']", t()),
+        (
+            "[duration('1m'), duration('2s')].sort() == [duration('2s'), duration('1m')]",
+            t(),
+        ),
+        (
+            "['d', 3, 2, 'c'].sort() == ['a', 'b', 'c', 'd']",
+            E("list elements must have the same type"),
+        ),
+        (
+            "[1, 2.0].sort()",
+            E("list elements must have the same type"),
+        ),
+        ("[[1], [2]].sort()", E("list elements must be comparable")),
+        ("[[1]].sort()", E("list elements must be comparable")),
+        ("[].sortBy(e, e) == []", t()),
+        ("['a'].sortBy(e, e) == ['a']", t()),
+        (
+            "[-3, 1, -5, -2, 4].sortBy(e, -(e * e)) == [-5, 4, -3, -2, 1]",
+            t(),
+        ),
+        (
+            "[-3, 1, -5, -2, 4].map(e, e * 2).sortBy(e, -(e * e)) == [-10, 8, -6, -4, 2]",
+            t(),
+        ),
+        ("lists.range(3).sortBy(e, -e) == [2, 1, 0]", t()),
+        (
+            "['a', 'c', 'b', 'first'].sortBy(e, e == 'first' ? '' : e) == ['first', 'a', 'b', 'c']",
+            t(),
+        ),
+        (
+            "[{'name': 'foo'}, {'name': 'bar'}, {'name': 'baz'}].sortBy(e, e.name) == [{'name': 'bar'}, {'name': 'baz'}, {'name': 'foo'}]",
+            t(),
+        ),
+        // Equal keys keep their order.
+        ("[3, 1, 2, 4, 5].sortBy(e, e % 2) == [2, 4, 3, 1, 5]", t()),
+        (
+            "[1, 2, 3].sortBy(e, e == 2 ? 'a' : 1)",
+            E("list elements must have the same type"),
+        ),
+        (
+            "[[1], [2]].sortBy(e, e)",
+            E("list elements must be comparable"),
+        ),
+        ("[].distinct() == []", t()),
+        ("[1].distinct() == [1]", t()),
+        ("[-2, 5, -2, 1, 1, 5, -2, 1].distinct() == [-2, 5, 1]", t()),
+        (
+            "['c', 'a', 'a', 'b', 'a', 'b', 'c', 'c'].distinct() == ['c', 'a', 'b']",
+            t(),
+        ),
+        (
+            "[1, 2.0, 'c', 3, 'c', 1].distinct() == [1, 2.0, 'c', 3]",
+            t(),
+        ),
+        ("[1, 1.0, 2].distinct() == [1, 2]", t()),
+        ("[[1], [1], [2]].distinct() == [[1], [2]]", t()),
+        (
+            "[{'name': 'a'}, {'name': 'b'}, {'name': 'a'}].distinct() == [{'name': 'a'}, {'name': 'b'}]",
+            t(),
+        ),
+        ("lists.range(5).slice(1, 4).reverse()", ints(&[3, 2, 1])),
+    ]);
+}
+
+/// `sortBy`'s expansion is checked as cel-go checks it.
+#[test]
+fn sort_by_parse_errors() {
+    for (expr, message) in [
+        (
+            "'abc'.sortBy(e, e)",
+            "ERROR: <input>:1:1: sortBy can only be applied to a list, identifier, comprehension, call or select expression",
+        ),
+        (
+            "{'a': 1}.sortBy(e, e)",
+            "ERROR: <input>:1:1: sortBy can only be applied to a list, identifier, comprehension, call or select expression",
+        ),
+        (
+            "[1].sortBy(e.f, e)",
+            "ERROR: <input>:1:13: argument is not an identifier",
+        ),
+    ] {
+        let err = eval(expr).expect_err(expr);
+        assert!(err.contains(message), "{expr}: {err}");
+    }
+}
+
+/// upstream: apiserver pkg/cel/library/lists.go's `includes` examples and
+/// environment_test.go.
+#[test]
+fn includes() {
+    run(&[
+        ("[1, 2, 3].includes(2)", t()),
+        ("[1, 2, 3].includes(4)", f()),
+        ("[1, 2].includes(2) == true", t()),
+        ("[1, 2].includes(2.0)", t()),
+        ("'model-a'.includes('model-a')", t()),
+        ("'model-a'.includes('model-b')", f()),
+        ("'model-a'.includes('model')", f()),
+        ("{'a': 1}.includes('a')", f()),
+        ("{'a': 1}.includes({'a': 1})", t()),
+        ("[[1], [2]].includes([2])", t()),
+        ("[].includes(1)", f()),
+    ]);
+}
+
+/// cel-go's optional library at version 2 (kube-apiserver enables its
+/// latest): `first`, `last`, `optional.unwrap`, `unwrapOpt`; and the
+/// crate's `optMap`, `optFlatMap`.
+#[test]
+fn optional_lists() {
+    run(&[
+        ("[1, 2, 3].first().value() == 1", t()),
+        ("[1, 2, 3].last().value() == 3", t()),
+        ("[].first() == optional.none()", t()),
+        ("[].last().hasValue()", f()),
+        ("[1].first() == optional.of(1)", t()),
+        (
+            "optional.unwrap([optional.of(42), optional.none()]) == [42]",
+            t(),
+        ),
+        (
+            "[optional.of(42), optional.none()].unwrapOpt() == [42]",
+            t(),
+        ),
+        ("optional.unwrap([]) == []", t()),
+        ("[1].unwrapOpt()", E("")),
+        ("[1, 2].first().optMap(x, x * 10).value()", i(10)),
+        ("[].first().optMap(x, x * 10).hasValue()", f()),
+        ("[[1]].last().optFlatMap(l, l.first()).value()", i(1)),
+    ]);
+}
+
 #[test]
 fn cel_bind_is_opt_in() {
     assert!(
         eval("cel.bind(x, 1, x + 1)").is_err(),
-        "not in 1.33's base environment"
+        "not in 1.37's base environment"
     );
     let mut env = env();
     env.add_macro(kubext_cel::library::macros::cel_bind())

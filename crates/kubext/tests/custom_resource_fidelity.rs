@@ -278,7 +278,7 @@ async fn cel_errors_name_map_keys_and_read_as_cel_go() {
     };
     assert_eq!(
         create(json!({"workloadSelector": {"matchLabels": {"app": "long"}}})).await,
-        "Rule.fidelity.example.com \"r\" is invalid: spec.workloadSelector.matchLabels[app]: Invalid value: \"string\": label values are short"
+        "Rule.fidelity.example.com \"r\" is invalid: spec.workloadSelector.matchLabels[app]: Invalid value: \"long\": label values are short"
     );
     assert_eq!(
         create(json!({"either": {}})).await,

@@ -1,6 +1,8 @@
-//! Kubernetes' lists library (`library.Lists`, version 0 as 1.33's base
-//! environment has it: no `includes`): `isSorted`, `sum`, `min`, `max`,
-//! `indexOf`, `lastIndexOf` on lists.
+//! Kubernetes' lists library (`library.Lists`, version 1 as kube-apiserver
+//! 1.37's base environment has it): `isSorted`, `sum`, `min`, `max`,
+//! `indexOf`, `lastIndexOf` on lists, and `<dyn>.includes(<dyn>)`, new in
+//! version 1 (1.37): for expressions already stored only, as 1.37 compiles
+//! new ones in 1.36's environment (see [`super::STORED_ONLY`]).
 //!
 //! Every runtime list is a `list(dyn)`: one overload per function takes any
 //! list, and the typed overloads upstream declares are in [`DECLARATIONS`].
@@ -8,7 +10,7 @@
 use std::cmp::Ordering;
 
 use cel::common::traits::Iterable;
-use cel::common::types::{CelInt, DYN_TYPE, LIST_TYPE};
+use cel::common::types::{CelInt, DYN_TYPE, Kind, LIST_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
@@ -45,6 +47,7 @@ pub(crate) const DECLARATIONS: &[&str] = &[
     "[list(bytes)].max() -> bytes",
     "[list(A)].indexOf(A) -> int",
     "[list(A)].lastIndexOf(A) -> int",
+    "[dyn].includes(dyn) -> bool",
 ];
 
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
@@ -74,6 +77,14 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
         LIST_TYPE,
         vec![DYN_TYPE],
         last_index_of,
+    )?;
+    member(
+        env,
+        "includes",
+        "list_includes_dyn_dyn",
+        DYN_TYPE,
+        vec![DYN_TYPE],
+        includes,
     )?;
     Ok(())
 }
@@ -185,4 +196,15 @@ fn last_index_of<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
     let items = elements(&args)?;
     let found = items.iter().rposition(|item| item.equals(needle));
     int(found.map_or(-1, |i| i as i64))
+}
+
+/// Whether a list has an element equal to the argument; of anything else,
+/// whether it equals the argument.
+fn includes<'b, 'v>(args: Args<'b, 'v>) -> Ret<'b, 'v> {
+    let (target, needle) = (nth(&args, 0)?, nth(&args, 1)?);
+    if target.get_type().kind() == Kind::List {
+        let found = elements(&args)?.iter().any(|item| item.equals(needle));
+        return boolean(found);
+    }
+    boolean(target.equals(needle))
 }

@@ -9,7 +9,13 @@
 //! `[i, v]` pairs of `x`, whose step binds `i` and `v` with a bind
 //! comprehension, as `cel.bind` is expanded.
 //!
-//! `cel.bind` itself is not in 1.33's base environment (cel-go's
+//! Also the lists extension's `sortBy(v, key)` (`ext.Lists`, in the base
+//! environment since 1.34; [`super::ext_lists`]): expanded as cel-go expands
+//! it, into `@__sortBy_input__.@sortByAssociatedKeys(@__sortBy_input__.map(v,
+//! key))` with `@__sortBy_input__` bound to the list, so that the list is
+//! evaluated once.
+//!
+//! `cel.bind` itself is not in kube-apiserver's base environment (cel-go's
 //! `ext.Bindings` isn't): [`cel_bind`] is the macro, for an environment that
 //! wants it, and [`register`] doesn't add it.
 
@@ -27,11 +33,13 @@ use cel::{DeclarationError, Env, ExecutionError};
 use super::{Args, Ret, error, global, nth};
 
 /// `[[i, v], ...]` for a list, `[[k, v], ...]` for a map.
-const ENTRIES: &str = "@kubext_entries";
+pub(crate) const ENTRIES: &str = "@kubext_entries";
 /// `@kubext_map_insert(m, k, v)`, and `@kubext_map_insert(m, entries)`.
 const MAP_INSERT: &str = "@kubext_map_insert";
-const ITEM: &str = "@kubext_it";
+pub(crate) const ITEM: &str = "@kubext_it";
 const RESULT: &str = "@result";
+/// The variable `sortBy` binds its list to.
+const SORT_BY_INPUT: &str = "@__sortBy_input__";
 
 /// The internal functions' declarations: the pairs are `[index or key,
 /// value]`, so the checker sees both variables as dyn.
@@ -78,6 +86,7 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
             expand(h, t, a, kind)
         }))?;
     }
+    env.add_macro(Macro::receiver("sortBy", 2, sort_by))?;
     Ok(())
 }
 
@@ -93,6 +102,55 @@ pub fn cel_bind() -> Macro {
         target.take();
         Ok(Some(bind(helper, name, init, body)))
     })
+}
+
+/// `list.sortBy(v, key)`: the list ordered by each element's `key` (with
+/// `v` bound to the element).
+fn sort_by(
+    h: &mut MacroExprHelper<'_>,
+    target: &mut Option<IdedExpr>,
+    args: &mut Vec<IdedExpr>,
+) -> Result<Option<IdedExpr>, ParseError> {
+    let list = target.take().unwrap_or_default();
+    if matches!(
+        list.expr,
+        Expr::Literal(_) | Expr::Map(_) | Expr::Struct(_) | Expr::Unspecified
+    ) {
+        return Err(h.new_error(
+            list.id,
+            "sortBy can only be applied to a list, identifier, comprehension, call or select expression",
+        ));
+    }
+    let key = args.pop().unwrap_or_default();
+    let var = args.pop().unwrap_or_default();
+    let Expr::Ident(var) = var.expr else {
+        return Err(h.new_error(var.id, "argument is not an identifier"));
+    };
+    // `@__sortBy_input__.map(var, key)`.
+    let accumulated = ident(h, RESULT);
+    let item = expr(h, Expr::List(ListExpr::new(vec![key])));
+    let step = call(h, operators::ADD, vec![accumulated, item]);
+    let keys = ComprehensionExpr {
+        iter_range: ident(h, SORT_BY_INPUT),
+        iter_var: var,
+        iter_var2: None,
+        accu_var: RESULT.to_owned(),
+        accu_init: expr(h, Expr::List(ListExpr::new(Vec::new()))),
+        loop_cond: boolean(h, true),
+        loop_step: step,
+        result: ident(h, RESULT),
+    };
+    let keys = expr(h, Expr::Comprehension(Box::new(keys)));
+    let input = ident(h, SORT_BY_INPUT);
+    let sorted = expr(
+        h,
+        Expr::Call(CallExpr {
+            func_name: super::ext_lists::SORT_BY_KEYS.to_owned(),
+            target: Some(Box::new(input)),
+            args: vec![keys],
+        }),
+    );
+    Ok(Some(bind(h, SORT_BY_INPUT.to_owned(), list, sorted)))
 }
 
 #[derive(Clone, Copy)]

@@ -1,23 +1,26 @@
-//! Kubernetes' CEL libraries on the `cel` crate (1.33's base environment):
-//! runtime functions registered on the `Env`, and their declarations for the
-//! type checker.
+//! Kubernetes' CEL libraries on the `cel` crate (kube-apiserver 1.37's base
+//! environment): runtime functions registered on the `Env`, and their
+//! declarations for the type checker.
 //!
 //! One module per upstream library (`k8s.io/apiserver/pkg/cel/library`, and
-//! cel-go's `ext.Sets` and `ext.TwoVarComprehensions`). Values of the
-//! Kubernetes types (`net.IP`, `kubernetes.Quantity`, ...) are
-//! [`cel::objects::Opaque`] values, equal as upstream compares them.
+//! cel-go's `ext.Sets`, `ext.TwoVarComprehensions`, `ext.Lists` and what its
+//! optional library has beyond the `cel` crate's). Values of the Kubernetes
+//! types (`net.IP`, `kubernetes.Quantity`, ...) are [`cel::objects::Opaque`]
+//! values, equal as upstream compares them.
 //!
-//! Not here: the authorizer libraries (no authorizer in CRD validation), the
-//! `image` library (new in 1.33's stored-expression environment only), the
-//! cost estimator. `semver` is registered although 1.33 only accepts it in
-//! stored expressions (its environment for new expressions is 1.32's); see
-//! [`STORED_ONLY`].
+//! Not here: the `image` library (not in the base environment), the cost
+//! estimator (`crate::cost`). `includes` (the lists library's version 1,
+//! new in 1.37) is registered although 1.37 only accepts it in stored
+//! expressions (its environment for new expressions is 1.36's, its minimum
+//! compatibility version); see [`STORED_ONLY`].
 
 pub mod authz;
+pub mod ext_lists;
 pub mod format;
 pub mod ip;
 pub mod lists;
 pub mod macros;
+pub mod optionals;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
@@ -43,6 +46,8 @@ pub fn register(env: &mut Env) {
 
 fn try_register(env: &mut Env) -> Result<(), DeclarationError> {
     lists::register(env)?;
+    ext_lists::register(env)?;
+    optionals::register(env)?;
     authz::register(env)?;
     regex::register(env)?;
     urls::register(env)?;
@@ -60,6 +65,8 @@ fn try_register(env: &mut Env) -> Result<(), DeclarationError> {
 pub fn declarations() -> impl Iterator<Item = &'static str> {
     [
         lists::DECLARATIONS,
+        ext_lists::DECLARATIONS,
+        optionals::DECLARATIONS,
         authz::DECLARATIONS,
         regex::DECLARATIONS,
         urls::DECLARATIONS,
@@ -75,10 +82,12 @@ pub fn declarations() -> impl Iterator<Item = &'static str> {
     .copied()
 }
 
-/// Functions kube-apiserver 1.33 has in its environment for stored
-/// expressions only: a rule using them is rejected when written (1.33 compiles
-/// new expressions with 1.32's environment), but evaluated once stored.
-pub const STORED_ONLY: &[&str] = &["semver", "isSemver", "major", "minor", "patch"];
+/// Functions kube-apiserver 1.37 has in its environment for stored
+/// expressions only: a rule using them is rejected when written (1.37
+/// compiles new expressions with the environment of its minimum
+/// compatibility version, 1.36), but evaluated once stored, and accepted
+/// again in an update that keeps it unchanged.
+pub const STORED_ONLY: &[&str] = &["includes"];
 
 // ---------------------------------------------------------------------------
 // Helpers shared by the libraries.

@@ -1,6 +1,7 @@
-//! Kubernetes' semver library (`library.SemverLib`, version 1 as 1.33 has
-//! it): `semver(s)`, `semver(s, normalize)`, `isSemver` likewise, and the
-//! members of `kubernetes.Semver`, parsing as `blang/semver/v4` does.
+//! Kubernetes' semver library (`library.SemverLib`, version 1, in the base
+//! environment since 1.33, for new expressions since 1.36): `semver(s)`,
+//! `semver(s, normalize)`, `isSemver` likewise, and the members of
+//! `kubernetes.Semver`, parsing as `blang/semver/v4` does.
 
 use std::cmp::Ordering;
 
