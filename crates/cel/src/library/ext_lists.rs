@@ -9,9 +9,12 @@
 //! (`sort` only on lists of comparable types, `flatten()` only on lists of
 //! lists). Errors carry cel-go's texts.
 //!
-//! Ordering: `sort` and `sortBy` are stable. cel-go's `sort.Slice` is too for
-//! lists of up to 12 elements; beyond that, elements with equal keys may come
-//! out in another order than cel-go's.
+//! Where kube-apiserver 1.37.2 differs: `sort` and `sortBy` are stable here;
+//! cel-go's `sort.Slice` is too for lists of up to 12 elements, beyond that
+//! elements with equal keys may come out in another order. An error in
+//! `sortBy`'s key expression is reported as itself (`no such key: x`);
+//! cel-go's binding then fails with `internal error: interface conversion:
+//! *types.Err is not traits.Lister: missing method Add`.
 
 use std::cmp::Ordering;
 
