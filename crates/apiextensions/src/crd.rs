@@ -39,6 +39,12 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 }
 
 impl Strategy for Crds {
+    /// Upstream's v1 defaults run where a body is decoded: what they set is
+    /// the writer's in managedFields.
+    fn default(&self, obj: &mut Value) {
+        default_spec(obj);
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         default_spec(obj);
         obj["status"] = json!({

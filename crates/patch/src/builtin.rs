@@ -58,6 +58,20 @@ fn properties(definition: &str) -> Option<Map<String, Value>> {
     }
 }
 
+/// Whether `definition` is declared atomic (`x-kubernetes-map-type: atomic`
+/// among its own extensions).
+fn atomic_definition(definition: &str) -> bool {
+    let Some(raw) = data().definitions.get(definition) else {
+        return false;
+    };
+    // Most definitions have no `_type`: not decoded for them.
+    raw.get().contains("\"_type\"")
+        && serde_json::from_str::<Value>(raw.get())
+            .ok()
+            .and_then(|d| d.pointer("/_type/x-kubernetes-map-type").cloned())
+            .is_some_and(|t| t == "atomic")
+}
+
 /// The schema of `group/version/kind` (built when asked: a resource type
 /// keeps its own); `None` for kinds the data does not know.
 pub fn schema_of_kind(group: &str, version: &str, kind: &str) -> Option<PatchSchema> {
@@ -165,8 +179,17 @@ fn walk(definition: &str, path: &mut Vec<String>) -> PatchSchema {
         let Some(property) = property.as_object() else {
             continue;
         };
-        let meta = field_meta(property);
+        let mut meta = field_meta(property);
         let reference = |k: &str| property.get(k).and_then(Value::as_str);
+        // A struct declared atomic (`+structType=atomic`: LabelSelector,
+        // ObjectReference) is an atomic map wherever it is used; items of a
+        // list carry it on the list's node, where their fields are looked up.
+        if reference("$ref")
+            .or_else(|| reference("items"))
+            .is_some_and(atomic_definition)
+        {
+            meta.atomic_map = true;
+        }
         let children = if let Some(values) = reference("additionalProperties") {
             let below = walk(values, path);
             let mut children = PatchSchema::new();
@@ -207,6 +230,10 @@ mod tests {
         assert_eq!(ports.strategy, Some(Strategy::Merge));
         assert_eq!(ports.merge_key.as_deref(), Some("port"));
         assert!(service.lookup(&["spec", "selector"]).atomic_map);
+        // Structs declared atomic, where a property refers to them.
+        let deployment = schema_of_kind("apps", "v1", "Deployment").unwrap();
+        assert!(deployment.lookup(&["spec", "selector"]).atomic_map);
+        assert!(!deployment.lookup(&["spec", "template"]).atomic_map);
         // Server-side apply keys ports by port and protocol, TCP when left out.
         assert_eq!(ports.list_keys(), ["port", "protocol"]);
         assert_eq!(ports.key_default("protocol"), Some(&Value::from("TCP")));

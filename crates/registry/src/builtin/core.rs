@@ -68,6 +68,12 @@ fn spec_finalizers(obj: &Value) -> impl Iterator<Item = &Value> {
 }
 
 impl Strategy for Namespaces {
+    /// Upstream's defaulting labels a named namespace with its name (the
+    /// writer's managedFields credit it).
+    fn default(&self, obj: &mut Value) {
+        label_with_name(obj);
+    }
+
     /// Status starts Active; `kubernetes` is added to the finalizers asked for.
     fn prepare_create(&self, obj: &mut Value) {
         obj["status"] = json!({"phase": "Active"});

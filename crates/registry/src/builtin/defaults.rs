@@ -673,6 +673,7 @@ fn replica_set(obj: &mut Value) {
 }
 
 fn daemon_set(obj: &mut Value) {
+    template_generation_round_trip(obj);
     let Some(spec) = spec_of(obj) else {
         return;
     };
@@ -687,6 +688,33 @@ fn daemon_set(obj: &mut Value) {
     }
     set_default(spec, "revisionHistoryLimit", 10);
     workload_template(spec);
+}
+
+/// apps/v1 carries the internal `spec.templateGeneration` as an annotation:
+/// decoding reads it (0 when absent) and encoding writes it back, so a
+/// decoded DaemonSet always has it (what a write's managedFields credit).
+fn template_generation_round_trip(obj: &mut Value) {
+    const KEY: &str = "deprecated.daemonset.template.generation";
+    let Some(md) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = md.entry("annotations").or_insert_with(|| json!({}));
+    if annotations.is_null() {
+        *annotations = json!({});
+    }
+    let Some(annotations) = annotations.as_object_mut() else {
+        return;
+    };
+    let generation = annotations
+        .get(KEY)
+        .and_then(Value::as_str)
+        .and_then(|g| g.parse::<i64>().ok());
+    match generation {
+        Some(g) => annotations.insert(KEY.into(), json!(g.to_string())),
+        None if !annotations.contains_key(KEY) => annotations.insert(KEY.into(), json!("0")),
+        // Not a number: upstream refuses the body when decoding it.
+        None => None,
+    };
 }
 
 fn stateful_set(obj: &mut Value) {

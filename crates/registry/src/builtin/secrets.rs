@@ -48,6 +48,14 @@ fn default_type(obj: &mut Value) {
 }
 
 impl Strategy for Secrets {
+    /// Where upstream decodes a body (its conversion folds `stringData`,
+    /// `SetDefaults_Secret` sets the type): admission sees, and the writer's
+    /// managedFields credit, `data` and `type`.
+    fn default(&self, obj: &mut Value) {
+        fold_string_data(obj);
+        default_type(obj);
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         fold_string_data(obj);
         default_type(obj);

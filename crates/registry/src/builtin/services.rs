@@ -86,6 +86,13 @@ impl Strategy for Services {
         super::field_labels::value("", "Service", obj, field)
     }
 
+    /// `SetDefaults_Service` runs where upstream decodes a body: what it sets
+    /// is the writer's in managedFields (cluster IPs, IP families and node
+    /// ports, allocated later, are not).
+    fn default(&self, obj: &mut Value) {
+        set_defaults(obj);
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         set_defaults(obj);
         if let Some(o) = obj.as_object_mut() {
