@@ -29,8 +29,8 @@ use patch::PatchMeta;
 use serde_json::{Map, Value, json};
 
 use crate::managed_fields::{
-    BEFORE_FIRST_APPLY, FieldSet, ListKind, ManagedEntry, PathElement, Walker, Writer, compare,
-    describe_manager, empty_object, field_set_of, managed_of, manager_identifier, path_string,
+    BEFORE_FIRST_APPLY, FieldSet, ListKind, ManagedEntry, PathElement, Tracking, Walker, Writer,
+    compare, describe_manager, field_set_of, managed_of, manager_identifier, path_string,
     push_go_json, set_managed_fields, system_fields, update_entries,
 };
 
@@ -159,9 +159,10 @@ pub fn apply(
     config: &Value,
     writer: &Writer<'_>,
     force: bool,
-    schema: &dyn PatchMeta,
+    tracking: &Tracking<'_>,
     now: &str,
 ) -> Result<Value, ApplyConflicts> {
+    let schema = tracking.schema;
     let mut config = config.clone();
     meta::remove(&mut config, "managedFields");
     let (live_obj, mut entries) = match live {
@@ -174,7 +175,7 @@ pub fn apply(
         None => (json!({}), Vec::new()),
     };
     if entries.is_empty() && live.is_some() {
-        let cmp = compare(&empty_object(&live_obj), &live_obj, schema);
+        let cmp = tracking.compare(&tracking.empty_beside(&live_obj), &live_obj);
         let before = Writer {
             manager: BEFORE_FIRST_APPLY,
             ..*writer
@@ -187,7 +188,8 @@ pub fn apply(
     // The configuration's fields become the applier's set.
     let applier = manager_identifier(writer.manager, "Apply", "", writer.subresource);
     let configured = field_set_of(&config, schema);
-    let applied = configured.difference(system_fields());
+    let mut applied = configured.difference(system_fields());
+    applied.remove_below(&tracking.reset);
     let (last, last_time) = match entries.iter().position(|e| e.identifier() == applier) {
         Some(i) => {
             let e = entries.remove(i);
@@ -224,7 +226,7 @@ pub fn apply(
     }
 
     // Conflicts, then ownership moves.
-    let cmp = compare(&live_obj, &new_obj, schema);
+    let cmp = tracking.compare(&live_obj, &new_obj);
     // A field the configuration clears (null) is a change like any other.
     let cleared = applied.intersection(&cmp.removed);
     let touched = cmp.modified.union(&cmp.added).union(&cleared);
@@ -612,7 +614,7 @@ mod tests {
                     &config,
                     &Writer::new(manager, "v1"),
                     false,
-                    &case.schema,
+                    &Tracking::new(&case.schema),
                     &now,
                 ),
                 Op::ForceApply(manager, config) => apply(
@@ -620,7 +622,7 @@ mod tests {
                     &config,
                     &Writer::new(manager, "v1"),
                     true,
-                    &case.schema,
+                    &Tracking::new(&case.schema),
                     &now,
                 ),
             };
@@ -1157,7 +1159,7 @@ mod tests {
             &cm(json!({"a": "2"})),
             &Writer::new("kubectl", "v1"),
             false,
-            &schema,
+            &Tracking::new(&schema),
             "2024-01-01T00:00:00Z",
         )
         .unwrap_err();
@@ -1170,7 +1172,7 @@ mod tests {
             &cm(json!({"b": "2"})),
             &Writer::new("kubectl", "v1"),
             false,
-            &schema,
+            &Tracking::new(&schema),
             "2024-01-01T00:00:00Z",
         )
         .unwrap();
@@ -1191,7 +1193,7 @@ mod tests {
             &cm(json!({"a": "1"})),
             &Writer::new("m", "v1"),
             false,
-            &schema,
+            &Tracking::new(&schema),
             "2024-01-01T00:00:01Z",
         )
         .unwrap();
@@ -1205,7 +1207,7 @@ mod tests {
             &cm(json!({"a": "1"})),
             &Writer::new("m", "v1"),
             false,
-            &schema,
+            &Tracking::new(&schema),
             "2024-01-01T00:00:09Z",
         )
         .unwrap();
@@ -1216,7 +1218,7 @@ mod tests {
             &cm(json!({"a": "2"})),
             &Writer::new("m", "v1"),
             false,
-            &schema,
+            &Tracking::new(&schema),
             "2024-01-01T00:00:09Z",
         )
         .unwrap();

@@ -419,6 +419,25 @@ impl FieldSet {
         });
     }
 
+    /// Remove the paths of `prefixes` and everything below them (upstream's
+    /// `RecursiveDifference`, what an `ExcludeSetFilter` of reset fields does).
+    pub fn remove_below(&mut self, prefixes: &FieldSet) {
+        if prefixes.is_empty() {
+            return;
+        }
+        let mut theirs = Cursor::new(&prefixes.members, |m| m);
+        self.members.retain(|pe| theirs.seek(pe).is_none());
+        self.children.retain_mut(|(pe, sub)| {
+            if prefixes.has_member(pe) {
+                return false;
+            }
+            if let Some(below) = prefixes.child(pe) {
+                sub.remove_below(below);
+            }
+            !sub.is_empty()
+        });
+    }
+
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         FieldSet {
             members: self
@@ -881,6 +900,22 @@ impl<'a> Walker<'a> {
             }
             (Some(Value::Array(a)), None) => self.compare_lists(Some(a), None, l, r, cmp),
             (None, Some(Value::Array(b))) => self.compare_lists(None, Some(b), l, r, cmp),
+            // Null is an empty map or list of whatever type the other side
+            // has (upstream's typed values: a Go nil slice or pointer): what
+            // the other side holds is added or removed, the node itself
+            // neither (its `"."` stays unset), unless both are empty.
+            (Some(Value::Null), Some(Value::Object(b))) => {
+                self.compare_maps(None, Some(b), l, r, cmp)
+            }
+            (Some(Value::Object(a)), Some(Value::Null)) => {
+                self.compare_maps(Some(a), None, l, r, cmp)
+            }
+            (Some(Value::Null), Some(Value::Array(b))) => {
+                self.compare_lists(None, Some(b), l, r, cmp)
+            }
+            (Some(Value::Array(a)), Some(Value::Null)) => {
+                self.compare_lists(Some(a), None, l, r, cmp)
+            }
             (Some(a), Some(b)) if container(l) || container(r) => {
                 // Different kinds of value: the node changed; the sides'
                 // contents are removed and added.
@@ -988,59 +1023,110 @@ impl<'a> Walker<'a> {
         set
     }
 
-    /// The `FieldsV1` of a create by `base` (what an empty object of the
-    /// type looks like) to `obj`: what [`Walker::compare`] adds, less
-    /// [`system_fields`], written straight as `FieldsV1` instead of built
-    /// as a [`FieldSet`], compared and then encoded. `None` if `base` has a
-    /// member that is not an empty map (only `metadata`, `spec` and `status`
-    /// of built-in types are expected): the general path then.
+    /// The `FieldsV1` of a create: what [`Walker::compare`] finds added or
+    /// modified from `base` (what an empty object of the type looks like)
+    /// to `obj`, less [`system_fields`] and `reset` (and all below them),
+    /// written straight as `FieldsV1` instead of built as a [`FieldSet`],
+    /// compared and then encoded.
     fn create_fields_v1(
         &mut self,
         base: &Map<String, Value>,
         obj: &Map<String, Value>,
-    ) -> Option<Map<String, Value>> {
-        let structural = |v: &Value| v.as_object().is_some_and(Map::is_empty);
-        if !base.values().all(structural) {
-            return None;
-        }
-        Some(self.created_fields(Some(base), obj, Some(system_fields())))
+        reset: &FieldSet,
+    ) -> Map<String, Value> {
+        self.created_fields(Some(base), obj, Some(system_fields()), Some(reset))
     }
 
     /// [`Walker::create_fields_v1`] of the map `fields` at the current path,
-    /// against `base` (this map in the empty object) and less `system` (the
-    /// system fields under this path). A map the base has too is owned only
-    /// through what it holds (an atomic one whole: changed, so owned); a
-    /// system field is nobody's, but what it holds may be someone's.
+    /// against `base` (this map in the empty object), less `system` (the
+    /// system fields under this path) and `reset` (the reset fields under
+    /// it). A value as in the base is nobody's; a map the base has too (or
+    /// has null) is owned only through what it holds, and so is a keyed or
+    /// set list the base has null or empty; anything else that differs is
+    /// owned (an atomic map or list whole). A system field is nobody's, but
+    /// what it holds may be someone's; a reset field and all below it are
+    /// nobody's.
     fn created_fields(
         &mut self,
         base: Option<&Map<String, Value>>,
         fields: &Map<String, Value>,
         system: Option<&FieldSet>,
+        reset: Option<&FieldSet>,
     ) -> Map<String, Value> {
         let mut out = Map::new();
         for (k, v) in fields {
             if self.is_managed_fields(k) {
                 continue;
             }
-            let in_base = base.is_some_and(|b| b.contains_key(k)) && v.is_object();
-            if in_base && v.as_object().is_some_and(Map::is_empty) {
+            let old = base.and_then(|b| b.get(k));
+            if old == Some(v) {
                 continue; // as in the base: nothing changed
             }
             self.push_field(k);
-            let (is_system, system_below) = match (system, self.path.last()) {
-                (Some(system), Some(pe)) => (system.has_member(pe), system.child(pe)),
-                _ => (false, None),
+            let Some(pe) = self.path.last() else { continue };
+            let (is_system, system_below) = match system {
+                Some(system) => (system.has_member(pe), system.child(pe)),
+                None => (false, None),
             };
-            let granular = in_base && !self.atomic_map();
-            let below = match (v.as_object(), system_below) {
-                (Some(map), Some(system_below)) => {
-                    let base_below = base.and_then(|b| b.get(k)).and_then(Value::as_object);
-                    self.created_fields(base_below, map, Some(system_below))
+            let (is_reset, reset_below) = match reset {
+                Some(reset) => (reset.has_member(pe), reset.child(pe)),
+                None => (false, None),
+            };
+            if is_reset {
+                self.pop_field();
+                continue;
+            }
+            // All of `v` is new: system and reset fields below it still
+            // nobody's.
+            let all_new = |w: &mut Self| match v {
+                Value::Object(map)
+                    if (system_below.is_some() || reset_below.is_some()) && !w.atomic_map() =>
+                {
+                    w.created_fields(None, map, system_below, reset_below)
                 }
-                _ => self.all_below(v),
+                _ => w.all_below(v),
+            };
+            let (member, below) = match (old, v) {
+                (None, _) => (true, all_new(self)),
+                (Some(Value::Object(_) | Value::Null), Value::Object(map))
+                    if !self.atomic_map()
+                        && (!map.is_empty() || old.is_some_and(Value::is_object)) =>
+                {
+                    let old = old.and_then(Value::as_object);
+                    (
+                        false,
+                        self.created_fields(old, map, system_below, reset_below),
+                    )
+                }
+                (Some(Value::Null), Value::Array(items))
+                | (Some(Value::Array(_)), Value::Array(items))
+                    if !items.is_empty()
+                        && old.and_then(Value::as_array).is_none_or(Vec::is_empty)
+                        && self.list_kind(&[items]) != ListKind::Atomic =>
+                {
+                    (false, self.all_below(v))
+                }
+                // A map emptied (to null): only removals.
+                (Some(Value::Object(o)), Value::Null) if !o.is_empty() && !self.atomic_map() => {
+                    (false, Map::new())
+                }
+                // Changed: a scalar, an atomic map or list, null to empty
+                // (`New()` holds no list items to compare with); a container
+                // where the base has another kind of value holds new fields.
+                _ => {
+                    let other_kind = old.is_some_and(|o| {
+                        !o.is_null() && std::mem::discriminant(o) != std::mem::discriminant(v)
+                    });
+                    let below = if other_kind {
+                        all_new(self)
+                    } else {
+                        Map::new()
+                    };
+                    (true, below)
+                }
             };
             if let Some(pe) = self.path.pop() {
-                out.add(pe, !granular && !is_system, below);
+                out.add(pe, member && !is_system, below);
             }
         }
         out
@@ -1215,11 +1301,76 @@ pub struct Comparison {
     pub removed: FieldSet,
 }
 
+impl Comparison {
+    /// Without `reset` and what is below it (upstream's `FilterFields` with
+    /// the strategy's reset fields): changes there are nobody's.
+    pub fn remove_below(&mut self, reset: &FieldSet) {
+        self.added.remove_below(reset);
+        self.modified.remove_below(reset);
+        self.removed.remove_below(reset);
+    }
+}
+
 /// Compare two objects field by field, lists as `schema` says.
 pub fn compare(old: &Value, new: &Value, schema: &dyn PatchMeta) -> Comparison {
     let mut cmp = Comparison::default();
     Walker::new(schema).compare(Some(old), Some(new), &mut cmp);
     cmp
+}
+
+/// What upstream's field manager knows of the type whose writes it tracks.
+pub struct Tracking<'a> {
+    /// How lists and maps are owned.
+    pub schema: &'a (dyn PatchMeta + Sync),
+    /// The fields the write's strategy resets (upstream's `GetResetFields`:
+    /// `status` through the main resource of a kind with a status
+    /// subresource, `spec` through `/status`): never credited, and changing
+    /// them takes nothing from other managers.
+    pub reset: FieldSet,
+    /// What an empty object of the type (upstream's `New()`) encodes to:
+    /// what a create, and the fields an object had before its first apply,
+    /// are compared against. `None`: [`empty_object`] of the object.
+    pub empty: Option<&'a Value>,
+}
+
+impl<'a> Tracking<'a> {
+    /// Tracking by `schema` alone: no reset fields, [`empty_object`] as
+    /// the empty object.
+    pub fn new(schema: &'a (dyn PatchMeta + Sync)) -> Self {
+        Tracking {
+            schema,
+            reset: FieldSet::new(),
+            empty: None,
+        }
+    }
+
+    /// What an empty object of the type looks like, beside `obj`.
+    pub(crate) fn empty_beside(&self, obj: &Value) -> std::borrow::Cow<'a, Value> {
+        match self.empty {
+            Some(empty) => std::borrow::Cow::Borrowed(empty),
+            None => std::borrow::Cow::Owned(empty_object(obj)),
+        }
+    }
+
+    /// The change from `old` to `new`, reset fields left out.
+    pub(crate) fn compare(&self, old: &Value, new: &Value) -> Comparison {
+        let mut cmp = compare(old, new, self.schema);
+        cmp.remove_below(&self.reset);
+        cmp
+    }
+}
+
+/// The paths `paths` (each a list of field names) as a set: reset fields.
+pub fn field_paths(paths: &[&[&str]]) -> FieldSet {
+    let mut set = FieldSet::new();
+    for path in paths {
+        let path: Vec<PathElement> = path
+            .iter()
+            .map(|name| PathElement::Field((*name).into()))
+            .collect();
+        set.insert(&path);
+    }
+    set
 }
 
 // ---------------------------------------------------------------------------
@@ -1556,47 +1707,39 @@ pub fn record_update_with_schema(
     old: Option<&Value>,
     manager: &str,
     api_version: &str,
-    schema: &dyn PatchMeta,
+    schema: &(dyn PatchMeta + Sync),
 ) {
-    let empty;
-    let base = match old {
-        Some(o) => o,
-        None => {
-            empty = empty_object(obj);
-            &empty
-        }
-    };
-    record(obj, old, base, &Writer::new(manager, api_version), schema);
+    let writer = Writer::new(manager, api_version);
+    record(obj, old, &writer, &Tracking::new(schema));
 }
 
-/// Record `writer`'s Update: the change from `base` (the live object, or for a
-/// create what an empty object of the type looks like) to `obj`, in `obj`'s
-/// managedFields. Ownership of list items follows `schema`.
+/// Record `writer`'s Update: the change from `live` (for a create, what an
+/// empty object of the type looks like) to `obj`, in `obj`'s managedFields,
+/// as `tracking` says (list ownership, reset fields).
 ///
 /// An empty manager leaves `obj` untouched, managedFields included: callers
 /// that computed managedFields themselves (server-side apply, through
 /// [`crate::apply::apply`]) write with an empty manager.
-pub fn record(
-    obj: &mut Value,
-    live: Option<&Value>,
-    base: &Value,
-    writer: &Writer<'_>,
-    schema: &dyn PatchMeta,
-) {
+pub fn record(obj: &mut Value, live: Option<&Value>, writer: &Writer<'_>, tracking: &Tracking<'_>) {
     if writer.manager.is_empty() {
         return;
     }
     // Upstream's decodeLiveOrNew: the request's managedFields win when they are
     // valid and non-empty (`[]`/`[{}]` reset them); otherwise the live ones.
-    let mut entries = if is_reset(managed_fields_of(obj)) {
+    // A subresource's writer cannot set them.
+    let live_entries = || {
+        live.and_then(managed_of)
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    let mut entries = if !writer.subresource.is_empty() {
+        live_entries()
+    } else if is_reset(managed_fields_of(obj)) {
         Vec::new()
     } else {
         match managed_of(obj) {
             Some(Ok(e)) if !e.is_empty() => e,
-            _ => live
-                .and_then(managed_of)
-                .and_then(Result::ok)
-                .unwrap_or_default(),
+            _ => live_entries(),
         }
     };
     apimachinery::meta::remove(obj, "managedFields");
@@ -1605,24 +1748,36 @@ pub fn record(
     if entries.is_empty() && live.is_some() {
         return;
     }
-    if entries.is_empty() && record_create(obj, base, writer, schema).is_some() {
+    let empty;
+    let base = match live {
+        Some(live) => live,
+        None => {
+            empty = tracking.empty_beside(obj);
+            empty.as_ref()
+        }
+    };
+    if entries.is_empty() && record_create(obj, base, writer, tracking).is_some() {
         return;
     }
-    let cmp = compare(base, obj, schema);
+    let cmp = tracking.compare(base, obj);
     update_entries(&mut entries, cmp, writer, &time::now_rfc3339());
     set_managed_fields(obj, entries);
 }
 
 /// [`record`] of a create (no entries before it): the writer's entry with
 /// the `FieldsV1` of everything it set, written straight from the object.
-/// `None` (nothing done) when `base` is not an empty object's shape.
+/// `None` (nothing done) when `base` or `obj` is not an object.
 fn record_create(
     obj: &mut Value,
     base: &Value,
     writer: &Writer<'_>,
-    schema: &dyn PatchMeta,
+    tracking: &Tracking<'_>,
 ) -> Option<()> {
-    let fields = Walker::new(schema).create_fields_v1(base.as_object()?, obj.as_object()?)?;
+    let fields = Walker::new(tracking.schema).create_fields_v1(
+        base.as_object()?,
+        obj.as_object()?,
+        &tracking.reset,
+    );
     if fields.is_empty() {
         set_managed_fields(obj, Vec::new());
         return Some(());
@@ -1743,6 +1898,144 @@ mod tests {
         ]));
     }
 
+    /// Upstream's typed comparison: null is an empty map or list of the
+    /// other side's type, so what replaces it is added without the node
+    /// itself (no `"."`), unless both are empty or the map is atomic.
+    #[test]
+    fn null_is_an_empty_map_or_list() {
+        let schema = patch::builtin_schema("apps", "v1", "Deployment");
+        let field = |names: &[&str]| -> Vec<PathElement> {
+            names
+                .iter()
+                .map(|n| PathElement::Field((*n).into()))
+                .collect()
+        };
+        let old = json!({"spec": {"template": {"spec": {"containers": null}},
+            "selector": null, "strategy": null, "minReadySeconds": null}});
+        let new = json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}},
+            "selector": {"matchLabels": {"a": "b"}}, "strategy": {}, "minReadySeconds": 1}});
+        let cmp = compare(&old, &new, &schema);
+        let containers = field(&["spec", "template", "spec", "containers"]);
+        assert!(!cmp.added.has(&containers) && !cmp.modified.has(&containers));
+        let mut item = containers.clone();
+        item.push(PathElement::Key(vec![("name".into(), json!("c"))]));
+        assert!(cmp.added.has(&item));
+        // LabelSelector is an atomic struct: owned whole.
+        assert!(cmp.modified.has(&field(&["spec", "selector"])));
+        assert!(!cmp.added.has(&field(&["spec", "selector", "matchLabels"])));
+        // Null to empty, and scalars: changed.
+        assert!(cmp.modified.has(&field(&["spec", "strategy"])));
+        assert!(cmp.modified.has(&field(&["spec", "minReadySeconds"])));
+        // And back: only removals.
+        let back = compare(&new, &old, &schema);
+        assert!(back.added.is_empty());
+        assert!(back.removed.has(&item) && !back.removed.has(&containers));
+    }
+
+    #[test]
+    fn reset_fields_are_nobodys() {
+        let schema = patch::builtin_schema("apps", "v1", "StatefulSet");
+        let tracking = Tracking {
+            reset: field_paths(&[&["status"]]),
+            ..Tracking::new(&schema)
+        };
+        let mut created = json!({"metadata": {"name": "s"}, "spec": {"replicas": 1},
+            "status": {"replicas": 4}});
+        record(&mut created, None, &Writer::new("a", "apps/v1"), &tracking);
+        assert_eq!(
+            created["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:spec": {"f:replicas": {}}})
+        );
+        // A status writer's fields stay its own when the main resource
+        // changes status (the strategy resets it anyway).
+        let status_tracking = Tracking {
+            reset: field_paths(&[&["spec"]]),
+            ..Tracking::new(&schema)
+        };
+        let mut status = created.clone();
+        status["status"]["replicas"] = json!(2);
+        status["spec"]["replicas"] = json!(9);
+        let controller = Writer {
+            subresource: "status",
+            ..Writer::new("c", "apps/v1")
+        };
+        record(&mut status, Some(&created), &controller, &status_tracking);
+        // By manager: entries written in different seconds sort by time.
+        let summary = |obj: &Value| -> Vec<(String, Value)> {
+            let mut entries: Vec<(String, Value)> =
+                decode_managed_fields(obj["metadata"]["managedFields"].as_array().unwrap())
+                    .unwrap()
+                    .into_iter()
+                    .map(|e| (e.manager, e.fields.to_fields_v1()))
+                    .collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries
+        };
+        assert_eq!(
+            summary(&status),
+            [
+                ("a".to_string(), json!({"f:spec": {"f:replicas": {}}})),
+                ("c".to_string(), json!({"f:status": {"f:replicas": {}}})),
+            ]
+        );
+        let mut main = status.clone();
+        main["status"]["replicas"] = json!(7);
+        main["spec"]["replicas"] = json!(3);
+        record(
+            &mut main,
+            Some(&status),
+            &Writer::new("b", "apps/v1"),
+            &tracking,
+        );
+        assert_eq!(
+            summary(&main),
+            [
+                ("b".to_string(), json!({"f:spec": {"f:replicas": {}}})),
+                ("c".to_string(), json!({"f:status": {"f:replicas": {}}})),
+            ]
+        );
+    }
+
+    /// Upstream's `decodeLiveOrNew` with `ignoreManagedFieldsFromRequestObject`:
+    /// a subresource's writer cannot set managedFields.
+    #[test]
+    fn subresource_writers_cannot_set_managed_fields() {
+        let schema = patch::builtin_schema("", "v1", "ConfigMap");
+        let mut live = json!({"metadata": {"name": "x"}, "data": {"a": "1"}});
+        record_update_with_schema(&mut live, None, "a", "v1", &schema);
+        let mut new = live.clone();
+        new["metadata"]["managedFields"] = json!([]);
+        new["data"]["a"] = json!("2");
+        let writer = Writer {
+            subresource: "status",
+            ..Writer::new("s", "v1")
+        };
+        record(&mut new, Some(&live), &writer, &Tracking::new(&schema));
+        let managers: Vec<&str> = new["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["manager"].as_str())
+            .collect();
+        assert_eq!(managers, ["a", "s"]);
+    }
+
+    #[test]
+    fn remove_below_takes_whole_subtrees() {
+        let field = |n: &str| PathElement::Field(n.into());
+        let set = FieldSet::from_fields_v1(&json!({"f:spec": {".": {}, "f:a": {}},
+            "f:status": {"f:b": {}}, "f:metadata": {"f:labels": {".": {}, "f:x": {}},
+            "f:annotations": {"f:y": {}}}}))
+        .unwrap();
+        let mut left = set.clone();
+        left.remove_below(&field_paths(&[&["spec"], &["metadata", "labels"]]));
+        assert_eq!(
+            left.to_fields_v1(),
+            json!({"f:status": {"f:b": {}}, "f:metadata": {"f:annotations": {"f:y": {}}}})
+        );
+        assert!(set.has(&[field("spec")]));
+    }
+
     #[test]
     fn update_moves_ownership() {
         let mut old = json!({"metadata":{"name":"x"},"data":{"k":"v"}});
@@ -1777,13 +2070,13 @@ mod tests {
     fn custom_resource_create_marks_spec() {
         let mut obj =
             json!({"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"w"},"spec":{"n":1}});
-        record(
-            &mut obj,
-            None,
-            &json!({}),
-            &Writer::new("m", "x.io/v1"),
-            &PatchSchema::new(),
-        );
+        let schema = PatchSchema::new();
+        let empty = json!({});
+        let tracking = Tracking {
+            empty: Some(&empty),
+            ..Tracking::new(&schema)
+        };
+        record(&mut obj, None, &Writer::new("m", "x.io/v1"), &tracking);
         assert_eq!(
             obj["metadata"]["managedFields"][0]["fieldsV1"],
             json!({"f:spec":{".":{},"f:n":{}}})
@@ -1853,20 +2146,20 @@ mod tests {
 
     /// The general path's result for a create: compared with `base`, the
     /// entry added, system fields left out, encoded.
-    fn recorded_by_comparison(obj: &Value, base: &Value, schema: &dyn PatchMeta) -> Value {
+    fn recorded_by_comparison(obj: &Value, base: &Value, tracking: &Tracking<'_>) -> Value {
         let mut obj = obj.clone();
         apimachinery::meta::remove(&mut obj, "managedFields");
         let writer = Writer::new("m", "v1");
         let mut entries = Vec::new();
-        update_entries(&mut entries, compare(base, &obj, schema), &writer, "T");
+        update_entries(&mut entries, tracking.compare(base, &obj), &writer, "T");
         set_managed_fields(&mut obj, entries);
         obj
     }
 
-    fn recorded_directly(obj: &Value, base: &Value, schema: &dyn PatchMeta) -> Value {
+    fn recorded_directly(obj: &Value, base: &Value, tracking: &Tracking<'_>) -> Value {
         let mut obj = obj.clone();
         apimachinery::meta::remove(&mut obj, "managedFields");
-        record_create(&mut obj, base, &Writer::new("m", "v1"), schema).unwrap();
+        record_create(&mut obj, base, &Writer::new("m", "v1"), tracking).unwrap();
         if let Some(entry) = obj.pointer_mut("/metadata/managedFields/0") {
             entry["time"] = json!("T");
         }
@@ -1929,18 +2222,61 @@ mod tests {
             .prop_map(|m| Value::Object(m.into_iter().collect()))
     }
 
+    /// What an empty object may look like (upstream's `New()` encoded):
+    /// zero scalars, nulls, empty lists and maps, maps of those; no list
+    /// items.
+    fn zero_like() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = prop_oneof![
+            Just("containers"),
+            Just("ports"),
+            Just("labels"),
+            Just("metadata"),
+            Just("spec"),
+            Just("status"),
+            Just("name"),
+            Just("a"),
+        ]
+        .prop_map(String::from);
+        let zero = prop_oneof![
+            Just(json!(null)),
+            Just(json!("")),
+            Just(json!(0)),
+            Just(json!(false)),
+            Just(json!([])),
+            Just(json!({})),
+        ];
+        zero.prop_recursive(3, 20, 4, move |inner| {
+            prop::collection::btree_map(key.clone(), inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect()))
+        })
+        .prop_map(|v| match v {
+            Value::Object(m) => Value::Object(m),
+            _ => json!({}),
+        })
+    }
+
     proptest::proptest! {
         #[test]
-        fn a_create_records_what_the_comparison_with_an_empty_object_records(obj in pod_like()) {
+        fn a_create_records_what_the_comparison_with_an_empty_object_records(
+            obj in pod_like(),
+            zero in zero_like(),
+        ) {
             let schema = patch::builtin_schema("", "v1", "Pod");
-            // Built-in types compare with their empty structs, custom
-            // resources with nothing.
-            for base in [empty_object(&obj), json!({})] {
-                proptest::prop_assert_eq!(
-                    recorded_directly(&obj, &base, &schema),
-                    recorded_by_comparison(&obj, &base, &schema),
-                    "base {}", base
-                );
+            let mut pod = json!({});
+            crate::builtin::zero_fields::fill("", "v1", "Pod", &mut pod);
+            // Built-in types compare with their empty structs (as Go encodes
+            // them), custom resources with nothing; reset fields are nobody's.
+            for base in [empty_object(&obj), json!({}), pod, zero] {
+                for reset in [FieldSet::new(), field_paths(&[&["status"]]),
+                    field_paths(&[&["spec"], &["metadata", "labels"]])] {
+                    let tracking = Tracking { reset, ..Tracking::new(&schema) };
+                    proptest::prop_assert_eq!(
+                        recorded_directly(&obj, &base, &tracking),
+                        recorded_by_comparison(&obj, &base, &tracking),
+                        "base {}", base
+                    );
+                }
             }
         }
     }
@@ -1968,24 +2304,13 @@ mod tests {
             (pod, patch::builtin_schema("", "v1", "Pod")),
             (config_map, patch::builtin_schema("", "v1", "ConfigMap")),
         ] {
+            let tracking = Tracking::new(&schema);
             for base in [empty_object(&obj), json!({})] {
-                let direct = recorded_directly(&obj, &base, &schema);
-                assert_eq!(direct, recorded_by_comparison(&obj, &base, &schema));
+                let direct = recorded_directly(&obj, &base, &tracking);
+                assert_eq!(direct, recorded_by_comparison(&obj, &base, &tracking));
                 assert!(direct["metadata"]["managedFields"][0]["fieldsV1"].is_object());
             }
         }
-        // Other bases take the general path.
-        let mut obj = json!({"metadata": {"name": "x"}, "spec": {"a": 1}});
-        let base = json!({"spec": {"a": 1}});
-        assert!(
-            record_create(
-                &mut obj,
-                &base,
-                &Writer::new("m", "v1"),
-                &patch::builtin_schema("", "v1", "Pod")
-            )
-            .is_none()
-        );
     }
 
     #[test]

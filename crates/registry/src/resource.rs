@@ -1,5 +1,6 @@
 //! What the generic store needs to know about one kind of resource.
 
+use crate::managed_fields::{FieldSet, Tracking};
 use crate::options::RequestContext;
 use apimachinery::{ErrorList, GroupResource, GroupVersionKind};
 use serde_json::Value;
@@ -158,6 +159,28 @@ pub fn take_status(new: &mut Value, old: &Value) {
     }
 }
 
+/// The kinds whose `/status` writes reset all of `metadata` besides `spec`
+/// (upstream's newer status strategies); custom resources' do too.
+const STATUS_RESETS_METADATA: &[(&str, &str)] = &[
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    ("apiregistration.k8s.io", "APIService"),
+    ("certificates.k8s.io", "PodCertificateRequest"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("internal.apiserver.k8s.io", "StorageVersion"),
+    ("lifecycle.k8s.io", "Eviction"),
+    ("lifecycle.k8s.io", "EvictionRequest"),
+    ("networking.k8s.io", "ServiceCIDR"),
+    ("resource.k8s.io", "DeviceTaintRule"),
+    ("resource.k8s.io", "ResourceClaim"),
+    ("resource.k8s.io", "ResourcePoolStatusRequest"),
+    ("scheduling.k8s.io", "CompositePodGroup"),
+    ("scheduling.k8s.io", "PodGroup"),
+    ("storage.k8s.io", "CSINode"),
+    ("storage.k8s.io", "VolumeAttachment"),
+    ("storagemigration.k8s.io", "StorageVersionMigration"),
+];
+
 /// A printer column of `as=Table` output (after `Name`).
 #[derive(Debug, Clone)]
 pub struct TableColumn {
@@ -293,6 +316,8 @@ pub struct ResourceType {
     /// Built on first use (most kinds are never patched or applied): see
     /// [`ResourceType::patch_schema`].
     patch_schema: std::sync::OnceLock<patch::PatchSchema>,
+    /// [`ResourceType::new_object`], made on first use.
+    new_object: std::sync::OnceLock<Value>,
     /// A `Warning` header on every request to this version (deprecated versions).
     pub deprecation_warning: Option<String>,
     /// The `scale` subresource (custom resources that declare one).
@@ -548,6 +573,7 @@ impl ResourceType {
             refuse_create: None,
             structured: true,
             patch_schema: std::sync::OnceLock::new(),
+            new_object: std::sync::OnceLock::new(),
             deprecation_warning: None,
             scale: None,
             verbs: ALL_VERBS,
@@ -590,12 +616,70 @@ impl ResourceType {
         }
     }
 
-    /// What an empty object of this type looks like, for the managedFields of a create.
-    pub fn empty_object(&self, obj: &Value) -> Value {
-        if self.structured {
-            crate::managed_fields::empty_object(obj)
-        } else {
-            Value::Object(Default::default())
+    /// An empty object of this type as upstream's `New()` encodes it: for
+    /// built-in kinds the fields Go writes although they are zero (`spec:
+    /// {containers: null}`, `spec.pool.generation: 0`), for custom resources
+    /// `{}`. A create's managedFields credit what differs from it.
+    pub fn new_object(&self) -> &Value {
+        self.new_object.get_or_init(|| {
+            let mut empty = Value::Object(Default::default());
+            if self.structured {
+                crate::builtin::zero_fields::fill(
+                    &self.group,
+                    &self.version,
+                    &self.kind,
+                    &mut empty,
+                );
+                // A Go type the table does not know (an extension server's):
+                // its non-pointer `metadata`, `spec` and `status` structs.
+                if empty.as_object().is_some_and(|m| m.is_empty()) {
+                    empty = serde_json::json!({"metadata": {}, "spec": {}, "status": {}});
+                }
+            }
+            empty
+        })
+    }
+
+    /// The fields a write through `subresource` resets, which its writer is
+    /// never credited with (upstream's `GetResetFields` of the strategy
+    /// behind it): `status` through the main resource of a kind with a status
+    /// subresource, `spec` (and for some kinds parts of `metadata`) through
+    /// `/status`.
+    pub fn reset_fields(&self, subresource: &apimachinery::Subresource) -> FieldSet {
+        use apimachinery::Subresource as S;
+        let kind = (self.group.as_str(), self.kind.as_str());
+        let paths: &[&[&str]] = match subresource {
+            S::None if kind == ("certificates.k8s.io", "CertificateSigningRequest") => {
+                &[&["spec"], &["status"]]
+            }
+            S::None | S::Finalize if self.has_status => &[&["status"]],
+            S::Status if kind == ("certificates.k8s.io", "CertificateSigningRequest") => {
+                &[&["spec"], &["status", "conditions"]]
+            }
+            S::Approval if kind == ("certificates.k8s.io", "CertificateSigningRequest") => {
+                &[&["spec"], &["status", "certificate"]]
+            }
+            S::Status if kind == ("apps", "Deployment") => &[&["spec"], &["metadata", "labels"]],
+            S::Status if kind == ("", "Pod") => &[
+                &["spec"],
+                &["metadata", "deletionTimestamp"],
+                &["metadata", "ownerReferences"],
+            ],
+            S::Status if !self.structured || STATUS_RESETS_METADATA.contains(&kind) => {
+                &[&["metadata"], &["spec"]]
+            }
+            S::Status => &[&["spec"]],
+            _ => &[],
+        };
+        crate::managed_fields::field_paths(paths)
+    }
+
+    /// How the field manager tracks writes through `subresource`.
+    pub fn tracking(&self, subresource: &apimachinery::Subresource) -> Tracking<'_> {
+        Tracking {
+            schema: self.patch_schema(),
+            reset: self.reset_fields(subresource),
+            empty: Some(self.new_object()),
         }
     }
 
@@ -646,5 +730,78 @@ impl ResourceType {
             "metadata.namespace" => Some(apimachinery::meta::namespace(obj).to_string()),
             _ => self.strategy.field(obj, field),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use apimachinery::Subresource;
+    use serde_json::json;
+
+    use crate::managed_fields::field_paths;
+
+    fn kind(group: &str, kind: &str) -> std::sync::Arc<super::ResourceType> {
+        crate::builtin::resource_types()
+            .into_iter()
+            .find(|t| t.group == group && t.kind == kind)
+            .unwrap_or_else(|| panic!("{group}/{kind} is served"))
+    }
+
+    /// Upstream's `GetResetFields` of the strategies behind each write.
+    #[test]
+    fn reset_fields_follow_upstreams_strategies() {
+        let deployments = kind("apps", "Deployment");
+        assert_eq!(
+            deployments.reset_fields(&Subresource::None),
+            field_paths(&[&["status"]])
+        );
+        assert_eq!(
+            deployments.reset_fields(&Subresource::Status),
+            field_paths(&[&["spec"], &["metadata", "labels"]])
+        );
+        assert!(deployments.reset_fields(&Subresource::Scale).is_empty());
+        let pods = kind("", "Pod");
+        assert_eq!(
+            pods.reset_fields(&Subresource::Status),
+            field_paths(&[
+                &["spec"],
+                &["metadata", "deletionTimestamp"],
+                &["metadata", "ownerReferences"]
+            ])
+        );
+        assert!(pods.reset_fields(&Subresource::Resize).is_empty());
+        assert_eq!(
+            kind("resource.k8s.io", "ResourceClaim").reset_fields(&Subresource::Status),
+            field_paths(&[&["metadata"], &["spec"]])
+        );
+        assert_eq!(
+            kind("certificates.k8s.io", "CertificateSigningRequest")
+                .reset_fields(&Subresource::None),
+            field_paths(&[&["spec"], &["status"]])
+        );
+        // No status subresource: nothing reset.
+        assert!(
+            kind("", "ConfigMap")
+                .reset_fields(&Subresource::None)
+                .is_empty()
+        );
+        assert_eq!(
+            kind("", "Namespace").reset_fields(&Subresource::Finalize),
+            field_paths(&[&["status"]])
+        );
+    }
+
+    /// `New()` as Go encodes it: zero fields included.
+    #[test]
+    fn new_objects_hold_what_go_writes() {
+        let slices = kind("resource.k8s.io", "ResourceSlice");
+        let empty = slices.new_object();
+        assert_eq!(empty["spec"]["pool"]["generation"], json!(0));
+        assert_eq!(empty["spec"]["driver"], json!(""));
+        assert_eq!(
+            kind("", "Pod").new_object()["spec"]["containers"],
+            json!(null)
+        );
+        assert_eq!(kind("", "ConfigMap").new_object(), &json!({"metadata": {}}));
     }
 }

@@ -66,9 +66,12 @@ impl GenericStore {
         self
     }
 
-    /// Decode-time defaulting, then mutating admission for every type, before
-    /// the type's own preparation. What it adds outside a custom resource's schema is pruned, as upstream
-    /// prunes when it stores the object.
+    /// Decode-time defaulting, the writer's managedFields, then mutating
+    /// admission for every type, before the type's own preparation: the
+    /// order of upstream's handlers, whose field manager credits the writer
+    /// with what it sent (defaulted), not with what admission, the strategy
+    /// or allocation add. What admission adds outside a custom resource's
+    /// schema is pruned, as upstream prunes when it stores the object.
     async fn mutate_globally(
         &self,
         operation: Operation,
@@ -77,7 +80,17 @@ impl GenericStore {
         old_object: Option<&Value>,
         ctx: &RequestContext,
     ) -> Result<()> {
+        // The request's managedFields as decoded: Go's `omitempty` drops an
+        // empty list only when encoding, and `[]` asks for a reset.
+        let managed = object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .and_then(|md| md.remove("managedFields"));
         self.default(object);
+        if let Some(managed) = managed {
+            meta::metadata_mut(object).insert("managedFields".into(), managed);
+        }
+        self.record_write(ctx, object, old_object);
         let Some(admission) = &self.global_admission else {
             return Ok(());
         };
@@ -613,6 +626,7 @@ impl GenericStore {
             meta::set_str(&mut obj, "name", &name);
         }
         let name = meta::name(&obj).to_string();
+        wipe_system_metadata(&mut obj);
         // Namespace lifecycle comes first, as upstream's plugin order has it:
         // no admission webhook hears of writes into a missing namespace.
         self.admit_namespace(&ctx.namespace).await?;
@@ -632,8 +646,6 @@ impl GenericStore {
         }
         self.admit_globally(Operation::Create, meta::name(&obj), Some(&obj), None, ctx)
             .await?;
-        let empty = self.rtype.empty_object(&obj);
-        self.record_write(ctx, &mut obj, None, &empty);
         let name = meta::name(&obj).to_string();
         let key = self.key(&ctx.namespace, &name);
         if ctx.dry_run {
@@ -693,13 +705,6 @@ impl GenericStore {
         let md = meta::metadata_mut(obj);
         md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         md.insert("creationTimestamp".into(), json!(time::now_rfc3339()));
-        for transient in [
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "selfLink",
-        ] {
-            md.remove(transient);
-        }
         if generation {
             md.insert("generation".into(), json!(1));
         } else {
@@ -852,21 +857,21 @@ impl GenericStore {
         Err(StatusError::modified(&self.rtype.group_resource(), name))
     }
 
-    /// Credit the request's field manager with the change from `base` to `obj`.
-    fn record_write(
-        &self,
-        ctx: &RequestContext,
-        obj: &mut Value,
-        live: Option<&Value>,
-        base: &Value,
-    ) {
+    /// Credit the request's field manager with the change from `live` (for
+    /// a create, an empty object of the type) to `obj`, less the fields the
+    /// write's strategy resets. Writes through `pods/binding` are the
+    /// server's own: upstream records nothing for them.
+    fn record_write(&self, ctx: &RequestContext, obj: &mut Value, live: Option<&Value>) {
+        if ctx.field_manager.is_empty() || ctx.subresource == Subresource::Binding {
+            return;
+        }
         let api_version = self.rtype.api_version();
         let writer = managed_fields::Writer {
             manager: &ctx.field_manager,
             api_version: &api_version,
             subresource: ctx.subresource.as_str(),
         };
-        managed_fields::record(obj, live, base, &writer, self.rtype.patch_schema());
+        managed_fields::record(obj, live, &writer, &self.rtype.tracking(&ctx.subresource));
     }
 
     /// Finalizers (or a type-specific rule) keep a deleted object around.
@@ -874,31 +879,32 @@ impl GenericStore {
         !meta::finalizers(obj).is_empty() || self.rtype.strategy.deletion_blocked(obj)
     }
 
-    /// System fields, strategy rules, validation and managedFields for an update.
+    /// System fields, strategy rules and validation for an update. The
+    /// managedFields were recorded before (see [`Self::mutate_globally`]):
+    /// the strategy's rules, which may start from the old object, keep them.
     fn prepare_update(&self, ctx: &RequestContext, new: &mut Value, old: &Value) -> Result<()> {
         let status_only = ctx.subresource == Subresource::Status;
         let mut own_validation = None;
+        let managed = new
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .and_then(|md| md.remove("managedFields"));
         match ctx.subresource {
-            Subresource::Status => {
-                // Only status changes, but managedFields are the writer's (an apply
-                // computed them already).
-                let managed = new.pointer("/metadata/managedFields").cloned();
-                self.rtype.strategy.prepare_status_update(new, old);
-                if let Some(m) = managed {
-                    meta::metadata_mut(new).insert("managedFields".into(), m);
-                }
-            }
+            Subresource::Status => self.rtype.strategy.prepare_status_update(new, old),
             // The server's own operation (`pods/{name}/binding`): the handler
             // built the object; upstream writes it without the type's rules.
-            Subresource::Binding => {
-                carry_system_metadata(new, old);
-                self.record_write(ctx, new, Some(old), old);
-                return Ok(());
-            }
+            Subresource::Binding => {}
             ref sub => match self.rtype.strategy.subresource_update(sub, new, old) {
                 Some(errs) => own_validation = Some(errs),
                 None => self.rtype.strategy.prepare_update(new, old),
             },
+        }
+        if let Some(managed) = managed {
+            meta::metadata_mut(new).insert("managedFields".into(), managed);
+        }
+        if ctx.subresource == Subresource::Binding {
+            carry_system_metadata(new, old);
+            return Ok(());
         }
         carry_system_metadata(new, old);
         self.write_zero_fields(new);
@@ -942,7 +948,6 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(&name, &errs));
         }
-        self.record_write(ctx, new, Some(old), old);
         Ok(())
     }
 
@@ -1192,6 +1197,21 @@ fn check_preconditions(
 }
 
 /// Fields clients may not change through an update.
+/// Upstream's `WipeObjectMetaSystemFields` on a create, before anything
+/// sees the object (uid and creationTimestamp are set after admission).
+fn wipe_system_metadata(obj: &mut Value) {
+    let md = meta::metadata_mut(obj);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        md.remove(field);
+    }
+}
+
 fn carry_system_metadata(new: &mut Value, old: &Value) {
     let md = meta::metadata_mut(new);
     if let Some(rv) = old.pointer("/metadata/resourceVersion") {

@@ -111,20 +111,21 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
         )));
     }
     let warnings = validate_fields(call, &mut config)?;
-    // Status is not applied through the main resource (nor spec through status).
+    // Status is not applied through the main resource. Through `/status` the
+    // rest is merged, and dropped by the status strategy: what its reset
+    // fields (below) leave out is the applier's all the same, as upstream.
     let status_only = call.info.subresource == Subresource::Status;
     if call.rtype().has_status
+        && !status_only
         && let Some(map) = config.as_object_mut()
     {
-        if status_only {
-            map.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
-        } else {
-            map.remove("status");
-        }
+        map.remove("status");
     }
     let force = call.query.flag("force");
     let api_version = call.rtype().api_version();
     let gr = call.rtype().group_resource();
+    // What the write's strategy resets is never the applier's.
+    let tracking = call.rtype().tracking(&call.info.subresource);
     let merge = |live: Option<&Value>| -> Result<Value> {
         let now = apimachinery::time::now_rfc3339();
         let writer = registry::managed_fields::Writer {
@@ -132,15 +133,8 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
             api_version: &api_version,
             subresource: call.info.subresource.as_str(),
         };
-        registry::apply::apply(
-            live,
-            &config,
-            &writer,
-            force,
-            call.rtype().patch_schema(),
-            &now,
-        )
-        .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
+        registry::apply::apply(live, &config, &writer, force, &tracking, &now)
+            .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
     };
     // managedFields are computed by `apply`; the store must not record an Update too.
     let mut ctx = call.ctx.clone();
