@@ -170,7 +170,7 @@ spec:
 /// in path order), a CRD's types through apiextensions-apiserver's discovery
 /// controller (group and version named, `status` before `scale`). Every
 /// built-in resource is compared with upstream's own document
-/// (`docs/research/builtin-kinds/discovery/aggregated_v2.json`).
+/// (`docs/research/builtin-kinds/discovery/aggregated_v2.json`, v1.37.2).
 #[tokio::test]
 async fn aggregated_discovery_names_other_groups_kinds_only() {
     let server = Server::builder().start().unwrap();
