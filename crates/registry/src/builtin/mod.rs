@@ -167,7 +167,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     );
     let mut endpoints = endpoints;
     endpoints.singular = "endpoints".into();
-    let endpointslices = columns(
+    let mut endpointslices = columns(
         resource(
             "discovery.k8s.io",
             "v1",
@@ -182,6 +182,8 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
             TableColumn::new("Endpoints", "string", "The endpoints"),
         ],
     );
+    // Upstream's strategy starts the generation at 1 and bumps it on every change.
+    endpointslices.tracks_generation = true;
     let mut events_v1 = resource(
         "events.k8s.io",
         "v1",
@@ -430,10 +432,34 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
 /// their discovery hashes name it).
 const STORED_ELSEWHERE: &[(&str, &str, &str, &str, &str)] = &[
     ("events.k8s.io", "v1", "Event", "", "v1"),
-    ("autoscaling", "v1", "HorizontalPodAutoscaler", "autoscaling", "v2"),
-    ("certificates.k8s.io", "v1", "ClusterTrustBundle", "certificates.k8s.io", "v1beta1"),
-    ("certificates.k8s.io", "v1", "PodCertificateRequest", "certificates.k8s.io", "v1beta1"),
-    ("resource.k8s.io", "v1", "DeviceTaintRule", "resource.k8s.io", "v1beta2"),
+    (
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        "autoscaling",
+        "v2",
+    ),
+    (
+        "certificates.k8s.io",
+        "v1",
+        "ClusterTrustBundle",
+        "certificates.k8s.io",
+        "v1beta1",
+    ),
+    (
+        "certificates.k8s.io",
+        "v1",
+        "PodCertificateRequest",
+        "certificates.k8s.io",
+        "v1beta1",
+    ),
+    (
+        "resource.k8s.io",
+        "v1",
+        "DeviceTaintRule",
+        "resource.k8s.io",
+        "v1beta2",
+    ),
     (
         "storagemigration.k8s.io",
         "v1",
@@ -443,7 +469,11 @@ const STORED_ELSEWHERE: &[(&str, &str, &str, &str, &str)] = &[
     ),
 ];
 
-fn stored_elsewhere(group: &str, version: &str, kind: &str) -> Option<(&'static str, &'static str)> {
+fn stored_elsewhere(
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Option<(&'static str, &'static str)> {
     STORED_ELSEWHERE
         .iter()
         .find(|(g, v, k, ..)| (*g, *v, *k) == (group, version, kind))
