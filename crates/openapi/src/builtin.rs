@@ -25,6 +25,13 @@ pub(crate) const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
 pub(crate) const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
 pub(crate) const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
 pub(crate) const API_RESOURCE_LIST: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList";
+pub(crate) const API_GROUP: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup";
+pub(crate) const API_GROUP_LIST: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList";
+pub(crate) const API_VERSIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions";
+pub(crate) const VERSION_INFO: &str = "io.k8s.apimachinery.pkg.version.Info";
+pub(crate) const WATCH_EVENT: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent";
+const RAW_EXTENSION: &str = "io.k8s.apimachinery.pkg.runtime.RawExtension";
+pub(crate) const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 
 pub(crate) const API_VERSION_DESC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
@@ -45,6 +52,9 @@ pub struct BuiltinKind {
 pub(crate) struct Builtin {
     pub(crate) components: Map<String, Value>,
     pub(crate) kinds: Vec<BuiltinKind>,
+    /// Kinds that are not resources but what subresources read and write
+    /// (`autoscaling/v1` Scale, `policy/v1` Eviction, ...): GVK and schema.
+    pub(crate) objects: Vec<(Gvk, String)>,
 }
 
 static BUILTIN: OnceLock<Builtin> = OnceLock::new();
@@ -69,9 +79,21 @@ pub(crate) fn find_builtin(gvk: &Gvk) -> Option<&'static BuiltinKind> {
     builtin().kinds.iter().find(|k| &k.gvk == gvk)
 }
 
+/// The component schema of a built-in kind, resource or not.
+pub(crate) fn find_component(gvk: &Gvk) -> Option<&'static str> {
+    let b = builtin();
+    find_builtin(gvk).map(|k| k.schema.as_str()).or_else(|| {
+        b.objects
+            .iter()
+            .find(|(g, _)| g == gvk)
+            .map(|(_, s)| s.as_str())
+    })
+}
+
 struct Roots {
     generator: SchemaGenerator,
     kinds: Vec<BuiltinKind>,
+    objects: Vec<(Gvk, String)>,
 }
 
 impl Roots {
@@ -85,6 +107,15 @@ impl Roots {
         });
     }
 
+    /// A kind that is no resource (no list).
+    fn object<T: JsonSchema>(&mut self, group: &str, version: &str, kind: &str) {
+        self.generator.subschema_for::<T>();
+        self.objects.push((
+            Gvk::new(group, version, kind),
+            T::schema_name().into_owned(),
+        ));
+    }
+
     fn other<T: JsonSchema>(&mut self) {
         self.generator.subschema_for::<T>();
     }
@@ -92,6 +123,7 @@ impl Roots {
 
 /// The kinds of registry's built-in kinds table (`data/builtin-kinds.tsv`).
 fn table_kinds(roots: &mut Roots) {
+    roots.kind::<core::ComponentStatus>("", "v1", "ComponentStatus");
     roots.kind::<core::LimitRange>("", "v1", "LimitRange");
     roots.kind::<core::Node>("", "v1", "Node");
     roots.kind::<core::PersistentVolumeClaim>("", "v1", "PersistentVolumeClaim");
@@ -173,6 +205,7 @@ fn generate() -> Builtin {
     let mut roots = Roots {
         generator: SchemaSettings::draft2020_12().into_generator(),
         kinds: Vec::new(),
+        objects: Vec::new(),
     };
     roots.kind::<core::ConfigMap>("", "v1", "ConfigMap");
     roots.kind::<core::Endpoints>("", "v1", "Endpoints");
@@ -243,6 +276,16 @@ fn generate() -> Builtin {
         "CustomResourceDefinition",
     );
     table_kinds(&mut roots);
+    // What subresources read and write.
+    roots.object::<autoscaling::v1::Scale>("autoscaling", "v1", "Scale");
+    roots.object::<policy::v1::Eviction>("policy", "v1", "Eviction");
+    roots.object::<authentication::v1::TokenRequest>(authn, "v1", "TokenRequest");
+    roots.object::<core::Binding>("", "v1", "Binding");
+    roots.other::<meta::APIGroup>();
+    roots.other::<meta::APIGroupList>();
+    roots.other::<meta::APIVersions>();
+    roots.other::<k8s_openapi::apimachinery::pkg::version::Info>();
+    roots.other::<k8s_openapi::apimachinery::pkg::runtime::RawExtension>();
     roots.other::<meta::APIResourceList>();
     roots.other::<meta::DeleteOptions>();
     roots.other::<meta::ListMeta>();
@@ -252,6 +295,7 @@ fn generate() -> Builtin {
     let Roots {
         mut generator,
         mut kinds,
+        objects,
     } = roots;
     let mut components: Map<String, Value> = generator
         .take_definitions(false)
@@ -302,7 +346,22 @@ fn generate() -> Builtin {
             list_schema(&k.schema, &k.gvk.kind, &list_gvk),
         );
     }
-    for (name, kind) in [(STATUS, "Status"), (API_RESOURCE_LIST, "APIResourceList")] {
+    for (gvk, name) in &objects {
+        if let Some(Value::Object(s)) = components.get_mut(name) {
+            s.insert(
+                "x-kubernetes-group-version-kind".into(),
+                json!([gvk.to_json()]),
+            );
+        }
+    }
+    components.insert(WATCH_EVENT.into(), watch_event());
+    for (name, kind) in [
+        (STATUS, "Status"),
+        (API_RESOURCE_LIST, "APIResourceList"),
+        (API_GROUP, "APIGroup"),
+        (API_GROUP_LIST, "APIGroupList"),
+        (API_VERSIONS, "APIVersions"),
+    ] {
         if let Some(Value::Object(s)) = components.get_mut(name) {
             s.insert(
                 "x-kubernetes-group-version-kind".into(),
@@ -310,7 +369,28 @@ fn generate() -> Builtin {
             );
         }
     }
-    Builtin { components, kinds }
+    Builtin {
+        components,
+        kinds,
+        objects,
+    }
+}
+
+/// `meta/v1` WatchEvent as upstream publishes it (k8s-openapi's has the object's
+/// description on the kind, and no default for `type`).
+fn watch_event() -> Value {
+    json!({
+        "description": "Event represents a single event to a watched resource.",
+        "properties": {
+            "object": {
+                "allOf": [{"$ref": format!("{V3_PREFIX}{RAW_EXTENSION}")}],
+                "description": "Object is:\n * If Type is Added or Modified: the new state of the object.\n * If Type is Deleted: the state of the object immediately before deletion.\n * If Type is Error: *Status is recommended; other types may make sense\n   depending on context.",
+            },
+            "type": {"default": "", "type": "string"},
+        },
+        "required": ["type", "object"],
+        "type": "object",
+    })
 }
 
 /// Publish the components named `from…` (and every reference to them) as

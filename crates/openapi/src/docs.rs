@@ -7,11 +7,13 @@ use ring::digest::SHA512;
 use serde_json::{Map, Value, json};
 
 use crate::builtin::{
-    DELETE_OPTIONS, builtin, custom_schema, custom_schema_name, find_builtin, list_schema,
+    DELETE_OPTIONS, WATCH_EVENT, builtin, custom_schema, custom_schema_name, find_component,
+    list_schema,
 };
 use crate::convert::{collect_refs, to_swagger2};
 use crate::paths::{
-    KindSchemas, PathItem, group_version_root, render_v2, render_v3, resource_paths, tag,
+    KindSchemas, PathItem, Route, discovery_routes, group_version_root, path_items, render_v2,
+    render_v3, resource_routes, share_parameters,
 };
 use crate::{Gvk, INFO_TITLE, INFO_VERSION, ServedResource};
 
@@ -70,21 +72,26 @@ struct Model {
     pool: Pool,
     /// (group, version) → paths.
     groups: BTreeMap<(String, String), Vec<PathItem>>,
+    /// The named groups the generic installer serves (each has a discovery path).
+    installer_groups: BTreeSet<String>,
 }
 
-/// `registered`: the group-versions listed in DeleteOptions' GVK extension besides
-/// those of `resources` and core `v1`.
+/// `registered`: the group-versions listed in DeleteOptions' and WatchEvent's GVK
+/// extension besides those of `resources` and core `v1`.
 fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model {
     let mut extra = Map::new();
-    let mut groups: BTreeMap<(String, String), Vec<PathItem>> = BTreeMap::new();
+    // (group, version) → routes; whether the generic installer serves there, and
+    // protobuf.
+    let mut routes: BTreeMap<(String, String), (Vec<Route>, bool, bool)> = BTreeMap::new();
     for r in resources {
         let gvk = r.gvk();
-        let builtin_kind = find_builtin(&gvk);
+        let builtin_kind = find_component(&gvk);
         let schemas = match (builtin_kind, &r.schema) {
-            (Some(b), None) => KindSchemas {
-                kind: b.schema.clone(),
-                list: b.list_schema.clone(),
+            (Some(kind), None) => KindSchemas {
+                kind: kind.to_string(),
+                list: format!("{kind}List"),
                 strategic_merge: true,
+                protobuf: true,
             },
             _ => {
                 let name = custom_schema_name(&gvk);
@@ -96,35 +103,67 @@ fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model
                     kind: name,
                     list,
                     strategic_merge: builtin_kind.is_some(),
+                    protobuf: false,
                 }
             }
         };
-        let items = groups
+        let (gv_routes, installer, protobuf) = routes
             .entry((r.group.clone(), r.version.clone()))
-            .or_insert_with(|| vec![group_version_root(&r.group, &r.version)]);
-        items.extend(resource_paths(r, &schemas));
+            .or_default();
+        *installer |= !r.custom_resource;
+        *protobuf |= schemas.protobuf;
+        resource_routes(
+            r,
+            &schemas,
+            |gvk| {
+                find_component(gvk)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| custom_schema_name(gvk))
+            },
+            gv_routes,
+        );
     }
+    let groups = routes
+        .into_iter()
+        .map(|((g, v), (mut gv_routes, installer, protobuf))| {
+            // apiextensions-apiserver documents no root for a CRD's version.
+            if installer {
+                gv_routes.push(group_version_root(&g, &v, protobuf));
+            }
+            ((g, v), path_items(gv_routes))
+        })
+        .collect::<BTreeMap<_, _>>();
 
-    // DeleteOptions is registered in every group-version.
-    if let Some(Value::Object(delete_options)) = builtin().components.get(DELETE_OPTIONS) {
-        let mut gvs: BTreeSet<(&str, &str)> = groups
-            .keys()
-            .map(|(g, v)| (g.as_str(), v.as_str()))
-            .collect();
-        gvs.insert(("", "v1"));
-        gvs.extend(registered.iter().map(|(g, v)| (g.as_str(), v.as_str())));
-        let gvks: Vec<Value> = gvs
-            .into_iter()
-            .map(|(g, v)| Gvk::new(g, v, "DeleteOptions").to_json())
-            .collect();
-        let mut delete_options = delete_options.clone();
-        delete_options.insert("x-kubernetes-group-version-kind".into(), Value::Array(gvks));
-        extra.insert(DELETE_OPTIONS.into(), Value::Object(delete_options));
+    // DeleteOptions and WatchEvent are registered in every group-version.
+    let mut gvs: BTreeSet<(&str, &str)> = groups
+        .keys()
+        .map(|(g, v)| (g.as_str(), v.as_str()))
+        .collect();
+    gvs.insert(("", "v1"));
+    gvs.extend(registered.iter().map(|(g, v)| (g.as_str(), v.as_str())));
+    for (name, kind) in [
+        (DELETE_OPTIONS, "DeleteOptions"),
+        (WATCH_EVENT, "WatchEvent"),
+    ] {
+        if let Some(Value::Object(schema)) = builtin().components.get(name) {
+            let gvks: Vec<Value> = gvs
+                .iter()
+                .map(|(g, v)| Gvk::new(g, v, kind).to_json())
+                .collect();
+            let mut schema = schema.clone();
+            schema.insert("x-kubernetes-group-version-kind".into(), Value::Array(gvks));
+            extra.insert(name.into(), Value::Object(schema));
+        }
     }
 
     Model {
         pool: Pool { extra },
         groups,
+        installer_groups: resources
+            .iter()
+            .filter(|r| !r.custom_resource && !r.group.is_empty())
+            .map(|r| r.group.clone())
+            .collect(),
     }
 }
 
@@ -143,7 +182,7 @@ fn v3_document(model: &Model, group: &str, version: &str) -> Option<Value> {
     let items = model
         .groups
         .get(&(group.to_string(), version.to_string()))?;
-    let paths = Value::Object(render_v3(items, &tag(group, version)));
+    let paths = Value::Object(render_v3(items));
     let mut refs = Vec::new();
     collect_refs(&paths, &mut refs);
     let schemas: Map<String, Value> = model
@@ -163,12 +202,16 @@ fn v3_document(model: &Model, group: &str, version: &str) -> Option<Value> {
 
 fn v2_document(model: &Model) -> Value {
     let mut paths = Map::new();
-    for ((group, version), items) in &model.groups {
-        render_v2(items, &tag(group, version), &mut paths);
+    for items in model.groups.values() {
+        render_v2(items, &mut paths);
     }
+    let discovery = discovery_routes(model.installer_groups.iter().map(String::as_str));
+    render_v2(&path_items(discovery), &mut paths);
+    let parameters = Value::Object(share_parameters(&mut paths));
     let paths = Value::Object(paths);
     let mut refs = Vec::new();
     collect_refs(&paths, &mut refs);
+    collect_refs(&parameters, &mut refs);
     let definitions: Map<String, Value> = model
         .pool
         .closure(refs)
@@ -178,6 +221,7 @@ fn v2_document(model: &Model) -> Value {
     json!({
         "definitions": definitions,
         "info": {"title": INFO_TITLE, "version": INFO_VERSION},
+        "parameters": parameters,
         "paths": paths,
         "security": [{"BearerToken": []}],
         "securityDefinitions": security_v3(),
@@ -251,8 +295,19 @@ pub fn source_hash(resources: &[ServedResource], registered: &[(String, String)]
         for s in [&r.group, &r.version, &r.kind, &r.plural] {
             field(s.as_bytes());
         }
-        field(&[u8::from(r.namespaced), u8::from(r.has_status)]);
+        field(&[
+            u8::from(r.namespaced),
+            u8::from(r.has_status),
+            u8::from(r.custom_resource),
+            u8::from(r.delete_returns_object),
+        ]);
         field(r.verbs.join(",").as_bytes());
+        for sub in &r.subresources {
+            for s in [&sub.name, &sub.gvk.group, &sub.gvk.version, &sub.gvk.kind] {
+                field(s.as_bytes());
+            }
+            field(sub.verbs.join(",").as_bytes());
+        }
         let schema = r
             .schema
             .as_ref()
@@ -375,10 +430,10 @@ pub fn v2_documents(
     (json, crate::proto::v2_protobuf(&doc))
 }
 
-/// Add an aggregated server's paths under `prefix` and the definitions `doc`
-/// lacks (what is served here wins on a clash).
+/// Add an aggregated server's paths under `prefix`, and the definitions and
+/// shared parameters `doc` lacks (what is served here wins on a clash).
 fn merge_v2(doc: &mut Value, prefix: &str, other: &Value) {
-    for section in ["paths", "definitions"] {
+    for section in ["paths", "definitions", "parameters"] {
         let (Some(ours), Some(theirs)) = (
             doc.get_mut(section).and_then(Value::as_object_mut),
             other.get(section).and_then(Value::as_object),

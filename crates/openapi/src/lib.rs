@@ -28,6 +28,7 @@
 mod builtin;
 mod convert;
 mod docs;
+mod params;
 mod paths;
 mod proto;
 mod validate;
@@ -82,6 +83,50 @@ pub struct ServedResource {
     /// When `None`, the built-in schema for the GVK is used if there is one, else a
     /// schema that accepts any fields (`x-kubernetes-preserve-unknown-fields`).
     pub schema: Option<Value>,
+    /// Subresources besides `status` (`scale`, `eviction`, `proxy`, ...).
+    pub subresources: Vec<Subresource>,
+    /// Documented as apiextensions-apiserver documents a CRD's versions (fixed
+    /// operations, no watch paths, JSON and YAML only), rather than as
+    /// kube-apiserver's generic installer documents a resource's storage.
+    pub custom_resource: bool,
+    /// DELETE answers the deleted object rather than a `Status` (upstream's
+    /// `MayReturnFullObjectDeleter` storages).
+    pub delete_returns_object: bool,
+}
+
+/// A subresource of a [`ServedResource`], as discovery lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subresource {
+    pub name: String,
+    /// The kind it reads and writes (`autoscaling/v1` `Scale`, `policy/v1`
+    /// `Eviction`; the options kind of a connect subresource such as
+    /// `PodExecOptions`).
+    pub gvk: Gvk,
+    /// Kube verbs, as in discovery.
+    pub verbs: Vec<String>,
+}
+
+impl Subresource {
+    pub fn new(name: &str, gvk: Gvk, verbs: &[&str]) -> Self {
+        Subresource {
+            name: name.into(),
+            gvk,
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    /// `scale`: `autoscaling/v1` `Scale` with get, patch and update.
+    pub fn scale() -> Self {
+        Subresource::new(
+            "scale",
+            Gvk::new("autoscaling", "v1", "Scale"),
+            &["get", "patch", "update"],
+        )
+    }
+
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
 }
 
 impl ServedResource {
@@ -96,6 +141,9 @@ impl ServedResource {
             has_status: false,
             verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
             schema: None,
+            subresources: Vec::new(),
+            custom_resource: false,
+            delete_returns_object: false,
         }
     }
 
@@ -111,6 +159,22 @@ impl ServedResource {
 
     pub fn with_schema(mut self, schema: Value) -> Self {
         self.schema = Some(schema);
+        self
+    }
+
+    pub fn with_subresource(mut self, subresource: Subresource) -> Self {
+        self.subresources.push(subresource);
+        self
+    }
+
+    /// A CRD's version: documented as apiextensions-apiserver documents it.
+    pub fn custom_resource(mut self) -> Self {
+        self.custom_resource = true;
+        self
+    }
+
+    pub fn deletes_returning_object(mut self) -> Self {
+        self.delete_returns_object = true;
         self
     }
 

@@ -171,7 +171,8 @@ fn schema(pb: &mut Pb, s: &Value) {
     vendor_extensions(pb, 31, m);
 }
 
-fn parameter(pb: &mut Pb, p: &Value) {
+/// `ParametersItem`: a parameter or a reference to a shared one.
+fn parameters_item(pb: &mut Pb, p: &Value) {
     let Some(m) = p.as_object() else {
         return;
     };
@@ -179,10 +180,15 @@ fn parameter(pb: &mut Pb, p: &Value) {
         pb.message(2, |jr| jr.string(1, r));
         return;
     }
+    pb.message(1, |param| parameter(param, m));
+}
+
+/// `Parameter`.
+fn parameter(param: &mut Pb, m: &Map<String, Value>) {
     let str_of = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
     let required = m.get("required").and_then(Value::as_bool) == Some(true);
     let unique = m.get("uniqueItems").and_then(Value::as_bool) == Some(true);
-    pb.message(1, |param| match str_of("in") {
+    match str_of("in") {
         "body" => param.message(1, |b| {
             b.string(1, str_of("description"));
             b.string(2, str_of("name"));
@@ -215,7 +221,7 @@ fn parameter(pb: &mut Pb, p: &Value) {
                 vendor_extensions(q, 22 + shift, m);
             });
         }),
-    });
+    }
 }
 
 fn operation(pb: &mut Pb, op: &Map<String, Value>) {
@@ -231,7 +237,7 @@ fn operation(pb: &mut Pb, op: &Map<String, Value>) {
         .into_iter()
         .flatten()
     {
-        pb.message(8, |pi| parameter(pi, p));
+        pb.message(8, |pi| parameters_item(pi, p));
     }
     if let Some(Value::Object(responses)) = op.get("responses") {
         pb.message(9, |rs| {
@@ -282,7 +288,7 @@ fn path_item(pb: &mut Pb, item: &Map<String, Value>) {
         .into_iter()
         .flatten()
     {
-        pb.message(9, |pi| parameter(pi, p));
+        pb.message(9, |pi| parameters_item(pi, p));
     }
     vendor_extensions(pb, 10, item);
 }
@@ -322,6 +328,18 @@ pub fn v2_protobuf(doc: &Value) -> Vec<u8> {
                     ns.string(1, name);
                     ns.message(2, |sch| schema(sch, s));
                 });
+            }
+        });
+    }
+    if let Some(Value::Object(params)) = doc.get("parameters") {
+        pb.message(10, |pd| {
+            for (name, p) in params {
+                if let Value::Object(p) = p {
+                    pd.message(1, |np| {
+                        np.string(1, name);
+                        np.message(2, |param| parameter(param, p));
+                    });
+                }
             }
         });
     }

@@ -4,9 +4,9 @@
 use std::collections::BTreeSet;
 
 use kubext_openapi::{
-    Documents, Gvk, ServedResource, builtin_components, builtin_kinds, builtin_unknown_fields,
-    find_schema, gv_path, strict_decoding_error, unknown_fields, v2, v2_protobuf, v3_group_version,
-    v3_index,
+    Documents, Gvk, ServedResource, Subresource, builtin_components, builtin_kinds,
+    builtin_unknown_fields, find_schema, gv_path, strict_decoding_error, unknown_fields, v2,
+    v2_protobuf, v3_group_version, v3_index,
 };
 use serde_json::{Value, json};
 
@@ -76,14 +76,14 @@ fn served() -> Vec<ServedResource> {
         ),
         ServedResource::new(
             "admissionregistration.k8s.io",
-            "v1beta1",
+            "v1",
             "MutatingAdmissionPolicy",
             "mutatingadmissionpolicies",
             false,
         ),
         ServedResource::new(
             "admissionregistration.k8s.io",
-            "v1beta1",
+            "v1",
             "MutatingAdmissionPolicyBinding",
             "mutatingadmissionpolicybindings",
             false,
@@ -164,6 +164,7 @@ fn served() -> Vec<ServedResource> {
 fn crontab() -> ServedResource {
     ServedResource::new("stable.example.com", "v1", "CronTab", "crontabs", true)
         .with_status()
+        .custom_resource()
         .with_schema(json!({
             "type": "object",
             "properties": {
@@ -266,29 +267,35 @@ fn kind_schema<'a>(doc: &'a Value, gvk: &Gvk) -> &'a Value {
     &doc["components"]["schemas"][name]
 }
 
+/// Every `$ref` names a schema (`prefix`) in `defs`, or (Swagger 2.0) a shared
+/// parameter.
 fn assert_refs_resolve(doc: &Value, prefix: &str, defs: &Value) {
-    fn walk(v: &Value, prefix: &str, defs: &Value, count: &mut usize) {
+    fn walk(doc: &Value, v: &Value, prefix: &str, defs: &Value, count: &mut usize) {
         match v {
             Value::Object(m) => {
                 for (k, v) in m {
                     // (JSONSchemaProps has a property named `$ref`: an object.)
                     if let ("$ref", Some(r)) = (k.as_str(), v.as_str()) {
+                        if let Some(param) = r.strip_prefix("#/parameters/") {
+                            assert!(doc["parameters"].get(param).is_some(), "unresolved {r}");
+                            continue;
+                        }
                         let name = r
                             .strip_prefix(prefix)
                             .unwrap_or_else(|| panic!("{r} lacks {prefix}"));
                         assert!(defs.get(name).is_some(), "unresolved {r}");
                         *count += 1;
                     } else {
-                        walk(v, prefix, defs, count);
+                        walk(doc, v, prefix, defs, count);
                     }
                 }
             }
-            Value::Array(a) => a.iter().for_each(|v| walk(v, prefix, defs, count)),
+            Value::Array(a) => a.iter().for_each(|v| walk(doc, v, prefix, defs, count)),
             _ => {}
         }
     }
     let mut count = 0;
-    walk(doc, prefix, defs, &mut count);
+    walk(doc, doc, prefix, defs, &mut count);
     assert!(count > 0);
 }
 
@@ -346,13 +353,13 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
         ),
         (
             "admissionregistration.k8s.io",
-            "v1beta1",
+            "v1",
             "MutatingAdmissionPolicy",
             "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicy",
         ),
         (
             "admissionregistration.k8s.io",
-            "v1beta1",
+            "v1",
             "MutatingAdmissionPolicyBinding",
             "io.k8s.api.admissionregistration.v1.MutatingAdmissionPolicyBinding",
         ),
@@ -582,6 +589,66 @@ fn every_builtin_kind_has_a_schema_with_its_gvk() {
             "HorizontalPodAutoscaler",
             "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler",
         ),
+        (
+            "",
+            "v1",
+            "ComponentStatus",
+            "io.k8s.api.core.v1.ComponentStatus",
+        ),
+        (
+            "certificates.k8s.io",
+            "v1",
+            "ClusterTrustBundle",
+            "io.k8s.api.certificates.v1.ClusterTrustBundle",
+        ),
+        (
+            "certificates.k8s.io",
+            "v1",
+            "PodCertificateRequest",
+            "io.k8s.api.certificates.v1.PodCertificateRequest",
+        ),
+        (
+            "resource.k8s.io",
+            "v1",
+            "DeviceClass",
+            "io.k8s.api.resource.v1.DeviceClass",
+        ),
+        (
+            "resource.k8s.io",
+            "v1",
+            "DeviceTaintRule",
+            "io.k8s.api.resource.v1.DeviceTaintRule",
+        ),
+        (
+            "resource.k8s.io",
+            "v1",
+            "ResourceClaim",
+            "io.k8s.api.resource.v1.ResourceClaim",
+        ),
+        (
+            "resource.k8s.io",
+            "v1",
+            "ResourceClaimTemplate",
+            "io.k8s.api.resource.v1.ResourceClaimTemplate",
+        ),
+        (
+            "resource.k8s.io",
+            "v1",
+            "ResourceSlice",
+            "io.k8s.api.resource.v1.ResourceSlice",
+        ),
+        (
+            "storage.k8s.io",
+            "v1",
+            "VolumeAttributesClass",
+            "io.k8s.api.storage.v1.VolumeAttributesClass",
+        ),
+        (
+            "storagemigration.k8s.io",
+            "v1",
+            "StorageVersionMigration",
+            "io.k8s.api.storagemigration.v1.StorageVersionMigration",
+        ),
     ];
     assert_eq!(builtin_kinds().len(), expected.len());
     let components = Value::Object(builtin_components().clone());
@@ -674,6 +741,9 @@ fn operations_look_like_upstream() {
             "/apis/coordination.k8s.io/v1/leases",
             "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
             "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
+            "/apis/coordination.k8s.io/v1/watch/leases",
+            "/apis/coordination.k8s.io/v1/watch/namespaces/{namespace}/leases",
+            "/apis/coordination.k8s.io/v1/watch/namespaces/{namespace}/leases/{name}",
         ])
     );
     let item = &paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"];
@@ -1201,9 +1271,26 @@ fn v2_protobuf_as_kubectl_reads_it() {
         "x-kubernetes-group-version-kind".to_string(),
         json!({"group": "", "kind": "Service", "version": "v1"})
     )));
+    // Parameters: inline (ParametersItem.parameter(1)) or a JsonReference(2) to
+    // Document.parameters(10).additional_properties(1).
+    let shared = pb_named(&pb_get(&pb, 10)[0], 1);
+    assert_eq!(
+        shared.len(),
+        doc["parameters"].as_object().expect("parameters").len()
+    );
     let query_names: Vec<String> = pb_get(patch, 8)
         .iter()
-        .filter_map(|item| pb_get(item, 1).first().cloned())
+        .filter_map(|item| match pb_get(item, 1).first() {
+            Some(param) => Some(param.clone()),
+            None => {
+                let reference = pb_str(&pb_get(item, 2)[0], 1);
+                let name = reference.strip_prefix("#/parameters/").expect("shared");
+                shared
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, p)| p.clone())
+            }
+        })
         .filter_map(|param| pb_get(&param, 2).first().cloned())
         .filter_map(|non_body| pb_get(&non_body, 3).first().cloned())
         .map(|query| {
@@ -1266,4 +1353,448 @@ fn crd_kind_schema_as_upstream_publishes_it() {
             "{name}"
         );
     }
+}
+
+/// Resources with every kind of path kube-apiserver documents: subresources
+/// read and written (status, scale, approval), created (eviction, token),
+/// connected to (exec, proxy), read with options (log), a DELETE answering the
+/// object, and a CRD's version with status and scale.
+fn with_subresources() -> Vec<ServedResource> {
+    let sub = |name: &str, gvk: Gvk, verbs: &[&str]| Subresource::new(name, gvk, verbs);
+    let core = |kind: &str| Gvk::new("", "v1", kind);
+    let proxy = ["create", "delete", "get", "patch", "update"];
+    vec![
+        ServedResource::new("", "v1", "Pod", "pods", true)
+            .with_status()
+            .deletes_returning_object()
+            .with_subresource(sub(
+                "eviction",
+                Gvk::new("policy", "v1", "Eviction"),
+                &["create"],
+            ))
+            .with_subresource(sub("exec", core("PodExecOptions"), &["create", "get"]))
+            .with_subresource(sub("log", core("Pod"), &["get"]))
+            .with_subresource(sub("proxy", core("PodProxyOptions"), &proxy)),
+        ServedResource::new(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            true,
+        )
+        .with_status()
+        .with_subresource(Subresource::scale()),
+        ServedResource::new(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            false,
+        )
+        .with_status()
+        .with_subresource(sub(
+            "approval",
+            Gvk::new("certificates.k8s.io", "v1", "CertificateSigningRequest"),
+            &["get", "patch", "update"],
+        )),
+        crontab().with_subresource(Subresource::scale()),
+    ]
+}
+
+fn param_names(params: &Value) -> Vec<&str> {
+    params
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p["name"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Values read from kube-apiserver 1.37.2's documents
+/// (`/openapi/v3/apis/coordination.k8s.io/v1`, `/openapi/v3/api/v1`, ...).
+#[test]
+fn paths_as_kube_apiserver_1_37_2_publishes_them() {
+    let doc = v3_group_version(&served(), "coordination.k8s.io", "v1").expect("doc");
+    let paths = &doc["paths"];
+    let list_params = [
+        "allowWatchBookmarks",
+        "continue",
+        "fieldSelector",
+        "labelSelector",
+        "limit",
+        "resourceVersion",
+        "resourceVersionMatch",
+        "sendInitialEvents",
+        "shardSelector",
+        "timeoutSeconds",
+        "watch",
+    ];
+    let watch_media = [
+        "application/json",
+        "application/json;stream=watch",
+        "application/vnd.kubernetes.protobuf",
+        "application/vnd.kubernetes.protobuf;stream=watch",
+        "application/yaml",
+    ];
+
+    // The deprecated watch paths: one GET each, the list parameters on the path.
+    let watch = &paths["/apis/coordination.k8s.io/v1/watch/namespaces/{namespace}/leases/{name}"];
+    assert_eq!(keys(watch), ["get", "parameters"]);
+    assert_eq!(
+        watch["get"]["operationId"],
+        "watchCoordinationV1NamespacedLease"
+    );
+    assert_eq!(
+        watch["get"]["description"],
+        "watch changes to an object of kind Lease. deprecated: use the 'watch' parameter with a list operation instead, filtered to a single item with the 'fieldSelector' parameter."
+    );
+    assert_eq!(watch["get"]["x-kubernetes-action"], "watch");
+    assert_eq!(
+        watch["get"]["x-kubernetes-group-version-kind"],
+        json!({"group": "coordination.k8s.io", "kind": "Lease", "version": "v1"})
+    );
+    let mut expected: Vec<&str> = list_params.to_vec();
+    expected.extend(["name", "namespace", "pretty"]);
+    expected.sort_unstable();
+    assert_eq!(param_names(&watch["parameters"]), expected);
+    assert!(watch["get"].get("parameters").is_none());
+    let ok = &watch["get"]["responses"]["200"];
+    assert_eq!(keys(&ok["content"]), watch_media);
+    assert_eq!(
+        ok["content"]["application/json;stream=watch"]["schema"]["$ref"],
+        "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent"
+    );
+    let event = &doc["components"]["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent"];
+    assert_eq!(event["required"], json!(["type", "object"]));
+    for (path, id, description) in [
+        (
+            "/apis/coordination.k8s.io/v1/watch/namespaces/{namespace}/leases",
+            "watchCoordinationV1NamespacedLeaseList",
+            "watch individual changes to a list of Lease. deprecated: use the 'watch' parameter with a list operation instead.",
+        ),
+        (
+            "/apis/coordination.k8s.io/v1/watch/leases",
+            "watchCoordinationV1LeaseListForAllNamespaces",
+            "watch individual changes to a list of Lease. deprecated: use the 'watch' parameter with a list operation instead.",
+        ),
+    ] {
+        let get = &paths[path]["get"];
+        assert_eq!(get["operationId"], id);
+        assert_eq!(get["description"], description);
+        assert_eq!(get["x-kubernetes-action"], "watchlist");
+    }
+
+    // 1.37's list parameters and descriptions.
+    let collection = &paths["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"];
+    assert_eq!(
+        param_names(&collection["parameters"]),
+        ["namespace", "pretty"]
+    );
+    assert_eq!(param_names(&collection["get"]["parameters"]), list_params);
+    let list = collection["get"]["parameters"].as_array().expect("params");
+    let continue_text = list[1]["description"].as_str().expect("continue");
+    assert!(continue_text.starts_with(
+        "The continue option should be set when retrieving more results from the server. Since this value is server defined, clients may only use the continue value from a previous query result with identical query parameters (except for the value of continue) and the server may reject a continue value it does not recognize. If the specified continue value is no longer valid whether due to expiration (generally five to fifteen minutes) or a configuration change on the server, the server will respond with a 410 ResourceExpired error together with a continue token. If the client needs a consistent list, it must restart their list without the continue field. Otherwise, the client may send another list request with the token received with the 410 error"
+    ));
+    assert!(list[8]["description"]
+        .as_str()
+        .expect("shardSelector")
+        .starts_with("shardSelector restricts the list of returned objects using a CEL-based shard selector expression."));
+    // A collection delete: the delete and list options, sorted by name.
+    assert_eq!(
+        param_names(&collection["delete"]["parameters"]),
+        [
+            "continue",
+            "dryRun",
+            "fieldSelector",
+            "gracePeriodSeconds",
+            "ignoreStoreReadErrorWithClusterBreakingPotential",
+            "labelSelector",
+            "limit",
+            "orphanDependents",
+            "propagationPolicy",
+            "resourceVersion",
+            "resourceVersionMatch",
+            "sendInitialEvents",
+            "shardSelector",
+            "timeoutSeconds",
+        ]
+    );
+    assert_eq!(
+        keys(&collection["post"]["responses"]["201"]["content"]),
+        [
+            "application/json",
+            "application/vnd.kubernetes.protobuf",
+            "application/yaml"
+        ]
+    );
+
+    // Subresources.
+    let resources = with_subresources();
+    let certificates = v3_group_version(&resources, "certificates.k8s.io", "v1").expect("doc");
+    let approval = &certificates["paths"]["/apis/certificates.k8s.io/v1/certificatesigningrequests/{name}/approval"];
+    assert_eq!(keys(approval), ["get", "parameters", "patch", "put"]);
+    assert_eq!(param_names(&approval["parameters"]), ["name", "pretty"]);
+    for (method, id, description) in [
+        (
+            "get",
+            "readCertificatesV1CertificateSigningRequestApproval",
+            "read approval of the specified CertificateSigningRequest",
+        ),
+        (
+            "put",
+            "replaceCertificatesV1CertificateSigningRequestApproval",
+            "replace approval of the specified CertificateSigningRequest",
+        ),
+        (
+            "patch",
+            "patchCertificatesV1CertificateSigningRequestApproval",
+            "partially update approval of the specified CertificateSigningRequest",
+        ),
+    ] {
+        assert_eq!(approval[method]["operationId"], id);
+        assert_eq!(approval[method]["description"], description);
+    }
+
+    let core = v3_group_version(&resources, "", "v1").expect("core");
+    let paths = &core["paths"];
+    let eviction = &paths["/api/v1/namespaces/{namespace}/pods/{name}/eviction"];
+    assert_eq!(keys(eviction), ["parameters", "post"]);
+    assert_eq!(
+        param_names(&eviction["parameters"]),
+        [
+            "dryRun",
+            "fieldManager",
+            "fieldValidation",
+            "name",
+            "namespace",
+            "pretty"
+        ]
+    );
+    assert_eq!(
+        eviction["parameters"][3]["description"],
+        "name of the Eviction"
+    );
+    assert_eq!(
+        eviction["post"]["operationId"],
+        "createCoreV1NamespacedPodEviction"
+    );
+    assert_eq!(eviction["post"]["description"], "create eviction of a Pod");
+    assert_eq!(
+        eviction["post"]["x-kubernetes-group-version-kind"],
+        json!({"group": "policy", "kind": "Eviction", "version": "v1"})
+    );
+    let exec = &paths["/api/v1/namespaces/{namespace}/pods/{name}/exec"];
+    assert_eq!(keys(exec), ["get", "parameters", "post"]);
+    assert_eq!(
+        param_names(&exec["parameters"]),
+        [
+            "command",
+            "container",
+            "name",
+            "namespace",
+            "stderr",
+            "stdin",
+            "stdout",
+            "tty"
+        ]
+    );
+    assert_eq!(
+        exec["get"]["operationId"],
+        "connectCoreV1GetNamespacedPodExec"
+    );
+    assert_eq!(
+        exec["post"]["description"],
+        "connect POST requests to exec of Pod"
+    );
+    assert_eq!(exec["post"]["x-kubernetes-action"], "connect");
+    assert_eq!(
+        exec["get"]["responses"]["200"],
+        json!({"content": {"*/*": {"schema": {"type": "string"}}}, "description": "OK"})
+    );
+    let proxy = &paths["/api/v1/namespaces/{namespace}/pods/{name}/proxy/{path}"];
+    assert_eq!(
+        keys(proxy),
+        [
+            "delete",
+            "get",
+            "head",
+            "options",
+            "parameters",
+            "patch",
+            "post",
+            "put"
+        ]
+    );
+    assert_eq!(
+        proxy["head"]["operationId"],
+        "connectCoreV1HeadNamespacedPodProxyWithPath"
+    );
+    let log = &paths["/api/v1/namespaces/{namespace}/pods/{name}/log"];
+    assert_eq!(log["get"]["operationId"], "readCoreV1NamespacedPodLog");
+    assert_eq!(
+        keys(&log["get"]["responses"]["200"]["content"]),
+        [
+            "application/json",
+            "application/vnd.kubernetes.protobuf",
+            "application/yaml",
+            "text/plain"
+        ]
+    );
+    assert!(param_names(&log["parameters"]).contains(&"sinceSeconds"));
+    let scale = &paths["/api/v1/namespaces/{namespace}/replicationcontrollers/{name}/scale"];
+    assert_eq!(
+        scale["put"]["x-kubernetes-group-version-kind"],
+        json!({"group": "autoscaling", "kind": "Scale", "version": "v1"})
+    );
+    assert_eq!(
+        scale["put"]["requestBody"]["content"]["*/*"]["schema"]["$ref"],
+        "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"
+    );
+    // Pods answer a DELETE with the pod.
+    assert_eq!(
+        paths["/api/v1/namespaces/{namespace}/pods/{name}"]["delete"]["responses"]["202"]["content"]
+            ["application/json"]["schema"]["$ref"],
+        "#/components/schemas/io.k8s.api.core.v1.Pod"
+    );
+
+    // A CRD's version, as apiextensions-apiserver documents it.
+    let crd = v3_group_version(&resources, "stable.example.com", "v1").expect("crd");
+    let paths = &crd["paths"];
+    assert_eq!(
+        keys(paths),
+        [
+            "/apis/stable.example.com/v1/crontabs",
+            "/apis/stable.example.com/v1/namespaces/{namespace}/crontabs",
+            "/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}",
+            "/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}/scale",
+            "/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}/status",
+        ]
+    );
+    let collection = &paths["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs"];
+    assert_eq!(
+        collection["get"]["description"],
+        "list objects of kind CronTab"
+    );
+    assert_eq!(
+        param_names(&collection["delete"]["parameters"]),
+        list_params
+    );
+    assert!(collection["delete"].get("requestBody").is_none());
+    let item = &paths["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}"];
+    assert_eq!(param_names(&item["get"]["parameters"]), ["resourceVersion"]);
+    assert_eq!(keys(&item["patch"]["responses"]), ["200", "401"]);
+    assert_eq!(
+        keys(&item["patch"]["requestBody"]["content"]),
+        [
+            "application/apply-patch+yaml",
+            "application/json-patch+json",
+            "application/merge-patch+json"
+        ]
+    );
+    assert_eq!(
+        keys(&item["put"]["requestBody"]["content"]),
+        ["application/json", "application/yaml"]
+    );
+    let scale = &paths["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}/scale"];
+    assert_eq!(
+        scale["get"]["operationId"],
+        "readStableExampleComV1NamespacedCronTabScale"
+    );
+    assert_eq!(
+        scale["get"]["x-kubernetes-group-version-kind"],
+        json!({"group": "stable.example.com", "kind": "CronTab", "version": "v1"})
+    );
+}
+
+/// kube-apiserver 1.37.2's `/openapi/v2` shares its parameters under names
+/// hashed from their JSON: equal names are equal parameters, descriptions
+/// included.
+#[test]
+fn v2_shares_parameters_as_kube_apiserver_1_37_2() {
+    let mut resources = served();
+    resources.extend(with_subresources());
+    let doc = v2(&resources);
+    let names: BTreeSet<&str> = keys(&doc["parameters"]).into_iter().collect();
+    for name in [
+        "allowWatchBookmarks-HC2hJt-J",
+        "body-2Y1dVQaQ",
+        "body-78PwaGsr",
+        "command-Py3eQybp",
+        "container-1GeXxFDC",
+        "container-i5dOmRiM",
+        "continue-QfD61s0i",
+        "fieldManager-7c6nTn1T",
+        "fieldManager-Qy4HdaTW",
+        "fieldSelector-xIcQKXFG",
+        "follow-9OIXh_2R",
+        "force-tOGGb0Yi",
+        "gracePeriodSeconds--K5HaBOS",
+        "ignoreStoreReadErrorWithClusterBreakingPotential-QbNkfIqj",
+        "insecureSkipTLSVerifyBackend-gM00jVbe",
+        "labelSelector-5Zw57w4C",
+        "limit-1NfNmdNH",
+        "limitBytes-zwd1RXuc",
+        "namespace-vgWSWtn3",
+        "orphanDependents-uRB25kX5",
+        "path-oPbzgLUj",
+        "path-z6Ciiujn",
+        "pretty-tJGM1-ng",
+        "previous-1jxDPu3y",
+        "propagationPolicy-6jk3prlO",
+        "resourceVersion-5WAnf1kx",
+        "resourceVersionMatch-t8XhRHeC",
+        "sendInitialEvents-rLXlEK_k",
+        "shardSelector-Kgyki_3_",
+        "sinceSeconds-vE2NLdnP",
+        "stderr-W_1TNlWc",
+        "stdin-PSzNhyUC",
+        "stdout--EZLRwV1",
+        "stream-l-48cgXv",
+        "tailLines-9xQLWHMV",
+        "timeoutSeconds-yvYezaOC",
+        "timestamps-c17fW1w_",
+        "tty-s0flW37O",
+        "watch-XNNPZGbK",
+    ] {
+        assert!(names.contains(name), "{name} not in {names:?}");
+    }
+    // kubectl looks for these in the operation itself.
+    let patch =
+        &doc["paths"]["/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"]["patch"];
+    assert_eq!(
+        patch["parameters"],
+        json!([
+            {"$ref": "#/parameters/body-78PwaGsr"},
+            {
+                "description": "When present, indicates that modifications should not be persisted. An invalid or unrecognized dryRun directive will result in an error response and no further processing of the request. Valid values are: - All: all dry run stages will be processed",
+                "in": "query", "name": "dryRun", "type": "string", "uniqueItems": true,
+            },
+            {"$ref": "#/parameters/fieldManager-7c6nTn1T"},
+            patch["parameters"][3].clone(),
+            {"$ref": "#/parameters/force-tOGGb0Yi"},
+        ])
+    );
+    assert_eq!(patch["parameters"][3]["name"], "fieldValidation");
+    assert_eq!(
+        patch["consumes"],
+        json!([
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml"
+        ])
+    );
+    // Discovery paths outside the group-versions.
+    let get = |path: &str| doc["paths"][path]["get"]["operationId"].clone();
+    assert_eq!(get("/api/"), "getCoreAPIVersions");
+    assert_eq!(get("/apis/"), "getAPIVersions");
+    assert_eq!(get("/apis/coordination.k8s.io/"), "getCoordinationAPIGroup");
+    assert_eq!(get("/version/"), "getCodeVersion");
+    assert!(doc["paths"].get("/apis/stable.example.com/").is_none());
+    assert!(doc["paths"].get("/apis/stable.example.com/v1/").is_none());
 }

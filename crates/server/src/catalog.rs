@@ -432,13 +432,29 @@ impl Catalog {
 }
 
 fn openapi_resource(t: &ResourceType) -> openapi::ServedResource {
-    let r = openapi::ServedResource::new(&t.group, &t.version, &t.kind, &t.plural, t.namespaced)
-        .with_verbs(t.verbs);
-    let r = if t.has_status { r.with_status() } else { r };
-    match &t.openapi_schema {
-        Some(schema) => r.with_schema(schema.clone()),
-        None => r,
-    }
+    let mut r =
+        openapi::ServedResource::new(&t.group, &t.version, &t.kind, &t.plural, t.namespaced)
+            .with_verbs(t.verbs);
+    r.has_status = t.has_status;
+    r.schema = t.openapi_schema.clone();
+    r.custom_resource = t.custom_resource_discovery;
+    // Upstream's namespace storage answers a deletion with the object too, but
+    // its OpenAPI says Status (it is no `MayReturnFullObjectDeleter`).
+    r.delete_returns_object =
+        t.return_deleted_object && !(t.group.is_empty() && t.kind == "Namespace");
+    r.subresources = t
+        .extra_subresources
+        .iter()
+        .map(|sub| {
+            openapi::Subresource::new(
+                sub.name,
+                openapi::Gvk::new(sub.group, sub.version, sub.kind),
+                sub.verbs,
+            )
+        })
+        .chain(t.scale.is_some().then(openapi::Subresource::scale))
+        .collect();
+    r
 }
 
 /// Upstream's storageVersionHash: the first 8 bytes of
