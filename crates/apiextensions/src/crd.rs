@@ -24,11 +24,18 @@ pub fn crd_resource_type() -> ResourceType {
     t.has_status = true;
     t.tracks_generation = true;
     t.allow_unconditional_update = false;
-    t.columns = vec![registry::TableColumn::new(
-        "Created At",
-        "date",
-        "The time the CRD was created",
-    )];
+    // apiextensions-apiserver's table convertor (its texts: registry's
+    // data/printer-columns.json).
+    t.age_column = false;
+    t.columns = vec![
+        registry::TableColumn::new("Scope", "string", "Cluster/Namespaced"),
+        registry::TableColumn::new("Versions", "string", "Served versions"),
+        registry::TableColumn::new("Created At", "date", "The time the CRD was created"),
+        registry::TableColumn::new("Group", "string", "API group").wide(),
+        registry::TableColumn::new("Kind", "string", "CustomResource kind").wide(),
+        registry::TableColumn::new("ShortNames", "string", "Short names").wide(),
+        registry::TableColumn::new("Established", "boolean", "Established status").wide(),
+    ];
     t
 }
 
@@ -83,8 +90,47 @@ impl Strategy for Crds {
         errs
     }
 
+    /// apiextensions-apiserver's cells: served versions sorted, the storage one
+    /// marked; Established is the condition's status being True.
     fn row(&self, obj: &Value) -> Vec<Value> {
-        vec![json!(str_at(obj, "/metadata/creationTimestamp"))]
+        let mut versions: Vec<String> = obj
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|v| v["served"] == true)
+            .map(|v| {
+                let name = v["name"].as_str().unwrap_or("");
+                if v["storage"] == true {
+                    format!("{name}(storage)")
+                } else {
+                    name.to_string()
+                }
+            })
+            .collect();
+        versions.sort();
+        let short_names: Vec<&str> = obj
+            .pointer("/spec/names/shortNames")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let established = obj
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Established" && c["status"] == "True");
+        vec![
+            json!(str_at(obj, "/spec/scope")),
+            json!(versions.join(",")),
+            json!(str_at(obj, "/metadata/creationTimestamp")),
+            json!(str_at(obj, "/spec/group")),
+            json!(str_at(obj, "/spec/names/kind")),
+            json!(short_names.join(",")),
+            json!(established),
+        ]
     }
 
     /// The first DELETE only marks the CRD: its instances must go first.
@@ -421,6 +467,42 @@ mod tests {
                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object"}}}],
             },
         })
+    }
+
+    /// apiextensions-apiserver's table: upstream's measured definitions, and
+    /// cells in their order.
+    #[test]
+    fn table_is_upstreams() {
+        let t = crd_resource_type();
+        let upstream = registry::table::upstream_column_definitions(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+        )
+        .unwrap();
+        assert_eq!(registry::table::column_definitions(&t), upstream);
+        let mut obj = crd();
+        obj["metadata"]["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
+        let versions = obj["spec"]["versions"].as_array_mut().unwrap();
+        versions.insert(
+            0,
+            json!({"name": "v1beta1", "served": true, "storage": false}),
+        );
+        versions.push(json!({"name": "v2", "served": false, "storage": false}));
+        obj["status"] = json!({"conditions": [{"type": "Established", "status": "True"}]});
+        let row = registry::table::row(&t, &obj, "None");
+        assert_eq!(
+            row["cells"],
+            json!([
+                "crontabs.stable.example.com",
+                "Namespaced",
+                "v1(storage),v1beta1",
+                "2025-01-01T00:00:00Z",
+                "stable.example.com",
+                "CronTab",
+                "ct",
+                true
+            ])
+        );
     }
 
     #[test]

@@ -192,6 +192,9 @@ pub struct TableColumn {
     /// Where the table puts its own `Age` cell ([`TableColumn::age`]); never a
     /// column a type or CRD declares, even one named `Age`.
     marks_age: bool,
+    /// Where the table puts its own `Name` cell ([`TableColumn::name_cell`]),
+    /// for types whose table does not begin with it (events).
+    marks_name: bool,
 }
 
 impl TableColumn {
@@ -203,6 +206,7 @@ impl TableColumn {
             description: Cow::Borrowed(description),
             priority: 0,
             marks_age: false,
+            marks_name: false,
         }
     }
 
@@ -221,6 +225,7 @@ impl TableColumn {
             description: Cow::Owned(description),
             priority,
             marks_age: false,
+            marks_name: false,
         }
     }
 
@@ -239,6 +244,25 @@ impl TableColumn {
 
     pub fn is_age(&self) -> bool {
         self.marks_age
+    }
+
+    /// `Name` placed among a type's columns where upstream's printer puts it
+    /// (its cell is the table's, not the type's `row`); without one, `Name`
+    /// comes first.
+    pub const fn name_cell() -> Self {
+        TableColumn {
+            name: Cow::Borrowed("Name"),
+            type_: Cow::Borrowed("string"),
+            format: Cow::Borrowed("name"),
+            description: Cow::Borrowed(""),
+            priority: 0,
+            marks_age: false,
+            marks_name: true,
+        }
+    }
+
+    pub fn is_name(&self) -> bool {
+        self.marks_name
     }
 }
 
@@ -291,6 +315,9 @@ pub struct ResourceType {
     /// `AllowUnconditionalUpdate`; custom resources, CRDs and APIServices may not).
     pub allow_unconditional_update: bool,
     /// Columns after `Name` for `as=Table`; `Age` is added unless `age_column` is off.
+    /// Built-in kinds' definitions (texts, types, formats) are upstream's measured
+    /// ones (`data/printer-columns.json`, see [`crate::table::column_definitions`]);
+    /// these give the layout the rows follow.
     pub columns: Vec<TableColumn>,
     /// Add the `Age` column (custom resources list their own columns instead).
     pub age_column: bool,

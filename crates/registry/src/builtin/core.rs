@@ -174,17 +174,11 @@ impl Strategy for Namespaces {
 
 pub struct ServiceAccounts;
 
-impl Strategy for ServiceAccounts {
-    fn row(&self, obj: &Value) -> Vec<Value> {
-        vec![json!(
-            obj.get("secrets")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len)
-        )]
-    }
-}
+/// Printed with Name and Age only (upstream 1.37).
+impl Strategy for ServiceAccounts {}
 
-pub const EVENT_COLUMNS: [TableColumn; 9] = [
+/// Upstream prints events without Age and with Name last (a wide column).
+pub const EVENT_COLUMNS: [TableColumn; 10] = [
     TableColumn::new("Last Seen", "string", "The last time the event was seen"),
     TableColumn::new("Type", "string", "The type of the event"),
     TableColumn::new("Reason", "string", "The reason of the event"),
@@ -194,6 +188,7 @@ pub const EVENT_COLUMNS: [TableColumn; 9] = [
     TableColumn::new("Message", "string", "The message"),
     TableColumn::new("First Seen", "string", "The first time the event was seen").wide(),
     TableColumn::new("Count", "string", "The number of times seen").wide(),
+    TableColumn::name_cell().wide(),
 ];
 
 pub struct Events;

@@ -111,23 +111,17 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
             TableColumn::new("Data", "string", "The number of entries in the secret"),
         ],
     );
-    let mut serviceaccounts = columns(
-        short(
-            resource(
-                "",
-                "v1",
-                "ServiceAccount",
-                "serviceaccounts",
-                true,
-                core::ServiceAccounts,
-            ),
-            &["sa"],
+    // Upstream 1.37 prints ServiceAccounts with Name and Age only.
+    let mut serviceaccounts = short(
+        resource(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            core::ServiceAccounts,
         ),
-        vec![TableColumn::new(
-            "Secrets",
-            "string",
-            "The number of secrets",
-        )],
+        &["sa"],
     );
     serviceaccounts.return_deleted_object = true;
     serviceaccounts.extra_subresources = &[crate::ExtraSubresource {
@@ -144,6 +138,8 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         ),
         core::EVENT_COLUMNS.to_vec(),
     );
+    let mut events = events;
+    events.age_column = false;
     let mut services = columns(
         short(
             resource("", "v1", "Service", "services", true, services::Services),
@@ -194,6 +190,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     );
     events_v1.short_names = vec!["ev".into()];
     events_v1.columns = core::EVENT_COLUMNS.to_vec();
+    events_v1.age_column = false;
     let leases = columns(
         resource(
             "coordination.k8s.io",
