@@ -141,8 +141,20 @@ impl Server {
     }
 
     /// Run kubectl and return stdout, failing the test with stderr if it fails.
+    /// A `kubectl wait` that reads `status.conditions` before any controller
+    /// wrote them (a new CRD's are `null`, as on kube-apiserver) is retried
+    /// for up to 10 s: kubectl refuses the null instead of waiting.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut out = self.kubectl(args);
+        while args.first() == Some(&"wait")
+            && !out.status.success()
+            && String::from_utf8_lossy(&out.stderr).contains(".status.conditions accessor error")
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            out = self.kubectl(args);
+        }
         assert!(
             out.status.success(),
             "kubectl {} failed:\n{}",
