@@ -5,8 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+use common::{gone, until};
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
@@ -36,24 +37,6 @@ fn dependent(name: &str, owners: Vec<Value>, finalizers: &[&str]) -> ConfigMap {
         "data": {"k": "v"},
     }))
     .unwrap()
-}
-
-async fn until(what: &str, check: impl AsyncFn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn gone<K>(api: &Api<K>, name: &str)
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    until(&format!("{name} deleted"), async || {
-        api.get_opt(name).await.unwrap().is_none()
-    })
-    .await;
 }
 
 fn uid<K: kube::Resource>(o: &K) -> String {

@@ -11,8 +11,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-
-use std::time::{Duration, Instant};
+use common::{gone, until};
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttributesClass;
@@ -23,24 +22,6 @@ use testkit::Server;
 const PVC: &str = "kubernetes.io/pvc-protection";
 const PV: &str = "kubernetes.io/pv-protection";
 const VAC: &str = "kubernetes.io/vac-protection";
-
-async fn until(what: &str, check: impl AsyncFn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn gone<K>(api: &Api<K>, name: &str)
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    until(&format!("{name} deleted"), async || {
-        api.get_opt(name).await.unwrap().is_none()
-    })
-    .await;
-}
 
 async fn create<K>(api: &Api<K>, object: Value) -> K
 where

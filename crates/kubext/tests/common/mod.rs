@@ -159,3 +159,26 @@ pub fn burst_payload(i: usize) -> String {
     let repeat = if i.is_multiple_of(2) { 10 } else { 5000 };
     format!("{i:04}").repeat(repeat)
 }
+
+/// Poll `check` every 50 ms until it holds; fail the test after 20 s.
+pub async fn until(what: &str, check: impl AsyncFn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Wait until the object `name` is gone.
+pub async fn gone<K>(api: &kube::Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    until(&format!("{name} deleted"), async || {
+        api.get_opt(name).await.unwrap().is_none()
+    })
+    .await;
+}
