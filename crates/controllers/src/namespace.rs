@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apimachinery::meta;
-use registry::ListOptions;
 use registry::options::DeleteOptions;
+use registry::{GenericStore, ListOptions, RequestContext};
 
 use crate::runtime::{self, Event, Reconciler, WorkQueue};
 use crate::{Resources, system_context};
@@ -42,7 +42,26 @@ impl<R: Resources> NamespaceController<R> {
             return;
         };
         let queue = WorkQueue::new(Duration::from_millis(100), Duration::from_secs(5));
-        let feed = runtime::follow(namespaces, MANAGER, queue.clone(), names);
+        let namespaces = runtime::follow(namespaces, MANAGER, queue.clone(), names);
+        // A default object deleted or changed is put back, as the service
+        // account controller and the root CA publisher of kube-controller-
+        // manager do: its namespace is reconciled again.
+        let default_objects = DEFAULT_OBJECTS.map(|(plural, name)| {
+            let store = self.resources.store("", plural);
+            let queue = queue.clone();
+            async move {
+                match store {
+                    Some(store) => {
+                        runtime::follow(store, MANAGER, queue, |e| namespaces_of(e, name)).await
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+        });
+        let [service_accounts, root_ca] = default_objects;
+        let feed = async {
+            tokio::join!(namespaces, service_accounts, root_ca);
+        };
         runtime::run(self, queue, WORKERS, feed).await;
     }
 
@@ -73,28 +92,27 @@ impl<R: Resources> NamespaceController<R> {
         self.finalize(name).await
     }
 
-    /// Create what every namespace must contain (idempotent).
+    /// Create what every namespace must contain, and put the root CA back
+    /// into a `kube-root-ca.crt` that lost it (idempotent).
     pub async fn populate(&self, namespace: &str) {
         let ctx = system_context(namespace, MANAGER);
         let wanted = [
-            (
-                "serviceaccounts",
-                json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}),
-            ),
-            (
-                "configmaps",
-                json!({
-                    "apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "kube-root-ca.crt", "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
-                    "data": {"ca.crt": self.root_ca},
-                }),
-            ),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": DEFAULT_SERVICE_ACCOUNT}}),
+            json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": ROOT_CA_CONFIG_MAP, "annotations": {DESCRIPTION_ANNOTATION: ROOT_CA_DESCRIPTION}},
+                "data": {"ca.crt": self.root_ca},
+            }),
         ];
-        for (plural, obj) in wanted {
+        for ((plural, _), obj) in DEFAULT_OBJECTS.into_iter().zip(wanted) {
             let Some(store) = self.resources.store("", plural) else {
                 continue;
             };
             match store.get(&ctx, meta::name(&obj)).await {
+                Ok(current) if plural == "configmaps" => {
+                    self.restore_root_ca(&store, &ctx, &current.value()).await;
+                    continue;
+                }
                 Ok(_) => continue,
                 Err(e) if e.code() != 404 => continue,
                 Err(_) => {}
@@ -107,6 +125,44 @@ impl<R: Resources> NamespaceController<R> {
                     tracing::warn!(namespace, plural, error = %e, "cannot create namespace default object")
                 }
             }
+        }
+    }
+
+    /// The root CA publisher's repair: `data` is exactly the CA, and the
+    /// description annotation is there.
+    async fn restore_root_ca(&self, store: &GenericStore, ctx: &RequestContext, current: &Value) {
+        let data = json!({"ca.crt": self.root_ca});
+        let described = current
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(DESCRIPTION_ANNOTATION))
+            .and_then(Value::as_str)
+            .is_some_and(|d| !d.is_empty());
+        if current.get("data") == Some(&data) && described {
+            return;
+        }
+        let result = store
+            .update_with(ctx, ROOT_CA_CONFIG_MAP, |current| {
+                let mut next = current.clone();
+                next["data"] = data.clone();
+                let metadata = &mut next["metadata"];
+                if !metadata.get("annotations").is_some_and(Value::is_object) {
+                    metadata["annotations"] = json!({});
+                }
+                let annotations = &mut metadata["annotations"];
+                if annotations
+                    .get(DESCRIPTION_ANNOTATION)
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
+                    annotations[DESCRIPTION_ANNOTATION] = json!(ROOT_CA_DESCRIPTION);
+                }
+                Ok(next)
+            })
+            .await;
+        if let Err(e) = result
+            && !matches!(e.code(), 404 | 409)
+        {
+            tracing::warn!(namespace = %ctx.namespace, error = %e, "cannot restore kube-root-ca.crt");
         }
     }
 
@@ -258,6 +314,30 @@ impl<R: Resources> Reconciler for NamespaceController<R> {
 const WORKERS: usize = 4;
 
 /// The namespaces an event concerns.
+/// The objects every namespace holds, by plural and name.
+const DEFAULT_OBJECTS: [(&str, &str); 2] = [
+    ("serviceaccounts", DEFAULT_SERVICE_ACCOUNT),
+    ("configmaps", ROOT_CA_CONFIG_MAP),
+];
+const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
+const DESCRIPTION_ANNOTATION: &str = "kubernetes.io/description";
+const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// The namespaces whose default object `name` changed or went.
+fn namespaces_of(event: &Event, name: &str) -> Vec<String> {
+    // A restart lists every object; the namespaces' own feed covers them.
+    let (Event::Applied(obj) | Event::Deleted(obj)) = event else {
+        return Vec::new();
+    };
+    let value = obj.value();
+    if meta::name(&value) == name {
+        vec![meta::namespace(&value).to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 fn names(event: &Event) -> Vec<String> {
     match event {
         Event::Restarted(all) => all

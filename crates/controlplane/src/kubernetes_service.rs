@@ -1,7 +1,9 @@
 //! `default/kubernetes`: the Service every cluster has, with its Endpoints and
 //! EndpointSlice pointing at this server (upstream's kubernetesservice controller
 //! and lease endpoint reconciler). In-cluster clients and kube-rs's event
-//! recorder look it up.
+//! recorder look it up. And the default ServiceCIDR `kubernetes` of
+//! `--service-cluster-ip-range`, ready (upstream's default-servicecidr
+//! controller, also inside kube-apiserver).
 
 use anyhow::{Result, anyhow};
 use serde_json::{Value, json};
@@ -28,6 +30,7 @@ pub async fn publish(api: &Api, ranges: &ServiceRanges, address: SocketAddr) -> 
             .map(|s| s.store.clone_handle())
             .ok_or_else(|| anyhow!("{plural} are not served"))
     };
+    default_service_cidr(&lookup("networking.k8s.io", "servicecidrs")?, ranges).await?;
     let services = lookup("", "services")?;
     match services.create(&ctx, service(ranges, address.port())).await {
         Ok(_) => {}
@@ -41,6 +44,46 @@ pub async fn publish(api: &Api, ranges: &ServiceRanges, address: SocketAddr) -> 
         endpoint_slice(address),
     )
     .await
+}
+
+/// Create the default ServiceCIDR when it is missing and mark it ready (a
+/// ServiceCIDR someone else created under that name is left as it is).
+async fn default_service_cidr(store: &GenericStore, ranges: &ServiceRanges) -> Result<()> {
+    let ctx = controllers::system_context("", "kube-apiserver");
+    let cidr = json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "ServiceCIDR",
+        "metadata": {"name": NAME},
+        "spec": {"cidrs": [ranges.cluster_cidr()]},
+    });
+    match store.create(&ctx, cidr).await {
+        Ok(_) => {}
+        Err(e) if e.code() == 409 => {}
+        Err(e) => return Err(anyhow!("creating the default ServiceCIDR: {e}")),
+    }
+    let mut status_ctx = controllers::system_context("", "kubernetes-service-cidr-controller");
+    status_ctx.subresource = apimachinery::Subresource::Status;
+    store
+        .update_with(&status_ctx, NAME, |current| {
+            let ready = current
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready"));
+            let mut next = current.clone();
+            if !ready {
+                next["status"] = json!({"conditions": [{
+                    "type": "Ready",
+                    "status": "True",
+                    "lastTransitionTime": apimachinery::time::now_rfc3339(),
+                    "reason": "",
+                    "message": "Kubernetes default Service CIDR is ready",
+                }]});
+            }
+            Ok(next)
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| anyhow!("marking the default ServiceCIDR ready: {e}"))
 }
 
 fn service(ranges: &ServiceRanges, target_port: u16) -> Value {

@@ -143,6 +143,18 @@ pub trait Strategy: Send + Sync + 'static {
     }
 }
 
+/// A built-in kind's `/status` write as most of upstream's status strategies
+/// make it: the old `spec` (and every other field) back, the new metadata
+/// kept, so a status patch may change labels and annotations (custom
+/// resources' and admission policies' may not: [`take_status`]).
+pub fn take_status_and_metadata(new: &mut Value, old: &Value) {
+    let metadata = new.get_mut("metadata").map(Value::take);
+    take_status(new, old);
+    if let (Some(metadata), Some(object)) = (metadata, new.as_object_mut()) {
+        object.insert("metadata".into(), metadata);
+    }
+}
+
 /// `new` becomes `old` with `new`'s status (a status-subresource write).
 pub fn take_status(new: &mut Value, old: &Value) {
     let status = new.get("status").cloned();

@@ -96,22 +96,39 @@ fn is_json(essence: &str) -> bool {
 
 /// Pick the first acceptable representation in the client's order. Protobuf
 /// is acceptable when the resource has a protobuf form (`has_protobuf`:
-/// built-in kinds); otherwise the client's next choice is taken.
-pub fn negotiate(accept: Option<&str>, has_protobuf: bool) -> Result<Output, NotAcceptable> {
+/// built-in kinds); Tables and PartialObjectMetadata when the endpoint
+/// converts to them (`transforms`: not reviews, tokens, bindings or
+/// evictions, whose storage has no table convertor upstream); otherwise the
+/// client's next choice is taken.
+pub fn negotiate(
+    accept: Option<&str>,
+    has_protobuf: bool,
+    transforms: bool,
+) -> Result<Output, NotAcceptable> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok(Output::Json);
     };
+    let mut served_type_asked = false;
     for media in parse_accept(accept) {
         let version = media.param("v").unwrap_or("v1");
         let meta_group = media.param("g") == Some("meta.k8s.io");
+        served_type_asked |= is_json(&media.essence)
+            || media.essence == "application/yaml"
+            || media.essence == protobuf::CONTENT_TYPE;
         match (media.essence.as_str(), media.param("as")) {
             (e, Some("Table"))
-                if is_json(e) && meta_group && matches!(version, "v1" | "v1beta1") =>
+                if transforms
+                    && is_json(e)
+                    && meta_group
+                    && matches!(version, "v1" | "v1beta1") =>
             {
                 return Ok(Output::Table(version.into()));
             }
             (e, Some("PartialObjectMetadata" | "PartialObjectMetadataList"))
-                if is_json(e) && meta_group && matches!(version, "v1" | "v1beta1") =>
+                if transforms
+                    && is_json(e)
+                    && meta_group
+                    && matches!(version, "v1" | "v1beta1") =>
             {
                 return Ok(Output::PartialMetadata(version.into()));
             }
@@ -124,13 +141,17 @@ pub fn negotiate(accept: Option<&str>, has_protobuf: bool) -> Result<Output, Not
             _ => continue,
         }
     }
-    Err(NotAcceptable)
+    Err(NotAcceptable { served_type_asked })
 }
 
 /// No representation the client accepts: the caller words the 406 for what
 /// it serves ([`not_acceptable`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotAcceptable;
+pub struct NotAcceptable {
+    /// A media type the server serves was asked for, with parameters that
+    /// ruled it out (`as=Foo`): upstream's handler, not go-restful, refuses.
+    served_type_asked: bool,
+}
 
 /// Who refuses a request with [`NotAcceptable`]: upstream's words differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,8 +165,15 @@ pub enum Refuser {
 }
 
 /// The 406 `Status` kube-apiserver answers when nothing in `Accept` fits.
-pub fn not_acceptable(refuser: Refuser) -> StatusError {
+pub fn not_acceptable(refuser: Refuser, refusal: NotAcceptable) -> StatusError {
     const BUILTIN: &str = "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+    // go-restful routes on the media type alone; parameters are the
+    // handler's to refuse, in the CRD handler's words.
+    let refuser = if refusal.served_type_asked {
+        Refuser::CustomResource
+    } else {
+        refuser
+    };
     match refuser {
         Refuser::CustomResource => StatusError::not_acceptable(
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
@@ -256,7 +284,7 @@ mod tests {
     fn kubectl_table_accept() {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(
-            negotiate(Some(a), false).unwrap(),
+            negotiate(Some(a), false, true).unwrap(),
             Output::Table("v1".into())
         );
     }
@@ -264,15 +292,21 @@ mod tests {
     #[test]
     fn protobuf_first_falls_back_to_json() {
         let a = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(negotiate(Some(a), false).unwrap(), Output::Json);
-        assert!(negotiate(Some("application/vnd.kubernetes.protobuf"), false).is_err());
+        assert_eq!(negotiate(Some(a), false, true).unwrap(), Output::Json);
+        assert!(negotiate(Some("application/vnd.kubernetes.protobuf"), false, true).is_err());
         let client_go = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(negotiate(Some(client_go), true).unwrap(), Output::Protobuf);
-        assert_eq!(negotiate(Some(client_go), false).unwrap(), Output::Json);
+        assert_eq!(
+            negotiate(Some(client_go), true, true).unwrap(),
+            Output::Protobuf
+        );
+        assert_eq!(
+            negotiate(Some(client_go), false, true).unwrap(),
+            Output::Json
+        );
         // The metadata client's protobuf PartialObjectMetadataList: JSON's form.
         let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
         assert_eq!(
-            negotiate(Some(metadata), true).unwrap(),
+            negotiate(Some(metadata), true, true).unwrap(),
             Output::PartialMetadata("v1".into())
         );
     }
@@ -281,7 +315,7 @@ mod tests {
     fn partial_metadata() {
         let a = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         assert_eq!(
-            negotiate(Some(a), false).unwrap(),
+            negotiate(Some(a), false, true).unwrap(),
             Output::PartialMetadata("v1".into())
         );
     }

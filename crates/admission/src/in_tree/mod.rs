@@ -5,6 +5,7 @@
 //! ones after.
 //!
 //! Run here: ServiceAccount, Priority, DefaultTolerationSeconds,
+//! RuntimeClass (its validation of the overhead with its mutation),
 //! DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass, CertificateApproval,
 //! CertificateSigning, AlwaysDeny. NamespaceLifecycle is
 //! the store's own check; the policy and webhook plugins are the rest of
@@ -13,6 +14,7 @@
 mod certificates;
 mod default_class;
 mod priority;
+mod runtime_class;
 mod service_account;
 mod tolerations;
 
@@ -150,6 +152,7 @@ pub const ALWAYS_DENY: Plugin = Plugin::named("AlwaysDeny");
 pub const CERTIFICATE_APPROVAL: Plugin = Plugin::named("CertificateApproval");
 pub const CERTIFICATE_SIGNING: Plugin = Plugin::named("CertificateSigning");
 pub const STORAGE_OBJECT_IN_USE_PROTECTION: Plugin = Plugin::named("StorageObjectInUseProtection");
+pub const RUNTIME_CLASS: Plugin = Plugin::named("RuntimeClass");
 
 /// The admission plugins turned on: one bit per plugin of [`ALL`], tested on
 /// every write.
@@ -296,6 +299,11 @@ impl InTree {
                     && matches!(a.operation, Operation::Create | Operation::Update)
                 {
                     tolerations::add_defaults(object);
+                }
+                if a.operation == Operation::Create && self.plugins.is_on(RUNTIME_CLASS) {
+                    runtime_class::admit(object, objects)
+                        .await
+                        .map_err(forbidden)?;
                 }
             }
             // DefaultStorageClass, then StorageObjectInUseProtection (both

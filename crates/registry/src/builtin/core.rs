@@ -68,6 +68,10 @@ fn spec_finalizers(obj: &Value) -> impl Iterator<Item = &Value> {
 }
 
 impl Strategy for Namespaces {
+    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+        crate::resource::take_status_and_metadata(new, old);
+    }
+
     /// Upstream's defaulting labels a named namespace with its name (the
     /// writer's managedFields credit it).
     fn default(&self, obj: &mut Value) {

@@ -44,6 +44,10 @@ pub struct HpaV1 {
 }
 
 impl Strategy for HpaV1 {
+    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+        crate::resource::take_status_and_metadata(new, old);
+    }
+
     fn prepare_create(&self, obj: &mut Value) {
         super::defaults::hpa_v1(obj);
         obj["status"] = json!({});

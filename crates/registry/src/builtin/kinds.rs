@@ -322,7 +322,7 @@ impl Strategy for BuiltinKind {
     }
 
     fn prepare_status_update(&self, new: &mut Value, old: &Value) {
-        crate::resource::take_status(new, old);
+        crate::resource::take_status_and_metadata(new, old);
         if let Some(rule) = self.status_update {
             rule(new, old);
         }

@@ -82,6 +82,10 @@ fn set_defaults(obj: &mut Value) {
 }
 
 impl Strategy for Services {
+    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+        crate::resource::take_status_and_metadata(new, old);
+    }
+
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
         super::field_labels::value("", "Service", obj, field)
     }
@@ -335,6 +339,11 @@ impl ServiceRanges {
     }
 
     /// The first host address: the `default/kubernetes` Service's cluster IP.
+    /// `--service-cluster-ip-range` as CIDR notation (`10.0.0.0/24`).
+    pub fn cluster_cidr(&self) -> String {
+        format!("{}/{}", Ipv4Addr::from(self.network), self.prefix)
+    }
+
     pub fn first_ip(&self) -> Ipv4Addr {
         Ipv4Addr::from(self.network + 1)
     }

@@ -49,6 +49,16 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
 pub fn on_status_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
     match (group, kind) {
         ("storage.k8s.io", "CSINode") => Some(super::storage::csi_node_status_written),
+        // Old kubelets corrupted owner references through pods/status.
+        ("", "Pod") => Some(|new, old| {
+            let owners = old.pointer("/metadata/ownerReferences").cloned();
+            if let Some(metadata) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                match owners {
+                    Some(owners) => metadata.insert("ownerReferences".into(), owners),
+                    None => metadata.remove("ownerReferences"),
+                };
+            }
+        }),
         _ => None,
     }
 }

@@ -394,6 +394,14 @@ fn validate_pod_spec(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
     if let Some(selector) = object(spec, "nodeSelector") {
         errs.extend(validate_labels(selector, &path.child("nodeSelector")));
     }
+    if let Some(security) = field(spec, "securityContext") {
+        validate_sysctls(
+            spec,
+            security,
+            &path.child("securityContext").child("sysctls"),
+            errs,
+        );
+    }
     if let Some(deadline) = int_of(spec, "activeDeadlineSeconds")
         && !(1..=i64::from(i32::MAX)).contains(&deadline)
     {
@@ -408,6 +416,106 @@ fn validate_pod_spec(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
         if !value.is_empty() {
             dns_label(value, &path.child(key), errs);
         }
+    }
+}
+
+/// `validateSysctls`: names as sysctl(8) spells them, each once, and none of
+/// a namespace the pod shares with the host.
+fn validate_sysctls(spec: &Value, security: &Value, path: &FieldPath, errs: &mut ErrorList) {
+    const MAX_LENGTH: usize = 253;
+    let mut seen = std::collections::HashSet::new();
+    for (i, sysctl) in list(security, "sysctls").iter().enumerate() {
+        let name = str_of(sysctl, "name");
+        let at = path.index(i).child("name");
+        if name.is_empty() {
+            errs.push(FieldError::required(&at, ""));
+        } else if name.len() > MAX_LENGTH || !is_sysctl_name(name) {
+            errs.push(FieldError::invalid(
+                &at,
+                json!(name),
+                &format!(
+                    "must have at most {MAX_LENGTH} characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$"
+                ),
+            ));
+        } else if seen.contains(name) {
+            errs.push(FieldError::duplicate(&at, json!(name)));
+        }
+        let shared = match sysctl_namespace(name) {
+            SysctlNamespace::Net if spec.get("hostNetwork") == Some(&json!(true)) => {
+                Some("may not be specified when 'hostNetwork' is true")
+            }
+            SysctlNamespace::Ipc if spec.get("hostIPC") == Some(&json!(true)) => {
+                Some("may not be specified when 'hostIPC' is true")
+            }
+            _ => None,
+        };
+        if let Some(message) = shared {
+            errs.push(FieldError::invalid(&at, json!(name), message));
+        }
+        seen.insert(name);
+    }
+}
+
+/// Segments of `[a-z0-9]([-_a-z0-9]*[a-z0-9])?` joined by `.` or `/`.
+fn is_sysctl_name(name: &str) -> bool {
+    name.split(['.', '/']).all(|segment| {
+        let bytes = segment.as_bytes();
+        let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+        match (bytes.first(), bytes.last()) {
+            (Some(first), Some(last)) => {
+                edge(first)
+                    && edge(last)
+                    && bytes.iter().all(|b| edge(b) || *b == b'-' || *b == b'_')
+            }
+            _ => false,
+        }
+    })
+}
+
+#[derive(PartialEq)]
+enum SysctlNamespace {
+    Net,
+    Ipc,
+    Other,
+}
+
+/// The kernel namespace a sysctl belongs to (component-helpers' table); a
+/// name written with `/` first is read with `.` and `/` swapped.
+fn sysctl_namespace(name: &str) -> SysctlNamespace {
+    let normalized: String = if name
+        .find(['.', '/'])
+        .is_some_and(|i| name.as_bytes()[i] == b'/')
+    {
+        name.chars()
+            .map(|c| match c {
+                '/' => '.',
+                '.' => '/',
+                c => c,
+            })
+            .collect()
+    } else {
+        name.to_owned()
+    };
+    let name = normalized.split('*').next().unwrap_or_default();
+    const IPC: [&str; 11] = [
+        "kernel.sem",
+        "kernel.shmall",
+        "kernel.shmmax",
+        "kernel.shmmni",
+        "kernel.shm_rmid_forced",
+        "kernel.shm",
+        "kernel.msgmax",
+        "kernel.msgmnb",
+        "kernel.msgmni",
+        "kernel.msg",
+        "fs.mqueue.",
+    ];
+    if IPC[..10].contains(&name) || name.starts_with(IPC[10]) {
+        SysctlNamespace::Ipc
+    } else if name.starts_with("net.") {
+        SysctlNamespace::Net
+    } else {
+        SysctlNamespace::Other
     }
 }
 

@@ -56,7 +56,7 @@ pub async fn serve(
         .and_then(|v| v.to_str().ok());
     // (Custom resources' too: their Status has a protobuf form.)
     let protobuf_errors = matches!(
-        negotiate::negotiate(accept, true),
+        negotiate::negotiate(accept, true, true),
         Ok(negotiate::Output::Protobuf)
     );
     let mut resp = match serve_inner(api, served, req, info, user, query).await {
@@ -75,6 +75,17 @@ pub async fn serve(
 /// upstream: custom resources are JSON and YAML only).
 fn has_protobuf(rtype: &registry::ResourceType) -> bool {
     rtype.structured && protobuf::encodes(&rtype.api_version(), &rtype.kind)
+}
+
+/// Whether the endpoint answers as a Table or PartialObjectMetadata: upstream's
+/// storages of objects and their `status` and `scale` convert; reviews,
+/// tokens, bindings, evictions and the other subresources do not.
+fn converts_to_tables(rtype: &registry::ResourceType, info: &RequestInfo) -> bool {
+    rtype.verbs.contains(&"get")
+        && matches!(
+            info.subresource,
+            Subresource::None | Subresource::Status | Subresource::Scale
+        )
 }
 
 /// Who words a 406 for this request (see [`negotiate::not_acceptable`]).
@@ -111,8 +122,9 @@ async fn serve_inner(
     let output = negotiate::negotiate(
         header_str(header::ACCEPT).as_deref(),
         has_protobuf(&served.rtype),
+        converts_to_tables(&served.rtype, info),
     )
-    .map_err(|_| negotiate::not_acceptable(refuser(&served.rtype, info)))?;
+    .map_err(|refusal| negotiate::not_acceptable(refuser(&served.rtype, info), refusal))?;
     let field_manager = query
         .get("fieldManager")
         .map(String::from)
