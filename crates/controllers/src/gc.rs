@@ -89,7 +89,14 @@ impl Node {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Delete it (its owners are gone, or an owner is deleted in the foreground).
-    Delete { uid: String, foreground: bool },
+    /// `unblock`: first make its owner references non-blocking, as one of its
+    /// own dependents already waits in the foreground (a cycle otherwise
+    /// waits forever: upstream's cycle breaking).
+    Delete {
+        uid: String,
+        foreground: bool,
+        unblock: bool,
+    },
     /// Remove its owner reference to `owner` (the owner is deleted as orphaning).
     Release { uid: String, owner: String },
     /// Remove the finalizer: the owner's dependents are handled.
@@ -254,10 +261,7 @@ impl Graph {
             let mut blocking = 0;
             for (dependent, d) in self.dependents_of(uid) {
                 if !d.deleting {
-                    actions.push(Action::Delete {
-                        uid: dependent.clone(),
-                        foreground: self.dependents.contains_key(dependent),
-                    });
+                    actions.push(self.delete_in_foreground(dependent));
                 }
                 if d.owners
                     .iter()
@@ -287,11 +291,30 @@ impl Graph {
                 Some(_) => return actions,
             }
         }
-        actions.push(Action::Delete {
-            uid: uid.to_string(),
-            foreground: foreground && self.dependents.contains_key(uid),
+        actions.push(if foreground {
+            self.delete_in_foreground(uid)
+        } else {
+            Action::Delete {
+                uid: uid.to_string(),
+                foreground: false,
+                unblock: false,
+            }
         });
         actions
+    }
+
+    /// Delete `uid`, an owner of which waits in the foreground: in the
+    /// foreground too when it has dependents, unblocking its owners when one
+    /// of those already waits.
+    fn delete_in_foreground(&self, uid: &str) -> Action {
+        let mut dependents = self.dependents_of(uid).peekable();
+        let foreground = dependents.peek().is_some();
+        let unblock = dependents.any(|(_, d)| d.waits_for(FOREGROUND));
+        Action::Delete {
+            uid: uid.to_string(),
+            foreground,
+            unblock,
+        }
     }
 }
 
@@ -380,7 +403,24 @@ impl<R: Resources> GarbageCollector<R> {
             _ => Err(e.to_string()),
         };
         match action {
-            Action::Delete { foreground, .. } => {
+            Action::Delete {
+                foreground,
+                unblock,
+                ..
+            } => {
+                if *unblock {
+                    store
+                        .update_with(&ctx, &ident.name, |current| {
+                            let mut next = current.clone();
+                            if meta::uid(current) == uid {
+                                unblock_owners(&mut next);
+                            }
+                            Ok(next)
+                        })
+                        .await
+                        .map(|_| ())
+                        .or_else(ignore_gone)?;
+                }
                 tracing::info!(kind = %ident.kind, namespace = %node.namespace, name = %ident.name, "garbage collecting");
                 let opts = DeleteOptions {
                     precondition_uid: Some(uid.clone()),
@@ -434,6 +474,18 @@ impl<R: Resources> GarbageCollector<R> {
                 .await
                 .map(|_| ())
                 .or_else(ignore_gone),
+        }
+    }
+}
+
+/// Every blocking owner reference becomes non-blocking.
+fn unblock_owners(object: &mut Value) {
+    let refs = object
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut);
+    for owner in refs.into_iter().flatten() {
+        if owner.get("blockOwnerDeletion") == Some(&Value::Bool(true)) {
+            owner["blockOwnerDeletion"] = Value::Bool(false);
         }
     }
 }
@@ -495,7 +547,8 @@ mod tests {
             g.decide("dep"),
             [Action::Delete {
                 uid: "dep".into(),
-                foreground: false
+                foreground: false,
+                unblock: false
             }]
         );
         // One owner still standing keeps it.
@@ -529,6 +582,48 @@ mod tests {
         assert_eq!(g.upsert("dep".into(), node("Dep", "ns", &[])), ["owner"]);
     }
 
+    // garbage_collector.go's "should not be blocked by dependency circle":
+    // p1 <- p2 <- p3 <- p1, p1 deleted in the foreground, then p2. p3's own
+    // dependent (p1) already waits, so p3's references are unblocked first
+    // and p2 can go; then p1, then p3.
+    #[test]
+    fn cycles_of_foreground_deletions_are_broken() {
+        let mut g = Graph::default();
+        g.upsert(
+            "p1".into(),
+            deleting(node("Pod", "ns", &[("p3", true)]), FOREGROUND),
+        );
+        g.upsert(
+            "p2".into(),
+            deleting(node("Pod", "ns", &[("p1", true)]), FOREGROUND),
+        );
+        g.upsert("p3".into(), node("Pod", "ns", &[("p2", true)]));
+        assert_eq!(
+            g.decide("p2"),
+            [Action::Delete {
+                uid: "p3".into(),
+                foreground: true,
+                unblock: true,
+            }]
+        );
+        // Before p2 waits, p1's dependent p2 is deleted without unblocking.
+        let mut g2 = Graph::default();
+        g2.upsert(
+            "p1".into(),
+            deleting(node("Pod", "ns", &[("p3", true)]), FOREGROUND),
+        );
+        g2.upsert("p2".into(), node("Pod", "ns", &[("p1", true)]));
+        g2.upsert("p3".into(), node("Pod", "ns", &[("p2", true)]));
+        assert_eq!(
+            g2.decide("p1"),
+            [Action::Delete {
+                uid: "p2".into(),
+                foreground: true,
+                unblock: false,
+            }]
+        );
+    }
+
     #[test]
     fn foreground_owners_wait_for_blocking_dependents() {
         let mut g = Graph::default();
@@ -545,11 +640,13 @@ mod tests {
             [
                 Action::Delete {
                     uid: "a".into(),
-                    foreground: false
+                    foreground: false,
+                    unblock: false
                 },
                 Action::Delete {
                     uid: "b".into(),
-                    foreground: false
+                    foreground: false,
+                    unblock: false
                 },
             ]
         );
@@ -561,7 +658,8 @@ mod tests {
             [
                 Action::Delete {
                     uid: "b".into(),
-                    foreground: false
+                    foreground: false,
+                    unblock: false
                 },
                 Action::Finalize {
                     uid: "owner".into(),

@@ -167,8 +167,10 @@ struct ServeArgs {
     /// Longest lifetime a TokenRequest is granted (e.g. 24h) [default: as requested].
     #[arg(long, value_parser = parse_duration)]
     service_account_max_token_expiration: Option<Duration>,
-    /// How much history is kept for resuming watches; older revisions are compacted (410 Gone).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    /// How much history is kept for resuming watches and continuing lists; older
+    /// revisions are compacted (410 Gone), as kube-apiserver's
+    /// `--etcd-compaction-interval` (`--compaction-interval` is an alias).
+    #[arg(long = "etcd-compaction-interval", alias = "compaction-interval", default_value = "5m", value_parser = parse_duration)]
     compaction_interval: Duration,
     /// How often watchers that allow bookmarks receive one.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]

@@ -136,6 +136,10 @@ pub struct ContinueToken {
 }
 
 impl ContinueToken {
+    /// The revision of a token that continues at the latest revision (the
+    /// one a 410 hands out when the token's own was compacted away).
+    pub const LATEST: i64 = -1;
+
     pub fn new(rv: i64, last_key: &str) -> Self {
         ContinueToken {
             version: "meta.k8s.io/v1".into(),
@@ -155,7 +159,9 @@ impl ContinueToken {
             .decode(token)
             .map_err(|_| invalid())?;
         let parsed: ContinueToken = serde_json::from_slice(&raw).map_err(|_| invalid())?;
-        if parsed.version != "meta.k8s.io/v1" || parsed.rv <= 0 {
+        if parsed.version != "meta.k8s.io/v1"
+            || (parsed.rv <= 0 && parsed.rv != ContinueToken::LATEST)
+        {
             return Err(invalid());
         }
         Ok(parsed)

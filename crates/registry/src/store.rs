@@ -407,9 +407,17 @@ impl GenericStore {
         let prefix = self.collection(&ctx.namespace);
         let limit = opts.limit;
 
-        // Continuing a paged list: the same snapshot revision, after the last key.
+        // Continuing a paged list: the same snapshot revision, after the last
+        // key; a token whose revision was compacted away is answered 410 with
+        // one to go on from the latest (`rv: -1`), inconsistently.
         if let Some(token) = &opts.continue_token {
             let start = format!("{prefix}{}", token.start);
+            if token.rv == ContinueToken::LATEST {
+                let page = self.storage.list(&prefix, Some(&start), limit, &*predicate);
+                return self
+                    .page_result(page.items, page.revision, page.remaining, &prefix, has_selector)
+                    .await;
+            }
             return self
                 .list_at(
                     &prefix,
@@ -419,7 +427,11 @@ impl GenericStore {
                     &*predicate,
                     has_selector,
                 )
-                .await;
+                .await
+                .map_err(|e| match e.code() {
+                    410 => expired_continue(&token.start),
+                    _ => e,
+                });
         }
         match opts.freshness {
             ReadFreshness::Latest => self.sync().await?,
@@ -468,7 +480,7 @@ impl GenericStore {
             .range_at(prefix, start, rv, 0)
             .await
             .map_err(|e| match e {
-                storage::Error::Compacted { .. } => expired_continue(),
+                storage::Error::Compacted { .. } => expired_list(),
                 other => self.storage_error(other, ""),
             })?;
         let mut items = Vec::new();
@@ -1157,7 +1169,18 @@ fn shortened(since: &str, recorded: i64, period: i64) -> Grace {
     }
 }
 
-fn expired_continue() -> StatusError {
+/// The 410 of a continue token too old to list consistently, carrying one
+/// that goes on after `start` at the latest revision.
+fn expired_continue(start: &str) -> StatusError {
+    let mut error = expired_list();
+    error.0.metadata.insert(
+        "continue".into(),
+        Value::String(ContinueToken::new(ContinueToken::LATEST, start).encode()),
+    );
+    error
+}
+
+fn expired_list() -> StatusError {
     StatusError::expired(
         "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
     )

@@ -76,9 +76,36 @@ pub fn name_rule(group: &str, kind: &str) -> Option<NameRule> {
         ("resource.k8s.io", "DeviceClass") => {
             |_, name, prefix| dra::device_class_name(name, prefix)
         }
+        ("networking.k8s.io", "IPAddress") => |_, name, _| Some(ip_address_name(name)),
         _ => return None,
     };
     Some(f)
+}
+
+/// `ValidateIPAddressName`: an IPAddress is named by its address, strictly
+/// parsed and in canonical form.
+fn ip_address_name(name: &str) -> Vec<String> {
+    let leading_zero = name.split('.').count() == 4
+        && name
+            .split('.')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        && name.split('.').any(|part| part.len() > 1 && part.starts_with('0'));
+    if leading_zero {
+        return vec!["must not have leading 0s".into()];
+    }
+    let Ok(ip) = name.parse::<std::net::IpAddr>() else {
+        return vec!["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into()];
+    };
+    if let std::net::IpAddr::V6(v6) = ip
+        && v6.to_ipv4_mapped().is_some()
+    {
+        return vec!["must not be an IPv4-mapped IPv6 address".into()];
+    }
+    let canonical = ip.to_string();
+    if canonical != name {
+        return vec![format!("must be in canonical form ({canonical:?})")];
+    }
+    Vec::new()
 }
 
 /// A name rule: the messages for a name (`true`: a `generateName`) of an object.
@@ -370,6 +397,7 @@ const PROBES: [&str; 3] = ["livenessProbe", "readinessProbe", "startupProbe"];
 
 /// `ValidatePodSpec`: the checks shared by Pods and every pod template.
 fn validate_pod_spec(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
+    validate_pod_certificate_projections(spec, &path.child("volumes"), errs);
     if field(spec, "terminationGracePeriodSeconds").is_none() {
         errs.push(FieldError::required(
             &path.child("terminationGracePeriodSeconds"),
@@ -415,6 +443,49 @@ fn validate_pod_spec(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
         let value = str_of(spec, key);
         if !value.is_empty() {
             dns_label(value, &path.child(key), errs);
+        }
+    }
+}
+
+/// The `podCertificate` sources of projected volumes (part of
+/// `ValidateVolumes`, which kubext does not otherwise run): a known key type
+/// and a certificate lifetime between an hour and the signer's maximum.
+fn validate_pod_certificate_projections(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
+    const KEY_TYPES: [&str; 6] = ["RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"];
+    const MAX_EXPIRATION: i64 = 91 * 24 * 60 * 60;
+    const KUBERNETES_MAX_EXPIRATION: i64 = 24 * 60 * 60;
+    for (i, volume) in list(spec, "volumes").iter().enumerate() {
+        let Some(projected) = field(volume, "projected") else {
+            continue;
+        };
+        let sources_path = path.index(i).child("projected").child("sources");
+        for (j, source) in list(projected, "sources").iter().enumerate() {
+            let Some(projection) = field(source, "podCertificate") else {
+                continue;
+            };
+            let at = sources_path.index(j).child("podCertificate");
+            let key_type = str_of(projection, "keyType");
+            if !KEY_TYPES.contains(&key_type) {
+                errs.push(FieldError::not_supported(&at.child("keyType"), json!(key_type), &KEY_TYPES));
+            }
+            if let Some(seconds) = int_of(projection, "maxExpirationSeconds") {
+                let at = at.child("maxExpirationSeconds");
+                if seconds < 3600 {
+                    errs.push(FieldError::invalid(&at, json!(seconds), "if provided, maxExpirationSeconds must be >= 3600"));
+                }
+                let max = if str_of(projection, "signerName").starts_with("kubernetes.io/") {
+                    KUBERNETES_MAX_EXPIRATION
+                } else {
+                    MAX_EXPIRATION
+                };
+                if seconds > max {
+                    errs.push(FieldError::invalid(
+                        &at,
+                        json!(seconds),
+                        &format!("if provided, maxExpirationSeconds must be <= {max}"),
+                    ));
+                }
+            }
         }
     }
 }
