@@ -293,6 +293,16 @@ async fn service_cidrs_and_ip_addresses() {
     assert_eq!(ready["type"], "Ready");
     assert_eq!(ready["status"], "True");
     assert_eq!(ready["message"], "Kubernetes default Service CIDR is ready");
+    // Its status strategy resets metadata (ResetObjectMetaForStatus), unlike
+    // a Service's.
+    let (code, patched) = patch(
+        &client,
+        "/apis/networking.k8s.io/v1/servicecidrs/kubernetes/status",
+        &json!({"metadata": {"annotations": {"x": "y"}}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{patched}");
+    assert_eq!(patched["metadata"].get("annotations"), None);
     let parent = json!({"group": "", "resource": "services", "namespace": "default", "name": "x"});
     for (name, error) in [
         ("fe80::42:1dff:fe84:f9e2", None),

@@ -123,6 +123,7 @@ fn resource_type(row: KindRow) -> ResourceType {
         validate_update: validation::on_update(row.group, row.kind),
         name_rule: validation::name_rule(row.group, row.kind),
         status_update: strategy_rules::on_status_update(row.group, row.kind),
+        status_keeps_metadata: strategy_rules::status_keeps_metadata(row.group, row.kind),
         warnings: strategy_rules::warnings(row.group, row.kind),
     };
     let mut t = ResourceType::new(
@@ -276,6 +277,7 @@ struct BuiltinKind {
     validate_update: Option<fn(&Value, &Value) -> ErrorList>,
     name_rule: Option<validation::NameRule>,
     status_update: Option<fn(&mut Value, &Value)>,
+    status_keeps_metadata: bool,
     warnings: Option<fn(&Value) -> Vec<String>>,
 }
 
@@ -322,7 +324,11 @@ impl Strategy for BuiltinKind {
     }
 
     fn prepare_status_update(&self, new: &mut Value, old: &Value) {
-        crate::resource::take_status_and_metadata(new, old);
+        if self.status_keeps_metadata {
+            crate::resource::take_status_and_metadata(new, old);
+        } else {
+            crate::resource::take_status(new, old);
+        }
         if let Some(rule) = self.status_update {
             rule(new, old);
         }

@@ -63,6 +63,21 @@ pub fn on_status_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value
     }
 }
 
+/// Whether a `/status` write of `group`/`kind` may change labels,
+/// annotations, finalizers and owner references: most status strategies put
+/// back only the spec; these call `ResetObjectMetaForStatus`.
+pub fn status_keeps_metadata(group: &str, kind: &str) -> bool {
+    !matches!(
+        (group, kind),
+        ("networking.k8s.io", "ServiceCIDR")
+            | ("storagemigration.k8s.io", "StorageVersionMigration")
+            | ("resource.k8s.io", "ResourceClaim" | "DeviceTaintRule")
+            | ("internal.apiserver.k8s.io", "StorageVersion")
+            | ("storage.k8s.io", "VolumeAttachment" | "CSINode")
+            | ("certificates.k8s.io", "PodCertificateRequest")
+    )
+}
+
 /// The warnings a write of `group`/`kind` gets (upstream's `WarningsOnCreate`
 /// and `WarningsOnUpdate`).
 pub fn warnings(group: &str, kind: &str) -> Option<fn(&Value) -> Vec<String>> {
