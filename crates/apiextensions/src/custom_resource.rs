@@ -145,6 +145,9 @@ pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<Re
             t.tracks_generation = true;
             t.allow_unconditional_update = false;
             t.openapi_schema = v.pointer("/schema/openAPIV3Schema").cloned();
+            t.list_kind_name = Some(str_at(crd, "/spec/names/listKind"))
+                .filter(|l| !l.is_empty())
+                .map(String::from);
             t.converter = conversion
                 .and_then(|caller| WebhookConverter::of(crd, &storage_api_version, caller))
                 .map(|c| std::sync::Arc::new(c) as std::sync::Arc<dyn registry::Converter>);

@@ -37,7 +37,7 @@ const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 pub(crate) const API_VERSION_DESC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
 pub(crate) const KIND_DESC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 pub(crate) const OBJECT_META_DESC: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-const LIST_META_DESC: &str = "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+pub(crate) const LIST_META_DESC: &str = "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 
 /// A built-in kind and the names of its component schemas.
 #[derive(Debug, Clone)]
@@ -506,49 +506,21 @@ pub(crate) fn custom_schema_name(gvk: &Gvk) -> String {
     format!("{}.{}.{}", reversed.join("."), gvk.version, gvk.kind)
 }
 
-/// A kind schema from a caller-supplied OpenAPI v3 schema (a CRD's
-/// `openAPIV3Schema`), or one that accepts any fields when there is none: as
-/// upstream does for custom resources, `apiVersion`/`kind` are described,
-/// `metadata` is ObjectMeta, and the GVK extension is set.
-pub(crate) fn custom_schema(gvk: &Gvk, schema: Option<&Value>) -> Value {
-    let mut s = match schema.cloned().map(to_oas3) {
-        Some(Value::Object(m)) => m,
-        _ => {
-            let mut m = Map::new();
-            m.insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
-            m
-        }
-    };
-    s.insert("type".into(), json!("object"));
-    let props = s
-        .entry("properties")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(props) = props {
-        props.insert(
-            "apiVersion".into(),
-            json!({"description": API_VERSION_DESC, "type": "string"}),
-        );
-        props.insert(
-            "kind".into(),
-            json!({"description": KIND_DESC, "type": "string"}),
-        );
-        props.insert(
-            "metadata".into(),
-            json!({
+/// The schema of a kind that has neither a built-in schema nor a CRD's: accepts
+/// any fields, with `apiVersion`/`kind` described, `metadata` as ObjectMeta, and
+/// the GVK extension.
+pub(crate) fn loose_schema(gvk: &Gvk) -> Value {
+    json!({
+        "properties": {
+            "apiVersion": {"description": API_VERSION_DESC, "type": "string"},
+            "kind": {"description": KIND_DESC, "type": "string"},
+            "metadata": {
                 "allOf": [{"$ref": format!("{V3_PREFIX}{OBJECT_META}")}],
                 "description": OBJECT_META_DESC,
-            }),
-        );
-    }
-    if let Some(Value::Array(required)) = s.get_mut("required") {
-        required.retain(|r| r != "metadata" && r != "apiVersion" && r != "kind");
-        if required.is_empty() {
-            s.remove("required");
-        }
-    }
-    s.insert(
-        "x-kubernetes-group-version-kind".into(),
-        json!([gvk.to_json()]),
-    );
-    Value::Object(s)
+            },
+        },
+        "type": "object",
+        "x-kubernetes-group-version-kind": [gvk.to_json()],
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
 }

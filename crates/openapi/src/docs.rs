@@ -7,10 +7,11 @@ use ring::digest::SHA512;
 use serde_json::{Map, Value, json};
 
 use crate::builtin::{
-    DELETE_OPTIONS, WATCH_EVENT, builtin, custom_schema, custom_schema_name, find_component,
-    list_schema,
+    DELETE_OPTIONS, WATCH_EVENT, builtin, custom_schema_name, find_component, list_schema,
+    loose_schema,
 };
 use crate::convert::{collect_refs, to_swagger2};
+use crate::crd::{self, Dialect};
 use crate::paths::{
     KindSchemas, PathItem, Route, discovery_routes, group_version_root, path_items, render_v2,
     render_v3, resource_routes, share_parameters,
@@ -41,6 +42,10 @@ fn upper_hex(bytes: &[u8]) -> String {
 /// served resources' own (custom resources, and per-set tweaks).
 struct Pool {
     extra: Map<String, Value>,
+    /// Swagger 2.0 definitions published as they are, instead of converting the
+    /// OpenAPI 3.0 schema of the same name (custom resources' kinds, which
+    /// apiextensions-apiserver builds differently for v2).
+    v2: Map<String, Value>,
 }
 
 impl Pool {
@@ -50,15 +55,24 @@ impl Pool {
             .or_else(|| builtin().components.get(name))
     }
 
-    /// `names` and every schema they reference, transitively.
-    fn closure<'a>(&'a self, names: Vec<&'a str>) -> BTreeMap<&'a str, &'a Value> {
+    /// `names` and every schema they reference, transitively (through the v2
+    /// definitions where there are some, for `dialect` v2).
+    fn closure<'a>(
+        &'a self,
+        names: Vec<&'a str>,
+        dialect: Dialect,
+    ) -> BTreeMap<&'a str, &'a Value> {
         let mut out = BTreeMap::new();
         let mut queue = names;
         while let Some(name) = queue.pop() {
             if out.contains_key(name) {
                 continue;
             }
-            if let Some(schema) = self.get(name) {
+            let schema = match dialect {
+                Dialect::V2 => self.v2.get(name).or_else(|| self.get(name)),
+                Dialect::V3 => self.get(name),
+            };
+            if let Some(schema) = schema {
                 out.insert(name, schema);
                 collect_refs(schema, &mut queue);
             }
@@ -74,12 +88,16 @@ struct Model {
     groups: BTreeMap<(String, String), Vec<PathItem>>,
     /// The named groups the generic installer serves (each has a discovery path).
     installer_groups: BTreeSet<String>,
+    /// The group-versions only custom resources are served at (documented as
+    /// apiextensions-apiserver documents them).
+    custom_gvs: BTreeSet<(String, String)>,
 }
 
 /// `registered`: the group-versions listed in DeleteOptions' and WatchEvent's GVK
 /// extension besides those of `resources` and core `v1`.
 fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model {
     let mut extra = Map::new();
+    let mut extra_v2 = Map::new();
     // (group, version) → routes; whether the generic installer serves there, and
     // protobuf.
     let mut routes: BTreeMap<(String, String), (Vec<Route>, bool, bool)> = BTreeMap::new();
@@ -95,10 +113,16 @@ fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model
             },
             _ => {
                 let name = custom_schema_name(&gvk);
-                let list = format!("{name}List");
-                extra.insert(name.clone(), custom_schema(&gvk, r.schema.as_ref()));
-                let list_gvk = Gvk::new(&r.group, &r.version, &format!("{}List", r.kind));
-                extra.insert(list.clone(), list_schema(&name, &r.kind, &list_gvk));
+                let list_gvk = Gvk::new(&r.group, &r.version, &r.list_kind);
+                let list = custom_schema_name(&list_gvk);
+                if r.schema.is_some() || r.custom_resource {
+                    extra.insert(name.clone(), crd::kind_schema(r, Dialect::V3));
+                    extra_v2.insert(name.clone(), crd::kind_schema(r, Dialect::V2));
+                    extra.insert(list.clone(), crd::list_schema(r));
+                } else {
+                    extra.insert(name.clone(), loose_schema(&gvk));
+                    extra.insert(list.clone(), list_schema(&name, &r.kind, &list_gvk));
+                }
                 KindSchemas {
                     kind: name,
                     list,
@@ -123,6 +147,11 @@ fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model
             gv_routes,
         );
     }
+    let custom_gvs: BTreeSet<(String, String)> = routes
+        .iter()
+        .filter(|(_, (_, installer, _))| !installer)
+        .map(|(gv, _)| gv.clone())
+        .collect();
     let groups = routes
         .into_iter()
         .map(|((g, v), (mut gv_routes, installer, protobuf))| {
@@ -134,9 +163,11 @@ fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model
         })
         .collect::<BTreeMap<_, _>>();
 
-    // DeleteOptions and WatchEvent are registered in every group-version.
+    // DeleteOptions and WatchEvent are registered in every group-version of the
+    // server's scheme (which custom resources are not in).
     let mut gvs: BTreeSet<(&str, &str)> = groups
         .keys()
+        .filter(|gv| !custom_gvs.contains(*gv))
         .map(|(g, v)| (g.as_str(), v.as_str()))
         .collect();
     gvs.insert(("", "v1"));
@@ -157,13 +188,17 @@ fn model(resources: &[ServedResource], registered: &[(String, String)]) -> Model
     }
 
     Model {
-        pool: Pool { extra },
+        pool: Pool {
+            extra,
+            v2: extra_v2,
+        },
         groups,
         installer_groups: resources
             .iter()
             .filter(|r| !r.custom_resource && !r.group.is_empty())
             .map(|r| r.group.clone())
             .collect(),
+        custom_gvs,
     }
 }
 
@@ -185,20 +220,103 @@ fn v3_document(model: &Model, group: &str, version: &str) -> Option<Value> {
     let paths = Value::Object(render_v3(items));
     let mut refs = Vec::new();
     collect_refs(&paths, &mut refs);
-    let schemas: Map<String, Value> = model
+    let mut schemas: Map<String, Value> = model
         .pool
-        .closure(refs)
+        .closure(refs, Dialect::V3)
         .into_iter()
         .map(|(name, schema)| (name.to_string(), schema.clone()))
         .collect();
+    if model
+        .custom_gvs
+        .contains(&(group.to_string(), version.to_string()))
+    {
+        // apiextensions-apiserver's own builder: its title, no security schemes,
+        // and DeleteOptions as client-go's scheme registers it.
+        if let Some(Value::Object(delete_options)) = schemas.get_mut(DELETE_OPTIONS) {
+            let gvks = CLIENT_GO_GROUP_VERSIONS
+                .iter()
+                .map(|(g, v)| Gvk::new(g, v, "DeleteOptions").to_json())
+                .collect();
+            delete_options.insert("x-kubernetes-group-version-kind".into(), Value::Array(gvks));
+        }
+        return Some(json!({
+            "components": {"schemas": schemas},
+            "info": {"title": CRD_INFO_TITLE, "version": CRD_INFO_VERSION},
+            "openapi": "3.0.0",
+            "paths": paths,
+        }));
+    }
     Some(json!({
         "components": {"schemas": schemas, "securitySchemes": security_v3()},
         "info": {"title": INFO_TITLE, "version": INFO_VERSION},
         "openapi": "3.0.0",
         "paths": paths,
-        "security": [{"BearerToken": []}],
     }))
 }
+
+/// `info` of a custom resource group-version's document.
+const CRD_INFO_TITLE: &str = "Kubernetes CRD Swagger";
+const CRD_INFO_VERSION: &str = "v0.1.0";
+
+/// The group-versions of client-go's scheme (k8s.io/client-go 1.37.2), in which
+/// apiextensions-apiserver's documents register DeleteOptions.
+const CLIENT_GO_GROUP_VERSIONS: &[(&str, &str)] = &[
+    ("", "v1"),
+    ("admissionregistration.k8s.io", "v1"),
+    ("admissionregistration.k8s.io", "v1alpha1"),
+    ("admissionregistration.k8s.io", "v1beta1"),
+    ("apps", "v1"),
+    ("apps", "v1beta1"),
+    ("apps", "v1beta2"),
+    ("authentication.k8s.io", "v1"),
+    ("authentication.k8s.io", "v1alpha1"),
+    ("authentication.k8s.io", "v1beta1"),
+    ("authorization.k8s.io", "v1"),
+    ("authorization.k8s.io", "v1beta1"),
+    ("autoscaling", "v1"),
+    ("autoscaling", "v2"),
+    ("batch", "v1"),
+    ("batch", "v1beta1"),
+    ("certificates.k8s.io", "v1"),
+    ("certificates.k8s.io", "v1alpha1"),
+    ("certificates.k8s.io", "v1beta1"),
+    ("coordination.k8s.io", "v1"),
+    ("coordination.k8s.io", "v1alpha2"),
+    ("coordination.k8s.io", "v1beta1"),
+    ("discovery.k8s.io", "v1"),
+    ("discovery.k8s.io", "v1beta1"),
+    ("events.k8s.io", "v1"),
+    ("events.k8s.io", "v1beta1"),
+    ("extensions", "v1beta1"),
+    ("flowcontrol.apiserver.k8s.io", "v1"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta1"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta2"),
+    ("flowcontrol.apiserver.k8s.io", "v1beta3"),
+    ("internal.apiserver.k8s.io", "v1alpha1"),
+    ("lifecycle.k8s.io", "v1alpha1"),
+    ("networking.k8s.io", "v1"),
+    ("networking.k8s.io", "v1beta1"),
+    ("node.k8s.io", "v1"),
+    ("node.k8s.io", "v1alpha1"),
+    ("node.k8s.io", "v1beta1"),
+    ("policy", "v1"),
+    ("policy", "v1beta1"),
+    ("rbac.authorization.k8s.io", "v1"),
+    ("rbac.authorization.k8s.io", "v1alpha1"),
+    ("rbac.authorization.k8s.io", "v1beta1"),
+    ("resource.k8s.io", "v1"),
+    ("resource.k8s.io", "v1alpha3"),
+    ("resource.k8s.io", "v1beta1"),
+    ("resource.k8s.io", "v1beta2"),
+    ("scheduling.k8s.io", "v1"),
+    ("scheduling.k8s.io", "v1alpha3"),
+    ("scheduling.k8s.io", "v1beta1"),
+    ("storage.k8s.io", "v1"),
+    ("storage.k8s.io", "v1alpha1"),
+    ("storage.k8s.io", "v1beta1"),
+    ("storagemigration.k8s.io", "v1"),
+    ("storagemigration.k8s.io", "v1beta1"),
+];
 
 fn v2_document(model: &Model) -> Value {
     let mut paths = Map::new();
@@ -214,9 +332,15 @@ fn v2_document(model: &Model) -> Value {
     collect_refs(&parameters, &mut refs);
     let definitions: Map<String, Value> = model
         .pool
-        .closure(refs)
+        .closure(refs, Dialect::V2)
         .into_iter()
-        .map(|(name, schema)| (name.to_string(), to_swagger2(schema)))
+        .map(|(name, schema)| {
+            let schema = match model.pool.v2.get(name) {
+                Some(published) => published.clone(),
+                None => to_swagger2(schema),
+            };
+            (name.to_string(), schema)
+        })
         .collect();
     json!({
         "definitions": definitions,
@@ -292,9 +416,10 @@ pub fn source_hash(resources: &[ServedResource], registered: &[(String, String)]
         field(v.as_bytes());
     }
     for r in resources {
-        for s in [&r.group, &r.version, &r.kind, &r.plural] {
+        for s in [&r.group, &r.version, &r.kind, &r.plural, &r.list_kind] {
             field(s.as_bytes());
         }
+        field(r.selectable_fields.join(",").as_bytes());
         field(&[
             u8::from(r.namespaced),
             u8::from(r.has_status),

@@ -27,6 +27,7 @@
 
 mod builtin;
 mod convert;
+mod crd;
 mod docs;
 mod params;
 mod paths;
@@ -79,10 +80,16 @@ pub struct ServedResource {
     /// Kube verbs (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
     /// `deletecollection`); operations are only documented for these.
     pub verbs: Vec<String>,
-    /// An OpenAPI v3 schema for the kind (e.g. a CRD version's `openAPIV3Schema`).
-    /// When `None`, the built-in schema for the GVK is used if there is one, else a
-    /// schema that accepts any fields (`x-kubernetes-preserve-unknown-fields`).
+    /// A CRD version's `openAPIV3Schema`, published as apiextensions-apiserver
+    /// publishes it. When `None`, the built-in schema for the GVK is used if there
+    /// is one; else a custom resource's kind is `type: object`, and any other kind
+    /// accepts any fields (`x-kubernetes-preserve-unknown-fields`).
     pub schema: Option<Value>,
+    /// The list kind (a CRD's `names.listKind`; `<kind>List` by default).
+    pub list_kind: String,
+    /// A CRD version's `selectableFields` (`spec.color`), published as the
+    /// `x-kubernetes-selectable-fields` extension.
+    pub selectable_fields: Vec<String>,
     /// Subresources besides `status` (`scale`, `eviction`, `proxy`, ...).
     pub subresources: Vec<Subresource>,
     /// Documented as apiextensions-apiserver documents a CRD's versions (fixed
@@ -141,6 +148,8 @@ impl ServedResource {
             has_status: false,
             verbs: ALL_VERBS.iter().map(|v| v.to_string()).collect(),
             schema: None,
+            list_kind: format!("{kind}List"),
+            selectable_fields: Vec::new(),
             subresources: Vec::new(),
             custom_resource: false,
             delete_returns_object: false,

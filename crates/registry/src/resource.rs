@@ -343,6 +343,8 @@ pub struct ResourceType {
     /// OpenAPI v3 schema published for this type (custom resources); built-ins
     /// have theirs in the `openapi` crate.
     pub openapi_schema: Option<Value>,
+    /// The list kind when it is not `<kind>List` (a CRD's `names.listKind`).
+    pub list_kind_name: Option<String>,
     /// When set, creates are refused with 405 and this message (e.g. while the
     /// CRD of a custom resource is terminating).
     pub refuse_create: Option<String>,
@@ -609,6 +611,7 @@ impl ResourceType {
             selectable_fields: Vec::new(),
             name_validation: apimachinery::validation::name_is_dns_subdomain,
             openapi_schema: None,
+            list_kind_name: None,
             refuse_create: None,
             structured: true,
             patch_schema: std::sync::OnceLock::new(),
@@ -723,7 +726,9 @@ impl ResourceType {
     }
 
     pub fn list_kind(&self) -> String {
-        format!("{}List", self.kind)
+        self.list_kind_name
+            .clone()
+            .unwrap_or_else(|| format!("{}List", self.kind))
     }
 
     pub fn verbs(&self) -> Vec<&'static str> {

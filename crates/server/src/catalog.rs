@@ -437,6 +437,10 @@ fn openapi_resource(t: &ResourceType) -> openapi::ServedResource {
             .with_verbs(t.verbs);
     r.has_status = t.has_status;
     r.schema = t.openapi_schema.clone();
+    r.list_kind = t.list_kind();
+    if t.custom_resource_discovery {
+        r.selectable_fields = t.selectable_fields.clone();
+    }
     r.custom_resource = t.custom_resource_discovery;
     // Upstream's namespace storage answers a deletion with the object too, but
     // its OpenAPI says Status (it is no `MayReturnFullObjectDeleter`).
