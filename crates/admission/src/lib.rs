@@ -646,8 +646,9 @@ impl GlobalAdmission for Policies {
 /// Admission for every write, in upstream's plugin order: the compiled-in
 /// mutating plugins, mutating policies, mutating webhooks (and once more what
 /// asked to be reinvoked); then (after the type's defaulting and validation)
-/// validating policies, validating webhooks, the compiled-in validating
-/// plugins. Each stage runs when its plugin is on.
+/// the compiled-in validating plugins upstream orders first (LimitRanger),
+/// validating policies, validating webhooks, the other compiled-in
+/// validating plugins. Each stage runs when its plugin is on.
 pub struct Chain {
     pub in_tree: Arc<in_tree::InTree>,
     pub policies: Arc<Policies>,
@@ -724,6 +725,7 @@ impl GlobalAdmission for Chain {
     }
 
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
+        self.in_tree.validate_before_policies(a).await?;
         if !exempt(a) {
             if self.on(in_tree::VALIDATING_ADMISSION_POLICY) {
                 self.policies.admit(a).await?;

@@ -10,6 +10,7 @@ pub mod json;
 pub mod meta;
 pub mod meta_decode;
 pub mod options;
+pub mod quantity;
 pub mod selector;
 pub mod status;
 pub mod subresource;

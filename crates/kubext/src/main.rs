@@ -87,10 +87,11 @@ struct ServeArgs {
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
     allow_privileged: bool,
     /// Admission plugins to turn on besides the default ones (kube-apiserver's
-    /// names, comma-separated or repeated). kubext runs ServiceAccount,
-    /// Priority, DefaultTolerationSeconds, DefaultStorageClass,
-    /// DefaultIngressClass, AlwaysDeny and the admission policy and webhook
-    /// plugins; other names are accepted and do nothing.
+    /// names, comma-separated or repeated). kubext runs LimitRanger,
+    /// ServiceAccount, Priority, DefaultTolerationSeconds, RuntimeClass,
+    /// DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass,
+    /// CertificateApproval, CertificateSigning, AlwaysDeny and the admission
+    /// policy and webhook plugins; other names are accepted and do nothing.
     #[arg(long, value_delimiter = ',')]
     enable_admission_plugins: Vec<String>,
     /// Admission plugins to turn off (kube-apiserver's names, comma-separated

@@ -1,8 +1,9 @@
 //! kube-apiserver's compiled-in admission plugins as kubext runs them
 //! (ServiceAccount, Priority, DefaultTolerationSeconds, DefaultStorageClass,
-//! DefaultIngressClass, AlwaysDeny) and the flags that turn them on and off.
-//! Expected values from the plugins' sources under
-//! `plugin/pkg/admission/` and their tests.
+//! DefaultIngressClass, LimitRanger, AlwaysDeny) and the flags that turn them
+//! on and off. Expected values from the plugins' sources under
+//! `plugin/pkg/admission/` and their tests, and messages as a kube-apiserver
+//! 1.37.2 answered them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
@@ -191,6 +192,171 @@ fn claims_and_ingresses_get_the_default_class() {
     );
 }
 
+fn refused(s: &Server, manifest: &Value) -> String {
+    let out = create(s, manifest);
+    assert!(!out.status.success(), "{manifest} was created");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A pod of one container `c` with these resources.
+fn sized(name: &str, resources: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": resources}]}})
+}
+
+fn resources(cpu: &str, memory: &str, storage: &str) -> Value {
+    json!({"cpu": cpu, "memory": memory, "ephemeral-storage": storage})
+}
+
+// test/e2e/scheduling/limit_range.go's conformance test, then the Pod and
+// PersistentVolumeClaim items; each refusal in kube-apiserver 1.37.2's words.
+#[test]
+fn limit_ranges_default_and_bound_pods_and_claims() {
+    let s = Server::builder().start().expect("kubext starts");
+    let range = json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limit-range"},
+        "spec": {"limits": [{"type": "Container",
+            "min": resources("50m", "100Mi", "100Gi"), "max": resources("500m", "500Mi", "500Gi"),
+            "default": resources("500m", "500Mi", "500Gi"),
+            "defaultRequest": resources("100m", "200Mi", "200Gi")}]}});
+    s.apply(&range.to_string());
+
+    // Without resources: the defaults, and an annotation naming them.
+    create(&s, &sized("pod-no-resources", json!({})));
+    let p = get_json(&s, &["pod", "pod-no-resources"]);
+    assert_eq!(
+        p["spec"]["containers"][0]["resources"],
+        json!({"requests": resources("100m", "200Mi", "200Gi"),
+            "limits": resources("500m", "500Mi", "500Gi")})
+    );
+    assert_eq!(
+        p["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: cpu, ephemeral-storage, memory request for container c; cpu, ephemeral-storage, memory limit for container c"
+    );
+    // A limit without a request was its request already.
+    create(
+        &s,
+        &sized(
+            "pod-partial-resources",
+            json!({"requests": {"memory": "150Mi", "ephemeral-storage": "150Gi"},
+                "limits": {"cpu": "300m"}}),
+        ),
+    );
+    let p = get_json(&s, &["pod", "pod-partial-resources"]);
+    assert_eq!(
+        p["spec"]["containers"][0]["resources"],
+        json!({"requests": resources("300m", "150Mi", "150Gi"),
+            "limits": resources("300m", "500Mi", "500Gi")})
+    );
+    assert_eq!(
+        p["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+        "LimitRanger plugin set: ephemeral-storage, memory limit for container c"
+    );
+
+    let below = sized(
+        "pfpod",
+        json!({"requests": resources("10m", "50Mi", "50Gi")}),
+    );
+    let stderr = refused(&s, &below);
+    assert!(
+        stderr.contains(r#"pods "pfpod" is forbidden: [minimum cpu usage per Container is 50m, but request is 10m, minimum ephemeral-storage usage per Container is 100Gi, but request is 50Gi, minimum memory usage per Container is 100Mi, but request is 50Mi]"#),
+        "{stderr}"
+    );
+    // (kube-apiserver's pod validation refuses this one first: requests
+    // above the defaulted limits.)
+    let above = sized(
+        "pfpod",
+        json!({"requests": resources("600m", "600Mi", "600Gi")}),
+    );
+    refused(&s, &above);
+
+    // A changed LimitRange holds for the next pod, a deleted one no more.
+    s.kubectl_ok(&[
+        "patch",
+        "limitrange",
+        "limit-range",
+        "--type=json",
+        "-p",
+        r#"[{"op": "replace", "path": "/spec/limits/0/min", "value": {"cpu": "9m", "memory": "49Mi", "ephemeral-storage": "49Gi"}}]"#,
+    ]);
+    let out = create(&s, &below);
+    assert!(out.status.success(), "{out:?}");
+    refused(&s, &above);
+    s.kubectl_ok(&["delete", "limitrange", "limit-range"]);
+    let mut above = above;
+    above["metadata"]["name"] = json!("pfpod2");
+    let out = create(&s, &above);
+    assert!(out.status.success(), "{out:?}");
+    let p = get_json(&s, &["pod", "pfpod2"]);
+    assert!(p["metadata"].get("annotations").is_none(), "{p}");
+
+    // Pod items bound the pod's totals; quantities written canonically.
+    s.apply(
+        r#"{"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+            "spec": {"limits": [
+                {"type": "Pod", "min": {"cpu": "0.05"}, "max": {"memory": "1Gi"}, "maxLimitRequestRatio": {"memory": "1.5"}},
+                {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "10Gi"}}]}}"#,
+    );
+    for (name, resources, message) in [
+        (
+            "p1",
+            json!({}),
+            "[minimum cpu usage per Pod is 50m.  No request is specified, maximum memory usage per Pod is 1Gi.  No limit is specified, memory max limit to request ratio per Pod is 1500m, but no request is specified or request is 0]",
+        ),
+        (
+            "p2",
+            json!({"requests": {"cpu": "10m"}}),
+            "[minimum cpu usage per Pod is 50m, but request is 10m, maximum memory usage per Pod is 1Gi.  No limit is specified, memory max limit to request ratio per Pod is 1500m, but no request is specified or request is 0]",
+        ),
+        (
+            "p3",
+            json!({"requests": {"cpu": "1e3", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}),
+            "[maximum memory usage per Pod is 1Gi, but limit is 2Gi, memory max limit to request ratio per Pod is 1500m, but provided ratio is 2.000000]",
+        ),
+        (
+            "p4",
+            json!({"requests": {"cpu": "0.5", "memory": "100Mi"}, "limits": {"memory": "1000Mi"}}),
+            "memory max limit to request ratio per Pod is 1500m, but provided ratio is 10.000000",
+        ),
+    ] {
+        let stderr = refused(&s, &sized(name, resources));
+        let expected = format!(r#"pods "{name}" is forbidden: {message}"#);
+        assert!(stderr.contains(&expected), "{stderr}");
+    }
+    // Init containers count by their largest need; sidecars add up.
+    let app = json!({"name": "c", "image": "busybox", "resources":
+        {"requests": {"cpu": "10m", "memory": "600Mi"}, "limits": {"memory": "700Mi"}}});
+    let mut side = app.clone();
+    side["name"] = json!("d");
+    let p6 = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p6"}, "spec": {
+        "initContainers": [{"name": "i", "image": "busybox", "resources":
+            {"requests": {"cpu": "100m", "memory": "1.5Gi"}, "limits": {"memory": "1.5Gi"}}}],
+        "containers": [app, side]}});
+    let stderr = refused(&s, &p6);
+    assert!(
+        stderr.contains(
+            r#"pods "p6" is forbidden: maximum memory usage per Pod is 1Gi, but limit is 1536Mi"#
+        ),
+        "{stderr}"
+    );
+
+    let claim = |name: &str, storage: &str| {
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}})
+    };
+    let stderr = refused(&s, &claim("c1", "500Mi"));
+    assert!(
+        stderr.contains(r#"persistentvolumeclaims "c1" is forbidden: minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"#),
+        "{stderr}"
+    );
+    let stderr = refused(&s, &claim("c2", "100Gi"));
+    assert!(
+        stderr.contains(r#"persistentvolumeclaims "c2" is forbidden: maximum storage usage per PersistentVolumeClaim is 10Gi, but request is 100Gi"#),
+        "{stderr}"
+    );
+    let out = create(&s, &claim("c3", "5Gi"));
+    assert!(out.status.success(), "{out:?}");
+}
+
 fn serve_fails(args: &[&str]) -> String {
     let data = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(testkit::kubext_binary().unwrap())
@@ -206,14 +372,19 @@ fn serve_fails(args: &[&str]) -> String {
 #[test]
 fn the_admission_plugin_flags_turn_plugins_on_and_off() {
     let quiet = Server::builder()
-        .arg("--disable-admission-plugins=ServiceAccount,DefaultTolerationSeconds")
+        .arg("--disable-admission-plugins=ServiceAccount,DefaultTolerationSeconds,LimitRanger")
         .start()
         .expect("kubext starts");
+    quiet.apply(
+        r#"{"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+            "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}, "min": {"memory": "1Gi"}}]}}"#,
+    );
     create(&quiet, &pod("p", json!({})));
     let p = get_json(&quiet, &["pod", "p"]);
     assert!(p["spec"].get("serviceAccountName").is_none(), "{p}");
     assert!(p["spec"].get("volumes").is_none(), "{p}");
     assert!(p["spec"].get("tolerations").is_none(), "{p}");
+    assert_eq!(p["spec"]["containers"][0]["resources"], json!({}), "{p}");
     // Priority stays on.
     assert_eq!(p["spec"]["priority"], 0);
 

@@ -2,9 +2,11 @@
 //! them, and which of them `--enable-admission-plugins` /
 //! `--disable-admission-plugins` turn on. The mutating ones run before
 //! admission policies and webhooks (upstream's plugin order), the validating
-//! ones after.
+//! ones after, but for LimitRanger's validation, which runs before them as
+//! upstream orders it.
 //!
-//! Run here: ServiceAccount, Priority, DefaultTolerationSeconds,
+//! Run here: LimitRanger (container defaults; container, pod and claim
+//! bounds), ServiceAccount, Priority, DefaultTolerationSeconds,
 //! RuntimeClass (its validation of the overhead with its mutation),
 //! DefaultStorageClass, StorageObjectInUseProtection, DefaultIngressClass, CertificateApproval,
 //! CertificateSigning, AlwaysDeny. NamespaceLifecycle is
@@ -13,6 +15,7 @@
 
 mod certificates;
 mod default_class;
+mod limit_ranger;
 mod priority;
 mod runtime_class;
 mod service_account;
@@ -21,7 +24,7 @@ mod tolerations;
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
-use apimachinery::StatusError;
+use apimachinery::{StatusError, Subresource};
 use registry::{Attributes, Operation};
 use serde_json::Value;
 
@@ -139,6 +142,7 @@ const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
+pub const LIMIT_RANGER: Plugin = Plugin::named("LimitRanger");
 pub const SERVICE_ACCOUNT: Plugin = Plugin::named("ServiceAccount");
 pub const PRIORITY: Plugin = Plugin::named("Priority");
 pub const DEFAULT_TOLERATION_SECONDS: Plugin = Plugin::named("DefaultTolerationSeconds");
@@ -285,6 +289,12 @@ impl InTree {
             |reason: String| StatusError::forbidden(&a.rtype.group_resource(), a.name, &reason);
         match resource {
             ("", "pods") if main_resource => {
+                if self.plugins.is_on(LIMIT_RANGER) && limit_ranger::applies(a) {
+                    let ranges = limit_ranger::limit_ranges(objects, &a.ctx.namespace)
+                        .await
+                        .map_err(forbidden)?;
+                    limit_ranger::default_pod(object, &ranges);
+                }
                 if a.operation == Operation::Create && self.plugins.is_on(SERVICE_ACCOUNT) {
                     service_account::admit(object, &a.ctx.namespace, objects)
                         .await
@@ -305,6 +315,17 @@ impl InTree {
                         .await
                         .map_err(forbidden)?;
                 }
+            }
+            // LimitRanger defaults a resized pod's containers too.
+            ("", "pods")
+                if a.ctx.subresource == Subresource::Resize
+                    && self.plugins.is_on(LIMIT_RANGER)
+                    && limit_ranger::applies(a) =>
+            {
+                let ranges = limit_ranger::limit_ranges(objects, &a.ctx.namespace)
+                    .await
+                    .map_err(forbidden)?;
+                limit_ranger::default_pod(object, &ranges);
             }
             // DefaultStorageClass, then StorageObjectInUseProtection (both
             // on the claim itself, on create only).
@@ -340,6 +361,23 @@ impl InTree {
         // A plugin ran: the store prunes and defaults again, which is
         // harmless when nothing changed (no copy is kept to compare).
         Ok(true)
+    }
+
+    /// The validating plugins upstream runs before policies and webhooks
+    /// that need other objects: LimitRanger.
+    pub async fn validate_before_policies(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
+        let (Some(objects), Some(object)) = (self.objects.get(), a.object) else {
+            return Ok(());
+        };
+        if !self.plugins.is_on(LIMIT_RANGER) || !limit_ranger::applies(a) {
+            return Ok(());
+        }
+        let forbidden =
+            |reason: String| StatusError::forbidden(&a.rtype.group_resource(), a.name, &reason);
+        let ranges = limit_ranger::limit_ranges(objects.as_ref(), &a.ctx.namespace)
+            .await
+            .map_err(forbidden)?;
+        limit_ranger::validate(&a.rtype.plural, object, &ranges).map_err(forbidden)
     }
 
     /// The validating plugins, after policies and webhooks.
@@ -382,7 +420,6 @@ impl InTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apimachinery::Subresource;
     use registry::RequestContext;
     use serde_json::json;
 
