@@ -478,3 +478,21 @@ async fn compacted_continue_tokens_continue_inconsistently() {
         first["metadata"]["resourceVersion"]
     );
 }
+
+// limit_range.go's pods above a LimitRange's max: kube-apiserver refuses the
+// pod before admission when a request exceeds its limit (422, not
+// LimitRanger's 403).
+#[tokio::test]
+async fn requests_stay_within_limits() {
+    let (_server, client) = setup().await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rq"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {
+            "requests": {"cpu": "600m", "memory": "2Gi", "example.com/foo": "2"},
+            "limits": {"cpu": "500m", "memory": "1Gi", "example.com/foo": "2"}}}]}});
+    let (code, status) = send(&client, "POST", "/api/v1/namespaces/default/pods", &pod).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "Pod \"rq\" is invalid: [spec.containers[0].resources.requests: Invalid value: \"600m\": must be less than or equal to cpu limit of 500m, spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi]"
+    );
+}

@@ -89,7 +89,9 @@ fn ip_address_name(name: &str) -> Vec<String> {
         && name
             .split('.')
             .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
-        && name.split('.').any(|part| part.len() > 1 && part.starts_with('0'));
+        && name
+            .split('.')
+            .any(|part| part.len() > 1 && part.starts_with('0'));
     if leading_zero {
         return vec!["must not have leading 0s".into()];
     }
@@ -451,7 +453,14 @@ fn validate_pod_spec(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
 /// `ValidateVolumes`, which kubext does not otherwise run): a known key type
 /// and a certificate lifetime between an hour and the signer's maximum.
 fn validate_pod_certificate_projections(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
-    const KEY_TYPES: [&str; 6] = ["RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"];
+    const KEY_TYPES: [&str; 6] = [
+        "RSA3072",
+        "RSA4096",
+        "ECDSAP256",
+        "ECDSAP384",
+        "ECDSAP521",
+        "ED25519",
+    ];
     const MAX_EXPIRATION: i64 = 91 * 24 * 60 * 60;
     const KUBERNETES_MAX_EXPIRATION: i64 = 24 * 60 * 60;
     for (i, volume) in list(spec, "volumes").iter().enumerate() {
@@ -466,12 +475,20 @@ fn validate_pod_certificate_projections(spec: &Value, path: &FieldPath, errs: &m
             let at = sources_path.index(j).child("podCertificate");
             let key_type = str_of(projection, "keyType");
             if !KEY_TYPES.contains(&key_type) {
-                errs.push(FieldError::not_supported(&at.child("keyType"), json!(key_type), &KEY_TYPES));
+                errs.push(FieldError::not_supported(
+                    &at.child("keyType"),
+                    json!(key_type),
+                    &KEY_TYPES,
+                ));
             }
             if let Some(seconds) = int_of(projection, "maxExpirationSeconds") {
                 let at = at.child("maxExpirationSeconds");
                 if seconds < 3600 {
-                    errs.push(FieldError::invalid(&at, json!(seconds), "if provided, maxExpirationSeconds must be >= 3600"));
+                    errs.push(FieldError::invalid(
+                        &at,
+                        json!(seconds),
+                        "if provided, maxExpirationSeconds must be >= 3600",
+                    ));
                 }
                 let max = if str_of(projection, "signerName").starts_with("kubernetes.io/") {
                     KUBERNETES_MAX_EXPIRATION
@@ -800,6 +817,57 @@ fn validate_container_common(c: &Value, path: &FieldPath, errs: &mut ErrorList) 
         &path.child("imagePullPolicy"),
         errs,
     );
+    if let Some(resources) = field(c, "resources") {
+        validate_requests_within_limits(resources, &path.child("resources"), errs);
+    }
+}
+
+/// The part of `ValidateContainerResourceRequirements` that compares: a
+/// request is at most its limit, and equals it for resources that cannot be
+/// overcommitted (extended and huge-page ones), which need a limit.
+fn validate_requests_within_limits(resources: &Value, path: &FieldPath, errs: &mut ErrorList) {
+    use apimachinery::quantity::Quantity;
+    let limits = object(resources, "limits");
+    let Some(requests) = object(resources, "requests") else {
+        return;
+    };
+    let requests_path = path.child("requests");
+    let mut names: Vec<&String> = requests.keys().collect();
+    names.sort();
+    for name in names {
+        let Some(request) = requests[name]
+            .as_str()
+            .and_then(|q| Quantity::parse(q).ok())
+        else {
+            continue;
+        };
+        let native = !name.contains('/') || name.contains("kubernetes.io/");
+        let overcommit = native && !name.starts_with("hugepages-");
+        match limits.and_then(|l| l.get(name)) {
+            Some(limit) => {
+                let Some(limit) = limit.as_str().and_then(|q| Quantity::parse(q).ok()) else {
+                    continue;
+                };
+                let message = if request != limit && !overcommit {
+                    format!("must be equal to {name} limit of {limit}")
+                } else if request > limit {
+                    format!("must be less than or equal to {name} limit of {limit}")
+                } else {
+                    continue;
+                };
+                errs.push(FieldError::invalid(
+                    &requests_path,
+                    json!(request.to_string()),
+                    &message,
+                ));
+            }
+            None if !overcommit => errs.push(FieldError::required(
+                &path.child("limits"),
+                "Limit must be set for non overcommitable resources",
+            )),
+            None => {}
+        }
+    }
 }
 
 /// `validateContainerPorts`.
