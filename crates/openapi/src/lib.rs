@@ -19,8 +19,11 @@
 //! - `/openapi/v2` only as gnostic protobuf ([`v2_protobuf`]): kubectl 1.27/1.28
 //!   `explain` always loads it, and kubectl falls back to it when v3 is unavailable;
 //!
-//! and the server can use [`unknown_fields`] / [`builtin_unknown_fields`] for
-//! `fieldValidation=Strict|Warn` on built-in kinds.
+//! and the server can use [`unknown_fields`] / [`builtin_unknown_fields`] (and
+//! [`builtin_schema_node`], to walk a body in its own order) for
+//! `fieldValidation=Strict|Warn` on built-in kinds, and
+//! [`builtin_apply_errors`] / [`custom_apply_errors`] for server-side apply's
+//! typed check of a configuration.
 //!
 //! Generating every document is cheap but not free (a few milliseconds in a release
 //! build); build a [`Documents`] once per set of served resources and cache it.
@@ -32,6 +35,7 @@ mod docs;
 mod params;
 mod paths;
 mod proto;
+mod smd;
 mod validate;
 
 use serde_json::Value;
@@ -42,9 +46,10 @@ pub use docs::{
     v2_documents, v3_group_version, v3_index, v3_index_json,
 };
 pub use proto::{V2_PROTOBUF_ACCEPT, V2_PROTOBUF_CONTENT_TYPE, v2_protobuf};
+pub use smd::{ApplyError, Finding, PathStep, builtin_apply_errors, custom_apply_errors};
 pub use validate::{
-    builtin_unknown_fields, find_schema, strict_decoding_error, unknown_field_warnings,
-    unknown_fields,
+    Member, SchemaNode, builtin_schema_node, builtin_unknown_fields, find_schema,
+    strict_decoding_error, unknown_field_warnings, unknown_fields,
 };
 
 /// `info.title` of every document.

@@ -73,6 +73,61 @@ pub fn builtin_unknown_fields(gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// A node of a built-in kind's schema, to walk a body alongside it in the
+/// body's own order (upstream's strict decoder names fields as it meets
+/// them). Known, free and unknown members as [`builtin_unknown_fields`]
+/// tells them.
+#[derive(Clone)]
+pub struct SchemaNode(Arc<Shape<'static>>);
+
+/// What a built-in kind's schema says about one member of an object.
+pub enum Member {
+    /// Declared, or taken by the object's `additionalProperties`.
+    Known(SchemaNode),
+    /// Taken unchecked, with anything below it.
+    Free,
+    Unknown,
+}
+
+/// The root of `gvk`'s schema; `None` if `gvk` is not a built-in kind.
+pub fn builtin_schema_node(gvk: &Gvk) -> Option<SchemaNode> {
+    let schema = builtin()
+        .components
+        .get(*builtin_schema_names().get(gvk)?)?;
+    Some(SchemaNode(builtin_shape(schema)))
+}
+
+impl SchemaNode {
+    /// Whether an object here takes any member unchecked (upstream decodes
+    /// such values whole, as raw JSON: nothing below is looked at).
+    pub fn is_free(&self) -> bool {
+        self.0.open || (self.0.properties.is_empty() && self.0.additional.is_none())
+    }
+
+    pub fn member(&self, key: &str) -> Member {
+        let sh = &self.0;
+        match sh
+            .properties
+            .iter()
+            .find_map(|p| p.get(key))
+            .or(sh.additional)
+        {
+            Some(child) => Member::Known(SchemaNode(builtin_shape(child))),
+            None if self.is_free()
+                || (sh.embedded && matches!(key, "apiVersion" | "kind" | "metadata")) =>
+            {
+                Member::Free
+            }
+            None => Member::Unknown,
+        }
+    }
+
+    /// The schema of a list's items; `None`: anything goes.
+    pub fn items(&self) -> Option<SchemaNode> {
+        self.0.items.map(|items| SchemaNode(builtin_shape(items)))
+    }
+}
+
 fn unknown_fields_in(schemas: &Map<String, Value>, gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
     let (_, schema) = find_in(schemas, gvk)?;
     let shape_of = |node| {
@@ -111,7 +166,7 @@ fn builtin_shape(node: &'static Value) -> Arc<Shape<'static>> {
 
 /// Built-in kind → its component schema's name, indexed once: every write
 /// looks its kind up here instead of scanning every schema.
-fn builtin_schema_names() -> &'static HashMap<Gvk, &'static str> {
+pub(crate) fn builtin_schema_names() -> &'static HashMap<Gvk, &'static str> {
     static INDEX: std::sync::OnceLock<HashMap<Gvk, &'static str>> = std::sync::OnceLock::new();
     INDEX.get_or_init(|| {
         let mut index = HashMap::default();

@@ -14,7 +14,9 @@ fn is_object_meta_field(name: &str) -> bool {
 
 /// Removes fields not specified by `schema` (unless
 /// `x-kubernetes-preserve-unknown-fields`), returning the sorted paths of the
-/// removed fields (`spec.foo`, `spec.items[0].bar`) for `unknown field` warnings.
+/// removed fields (`spec.foo`, `spec.items[0].bar`) for `unknown field` warnings,
+/// then, sorted, those of embedded resources' metadata (upstream prunes, then
+/// coerces metadata, and reports in that order).
 ///
 /// With `is_root`, the value is a whole resource: `apiVersion`, `kind` and
 /// `metadata` are kept (root metadata is left to ObjectMeta handling). Embedded
@@ -22,17 +24,22 @@ fn is_object_meta_field(name: &str) -> bool {
 pub fn prune(value: &mut Value, schema: &Structural, is_root: bool) -> Vec<String> {
     let mut p = Pruner {
         paths: Vec::new(),
+        meta_paths: Vec::new(),
         root: is_root,
         path: String::new(),
     };
     // A whole resource keeps its type and metadata as an embedded one does.
     p.prune(value, Some(schema), is_root);
     p.paths.sort();
+    p.meta_paths.sort();
+    p.paths.append(&mut p.meta_paths);
     p.paths
 }
 
 struct Pruner {
     paths: Vec<String>,
+    /// Fields removed from embedded resources' metadata.
+    meta_paths: Vec<String>,
     root: bool,
     /// Where the walk is (`spec.items[0]`): one buffer, rendered into a
     /// path only for the fields removed.
@@ -134,7 +141,7 @@ impl Pruner {
                 meta.retain(|f, _| {
                     let known = is_object_meta_field(f);
                     if !known {
-                        p.removed(f);
+                        p.in_field(f, |p| p.meta_paths.push(p.path.clone()));
                     }
                     known
                 })
@@ -176,12 +183,13 @@ impl Pruner {
 pub fn prune_root_metadata(obj: &mut Value) -> Vec<String> {
     let mut p = Pruner {
         paths: Vec::new(),
+        meta_paths: Vec::new(),
         root: false,
         path: String::new(),
     };
     if let Some(metadata) = obj.get_mut("metadata") {
         p.embedded_meta("metadata", metadata);
     }
-    p.paths.sort();
-    p.paths
+    p.meta_paths.sort();
+    p.meta_paths
 }

@@ -27,6 +27,7 @@ pub mod request_info;
 pub mod response;
 pub mod server;
 pub mod serviceaccounts;
+pub mod strict;
 pub mod tls;
 
 pub use api::Serving;

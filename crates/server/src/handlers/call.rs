@@ -22,6 +22,7 @@ use crate::negotiate::{self, BodyKind, Output};
 use crate::query::Query;
 use crate::request_info::RequestInfo;
 use crate::response::{self, Body};
+use crate::strict;
 
 /// Upstream's limit on request bodies.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -119,40 +120,64 @@ pub fn check_type(rtype: &ResourceType, obj: &Value) -> Result<()> {
     Ok(())
 }
 
-/// `fieldValidation`: unknown fields are an error (Strict), a warning (Warn, the
-/// default) or silently dropped (Ignore). Built-in types never keep them.
-pub fn validate_fields(call: &Call<'_>, obj: &mut Value) -> Result<Vec<String>> {
+/// `fieldValidation`: unknown fields, and the fields `body` repeats, are an
+/// error (Strict), a warning each (Warn, the default) or silently dropped,
+/// the last of a repeat kept (Ignore). Built-in types never keep unknown
+/// fields. `body` is what a create or update sent (`None` for a patched
+/// object: its unknown fields only).
+pub fn validate_fields(
+    call: &Call<'_>,
+    obj: &mut Value,
+    body: Option<&strict::Body>,
+) -> Result<Vec<String>> {
     let rtype = call.rtype();
-    let gvk = openapi::Gvk::new(&rtype.group, &rtype.version, &rtype.kind);
-    let (unknown, pruned) = match openapi::builtin_unknown_fields(&gvk, obj) {
-        Some(unknown) => (unknown, false),
-        None => match rtype.strategy.prune(obj) {
-            Some(unknown) => (unknown, true),
-            None => return Ok(Vec::new()),
-        },
-    };
-    if unknown.is_empty() {
+    let (unknown, pruned) = unknown_fields(rtype, obj);
+    if unknown.is_empty() && !body.is_some_and(|b| b.duplicates) {
         return Ok(Vec::new());
     }
     let directive = call.query.field_validation()?;
-    if directive == FieldValidation::Strict {
-        return Err(StatusError::bad_request(format!(
-            "{kind} in version \"{version}\" cannot be handled as a {kind}: {}",
-            openapi::strict_decoding_error(&unknown),
-            kind = rtype.kind,
-            version = rtype.version,
-        )));
+    let errors = match (directive, body) {
+        (FieldValidation::Ignore, _) => Vec::new(),
+        (_, Some(body)) => strict::strict_errors(rtype, body, &unknown),
+        (_, None) => unknown
+            .iter()
+            .map(|f| format!("unknown field {}", apimachinery::gofmt::quote(f)))
+            .collect(),
+    };
+    if directive == FieldValidation::Strict && !errors.is_empty() {
+        return Err(strict::strict_error(rtype, &errors));
     }
     if !pruned {
         for path in &unknown {
             remove_path(obj, path);
         }
     }
-    Ok(if directive == FieldValidation::Ignore {
-        Vec::new()
-    } else {
-        openapi::unknown_field_warnings(&unknown)
-    })
+    Ok(strict::warnings(&errors))
+}
+
+/// The fields of `obj` its type's schema does not know, in the order
+/// upstream reports them, and whether they are gone from `obj` already
+/// (custom resources are pruned; built-in kinds' fields are only found).
+fn unknown_fields(rtype: &ResourceType, obj: &mut Value) -> (Vec<String>, bool) {
+    let gvk = openapi::Gvk::new(&rtype.group, &rtype.version, &rtype.kind);
+    if let Some(unknown) = openapi::builtin_unknown_fields(&gvk, obj) {
+        return (unknown, false);
+    }
+    let mut unknown = rtype.strategy.prune(obj).unwrap_or_default();
+    // Upstream decodes root metadata first, then prunes the rest.
+    unknown.sort_by_key(|path| !path.starts_with("metadata."));
+    (unknown, true)
+}
+
+/// Drop the fields `obj`'s type does not know, without a word (what a
+/// server-side apply's configuration keeps past its typed check).
+pub fn drop_unknown_fields(rtype: &ResourceType, obj: &mut Value) {
+    let (unknown, pruned) = unknown_fields(rtype, obj);
+    if !pruned {
+        for path in &unknown {
+            remove_path(obj, path);
+        }
+    }
 }
 
 /// Remove the field at a dotted path with indices (`spec.ports[0].bogus`).
@@ -192,6 +217,18 @@ pub async fn decode_object(
     content_type: Option<&str>,
     body: Incoming,
 ) -> Result<Value> {
+    decode_body(call, content_type, body)
+        .await
+        .map(|(obj, _)| obj)
+}
+
+/// The object a create or update sent, and the body it came from (for
+/// [`validate_fields`]).
+pub async fn decode_body(
+    call: &Call<'_>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<(Value, strict::Body)> {
     let kind = negotiate::body_kind(content_type)?;
     if !matches!(kind, BodyKind::Json | BodyKind::Yaml | BodyKind::Protobuf) {
         return Err(StatusError::unsupported_media_type(
@@ -199,14 +236,14 @@ pub async fn decode_object(
         ));
     }
     let bytes = read_body(body).await?;
-    let mut obj = negotiate::decode(kind, &bytes)?;
+    let (mut obj, body) = strict::decode(kind, bytes)?;
     default_type(call.rtype(), &mut obj);
     check_type(call.rtype(), &obj)?;
     check_metadata_decodes(call.rtype(), &obj)?;
     if let Some(capture) = &call.audit_body {
         capture.keep(&obj);
     }
-    Ok(obj)
+    Ok((obj, body))
 }
 
 /// Upstream decodes `metadata` into Go's `ObjectMeta` (a built-in kind's whole
@@ -263,4 +300,30 @@ pub fn object_response(
     response::add_warnings(&mut resp, warnings);
     response::add_warnings(&mut resp, &call.ctx.warnings.take());
     resp
+}
+
+/// A write's answer, with `warnings` on a failure too: upstream sends the
+/// warnings a request collected (field validation's, admission's) whatever
+/// the outcome.
+pub fn with_warnings(
+    call: &Call<'_>,
+    result: Result<Response<Body>>,
+    warnings: &[String],
+) -> Result<Response<Body>> {
+    let err = match result {
+        Ok(resp) => return Ok(resp),
+        Err(err) => err,
+    };
+    let mut warnings = warnings.to_vec();
+    warnings.extend(call.ctx.warnings.take());
+    if warnings.is_empty() {
+        return Err(err);
+    }
+    let mut resp = if matches!(call.output, Output::Protobuf) {
+        response::error_as_protobuf(&err)
+    } else {
+        response::error(&err)
+    };
+    response::add_warnings(&mut resp, &warnings);
+    Ok(resp)
 }

@@ -4,12 +4,16 @@ use bytes::Bytes;
 use http::Response;
 use serde_json::Value;
 
+use apimachinery::options::FieldValidation;
 use apimachinery::{StatusError, Subresource, meta};
 use patch::PatchError;
 
-use super::call::{Call, check_type, object_response, validate_fields};
+use super::call::{
+    Call, check_type, drop_unknown_fields, object_response, validate_fields, with_warnings,
+};
 use crate::negotiate::{self, BodyKind};
 use crate::response::Body;
+use crate::strict;
 
 type Result<T> = std::result::Result<T, StatusError>;
 
@@ -27,21 +31,26 @@ pub async fn patch(
     body: Bytes,
 ) -> Result<Response<Body>> {
     let kind = negotiate::body_kind(content_type)?;
+    let mut source = None;
     let patch_doc = match kind {
         BodyKind::Json | BodyKind::Yaml | BodyKind::Protobuf => {
             return Err(StatusError::unsupported_media_type(
                 negotiate::patch_media_types(call.rtype().structured),
             ));
         }
-        BodyKind::ApplyPatch => negotiate::decode(kind, &body)?,
+        BodyKind::ApplyPatch => {
+            let (doc, body) = strict::decode(kind, body)?;
+            source = Some(body);
+            doc
+        }
         _ => serde_json::from_slice::<Value>(&body)
             .map_err(|e| StatusError::bad_request(format!("error decoding patch: {e}")))?,
     };
     if kind != BodyKind::JsonPatch && !patch_doc.is_object() {
         return Err(StatusError::bad_request("patch body must be a JSON object"));
     }
-    if kind == BodyKind::ApplyPatch {
-        return apply(call, patch_doc).await;
+    if let Some(source) = source {
+        return apply(call, patch_doc, &source).await;
     }
     if kind == BodyKind::StrategicMergePatch && !call.rtype().structured {
         return Err(StatusError::unsupported_media_type(
@@ -63,7 +72,7 @@ pub async fn patch(
         }
         .map_err(patch_error)?;
         check_type(rtype, &patched)?;
-        let found = validate_fields(call, &mut patched)?;
+        let found = validate_fields(call, &mut patched, None)?;
         if let Ok(mut w) = warnings.lock() {
             *w = found;
         }
@@ -94,7 +103,18 @@ fn decode_json_patch(doc: &Value) -> Result<patch::json_patch::JsonPatch> {
 /// Server-side apply: `registry::apply` merges the configuration into the live
 /// object (or creates it), tracks field ownership per manager and reports
 /// conflicts with other managers (409) unless `force=true`.
-async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
+///
+/// `fieldValidation` as upstream's apply has it: fields the type does not
+/// declare fail the apply whatever it says (the typed check, a 500); what
+/// the check lets through and the type does not keep (below an object that
+/// preserves unknown fields) is dropped without a word; repeated keys are the
+/// YAML decoder's errors (Strict: a 400 once the merge succeeded; Warn: a
+/// warning each).
+async fn apply(
+    call: &Call<'_>,
+    mut config: Value,
+    source: &strict::Body,
+) -> Result<Response<Body>> {
     // Present: the options' validation requires it for an apply.
     let manager = call
         .query
@@ -110,7 +130,20 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
             call.info.name
         )));
     }
-    let warnings = validate_fields(call, &mut config)?;
+    let directive = call.query.field_validation()?;
+    let typed = strict::apply_typed_check(call.rtype(), &config).err();
+    // A built-in kind's typed check leaves nothing its type does not know.
+    if typed.is_none() && !call.rtype().structured {
+        drop_unknown_fields(call.rtype(), &mut config);
+    }
+    let duplicates = match directive {
+        FieldValidation::Ignore => None,
+        _ => strict::apply_duplicates(source),
+    };
+    let warnings = match (&duplicates, directive) {
+        (Some(d), FieldValidation::Warn) => strict::warnings(std::slice::from_ref(d)),
+        _ => Vec::new(),
+    };
     // Status is not applied through the main resource. Through `/status` the
     // rest is merged, and dropped by the status strategy: what its reset
     // fields (below) leave out is the applier's all the same, as upstream.
@@ -126,15 +159,27 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
     let gr = call.rtype().group_resource();
     // What the write's strategy resets is never the applier's.
     let tracking = call.rtype().tracking(&call.info.subresource);
+    // Upstream warns once the merge succeeded (whatever happens next).
+    let merged_once = std::sync::atomic::AtomicBool::new(false);
     let merge = |live: Option<&Value>| -> Result<Value> {
+        if let Some(e) = &typed {
+            return Err(e.clone());
+        }
         let now = apimachinery::time::now_rfc3339();
         let writer = registry::managed_fields::Writer {
             manager: &manager,
             api_version: &api_version,
             subresource: call.info.subresource.as_str(),
         };
-        registry::apply::apply(live, &config, &writer, force, &tracking, &now)
-            .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))
+        let merged = registry::apply::apply(live, &config, &writer, force, &tracking, &now)
+            .map_err(|conflicts| conflicts.to_status(&gr, &call.info.name))?;
+        merged_once.store(true, std::sync::atomic::Ordering::Relaxed);
+        match &duplicates {
+            Some(d) if directive == FieldValidation::Strict => {
+                Err(strict::apply_duplicates_error(d))
+            }
+            _ => Ok(merged),
+        }
     };
     // managedFields are computed by `apply`; the store must not record an Update too.
     let mut ctx = call.ctx.clone();
@@ -144,14 +189,18 @@ async fn apply(call: &Call<'_>, mut config: Value) -> Result<Response<Body>> {
         .store
         .update_with(&ctx, &call.info.name, |current| merge(Some(current)))
         .await;
-    match updated {
+    let result = match updated {
         Ok(updated) => Ok(object_response(call, 200, &updated, &warnings)),
-        Err(e) if e.code() == 404 && !status_only => {
-            let mut obj = merge(None)?;
-            meta::set_str(&mut obj, "name", &call.info.name);
-            let created = call.served.store.create(&ctx, obj).await?;
-            Ok(object_response(call, 201, &created, &warnings))
-        }
+        Err(e) if e.code() == 404 && !status_only => match merge(None) {
+            Ok(mut obj) => {
+                meta::set_str(&mut obj, "name", &call.info.name);
+                let created = call.served.store.create(&ctx, obj).await;
+                created.map(|created| object_response(call, 201, &created, &warnings))
+            }
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
-    }
+    };
+    let merged = merged_once.load(std::sync::atomic::Ordering::Relaxed);
+    with_warnings(call, result, if merged { &warnings } else { &[] })
 }

@@ -3,7 +3,7 @@
 use http::Response;
 use hyper::body::Incoming;
 
-use super::call::{Call, Result, decode_object, object_response, validate_fields};
+use super::call::{Call, Result, decode_body, object_response, validate_fields, with_warnings};
 use crate::response::Body;
 
 pub async fn create(
@@ -11,11 +11,13 @@ pub async fn create(
     content_type: Option<&str>,
     body: Incoming,
 ) -> Result<Response<Body>> {
-    let mut obj = decode_object(call, content_type, body).await?;
-    let mut warnings = validate_fields(call, &mut obj)?;
+    let (mut obj, body) = decode_body(call, content_type, body).await?;
+    let fields = validate_fields(call, &mut obj, Some(&body))?;
+    let mut warnings = fields.clone();
     warnings.extend(call.rtype().strategy.warnings(&obj));
-    let created = call.served.store.create(&call.ctx, obj).await?;
-    Ok(object_response(call, 201, &created, &warnings))
+    let created = call.served.store.create(&call.ctx, obj).await;
+    let result = created.map(|created| object_response(call, 201, &created, &warnings));
+    with_warnings(call, result, &fields)
 }
 
 pub async fn update(
@@ -23,13 +25,15 @@ pub async fn update(
     content_type: Option<&str>,
     body: Incoming,
 ) -> Result<Response<Body>> {
-    let mut obj = decode_object(call, content_type, body).await?;
-    let mut warnings = validate_fields(call, &mut obj)?;
+    let (mut obj, body) = decode_body(call, content_type, body).await?;
+    let fields = validate_fields(call, &mut obj, Some(&body))?;
+    let mut warnings = fields.clone();
     warnings.extend(call.rtype().strategy.warnings(&obj));
     let updated = call
         .served
         .store
         .update(&call.ctx, &call.info.name, obj)
-        .await?;
-    Ok(object_response(call, 200, &updated, &warnings))
+        .await;
+    let result = updated.map(|updated| object_response(call, 200, &updated, &warnings));
+    with_warnings(call, result, &fields)
 }
