@@ -330,9 +330,10 @@ fn namespaces_of(event: &Event, name: &str) -> Vec<String> {
     let (Event::Applied(obj) | Event::Deleted(obj)) = event else {
         return Vec::new();
     };
-    let value = obj.value();
-    if meta::name(&value) == name {
-        vec![meta::namespace(&value).to_string()]
+    // Every ConfigMap write passes here: read the head, not the object.
+    let head = obj.head();
+    if head.metadata.name == name {
+        vec![head.metadata.namespace]
     } else {
         Vec::new()
     }
