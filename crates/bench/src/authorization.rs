@@ -114,7 +114,7 @@ async fn serve_and_get(mode: &str, objects: &str, gets: usize) -> Result<ModeRes
     for _ in 0..100 {
         get().await?;
     }
-    let meter = Meter::start(server.pid(), None);
+    let meter = Meter::start(server.pid().as_slice(), None);
     let mut samples = Vec::with_capacity(gets);
     for _ in 0..gets {
         samples.push(get().await?);

@@ -166,7 +166,7 @@ async fn serve_and_create(mode: Mode, creates: usize) -> Result<ModeResult> {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let meter = Meter::start(server.pid(), None);
+    let meter = Meter::start(server.pid().as_slice(), None);
     let mut samples = Vec::with_capacity(creates);
     for i in 0..creates {
         samples.push(create(100 + i).await?);

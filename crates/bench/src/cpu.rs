@@ -17,30 +17,6 @@ pub fn cpu_time(pid: &str) -> Option<Duration> {
     Some(Duration::from_millis((utime + stime) * 1000 / USER_HZ))
 }
 
-/// The pid of the process whose command line contains `needle`, if exactly one does.
-pub fn find_pid(needle: &str) -> Option<u32> {
-    let mut found = None;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&cmdline).contains(needle) {
-            if found.is_some() {
-                return None;
-            }
-            found = Some(pid);
-        }
-    }
-    found
-}
-
 /// Average cores used by each watched process over a phase.
 #[derive(Debug, Clone, Default)]
 pub struct Split {
@@ -54,18 +30,28 @@ pub struct Split {
 /// Started at the beginning of a phase; [`Meter::finish`] at its end.
 pub struct Meter {
     started: Instant,
-    pids: [Option<String>; 3],
+    /// The server's processes (kube-apiserver and kube-controller-manager count
+    /// as one server), etcd's, and this benchmark's.
+    pids: [Vec<String>; 3],
     before: [Option<Duration>; 3],
 }
 
+/// CPU time of all of `pids` together; `None` without pids or if one is gone.
+fn total_cpu_time(pids: &[String]) -> Option<Duration> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|p| cpu_time(p)).sum()
+}
+
 impl Meter {
-    pub fn start(server: Option<u32>, etcd: Option<u32>) -> Self {
+    pub fn start(server: &[u32], etcd: Option<u32>) -> Self {
         let pids = [
-            server.map(|p| p.to_string()),
-            etcd.map(|p| p.to_string()),
-            Some("self".to_owned()),
+            server.iter().map(u32::to_string).collect(),
+            etcd.iter().map(u32::to_string).collect(),
+            vec!["self".to_owned()],
         ];
-        let before = pids.clone().map(|p| p.as_deref().and_then(cpu_time));
+        let before = [0, 1, 2].map(|i| total_cpu_time(&pids[i]));
         Meter {
             started: Instant::now(),
             pids,
@@ -76,8 +62,7 @@ impl Meter {
     pub fn finish(&self) -> Split {
         let wall = self.started.elapsed().as_secs_f64();
         let used = |i: usize| -> Option<f64> {
-            let pid = self.pids[i].as_deref()?;
-            let after = cpu_time(pid)?;
+            let after = total_cpu_time(&self.pids[i])?;
             let before = self.before[i]?;
             (wall > 0.0).then(|| after.saturating_sub(before).as_secs_f64() / wall)
         };

@@ -5,7 +5,15 @@ use anyhow::{Context, Result};
 use std::time::{Duration, Instant};
 use testkit::{Server, Storage};
 
+use crate::handle::Handle;
 use crate::stats::Latencies;
+
+/// How long one CRD may take to be servable and published (kube-apiserver
+/// rebuilds its OpenAPI on every CRD: seconds, with many).
+const DEADLINE_PER_CRD: Duration = Duration::from_secs(30);
+/// About how many CRDs are timed into discovery and OpenAPI (each a fetch of
+/// the whole discovery document).
+const PUBLISHED_SAMPLES: usize = 100;
 
 pub struct CrdResult {
     pub crds: usize,
@@ -20,6 +28,20 @@ pub struct CrdResult {
     pub rss_after: u64,
     pub discovery: Latencies,
     pub openapi_index: Latencies,
+}
+
+impl CrdResult {
+    /// RSS added per CRD, in bytes, one-time costs included.
+    pub fn rss_per_crd(&self) -> f64 {
+        self.rss_after.saturating_sub(self.rss_before) as f64 / self.crds.max(1) as f64
+    }
+
+    /// RSS added per CRD over the second half, in bytes: the slope, without
+    /// one-time costs.
+    pub fn rss_slope(&self) -> f64 {
+        let second_half = self.crds - self.crds / 2;
+        self.rss_after.saturating_sub(self.rss_half) as f64 / second_half.max(1) as f64
+    }
 }
 
 fn crd(i: usize) -> serde_json::Value {
@@ -73,15 +95,19 @@ async fn get_text(client: &kube::Client, path: &str, accept: &str) -> String {
 
 const V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// Create `n` CRDs one after another on a fresh memory-backed server.
+/// Create `n` CRDs one after another on a fresh memory-backed kubext.
 pub async fn measure(n: usize) -> Result<CrdResult> {
     let server = Server::builder()
         .storage(Storage::Memory)
         .start()
         .context("starting kubext")?;
-    let client = server.client().await?;
-    let pid = server.pid().unwrap_or(0);
-    let rss = || crate::procfs::rss(pid).unwrap_or(0);
+    measure_on(&Handle::of_kubext(&server, None).await?, n).await
+}
+
+/// Create `n` CRDs one after another on `server`.
+pub async fn measure_on(server: &Handle, n: usize) -> Result<CrdResult> {
+    let client = server.client()?;
+    let rss = || server.rss().unwrap_or(0);
     let rss_before = rss();
     let crds: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(
         client.clone(),
@@ -95,7 +121,7 @@ pub async fn measure(n: usize) -> Result<CrdResult> {
         ),
     );
     let (mut servable, mut discoverable, mut in_openapi) = (Vec::new(), Vec::new(), Vec::new());
-    let deadline_per_crd = Duration::from_secs(5);
+    let every = (n / PUBLISHED_SAMPLES).max(1);
     let mut rss_half = rss_before;
     for i in 0..n {
         if i == n / 2 {
@@ -107,18 +133,18 @@ pub async fn measure(n: usize) -> Result<CrdResult> {
         let path = format!("/apis/g{i}.bench.example.com/v1/namespaces/default/things{i}");
         while get_status(&client, &path, "application/json").await != 200 {
             anyhow::ensure!(
-                started.elapsed() < deadline_per_crd,
+                started.elapsed() < DEADLINE_PER_CRD,
                 "CRD {i} never became servable"
             );
             tokio::time::sleep(Duration::from_micros(500)).await;
         }
         servable.push(started.elapsed());
-        // Discovery of a large document on every CRD would dominate; sample every 20th.
-        if i % 20 == 0 {
+        // Discovery of a large document on every CRD would dominate; sample some.
+        if i % every == 0 {
             let group = format!("\"g{i}.bench.example.com\"");
             while !get_text(&client, "/apis", V2).await.contains(&group) {
                 anyhow::ensure!(
-                    started.elapsed() < deadline_per_crd,
+                    started.elapsed() < DEADLINE_PER_CRD,
                     "CRD {i} never discoverable"
                 );
                 tokio::time::sleep(Duration::from_micros(500)).await;
@@ -132,7 +158,7 @@ pub async fn measure(n: usize) -> Result<CrdResult> {
                     != 200
             {
                 anyhow::ensure!(
-                    started.elapsed() < deadline_per_crd,
+                    started.elapsed() < DEADLINE_PER_CRD,
                     "CRD {i} never in OpenAPI"
                 );
                 tokio::time::sleep(Duration::from_micros(500)).await;
@@ -171,10 +197,8 @@ fn ms(d: Option<Duration>) -> String {
 }
 
 pub fn print(r: &CrdResult) {
-    let per_crd = r.rss_after.saturating_sub(r.rss_before) as f64 / r.crds.max(1) as f64 / 1024.0;
-    let second_half = r.crds - r.crds / 2;
-    let marginal =
-        r.rss_after.saturating_sub(r.rss_half) as f64 / second_half.max(1) as f64 / 1024.0;
+    let per_crd = r.rss_per_crd() / 1024.0;
+    let marginal = r.rss_slope() / 1024.0;
     eprintln!();
     eprintln!(
         "CRDs (memory store, {} CRDs created one after another)          goal",

@@ -1,5 +1,6 @@
-//! Measurements against real `kubext` processes through kube-rs: start-up time,
-//! RSS, create/get/list latency and throughput, and watch fan-out.
+//! Measurements against a real server through kube-rs: start-up time, RSS,
+//! create/get/list latency and throughput, and watch fan-out. Written for
+//! kubext; any server behind a [`Handle`] (kube-apiserver too) runs the same.
 
 use anyhow::{Context, Result, anyhow, bail};
 use futures::StreamExt;
@@ -11,13 +12,12 @@ use kube::api::{
 };
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use testkit::{Server, Storage};
 
 use crate::cpu;
+use crate::handle::{Handle, Launcher};
 use crate::stats::{self, Latencies, RunResult};
 
 /// Namespace of the create/get/list phases.
@@ -30,7 +30,6 @@ const PER_REQUEST: Duration = Duration::from_secs(15);
 /// Sizes and time budgets of one backend's run.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub binary: PathBuf,
     pub starts: usize,
     pub objects: usize,
     pub concurrency: usize,
@@ -45,8 +44,6 @@ pub struct Plan {
     /// Watches that never read, and the events written while they are open.
     pub slow_watchers: usize,
     pub slow_events: usize,
-    /// The etcd process, for CPU accounting.
-    pub etcd_pid: Option<u32>,
     /// Budget of each throughput phase (creates, watch writes).
     pub write_budget: Duration,
     /// Budget of each latency phase (gets, lists).
@@ -173,41 +170,14 @@ pub struct KubextResult {
     pub problems: Vec<String>,
 }
 
-/// Start a fresh server; returns it and the spawn → ready-line time.
-async fn start(
-    binary: PathBuf,
-    storage: Storage,
-    extra: Vec<String>,
-) -> Result<(Server, Duration)> {
-    tokio::task::spawn_blocking(move || {
-        let mut builder = Server::builder().binary(binary).storage(storage);
-        for arg in extra {
-            builder = builder.arg(arg);
-        }
-        let started = Instant::now();
-        let server = builder.start()?;
-        Ok((server, started.elapsed()))
-    })
-    .await?
-}
-
-/// Per-start extra args: a private etcd prefix so every server starts empty.
-fn fresh_args(storage: &Storage, tag: &str) -> Vec<String> {
-    match storage {
-        Storage::Etcd(_) => vec![format!("--etcd-prefix=/kubext-bench-{tag}")],
-        _ => Vec::new(),
-    }
-}
-
-/// Run every kubext phase on `storage`. Failures are recorded, not returned,
-/// so that one broken phase still leaves a report.
-pub async fn measure(plan: &Plan, storage: Storage, run_id: &str) -> KubextResult {
+/// Run every phase on fresh servers of `launcher`'s kind. Failures are
+/// recorded, not returned, so that one broken phase still leaves a report.
+pub async fn measure(plan: &Plan, launcher: &Launcher, run_id: &str) -> KubextResult {
     let mut result = KubextResult::default();
 
     let mut times = Vec::new();
     for i in 0..plan.starts {
-        let args = fresh_args(&storage, &format!("{run_id}-start{i}"));
-        match start(plan.binary.clone(), storage.clone(), args).await {
+        match launcher.start(&format!("{run_id}-start{i}")).await {
             Ok((server, took)) => {
                 times.push(took);
                 drop(server);
@@ -220,34 +190,33 @@ pub async fn measure(plan: &Plan, storage: Storage, run_id: &str) -> KubextResul
     }
     result.start_to_ready = Latencies::new(times);
 
-    let args = fresh_args(&storage, &format!("{run_id}-main"));
-    let server = match start(plan.binary.clone(), storage, args).await {
+    let server = match launcher.start(&format!("{run_id}-main")).await {
         Ok((server, _)) => server,
         Err(e) => {
             result.problems.push(format!("start: {e:#}"));
             return result;
         }
     };
-    if let Err(e) = phases(plan, &server, &mut result).await {
+    let outcome = match server.settle().await {
+        Ok(()) => phases(plan, &server.handle, &mut result).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = outcome {
         result.problems.push(format!("{e:#}"));
-        let log = server.log();
-        let tail: Vec<&str> = log.lines().rev().take(5).collect();
+        let tail = server.log_tail(5);
         if !tail.is_empty() {
-            result.problems.push(format!(
-                "server log tail: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            ));
+            result.problems.push(format!("server log tail: {tail}"));
         }
     }
     result
 }
 
-async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Result<()> {
-    let client = server.client().await.context("kube client")?;
+async fn phases(plan: &Plan, server: &Handle, result: &mut KubextResult) -> Result<()> {
+    let client = server.client().context("kube client")?;
     create_namespace(&client, NS).await?;
     create_namespace(&client, WATCH_NS).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    result.rss_idle = rss(server, &client).await;
+    result.rss_idle = server.rss();
 
     let payload = Arc::new(payload(1024));
     let configmaps: Api<DynamicObject> =
@@ -257,7 +226,7 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
         config_map_object(i, &made)
     })
     .await?;
-    result.rss_loaded = rss(server, &client).await;
+    result.rss_loaded = server.rss();
 
     let items = install_bench_crd(&client).await?;
     let made = payload.clone();
@@ -265,7 +234,7 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
         bench_item(i, &made)
     })
     .await?;
-    result.rss_custom = rss(server, &client).await;
+    result.rss_custom = server.rss();
 
     if plan.watchers > 0 && plan.watch_objects > 0 {
         eprintln!(
@@ -289,13 +258,12 @@ async fn phases(plan: &Plan, server: &Server, result: &mut KubextResult) -> Resu
 /// of the objects `make` builds.
 async fn object_phases(
     plan: &Plan,
-    server: &Server,
+    server: &Handle,
     api: &Api<DynamicObject>,
     what: &str,
     make: impl Fn(usize) -> DynamicObject + Send + Sync + 'static,
 ) -> Result<ObjectPhases> {
     let mut out = ObjectPhases::default();
-    let pid = server.pid();
     let make = Arc::new(make);
     // Open every connection and warm the server's buffers first, so that the
     // memory measured next is what the objects themselves cost.
@@ -322,13 +290,13 @@ async fn object_phases(
         bail!("warm-up creates of {what}: {e}");
     }
     settle().await;
-    out.rss_before = pid.and_then(crate::procfs::rss);
+    out.rss_before = server.rss();
     out.heap_before = heap(api).await;
     eprintln!(
         "  creates: {} {what}, concurrency {}",
         plan.objects, plan.concurrency
     );
-    let meter = cpu::Meter::start(server.pid(), plan.etcd_pid);
+    let meter = server.meter();
     let creates = {
         let api = api.clone();
         stats::run(
@@ -349,7 +317,7 @@ async fn object_phases(
     };
     out.creates_cpu = Some(meter.finish());
     settle().await;
-    out.rss_created = pid.and_then(crate::procfs::rss);
+    out.rss_created = server.rss();
     out.heap_created = heap(api).await;
     let mut created: Vec<usize> = creates.samples.iter().map(|s| s.index).collect();
     created.sort_unstable();
@@ -400,9 +368,7 @@ async fn object_phases(
         .await
     };
     out.lists_small = Some(Phase::from(&lists_small));
-    let peak_from = pid
-        .filter(|&p| crate::procfs::reset_peak(p))
-        .and_then(crate::procfs::rss);
+    let peak_from = server.reset_peak();
     let lists_all = {
         let api = api.clone();
         let want = created.len();
@@ -427,22 +393,23 @@ async fn object_phases(
         .await
     };
     out.lists_all = Some(Phase::from(&lists_all));
-    out.lists_all_peak = pid
-        .and_then(crate::procfs::peak_rss)
+    out.lists_all_peak = server
+        .peak_rss()
         .zip(peak_from)
         .map(|(peak, from)| peak.saturating_sub(from));
     Ok(out)
 }
 
-/// Items in a JSON list body, counted as it streams in: objects whose encoding
-/// starts `{"kind":` (the list's own starts `{"kind":"…List"`, and nested objects
-/// do not lead with it). The body is not copied or collected (this runs inside
-/// the timed request: `request_text` copied 15 MiB twice and `str::matches`
-/// scanned it, milliseconds of the figure), and a match split between two
-/// chunks is counted once.
+/// Items in a JSON list body, counted as it streams in: each item has one
+/// `metadata.uid`, the list's metadata none (whether items lead with `kind`
+/// differs between servers: kube-apiserver's built-in lists leave it out). The
+/// body is not copied or collected (this runs inside the timed request:
+/// `request_text` copied 15 MiB twice and `str::matches` scanned it,
+/// milliseconds of the figure), and a match split between two chunks is
+/// counted once.
 async fn count_items(mut body: impl futures::AsyncBufRead + Unpin) -> std::io::Result<usize> {
     use futures::AsyncBufReadExt;
-    const ITEM: &[u8] = br#"{"kind":"#;
+    const ITEM: &[u8] = br#""uid":""#;
     let finder = memchr::memmem::Finder::new(ITEM);
     // The last bytes seen, too few to hold a whole match.
     let mut tail: Vec<u8> = Vec::with_capacity(2 * ITEM.len());
@@ -463,7 +430,7 @@ async fn count_items(mut body: impl futures::AsyncBufRead + Unpin) -> std::io::R
         let read = chunk.len();
         body.consume_unpin(read);
     }
-    Ok(found.saturating_sub(1))
+    Ok(found)
 }
 
 /// The collection's resourceVersion now: where a watch of only what follows starts.
@@ -499,6 +466,8 @@ pub fn config_map_object(i: usize, payload: &str) -> DynamicObject {
     })
 }
 
+/// The custom resources' CRD: a schema that validates (bounds, required fields,
+/// three CEL rules), defaults (`replicas`) and prunes.
 const BENCH_CRD: &str = r#"{
   "apiVersion": "apiextensions.k8s.io/v1",
   "kind": "CustomResourceDefinition",
@@ -514,8 +483,13 @@ const BENCH_CRD: &str = r#"{
         "spec": {"type": "object", "required": ["payload"], "properties": {
           "payload": {"type": "string", "maxLength": 4096},
           "replicas": {"type": "integer", "minimum": 0, "default": 1},
-          "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
-        }},
+          "tags": {"type": "array", "x-kubernetes-list-type": "set", "maxItems": 16,
+            "items": {"type": "string", "maxLength": 63}}
+        }, "x-kubernetes-validations": [
+          {"rule": "self.replicas <= 1000", "message": "at most 1000 replicas"},
+          {"rule": "!self.payload.startsWith('-')"},
+          {"rule": "!has(self.tags) || self.tags.all(t, t != 'forbidden')"}
+        ]},
         "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
       }}}
     }]
@@ -547,7 +521,8 @@ pub async fn install_bench_crd_in(client: &kube::Client, ns: &str) -> Result<Api
             "benchitems",
         ),
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // kube-apiserver takes seconds where kubext takes milliseconds.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while items.list(&ListParams::default().limit(1)).await.is_err() {
         anyhow::ensure!(
             Instant::now() < deadline,
@@ -579,7 +554,7 @@ struct Seen {
 
 async fn watch_phase(
     plan: &Plan,
-    server: &Server,
+    server: &Handle,
     client: &kube::Client,
     payload: &Arc<String>,
     result: &mut KubextResult,
@@ -661,7 +636,7 @@ impl kube::Resource for NamedConfigMap {
 
 async fn watch_with(
     plan: &Plan,
-    server: &Server,
+    server: &Handle,
     client: &kube::Client,
     payload: &Arc<String>,
     rv: &str,
@@ -675,8 +650,9 @@ async fn watch_with(
     let clients = plan.watchers.div_ceil(250).max(1);
     let mut watch_clients = Vec::with_capacity(clients);
     for _ in 0..clients {
-        let kubeconfig = server.kubeconfig.clone();
-        watch_clients.push(watch_runtime.spawn(client_for(kubeconfig)).await??);
+        let config = server.config.clone();
+        let made = watch_runtime.spawn(async move { kube::Client::try_from(config) });
+        watch_clients.push(made.await??);
     }
 
     let base = Instant::now();
@@ -786,12 +762,12 @@ async fn watch_with(
     out.established = ready.load(Ordering::Relaxed);
     out.failed = plan.watchers - out.established;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    out.rss = rss(server, client).await;
+    out.rss = server.rss();
     out.server_watchers = metric(client, "apiserver_registered_watchers")
         .await
         .map(|v| v as u64);
 
-    let meter = cpu::Meter::start(server.pid(), plan.etcd_pid);
+    let meter = server.meter();
     let writes = {
         let writer = writer.clone();
         let payload = payload.clone();
@@ -896,17 +872,6 @@ async fn watch_with(
     Ok(())
 }
 
-/// A client for the admin kubeconfig (what `Server::client` does).
-pub async fn client_for(kubeconfig: PathBuf) -> Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&kubeconfig)?;
-    let config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await?;
-    Ok(kube::Client::try_from(config)?)
-}
-
 pub async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
     let api: Api<Namespace> = Api::all(client.clone());
     let ns = Namespace {
@@ -950,16 +915,6 @@ pub fn payload(len: usize) -> String {
         .collect()
 }
 
-/// The server's resident memory: `/proc/<pid>/status`, else its `/metrics`.
-pub async fn rss(server: &Server, client: &kube::Client) -> Option<u64> {
-    if let Some(bytes) = server.pid().and_then(crate::procfs::rss) {
-        return Some(bytes);
-    }
-    metric(client, "process_resident_memory_bytes")
-        .await
-        .map(|v| v as u64)
-}
-
 /// One unlabelled sample from the server's `/metrics`.
 pub async fn metric(client: &kube::Client, name: &str) -> Option<f64> {
     let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
@@ -980,7 +935,7 @@ mod tests {
     /// Every way of cutting the body into chunks counts each item once.
     #[tokio::test]
     async fn items_are_counted_however_the_body_is_cut() {
-        let body = br#"{"kind":"ConfigMapList","items":[{"kind":"ConfigMap","data":{"k":"{\"kind\":"}},{"kind":"ConfigMap"},{"kind":"ConfigMap"}]}"#;
+        let body = br#"{"kind":"ConfigMapList","metadata":{"resourceVersion":"9"},"items":[{"metadata":{"uid":"a"},"data":{"k":"\"uid\":"}},{"kind":"ConfigMap","metadata":{"uid":"b"}},{"metadata":{"name":"c","uid":"c"}}]}"#;
         for size in 1..=body.len() {
             let chunks: Vec<std::io::Result<Vec<u8>>> =
                 body.chunks(size).map(|c| Ok(c.to_vec())).collect();

@@ -10,10 +10,15 @@
 //! CRD phase and the aggregation phase (proxy overhead against a second kubext as
 //! the extension server; discovery while another extension server hangs).
 //!
+//! `--versus upstream` runs the same phases against upstream's kube-apiserver
+//! and kube-controller-manager on an etcd, kubext on the same etcd binary and
+//! kubext on its embedded store instead, and prints kubext's ratio to upstream
+//! for each figure (`versus`).
+//!
 //! ```text
 //! cargo build --release -p kubext -p kubext-bench
 //! target/release/kubext-bench [--backends memory,embedded,etcd] [--objects N]
-//!     [--concurrency C] [--watchers W] [--quick] [--json]
+//!     [--concurrency C] [--watchers W] [--quick] [--json] [--versus upstream]
 //! ```
 //!
 //! Everything runs on 127.0.0.1; every loop is bounded in count and time.
@@ -24,12 +29,15 @@ mod callgrind;
 mod cel;
 mod cpu;
 mod crds;
+mod handle;
 mod kubext;
 mod procfs;
 mod raw;
 mod report;
 mod slow_watchers;
 mod stats;
+mod upstream;
+mod versus;
 mod webhooks;
 
 use anyhow::{Context, Result};
@@ -37,6 +45,8 @@ use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use testkit::{Etcd, Storage};
+
+use crate::handle::Launcher;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -100,6 +110,30 @@ struct Args {
     /// through a conversion webhook).
     #[arg(long)]
     skip_webhooks: bool,
+    /// Measure side by side with upstream: kube-apiserver + kube-controller-manager
+    /// on an etcd, kubext on the same etcd binary, kubext on its embedded store.
+    #[arg(long, value_enum)]
+    versus: Option<Versus>,
+    /// kube-apiserver for --versus [default: `scripts/upstream kube-apiserver`].
+    #[arg(long)]
+    upstream_apiserver: Option<PathBuf>,
+    /// kube-controller-manager for --versus [default: `scripts/upstream
+    /// kube-controller-manager`].
+    #[arg(long)]
+    upstream_controller_manager: Option<PathBuf>,
+    /// The etcd every server of --versus stores in [default: `scripts/upstream etcd`].
+    #[arg(long)]
+    upstream_etcd: Option<PathBuf>,
+    /// CRDs to create on upstream with --versus (--crds counts kubext's)
+    /// [default: 100, --quick: 20].
+    #[arg(long)]
+    upstream_crds: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Versus {
+    /// kube-apiserver and kube-controller-manager (`scripts/upstream`'s release).
+    Upstream,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -166,10 +200,15 @@ async fn run(args: Args) -> Result<()> {
             "warning: kubext-bench is a debug build; numbers are only meaningful with --release"
         );
     }
-    let mut plan = plan(&args, binary.clone());
+    let plan = plan(&args);
     let machine = report::Machine::detect();
     eprintln!("{}", machine.line());
     eprintln!("kubext binary: {}", binary.display());
+    let run_id = format!("{}-{}", std::process::id(), jitter());
+    if args.versus.is_some() {
+        let versus = versus_plan(&args, binary)?;
+        return versus::run(&versus, &plan, &machine, &run_id, args.json).await;
+    }
 
     let etcd = if args.backends.contains(&BackendKind::Etcd) {
         match start_etcd().await {
@@ -183,12 +222,9 @@ async fn run(args: Args) -> Result<()> {
         None
     };
 
-    plan.etcd_pid = etcd
-        .as_ref()
-        .and_then(|e| cpu::find_pid(&format!("--listen-client-urls={}", e.endpoint())));
+    let etcd_pid = etcd.as_ref().and_then(Etcd::pid);
 
     let value = raw::stored_value(&kubext::payload(1024))?;
-    let run_id = format!("{}-{}", std::process::id(), jitter());
     let started = Instant::now();
     let mut reports = Vec::new();
     for &kind in &args.backends {
@@ -212,11 +248,13 @@ async fn run(args: Args) -> Result<()> {
             },
         };
         // CPU accounting of etcd only where etcd does the work.
-        let plan = kubext::Plan {
-            etcd_pid: plan.etcd_pid.filter(|_| kind == BackendKind::Etcd),
-            ..plan.clone()
+        let etcd_pid = etcd_pid.filter(|_| kind == BackendKind::Etcd);
+        let launcher = Launcher::Kubext {
+            binary: binary.clone(),
+            storage,
+            etcd_pid,
         };
-        let measured = kubext::measure(&plan, storage, &run_id).await;
+        let measured = kubext::measure(&plan, &launcher, &run_id).await;
         eprintln!(
             "  raw storage ceiling: {} creates, concurrency {}",
             plan.objects, plan.concurrency
@@ -228,7 +266,7 @@ async fn run(args: Args) -> Result<()> {
             plan.concurrency,
             plan.write_budget,
             value.clone(),
-            plan.etcd_pid,
+            etcd_pid,
         )
         .await
         {
@@ -332,13 +370,36 @@ async fn instruction_counts(args: &Args, binary: &std::path::Path) -> Option<cal
     }
 }
 
-fn plan(args: &Args, binary: PathBuf) -> kubext::Plan {
+/// The side-by-side run's servers and sizes.
+fn versus_plan(args: &Args, kubext: PathBuf) -> Result<versus::Versus> {
+    let binaries = upstream::Binaries::locate(
+        args.upstream_apiserver.clone(),
+        args.upstream_controller_manager.clone(),
+        args.upstream_etcd.clone(),
+    )?;
+    Ok(versus::Versus {
+        binaries,
+        kubext,
+        crds: args.crds.unwrap_or(if args.quick { 100 } else { 1000 }),
+        upstream_crds: args
+            .upstream_crds
+            .unwrap_or(if args.quick { 20 } else { 100 }),
+        proxy_gets: if args.skip_aggregation {
+            0
+        } else if args.quick {
+            300
+        } else {
+            2000
+        },
+    })
+}
+
+fn plan(args: &Args) -> kubext::Plan {
     let quick = args.quick;
     let pick = |given: Option<usize>, full: usize, small: usize| {
         given.unwrap_or(if quick { small } else { full })
     };
     kubext::Plan {
-        binary,
         starts: args.starts.max(1),
         objects: pick(args.objects, 10_000, 1000).max(1),
         concurrency: args.concurrency.max(1),
@@ -351,7 +412,6 @@ fn plan(args: &Args, binary: PathBuf) -> kubext::Plan {
         paced_interval: Duration::from_millis(if quick { 50 } else { 100 }),
         slow_watchers: pick(args.slow_watchers, 1000, 100),
         slow_events: pick(args.slow_events, 3000, 1500),
-        etcd_pid: None,
         write_budget: Duration::from_secs(if quick { 8 } else { 30 }),
         read_budget: Duration::from_secs(if quick { 2 } else { 5 }),
     }

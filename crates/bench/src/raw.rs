@@ -92,7 +92,7 @@ pub async fn measure(
         }
     };
     let value_bytes = value.len();
-    let meter = cpu::Meter::start(None, etcd_pid);
+    let meter = cpu::Meter::start(&[], etcd_pid);
     let run = {
         let backend = backend.clone();
         let prefix = prefix.to_owned();

@@ -139,9 +139,9 @@ fn ratio(r: &BackendReport, pick: Pick) -> Option<f64> {
 }
 
 /// Selects one kind of object's phases.
-type Pick = fn(&KubextResult) -> &ObjectPhases;
+pub type Pick = fn(&KubextResult) -> &ObjectPhases;
 
-const PICKS: [(&str, Pick); 2] = [
+pub const PICKS: [(&str, Pick); 2] = [
     ("ConfigMaps", |k| &k.configmaps),
     ("custom resources", |k| &k.custom),
 ];
@@ -158,13 +158,13 @@ const WATCH_EVENT_GOAL: &str = "<= 1 µs";
 const SLOW_WATCHER_GOAL: &str = "<= 128 KiB";
 
 /// RSS per slow watcher, less what the same writes cost without them.
-fn slow_watcher_bytes(k: &KubextResult) -> Option<f64> {
+pub fn slow_watcher_bytes(k: &KubextResult) -> Option<f64> {
     k.slow_watchers.as_ref()?.bytes_per_watcher()
 }
 
 /// Server CPU per watch event delivered, once the CPU the same creates cost
 /// without watchers (the ConfigMap create phase's per-create figure) is taken out.
-fn net_event_cpu(k: &KubextResult) -> Option<f64> {
+pub fn net_event_cpu(k: &KubextResult) -> Option<f64> {
     let w = k.watch.as_ref()?;
     let total = w.cpu.server? * w.cpu.wall.as_secs_f64();
     let create = {
@@ -174,6 +174,29 @@ fn net_event_cpu(k: &KubextResult) -> Option<f64> {
     };
     let events = w.delivery.len();
     (events > 0).then(|| (total - create * w.writes.ok as f64).max(0.0) / events as f64 * 1e6)
+}
+
+/// Each phase's first error, by phase (`None` where it had none).
+pub fn first_errors(kr: &KubextResult) -> Vec<(&'static str, Option<String>)> {
+    let first = |p: &Option<Phase>| p.as_ref().and_then(|p| p.first_error.clone());
+    vec![
+        ("ConfigMap creates", first(&kr.configmaps.creates)),
+        ("ConfigMap gets", first(&kr.configmaps.gets)),
+        ("ConfigMap lists", first(&kr.configmaps.lists_small)),
+        ("ConfigMap list all", first(&kr.configmaps.lists_all)),
+        ("custom resource creates", first(&kr.custom.creates)),
+        ("custom resource gets", first(&kr.custom.gets)),
+        ("custom resource lists", first(&kr.custom.lists_small)),
+        ("custom resource list all", first(&kr.custom.lists_all)),
+        (
+            "watch writes",
+            kr.watch.as_ref().and_then(|w| w.writes.first_error.clone()),
+        ),
+        (
+            "watchers",
+            kr.watch.as_ref().and_then(|w| w.first_error.clone()),
+        ),
+    ]
 }
 
 fn kib(bytes: Option<f64>) -> String {
@@ -534,31 +557,13 @@ pub fn table(plan: &Plan, machine: &Machine, reports: &[BackendReport], total: D
                 );
             }
         }
-        let first = |p: &Option<Phase>| p.as_ref().and_then(|p| p.first_error.clone());
-        let firsts = [
-            ("ConfigMap creates", first(&kr.configmaps.creates)),
-            ("ConfigMap gets", first(&kr.configmaps.gets)),
-            ("ConfigMap lists", first(&kr.configmaps.lists_small)),
-            ("ConfigMap list all", first(&kr.configmaps.lists_all)),
-            ("custom resource creates", first(&kr.custom.creates)),
-            ("custom resource gets", first(&kr.custom.gets)),
-            ("custom resource lists", first(&kr.custom.lists_small)),
-            ("custom resource list all", first(&kr.custom.lists_all)),
-            (
-                "watch writes",
-                kr.watch.as_ref().and_then(|w| w.writes.first_error.clone()),
-            ),
-            (
-                "watchers",
-                kr.watch.as_ref().and_then(|w| w.first_error.clone()),
-            ),
-            (
-                "raw",
-                r.raw
-                    .as_ref()
-                    .and_then(|raw| raw.creates.first_error.clone()),
-            ),
-        ];
+        let mut firsts = first_errors(&kr);
+        firsts.push((
+            "raw",
+            r.raw
+                .as_ref()
+                .and_then(|raw| raw.creates.first_error.clone()),
+        ));
         for (what, e) in firsts {
             if let Some(e) = e {
                 let _ = writeln!(out, "{}: first {what} error: {e}", r.kind.name());

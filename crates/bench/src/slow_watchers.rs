@@ -13,11 +13,11 @@ use kube::client::ConfigExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use testkit::Server;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
+use crate::handle::Handle;
 use crate::kubext::{self, Plan};
 use crate::stats;
 
@@ -73,20 +73,18 @@ impl SlowWatchers {
     }
 }
 
-pub async fn measure(plan: &Plan, server: &Server, payload: &Arc<String>) -> Result<SlowWatchers> {
-    let client = server.client().await?;
+pub async fn measure(plan: &Plan, server: &Handle, payload: &Arc<String>) -> Result<SlowWatchers> {
+    let client = server.client()?;
     kubext::create_namespace(&client, NS).await?;
     let writer: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let tls = TlsConnector::from(Arc::new(
-        server.client_config().await?.rustls_client_config()?,
-    ));
+    let tls = TlsConnector::from(Arc::new(server.config.rustls_client_config()?));
     let mut out = SlowWatchers::default();
     kubext::settle().await;
-    let baseline_before = kubext::rss(server, &client).await;
+    let baseline_before = server.rss();
     let heap_baseline_before = kubext::heap(&writer).await;
     create_config_maps(plan, &writer, payload, "b").await;
     kubext::settle().await;
-    out.rss_before = kubext::rss(server, &client).await;
+    out.rss_before = server.rss();
     out.heap_before = kubext::heap(&writer).await;
     out.heap_baseline_growth = out
         .heap_before
@@ -104,7 +102,8 @@ pub async fn measure(plan: &Plan, server: &Server, payload: &Arc<String>) -> Res
     );
     let mut held = Vec::with_capacity(plan.slow_watchers);
     for _ in 0..plan.slow_watchers {
-        match tokio::time::timeout(PER_REQUEST, open(&tls, server.addr, &path)).await {
+        let opened = open(&tls, server.addr, &path, server.bearer.as_deref());
+        match tokio::time::timeout(PER_REQUEST, opened).await {
             Ok(Ok(stream)) => held.push(stream),
             Ok(Err(e)) => bail!("open a slow watch: {e:#}"),
             Err(_) => bail!("open a slow watch: timed out"),
@@ -112,12 +111,12 @@ pub async fn measure(plan: &Plan, server: &Server, payload: &Arc<String>) -> Res
     }
     out.opened = held.len();
     kubext::settle().await;
-    out.rss_open = kubext::rss(server, &client).await;
+    out.rss_open = server.rss();
 
     out.events = create_config_maps(plan, &writer, payload, "s").await;
     // Give the fan-out time to fill every queue it is going to fill.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    out.rss_after_writes = kubext::rss(server, &client).await;
+    out.rss_after_writes = server.rss();
     out.heap_after_writes = kubext::heap(&writer).await;
     out.registered_after = kubext::metric(&client, "apiserver_registered_watchers")
         .await
@@ -159,16 +158,22 @@ async fn open(
     tls: &TlsConnector,
     addr: SocketAddr,
     path: &str,
+    bearer: Option<&str>,
 ) -> Result<TlsStream<tokio::net::TcpStream>> {
     let socket = tokio::net::TcpSocket::new_v4()?;
     socket.set_recv_buffer_size(CLIENT_RECEIVE_BUFFER)?;
     let tcp = socket.connect(addr).await?;
     let name = rustls::pki_types::ServerName::from(addr.ip());
     let mut stream = tls.connect(name, tcp).await?;
+    let authorization = bearer
+        .map(|token| format!("Authorization: Bearer {token}\r\n"))
+        .unwrap_or_default();
     stream
         .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n\r\n")
-                .as_bytes(),
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n{authorization}\r\n"
+            )
+            .as_bytes(),
         )
         .await?;
     // Read the status line and headers, a byte at a time so nothing after them is.

@@ -41,7 +41,7 @@ where
     Fut: std::future::Future<Output = Result<Duration>>,
 {
     let count = range.len();
-    let meter = Meter::start(server.pid(), None);
+    let meter = Meter::start(server.pid().as_slice(), None);
     let mut samples = Vec::with_capacity(count);
     for i in range {
         samples.push(request(i).await?);

@@ -397,12 +397,16 @@ pub fn etcd_binary() -> PathBuf {
 
 impl Etcd {
     pub fn start() -> Result<Etcd> {
-        let binary = etcd_binary();
+        Etcd::start_with(&etcd_binary())
+    }
+
+    /// Start this etcd binary (another release than [`etcd_binary`]'s).
+    pub fn start_with(binary: &Path) -> Result<Etcd> {
         let mut last = String::new();
         for _ in 0..5 {
             let mut etcd = Etcd::member("test")?;
             etcd.initial_cluster = format!("test={}", etcd.peer_url());
-            etcd.spawn(&binary)?;
+            etcd.spawn(binary)?;
             match etcd.wait_ready() {
                 Ok(()) => return Ok(etcd),
                 Err(e) => last = e.to_string(),
@@ -445,6 +449,11 @@ impl Etcd {
 
     pub fn is_running(&self) -> bool {
         self.child.is_some()
+    }
+
+    /// The process id, while it runs (for its CPU time and memory in `/proc`).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// How many watchers this member serves now (its `etcd_debugging_mvcc_watcher_total`
