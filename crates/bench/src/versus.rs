@@ -366,6 +366,16 @@ fn watch_figures(out: &mut Vec<Figure>, plan: &Plan, c: &[Column]) {
         Some(CPU),
         |c| report::net_event_cpu(&c.measured),
     ));
+    // kube-apiserver ends a watch whose client falls behind (its cacher waits a
+    // short budget for a full buffer): those watchers' later events are not
+    // delivered, and the two figures above count only what was.
+    out.push(figure(
+        c,
+        "  watches the server ended early",
+        Unit::Count,
+        None,
+        |c| c.measured.watch.as_ref().map(|w| w.ended_early as f64),
+    ));
     out.push(figure(
         c,
         format!(
