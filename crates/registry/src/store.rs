@@ -415,7 +415,13 @@ impl GenericStore {
             if token.rv == ContinueToken::LATEST {
                 let page = self.storage.list(&prefix, Some(&start), limit, &*predicate);
                 return self
-                    .page_result(page.items, page.revision, page.remaining, &prefix, has_selector)
+                    .page_result(
+                        page.items,
+                        page.revision,
+                        page.remaining,
+                        &prefix,
+                        has_selector,
+                    )
                     .await;
             }
             return self
