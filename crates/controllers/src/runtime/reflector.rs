@@ -8,7 +8,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apimachinery::meta;
 use registry::{GenericStore, Object, RequestContext, WatchOptions};
 use storage::{Backoff, WatchItem, Watcher};
 
@@ -179,15 +178,13 @@ impl Reflector {
 }
 
 fn revision_of(object: &Object) -> i64 {
-    meta::parse_resource_version(meta::resource_version(&object.value()))
-        .ok()
-        .flatten()
-        .unwrap_or(0)
+    object.revision().unwrap_or(0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apimachinery::meta;
     use registry::{JsonCodec, Storage};
     use serde_json::json;
     use storage::StoreOptions;
