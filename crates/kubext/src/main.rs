@@ -149,9 +149,35 @@ struct ServeArgs {
     /// Port range NodePort and LoadBalancer Services get node ports from.
     #[arg(long, default_value = "30000-32767")]
     service_node_port_range: String,
+    /// How often every replica repairs Service allocations: creates missing
+    /// IPAddresses, deletes leaked ones (older than --request-timeout), and
+    /// rebuilds the node port bitmap (kube-apiserver's fixed 3 minutes; kubext only).
+    #[arg(long, default_value = "3m0s", value_parser = parse_duration)]
+    service_repair_interval: Duration,
     /// Bound on requests other than watches and connection upgrades (504 after it).
+    /// At shutdown, in-flight requests get this long to finish.
     #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
     request_timeout: Duration,
+    /// Time to delay the termination. During that time the server keeps serving
+    /// requests normally. The endpoints /healthz and /livez will return success,
+    /// but /readyz immediately returns failure. Graceful termination starts after
+    /// this delay has elapsed. This can be used to allow load balancer to stop
+    /// sending traffic to this server.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    shutdown_delay_duration: Duration,
+    /// If true the HTTP Server will continue listening until all non long running
+    /// request(s) in flight have been drained, during this window all incoming
+    /// requests will be rejected with a status code 429 and a 'Retry-After'
+    /// response header, in addition 'Connection: close' response header is set in
+    /// order to tear down the TCP connection when idle.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    shutdown_send_retry_after: bool,
+    /// The longest the ending of open watches is spread over during the graceful
+    /// shutdown (at least 200 a second, as upstream drains them). kubext always ends
+    /// watches cleanly when it stops accepting requests; 0 ends them all at once.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    shutdown_watch_termination_grace_period: Duration,
     /// The `iss` of service-account tokens, and the default audience.
     #[arg(long, default_value = "https://kubernetes.default.svc.cluster.local")]
     service_account_issuer: String,
@@ -321,6 +347,11 @@ async fn serve(args: ServeArgs) -> Result<()> {
                 uid_headers: args.requestheader_uid_headers,
             },
             request_timeout: args.request_timeout,
+            shutdown: server::lifecycle::ShutdownOptions {
+                delay: args.shutdown_delay_duration,
+                send_retry_after: args.shutdown_send_retry_after,
+                watch_termination_grace_period: args.shutdown_watch_termination_grace_period,
+            },
             anonymous_auth: args.anonymous_auth,
             audit: server::config::AuditConfig {
                 policy_file: args.audit_policy_file,
@@ -345,6 +376,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
             &args.service_node_port_range,
         )
         .map_err(anyhow::Error::msg)?,
+        service_repair_interval: args.service_repair_interval,
         authorization_modes: args.authorization_mode,
         admission_plugins,
     };
@@ -354,6 +386,12 @@ async fn serve(args: ServeArgs) -> Result<()> {
     println!("listening: https://{}", running.addr);
     server::wait_for_shutdown_signal().await;
     tracing::info!("signal received; shutting down gracefully");
+    // As kube-apiserver: a second signal ends the process at once.
+    tokio::spawn(async {
+        server::wait_for_shutdown_signal().await;
+        tracing::warn!("second signal received; exiting at once");
+        std::process::exit(1);
+    });
     running.shutdown().await;
     Ok(())
 }

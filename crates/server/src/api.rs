@@ -39,8 +39,8 @@ pub struct Api {
     pub(crate) storage: Arc<Storage>,
     pub(crate) authn: Authenticator,
     pub(crate) ready: AtomicBool,
-    /// Flips to true when the server is shutting down (watches end).
-    pub(crate) shutdown: watch::Receiver<bool>,
+    /// Where the server is in its termination (readiness, watches, refusals).
+    pub lifecycle: Arc<crate::lifecycle::Lifecycle>,
     pub(crate) metrics: Metrics,
     /// The types given at start; custom resources are added to these on every
     /// CRD change.
@@ -70,7 +70,7 @@ impl Api {
         storage: Arc<Storage>,
         storage_prefix: &str,
         authn: Authenticator,
-        shutdown: watch::Receiver<bool>,
+        lifecycle: Arc<crate::lifecycle::Lifecycle>,
         serving: Serving,
     ) -> Self {
         let admission = serving.admission;
@@ -89,7 +89,7 @@ impl Api {
             storage,
             authn,
             ready: AtomicBool::new(false),
-            shutdown,
+            lifecycle,
             metrics: Metrics::default(),
             builtins,
             storage_prefix: storage_prefix.to_string(),

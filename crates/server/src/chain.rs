@@ -38,6 +38,7 @@ use crate::authn::{Authenticated, PeerIdentity, UserInfo};
 use crate::authz::{self, Attributes, Decision};
 use crate::delegation::Claim;
 use crate::impersonation::{self, Refused};
+use crate::lifecycle::{self, Phase};
 use crate::query::Query;
 use crate::request_info::{self, RequestInfo};
 use crate::response::{self, Body};
@@ -79,9 +80,19 @@ pub async fn handle(api: Arc<Api>, req: Request<Incoming>, peer: &PeerIdentity) 
     let started = Instant::now();
     let mut scope = Scope::of(&req);
     let audit_id = Audit::id(&req);
-    let mut resp = match stages(&api, req, &mut scope, peer, &audit_id).await {
-        Ok(resp) => resp,
-        Err(rejected) => *rejected,
+    let long_running = Timeout::is_long_running(&scope.info, &req);
+    let refused = match api.lifecycle.phase() {
+        Phase::NotAcceptingNewRequest => ShuttingDown::refuse(&api, &req, &scope, long_running),
+        _ => None,
+    };
+    // Counted while it runs: termination waits for these to finish.
+    let _in_flight = (!long_running).then(|| api.lifecycle.track());
+    let mut resp = match refused {
+        Some(refused) => *refused,
+        None => match stages(&api, req, &mut scope, peer, &audit_id, long_running).await {
+            Ok(resp) => resp,
+            Err(rejected) => *rejected,
+        },
     };
     response::add_standard_headers(&mut resp);
     if let Ok(id) = http::HeaderValue::from_str(&audit_id) {
@@ -102,6 +113,7 @@ async fn stages(
     scope: &mut Scope,
     peer: &PeerIdentity,
     audit_id: &str,
+    long_running: bool,
 ) -> Result<Response<Body>, Rejected> {
     // A proxied request names its client to the backend (`X-Forwarded-For`).
     if scope.info.subresource == Subresource::Proxy
@@ -116,7 +128,6 @@ async fn stages(
             return Err(rejected);
         }
     };
-    let long_running = Timeout::is_long_running(&scope.info, &req);
     let audit = Audit::begin(api, scope, &req, peer, audit_id, &user);
     let answered = authorized_stages(api, req, scope, user, audit.as_ref(), long_running).await;
     match audit {
@@ -155,6 +166,68 @@ async fn authorized_stages(
         Ok(routed.await)
     } else {
         Timeout::bound(api, routed).await
+    }
+}
+
+/// Before the stages, once the server stopped accepting requests (see
+/// `lifecycle`): what upstream's `WithRetryAfter` and `WithWaitGroup` filters
+/// answer instead of serving. Health probes, metrics scrapes and other
+/// kube-apiservers are served to the end.
+struct ShuttingDown;
+
+impl ShuttingDown {
+    fn refuse(
+        api: &Api,
+        req: &Request<Incoming>,
+        scope: &Scope,
+        long_running: bool,
+    ) -> Option<Rejected> {
+        let user_agent = req
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok());
+        if lifecycle::exempt(&scope.path, user_agent) {
+            return None;
+        }
+        if api.lifecycle.options.send_retry_after {
+            return Some(Box::new(Self::retry_after(req.version())));
+        }
+        // Upgraded connections (exec, port-forward) run on; watches end now,
+        // and a new one would end at once.
+        if long_running && scope.info.verb != Verb::Watch {
+            return None;
+        }
+        let mut resp = response::error(&StatusError::service_unavailable(
+            "apiserver is shutting down",
+        ));
+        let headers = resp.headers_mut();
+        headers.insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        );
+        Some(Box::new(resp))
+    }
+
+    /// `--shutdown-send-retry-after`'s answer: 429, retry in 5 s, and over
+    /// HTTP/1 the connection closes after it (HTTP/2 has no such header; the
+    /// connection gets its GOAWAY when the listener closes).
+    fn retry_after(version: http::Version) -> Response<Body> {
+        let mut resp = response::respond(
+            429,
+            "text/plain; charset=utf-8",
+            "The apiserver is shutting down, please try again later.\n",
+        );
+        let headers = resp.headers_mut();
+        headers.insert(header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+        headers.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        );
+        if version < http::Version::HTTP_2 {
+            headers.insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+        }
+        resp
     }
 }
 

@@ -27,7 +27,8 @@ pub struct Config {
     pub token_auth_file: Option<PathBuf>,
     pub compaction_interval: Duration,
     pub bookmark_interval: Duration,
-    pub shutdown_grace: Duration,
+    /// `--shutdown-delay-duration` and the other termination flags.
+    pub shutdown: crate::lifecycle::ShutdownOptions,
     pub front_proxy: FrontProxyConfig,
     /// Service-account token issuing and checking.
     pub service_accounts: crate::serviceaccounts::ServiceAccountConfig,
@@ -99,7 +100,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(60),
             anonymous_auth: true,
             audit: AuditConfig::default(),
-            shutdown_grace: Duration::from_secs(10),
+            shutdown: Default::default(),
             front_proxy: FrontProxyConfig::default(),
             serving_hosts: Vec::new(),
             service_accounts: Default::default(),

@@ -9,6 +9,7 @@ use std::sync::atomic::Ordering;
 use apimachinery::StatusError;
 
 use crate::api::Api;
+use crate::lifecycle::Phase;
 use crate::negotiate::parse_accept;
 use crate::openapi;
 use crate::response::{self, Body};
@@ -26,9 +27,14 @@ pub fn serve(api: &Api, req: &Request<Incoming>, path: &str) -> Response<Body> {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let path = path.trim_end_matches('/');
+    if let Some(check) = path.strip_prefix("/readyz/")
+        && let Some(resp) = readyz_check(api, check)
+    {
+        return resp;
+    }
     match path {
         "/healthz" | "/livez" | "/healthz/ping" | "/livez/ping" => response::text(200, "ok"),
-        "/readyz" | "/readyz/ping" => readyz(api),
+        "/readyz" => readyz(api, req.uri().query()),
         "/version" => response::json(200, version_json()),
         "/metrics" => {
             let mut text = api.metrics.render(&api.storage);
@@ -46,23 +52,87 @@ pub fn serve(api: &Api, req: &Request<Incoming>, path: &str) -> Response<Body> {
     }
 }
 
-/// `/readyz` in upstream's format: a `[-]<check> failed` line per failing check.
-/// Storage is not ready while the watch cache is not following it (its watch
-/// broke and is being reconnected): reads would only wait and fail.
-fn readyz(api: &Api) -> Response<Body> {
+/// `/readyz`'s checks, in upstream's order; each says why it fails, if it does.
+fn readyz_checks(api: &Api) -> [(&'static str, Option<String>); 5] {
+    let storage = api.storage.health_error().map(|e| e.to_string());
+    let started = (!api.ready.load(Ordering::Acquire)).then(|| "not started yet".to_string());
+    let shutdown = (api.lifecycle.phase() >= Phase::ShutdownInitiated)
+        .then(|| "process is shutting down".to_string());
+    [
+        ("ping", None),
+        ("log", None),
+        ("etcd", storage),
+        ("kubext-ready", started),
+        ("shutdown", shutdown),
+    ]
+}
+
+/// `/readyz` as upstream's health handler answers it: `ok`, or with `?verbose`
+/// or on failure a `[+]`/`[-]` line per check (a failure's reason goes to the
+/// log, not to the public answer); `?exclude=<check>` skips one. Storage is
+/// not ready while the watch cache is not following it (its watch broke and is
+/// being reconnected): reads would only wait and fail. The `shutdown` check
+/// fails from the moment a termination signal arrives (see `lifecycle`).
+fn readyz(api: &Api, query: Option<&str>) -> Response<Body> {
+    let mut verbose = false;
+    let mut excluded: Vec<String> = Vec::new();
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match &*key {
+            "verbose" => verbose = true,
+            "exclude" => excluded.push(value.into_owned()),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
     let mut failed = Vec::new();
-    if let Some(error) = api.storage.health_error() {
-        tracing::debug!(%error, "readyz: etcd check failed");
-        failed.push("[-]etcd failed: reason withheld");
+    for (name, failure) in readyz_checks(api) {
+        if let Some(i) = excluded.iter().position(|e| e == name) {
+            excluded.remove(i);
+            out.push_str(&format!("[+]{name} excluded: ok\n"));
+            continue;
+        }
+        match failure {
+            Some(reason) => {
+                tracing::debug!(check = name, %reason, "readyz check failed");
+                out.push_str(&format!("[-]{name} failed: reason withheld\n"));
+                failed.push(name);
+            }
+            None => out.push_str(&format!("[+]{name} ok\n")),
+        }
     }
-    if !api.ready.load(Ordering::Acquire) || *api.shutdown.borrow() {
-        failed.push("[-]kubext-ready failed: not ready");
+    if !excluded.is_empty() {
+        let quoted: Vec<String> = excluded.iter().map(|e| format!("{e:?}")).collect();
+        out.push_str(&format!(
+            "warn: some health checks cannot be excluded: no matches for {}\n",
+            quoted.join(",")
+        ));
     }
-    if failed.is_empty() {
-        return response::text(200, "ok");
+    if !failed.is_empty() {
+        return plain_text(500, format!("{out}readyz check failed\n"));
     }
-    let body = format!("{}\nreadyz check failed", failed.join("\n"));
-    response::respond(500, "text/plain; charset=utf-8", body)
+    if !verbose {
+        return plain_text(200, "ok".to_string());
+    }
+    plain_text(200, format!("{out}readyz check passed\n"))
+}
+
+/// `/readyz/<check>`: one check, `ok` or upstream's `internal server error: <why>`.
+fn readyz_check(api: &Api, name: &str) -> Option<Response<Body>> {
+    let (_, failure) = readyz_checks(api).into_iter().find(|(n, _)| *n == name)?;
+    Some(match failure {
+        Some(reason) => plain_text(500, format!("internal server error: {reason}\n")),
+        None => plain_text(200, "ok".to_string()),
+    })
+}
+
+/// A health answer: plain text, never sniffed.
+fn plain_text(code: u16, body: String) -> Response<Body> {
+    let mut resp = response::respond(code, "text/plain; charset=utf-8", body);
+    resp.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        http::HeaderValue::from_static("nosniff"),
+    );
+    resp
 }
 
 fn discovery_root(api: &Api, path: &str, accept: &str) -> Response<Body> {

@@ -17,6 +17,7 @@ pub mod forward;
 pub mod front_proxy;
 pub mod handlers;
 pub mod impersonation;
+pub mod lifecycle;
 pub mod metrics;
 pub mod negotiate;
 pub mod openapi;
@@ -32,4 +33,4 @@ pub mod tls;
 
 pub use api::Serving;
 pub use config::{Config, StorageKind};
-pub use server::{Prepared, Running, prepare, start, wait_for_shutdown_signal};
+pub use server::{PreShutdownHook, Prepared, Running, prepare, start, wait_for_shutdown_signal};

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 use apimachinery::StatusError;
 use registry::{JsonCodec, Storage};
@@ -20,6 +19,7 @@ use crate::api::{Api, Serving};
 use crate::authn::Authenticator;
 use crate::config::{Config, StorageKind};
 use crate::front_proxy::FrontProxy;
+use crate::lifecycle::Phase;
 use crate::pki::{self, Pki};
 use crate::response;
 
@@ -28,15 +28,101 @@ pub struct Running {
     pub addr: SocketAddr,
     pub kubeconfig: PathBuf,
     pub api: Arc<Api>,
-    shutdown_tx: watch::Sender<bool>,
+    hooks: Vec<PreShutdownHook>,
+    /// Tells the accept loop to stop listening, and how long connections
+    /// then get to finish.
+    stop_listening: tokio::sync::oneshot::Sender<Duration>,
     done: tokio::task::JoinHandle<()>,
 }
 
+/// Work that runs when termination starts, before the server stops accepting
+/// requests (it may still write through it): upstream's pre-shutdown hooks.
+pub struct PreShutdownHook {
+    pub name: &'static str,
+    pub run: futures::future::BoxFuture<'static, ()>,
+}
+
+/// A pre-shutdown hook that has not finished in this long is left behind
+/// (upstream's lease controllers bound their clean-up by 10 s too).
+const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long connections get to finish once the listener closed in
+/// `--shutdown-send-retry-after` mode (upstream: 2 s, time for HTTP/2's GOAWAY).
+const RETRY_AFTER_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Log one of upstream's `[graceful-termination]` events.
+fn termination_event(name: &str, since: Instant) {
+    tracing::info!(
+        event = name,
+        elapsed_ms = since.elapsed().as_millis() as u64,
+        "[graceful-termination] shutdown event"
+    );
+}
+
 impl Running {
-    /// Stop accepting, end watches, let in-flight requests finish, close the store.
+    /// Terminate gracefully, in kube-apiserver's order (see `lifecycle`):
+    /// unready at once and the pre-shutdown hooks, serving through
+    /// `--shutdown-delay-duration`, then no new requests, watches ended,
+    /// in-flight requests finished within `--request-timeout`, storage closed.
     pub async fn shutdown(self) {
-        let _ = self.shutdown_tx.send(true);
+        let since = Instant::now();
+        let lifecycle = self.api.lifecycle.clone();
+        let options = lifecycle.options.clone();
+        lifecycle.advance(Phase::ShutdownInitiated);
+        termination_event("ShutdownInitiated", since);
+        let hooks = tokio::spawn(run_hooks(self.hooks, since));
+        tokio::time::sleep(options.delay).await;
+        termination_event("AfterShutdownDelayDuration", since);
+        let _ = hooks.await;
+        lifecycle.spread_watch_ends(self.api.storage.watcher_count());
+        lifecycle.advance(Phase::NotAcceptingNewRequest);
+        termination_event("NotAcceptingNewRequest", since);
+        let request_bound = self.api.request_timeout;
+        let watch_grace = options.watch_termination_grace_period;
+        if options.send_retry_after {
+            // Listening on, answering 429, until what is in flight is done.
+            drained(&lifecycle, request_bound, since).await;
+            let _ = self
+                .stop_listening
+                .send(RETRY_AFTER_CLOSE_TIMEOUT.max(watch_grace));
+        } else {
+            let _ = self.stop_listening.send(request_bound.max(watch_grace));
+            drained(&lifecycle, request_bound, since).await;
+        }
         let _ = self.done.await;
+        tracing::info!(
+            elapsed_ms = since.elapsed().as_millis() as u64,
+            "[graceful-termination] apiserver is exiting"
+        );
+    }
+}
+
+/// Run the pre-shutdown hooks side by side, each within [`HOOK_TIMEOUT`].
+async fn run_hooks(hooks: Vec<PreShutdownHook>, since: Instant) {
+    futures::future::join_all(hooks.into_iter().map(|hook| async move {
+        if tokio::time::timeout(HOOK_TIMEOUT, hook.run).await.is_err() {
+            tracing::warn!(
+                hook = hook.name,
+                "pre-shutdown hook did not finish within {HOOK_TIMEOUT:?}"
+            );
+        }
+    }))
+    .await;
+    termination_event("PreShutdownHooksStopped", since);
+}
+
+/// Wait until no request that is not long-running is in flight, at most `bound`.
+async fn drained(lifecycle: &crate::lifecycle::Lifecycle, bound: Duration, since: Instant) {
+    let deadline = Instant::now() + bound;
+    while lifecycle.in_flight() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    match lifecycle.in_flight() {
+        0 => termination_event("InFlightRequestsDrained", since),
+        left => tracing::warn!(
+            in_flight = left,
+            "[graceful-termination] requests still in flight after {bound:?}"
+        ),
     }
 }
 
@@ -55,9 +141,7 @@ pub struct Prepared {
     trust_pem: String,
     data_dir: PathBuf,
     storage_kind: StorageKind,
-    shutdown_grace: Duration,
-    shutdown_tx: watch::Sender<bool>,
-    shutdown_rx: watch::Receiver<bool>,
+    hooks: Vec<PreShutdownHook>,
     started: Instant,
 }
 
@@ -108,18 +192,12 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
 
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let lifecycle = Arc::new(crate::lifecycle::Lifecycle::new(config.shutdown.clone()));
     let api = Arc::new(
-        Api::new(
-            storage,
-            &config.etcd_prefix,
-            authn,
-            shutdown_rx.clone(),
-            serving,
-        )
-        .with_request_timeout(config.request_timeout)
-        .with_anonymous(config.anonymous_auth)
-        .with_audit(open_audit(&config)?),
+        Api::new(storage, &config.etcd_prefix, authn, lifecycle, serving)
+            .with_request_timeout(config.request_timeout)
+            .with_anonymous(config.anonymous_auth)
+            .with_audit(open_audit(&config)?),
     );
     Ok(Prepared {
         api,
@@ -132,14 +210,24 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
         trust_pem,
         data_dir: config.data_dir,
         storage_kind: config.storage,
-        shutdown_grace: config.shutdown_grace,
-        shutdown_tx,
-        shutdown_rx,
+        hooks: Vec::new(),
         started,
     })
 }
 
 impl Prepared {
+    /// Run `hook` when termination starts (see [`PreShutdownHook`]).
+    pub fn on_shutdown(
+        &mut self,
+        name: &'static str,
+        hook: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        self.hooks.push(PreShutdownHook {
+            name,
+            run: Box::pin(hook),
+        });
+    }
+
     /// Write the kubeconfig, report ready and serve. `background` (what runs next
     /// to the server) is stopped at shutdown, before storage closes.
     pub fn serve(self, background: tokio::task::JoinHandle<()>) -> Result<Running> {
@@ -164,19 +252,20 @@ impl Prepared {
             self.api.name,
             kubeconfig.display()
         );
+        let (stop_listening, stop) = tokio::sync::oneshot::channel();
         let done = tokio::spawn(serve(
             self.listener,
             tokio_rustls::TlsAcceptor::from(Arc::new(self.tls)),
             self.api.clone(),
-            self.shutdown_rx,
+            stop,
             background,
-            self.shutdown_grace,
         ));
         Ok(Running {
             addr: self.addr,
             kubeconfig,
             api: self.api,
-            shutdown_tx: self.shutdown_tx,
+            hooks: self.hooks,
+            stop_listening,
             done,
         })
     }
@@ -336,9 +425,8 @@ async fn serve(
     listener: TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
     api: Arc<Api>,
-    mut shutdown: watch::Receiver<bool>,
+    mut stop: tokio::sync::oneshot::Receiver<Duration>,
     background: tokio::task::JoinHandle<()>,
-    grace: Duration,
 ) {
     let graceful = GracefulShutdown::new();
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -349,7 +437,7 @@ async fn serve(
         .max_buf_size(HTTP1_BUFFER);
     builder.http2().max_concurrent_streams(1000);
     let mut backoff = AcceptBackoff::default();
-    loop {
+    let bound = loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let tcp = match accepted {
@@ -395,20 +483,27 @@ async fn serve(
                     }
                 });
             }
-            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
+            bound = &mut stop => break bound.unwrap_or_default(),
         }
-    }
+    };
     drop(listener);
-    tracing::info!("shutting down: finishing in-flight requests");
-    if tokio::time::timeout(grace, graceful.shutdown())
+    tracing::info!(
+        event = "HTTPServerStoppedListening",
+        "[graceful-termination] shutdown event"
+    );
+    // Idle connections close now, busy ones after their response (HTTP/2:
+    // GOAWAY); watch bodies are ending (see `lifecycle`).
+    if tokio::time::timeout(bound, graceful.shutdown())
         .await
         .is_err()
     {
-        tracing::warn!("some connections did not finish within {grace:?}");
+        tracing::warn!(
+            "[graceful-termination] some connections did not finish within {bound:?}; dropping them"
+        );
     }
     background.abort();
     api.storage.close().await;
-    tracing::info!("storage closed; bye");
+    tracing::info!("storage closed");
 }
 
 /// Completes only if no request arrived within `timeout`.

@@ -25,6 +25,7 @@ use storage::{WatchItem, Watcher};
 use super::call::Call;
 use crate::catalog::Served;
 use crate::encode::{self, TableOptions};
+use crate::lifecycle::{Lifecycle, Phase};
 use crate::negotiate::Output;
 use crate::response::{Body, Chunk};
 
@@ -68,7 +69,8 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
         Ok(watcher) => {
             let ends = Ends {
                 deadline: Box::pin(tokio::time::sleep_until(deadline_after(timeout))),
-                shutdown: call.api.shutdown.clone(),
+                shutdown: call.api.lifecycle.subscribe(),
+                lifecycle: call.api.lifecycle.clone(),
                 retired: call.served.retired.subscribe(),
             };
             Pump::new(watcher, encoder, initial_events_end, ends).body()
@@ -96,8 +98,10 @@ fn rand_below(n: u64) -> u64 {
 struct Ends {
     /// One timer for the watch's life (not one per event).
     deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
-    /// Server shutdown.
-    shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Server shutdown: the watch ends once the server stops accepting
+    /// requests (after its place in the spread of watch ends).
+    shutdown: tokio::sync::watch::Receiver<Phase>,
+    lifecycle: Arc<Lifecycle>,
     /// The resource was replaced or removed (its CRD changed or went away).
     retired: tokio::sync::watch::Receiver<bool>,
 }
@@ -105,9 +109,20 @@ struct Ends {
 impl Ends {
     /// The deadline passed, the server is shutting down, or the resource went.
     async fn reached(mut self) {
+        let lifecycle = self.lifecycle;
+        let mut shutdown = self.shutdown;
+        let stopping = async move {
+            let _ = shutdown
+                .wait_for(|p| *p >= Phase::NotAcceptingNewRequest)
+                .await;
+            let delay = lifecycle.watch_end_delay();
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+        };
         tokio::select! {
             _ = self.deadline.as_mut() => {}
-            _ = self.shutdown.wait_for(|s| *s) => {}
+            () = stopping => {}
             _ = self.retired.wait_for(|r| *r) => {}
         }
     }
