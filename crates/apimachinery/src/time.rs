@@ -40,3 +40,9 @@ pub fn rfc3339_after(seconds: i64) -> String {
 pub fn parse(s: &str) -> Option<jiff::Timestamp> {
     s.parse().ok()
 }
+
+/// How long ago an RFC 3339 timestamp was (zero for one in the future).
+pub fn age(s: &str) -> Option<std::time::Duration> {
+    let elapsed = jiff::Timestamp::now().duration_since(parse(s)?);
+    Some(std::time::Duration::try_from(elapsed).unwrap_or_default())
+}

@@ -32,10 +32,16 @@ pub async fn publish(api: &Api, ranges: &ServiceRanges, address: SocketAddr) -> 
     };
     default_service_cidr(&lookup("networking.k8s.io", "servicecidrs")?, ranges).await?;
     let services = lookup("", "services")?;
-    match services.create(&ctx, service(ranges, address.port())).await {
-        Ok(_) => {}
-        Err(e) if e.code() == 409 => {}
-        Err(e) => return Err(anyhow!("creating default/kubernetes: {e}")),
+    // Looked up first: creating it again would ask for its cluster IP, which
+    // its IPAddress holds (422), before the name's conflict (409).
+    let missing = services.get(&ctx, NAME).await.is_err();
+    if missing {
+        match services.create(&ctx, service(ranges, address.port())).await {
+            Ok(_) => {}
+            // Another replica created it meanwhile.
+            Err(e) if e.code() == 409 || e.code() == 422 => {}
+            Err(e) => return Err(anyhow!("creating default/kubernetes: {e}")),
+        }
     }
     upsert(&lookup("", "endpoints")?, &ctx, endpoints(address)).await?;
     upsert(

@@ -11,6 +11,7 @@ mod authorization;
 mod component_statuses;
 mod flowcontrol;
 mod kubernetes_service;
+pub mod service_repair;
 mod webhook_services;
 
 pub use admission::in_tree::Plugins as AdmissionPlugins;
@@ -31,6 +32,7 @@ use registry::{GenericStore, ResourceType};
 use server::api::{Api, Serving};
 use server::front_proxy::FrontProxy;
 use server::{Prepared, Running, StorageKind};
+use service_repair::ServiceRepair;
 
 /// What `kubext serve` configures.
 #[derive(Debug, Clone)]
@@ -38,6 +40,8 @@ pub struct Config {
     pub server: server::Config,
     /// Where Services get cluster IPs and node ports.
     pub service_ranges: registry::builtin::ServiceRanges,
+    /// How often every replica repairs Service allocations (upstream: 3 min).
+    pub service_repair_interval: Duration,
     /// `--authorization-mode`, in order (after `system:masters`).
     pub authorization_modes: Vec<AuthorizationMode>,
     /// `--enable-admission-plugins` / `--disable-admission-plugins`.
@@ -49,6 +53,7 @@ impl Default for Config {
         Config {
             server: Default::default(),
             service_ranges: Default::default(),
+            service_repair_interval: Duration::from_secs(180),
             authorization_modes: vec![AuthorizationMode::Rbac],
             admission_plugins: Default::default(),
         }
@@ -79,12 +84,15 @@ pub async fn start(config: Config) -> Result<Running> {
         admission: Some(admission.clone()),
     };
     let storage = config.server.storage;
+    let orphan_grace = config.server.request_timeout;
     let prepared = server::prepare(config.server, serving).await?;
     component_statuses.attach(&prepared.api);
+    let service_repair = ServiceRepair::new(&prepared.api, config.service_ranges, orphan_grace)?;
     let controllers = start_controllers(
         &prepared,
         storage,
         &config.service_ranges,
+        (service_repair, config.service_repair_interval),
         remotes,
         &authorization,
         &admission,
@@ -133,6 +141,7 @@ async fn start_controllers(
     prepared: &Prepared,
     storage: StorageKind,
     service_ranges: &registry::builtin::ServiceRanges,
+    (mut service_repair, repair_interval): (ServiceRepair, Duration),
     remotes: Remotes,
     authorization: &authorization::Authorization,
     admission: &admission::Chain,
@@ -149,6 +158,10 @@ async fn start_controllers(
     };
     bootstrap(api).await?;
     step("namespaces");
+    // Before the first Service write: allocations stored before must be known.
+    service_repair.repair().await?;
+    let service_repair = tokio::spawn(service_repair.run(repair_interval));
+    step("service allocation repair");
     kubernetes_service::publish(api, service_ranges, advertised(prepared.addr)).await?;
     step("default/kubernetes");
     let flowcontrol = flowcontrol::start(api.clone()).await?;
@@ -216,6 +229,7 @@ async fn start_controllers(
     Ok(tokio::spawn(async move {
         let _ = tokio::join!(
             flowcontrol,
+            service_repair,
             election,
             rbac,
             admission,

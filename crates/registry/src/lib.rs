@@ -19,8 +19,8 @@ pub use table::resource_age;
 pub use object::{Head, HeadMeta, HeadOwner, JsonCodec, Object};
 pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
-    Admission, Allocation, Allocator, Attributes, Converter, ExtraSubresource, FieldLabelRefusal,
-    FieldLabels, GlobalAdmission, Operation, Provider, READ_VERBS, ResourceType, ScalePaths,
-    StorageVersion, Strategy, TableColumn,
+    Admission, Allocation, AllocationPool, Allocator, Attributes, Converter, ExtraSubresource,
+    FieldLabelRefusal, FieldLabels, GlobalAdmission, Operation, Provider, READ_VERBS, Reservation,
+    ResourceType, ScalePaths, StorageVersion, Strategy, TableColumn,
 };
 pub use store::{DeleteOutcome, GenericStore, ListResult, Storage, random_suffix};

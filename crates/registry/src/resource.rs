@@ -411,23 +411,46 @@ pub trait Converter: Send + Sync + 'static {
     ) -> Result<Vec<Value>, apimachinery::StatusError>;
 }
 
-/// Hands out values from a pool shared by every object of a type (Services:
-/// cluster IPs and node ports) when objects are written.
-pub trait Allocator: Send + Sync + 'static {
-    /// Fill in and check what `obj` takes from the pool. `old` is the stored object
-    /// on updates; `existing` the other stored objects of the type. The returned
-    /// [`Allocation`] holds what was taken until the write is stored or fails.
-    fn allocate(
-        &self,
-        obj: &mut Value,
-        old: Option<&Value>,
-        existing: &mut dyn Iterator<Item = &Value>,
-    ) -> Result<Allocation, apimachinery::StatusError>;
+/// Where an [`Allocator`] keeps its pool: the storage (and key prefix) its
+/// type is stored in, shared by every replica on one etcd.
+#[derive(Clone)]
+pub struct AllocationPool {
+    pub storage: std::sync::Arc<crate::store::Storage>,
+    pub prefix: String,
 }
 
-/// Values reserved by an [`Allocator`] for one write; dropping it releases them
-/// (by then the stored object holds them, or the write failed).
-pub struct Allocation(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+/// Hands out values from a pool shared by every object of a type (Services:
+/// cluster IPs and node ports) when objects are written. The pool lives in
+/// the store, so that replicas on one etcd hand out each value once.
+#[async_trait::async_trait]
+pub trait Allocator: Send + Sync + 'static {
+    /// Fill in and take from the pool what `obj` needs. `old` is the stored
+    /// object on updates. A dry run checks without taking. The returned
+    /// [`Allocation`] is finished when the write is stored or has failed.
+    async fn allocate(
+        &self,
+        pool: &AllocationPool,
+        obj: &mut Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Result<Allocation, apimachinery::StatusError>;
+
+    /// Give back what a deleted object held.
+    async fn release(&self, pool: &AllocationPool, obj: &Value);
+}
+
+/// What one write took from a pool and what it gave up.
+#[async_trait::async_trait]
+pub trait Reservation: Send + Sync + 'static {
+    /// The write was stored: release what it gave up (an update's old values).
+    async fn commit(self: Box<Self>);
+    /// The write failed: release what it took.
+    async fn revert(self: Box<Self>);
+}
+
+/// One write's [`Reservation`], finished by [`Allocation::finish`]. Dropped
+/// unfinished (the request was cancelled), it is reverted in the background.
+pub struct Allocation(Option<Box<dyn Reservation>>);
 
 impl std::fmt::Debug for Allocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -436,8 +459,35 @@ impl std::fmt::Debug for Allocation {
 }
 
 impl Allocation {
-    pub fn new(reserved: impl Send + Sync + 'static) -> Self {
-        Allocation(Box::new(reserved))
+    pub fn new(reservation: impl Reservation) -> Self {
+        Allocation(Some(Box::new(reservation)))
+    }
+
+    /// Nothing taken, nothing given up.
+    pub fn nothing() -> Self {
+        Allocation(None)
+    }
+
+    /// Commit when the write was `stored`, else revert.
+    pub async fn finish(mut self, stored: bool) {
+        let Some(reservation) = self.0.take() else {
+            return;
+        };
+        if stored {
+            reservation.commit().await;
+        } else {
+            reservation.revert().await;
+        }
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        if let Some(reservation) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(reservation.revert());
+        }
     }
 }
 

@@ -18,7 +18,9 @@ use crate::object::{JsonCodec, Object, encode_for_storage};
 use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };
-use crate::resource::{Allocation, Attributes, GlobalAdmission, Operation, ResourceType};
+use crate::resource::{
+    Allocation, AllocationPool, Attributes, GlobalAdmission, Operation, ResourceType,
+};
 
 pub type Storage = storage::Store<JsonCodec>;
 
@@ -188,24 +190,32 @@ impl GenericStore {
         key
     }
 
-    /// Reserve what `obj` takes from its type's shared pool (Services: cluster IPs,
-    /// node ports), seeing every other stored object of the type.
-    async fn allocate(&self, obj: &mut Value, old: Option<&Value>) -> Result<Option<Allocation>> {
+    /// Take what `obj` needs from its type's shared pool (Services: cluster
+    /// IPs, node ports), in the store.
+    async fn allocate(
+        &self,
+        obj: &mut Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Result<Allocation> {
         let Some(allocator) = &self.rtype.allocator else {
-            return Ok(None);
+            return Ok(Allocation::nothing());
         };
-        // Every acknowledged write (a delete that freed an IP) must be seen.
-        self.sync().await?;
-        let own_key = self.key(meta::namespace(obj), meta::name(obj));
-        let stored = self.storage.list(&self.collection(""), None, 0, &|_| true);
-        let others: Vec<Arc<Value>> = stored
-            .items
-            .iter()
-            .filter(|e| *e.key != *own_key)
-            .map(|e| e.object.value())
-            .collect();
-        let mut others = others.iter().map(|v| v.as_ref());
-        allocator.allocate(obj, old, &mut others).map(Some)
+        allocator.allocate(&self.pool(), obj, old, dry_run).await
+    }
+
+    /// Give back what a deleted object held from its type's pool.
+    async fn release(&self, obj: &Value) {
+        if let Some(allocator) = &self.rtype.allocator {
+            allocator.release(&self.pool(), obj).await;
+        }
+    }
+
+    fn pool(&self) -> AllocationPool {
+        AllocationPool {
+            storage: self.storage.clone(),
+            prefix: self.prefix.clone(),
+        }
     }
 
     /// Key prefix of a collection: one namespace, or all.
@@ -657,8 +667,14 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(meta::name(&obj), &errs));
         }
-        // Held until the object is stored (or the create fails).
-        let _allocation = self.allocate(&mut obj, None).await?;
+        let allocation = self.allocate(&mut obj, None, ctx.dry_run).await?;
+        let created = self.admit_and_create(ctx, obj).await;
+        allocation.finish(created.is_ok()).await;
+        created
+    }
+
+    /// The end of a create, once the object holds what it allocated.
+    async fn admit_and_create(&self, ctx: &RequestContext, obj: Value) -> Result<Arc<Object>> {
         if let Some(admission) = &self.rtype.admission {
             admission.admit(Operation::Create, &obj, None, ctx).await?;
         }
@@ -822,57 +838,82 @@ impl GenericStore {
             self.mutate_globally(Operation::Update, name, &mut new, Some(old), ctx)
                 .await?;
             self.prepare_update(ctx, &mut new, old)?;
-            let _allocation = self.allocate(&mut new, Some(old)).await?;
-            if is_noop(old, &new) {
-                return Ok(presented);
-            }
-            if let Some(admission) = &self.rtype.admission {
-                admission
-                    .admit(Operation::Update, &new, Some(old), ctx)
-                    .await?;
-            }
-            self.admit_globally(Operation::Update, name, Some(&new), Some(old), ctx)
-                .await?;
-            if ctx.dry_run {
-                return Ok(Arc::new(Object::new(new)));
-            }
-            let finalized =
-                meta::deletion_timestamp(&new).is_some() && !self.deletion_pending(&new);
-            let mut stored = None;
-            let mut written = bytes::Bytes::new();
-            let result = if finalized {
-                self.storage
-                    .delete(&key, Some(current.mod_revision))
-                    .await
-                    .map(|(rev, _)| rev)
-            } else {
-                let (bytes, stored_form) = self.encode(&new).await?;
-                stored = stored_form;
-                written = bytes.clone();
-                self.storage.update(&key, bytes, current.mod_revision).await
-            };
-            match result {
-                Ok(revision) if finalized => {
-                    meta::set_resource_version(&mut new, revision);
-                    return Ok(Arc::new(Object::new(new)));
-                }
-                Ok(revision) => return self.answer(&key, revision, new, stored, &written).await,
-                Err(storage::Error::Conflict {
-                    current: Some(kv), ..
-                }) => {
-                    current = self
-                        .storage
-                        .decode(&kv)
-                        .map_err(|e| self.storage_error(e, name))?;
-                }
-                Err(storage::Error::Conflict { current: None, .. })
-                | Err(storage::Error::NotFound(_)) => {
-                    return Err(self.not_found(name));
-                }
-                Err(e) => return Err(self.storage_error(e, name)),
+            let allocation = self.allocate(&mut new, Some(old), ctx.dry_run).await?;
+            let written = self
+                .admit_and_write(ctx, name, &key, &current, &presented, new, old)
+                .await;
+            allocation
+                .finish(matches!(written, Ok(Written::Stored(_))))
+                .await;
+            match written? {
+                Written::Stored(object) => return Ok(object),
+                Written::Conflict(latest) => current = latest,
             }
         }
         Err(StatusError::modified(&self.rtype.group_resource(), name))
+    }
+
+    /// The end of one attempt of [`Self::update_with`], once `new` holds what
+    /// it allocated: admission, then the compare-and-swap write (or the delete
+    /// of an object whose last finalizer went).
+    #[allow(clippy::too_many_arguments)]
+    async fn admit_and_write(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        key: &str,
+        current: &Entry<Object>,
+        presented: &Arc<Object>,
+        mut new: Value,
+        old: &Value,
+    ) -> Result<Written> {
+        if is_noop(old, &new) {
+            return Ok(Written::Stored(presented.clone()));
+        }
+        if let Some(admission) = &self.rtype.admission {
+            admission
+                .admit(Operation::Update, &new, Some(old), ctx)
+                .await?;
+        }
+        self.admit_globally(Operation::Update, name, Some(&new), Some(old), ctx)
+            .await?;
+        if ctx.dry_run {
+            return Ok(Written::Stored(Arc::new(Object::new(new))));
+        }
+        let finalized = meta::deletion_timestamp(&new).is_some() && !self.deletion_pending(&new);
+        let result = if finalized {
+            self.storage
+                .delete(key, Some(current.mod_revision))
+                .await
+                .map(|(revision, _)| (revision, None, bytes::Bytes::new()))
+        } else {
+            let (bytes, stored) = self.encode(&new).await?;
+            self.storage
+                .update(key, bytes.clone(), current.mod_revision)
+                .await
+                .map(|revision| (revision, stored, bytes))
+        };
+        match result {
+            Ok((revision, ..)) if finalized => {
+                meta::set_resource_version(&mut new, revision);
+                self.release(&new).await;
+                Ok(Written::Stored(Arc::new(Object::new(new))))
+            }
+            Ok((revision, stored, bytes)) => self
+                .answer(key, revision, new, stored, &bytes)
+                .await
+                .map(Written::Stored),
+            Err(storage::Error::Conflict {
+                current: Some(kv), ..
+            }) => self
+                .storage
+                .decode(&kv)
+                .map(Written::Conflict)
+                .map_err(|e| self.storage_error(e, name)),
+            Err(storage::Error::Conflict { current: None, .. })
+            | Err(storage::Error::NotFound(_)) => Err(self.not_found(name)),
+            Err(e) => Err(self.storage_error(e, name)),
+        }
     }
 
     /// Credit the request's field manager with the change from `live` (for
@@ -1070,6 +1111,7 @@ impl GenericStore {
                 Ok((rev, _)) => {
                     let mut object = obj.clone();
                     meta::set_resource_version(&mut object, rev);
+                    self.release(&object).await;
                     return Ok(DeleteOutcome {
                         object,
                         deleted: true,
@@ -1112,6 +1154,13 @@ impl GenericStore {
         }
         Ok(deleted)
     }
+}
+
+/// How one attempt of an update ended.
+enum Written {
+    Stored(Arc<Object>),
+    /// Another writer got there first: the object as it now is.
+    Conflict(Arc<Entry<Object>>),
 }
 
 /// What a DELETE does to an object of a type deleted gracefully.

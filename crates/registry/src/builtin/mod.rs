@@ -18,6 +18,7 @@ mod pod_resize;
 pub mod printers;
 pub mod rbac;
 mod secrets;
+pub mod service_allocation;
 mod services;
 mod storage;
 mod strategy_rules;
@@ -26,7 +27,7 @@ pub mod validation;
 pub mod webhook_configurations;
 pub(crate) mod zero_fields;
 
-pub use services::{ServiceAllocator, ServiceRanges};
+pub use service_allocation::{ServiceAllocator, ServiceRanges};
 
 use std::sync::Arc;
 
@@ -149,7 +150,8 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
     );
     services.has_status = true;
     services.return_deleted_object = true;
-    services.allocator = Some(Arc::new(ServiceAllocator::new(service_ranges)));
+    let service_allocator = Arc::new(ServiceAllocator::new(service_ranges));
+    services.allocator = Some(service_allocator.clone());
     services.name_validation = apimachinery::validation::name_is_dns1035_label;
     services.categories = vec!["all".into()];
     services.extra_subresources = kinds::SERVICE_SUBRESOURCES;
@@ -388,7 +390,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         kind: "CertificateSigningRequest",
         verbs: &["get", "patch", "update"],
     }];
-    [
+    let types = [
         policies,
         policy_bindings,
         mutating_policies,
@@ -405,23 +407,31 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         events_v1,
         leases,
         csrs,
-    ]
-    .into_iter()
-    .chain(webhook_configurations)
-    .chain(reviews)
-    .chain(rbac_types)
-    .chain(kinds::resource_types())
-    .chain([hpa::resource_type()])
-    .map(|mut t| {
-        if let Some((group, version)) = stored_elsewhere(&t.group, &t.version, &t.kind) {
-            t.storage_version = StorageVersion::Other {
-                group: group.into(),
-                version: version.into(),
-            };
-        }
-        Arc::new(t)
-    })
-    .collect()
+    ];
+    let types: Vec<Arc<ResourceType>> = types
+        .into_iter()
+        .chain(webhook_configurations)
+        .chain(reviews)
+        .chain(rbac_types)
+        .chain(kinds::resource_types())
+        .chain([hpa::resource_type()])
+        .map(|mut t| {
+            if let Some((group, version)) = stored_elsewhere(&t.group, &t.version, &t.kind) {
+                t.storage_version = StorageVersion::Other {
+                    group: group.into(),
+                    version: version.into(),
+                };
+            }
+            Arc::new(t)
+        })
+        .collect();
+    if let Some(ip_addresses) = types
+        .iter()
+        .find(|t| t.group == "networking.k8s.io" && t.plural == "ipaddresses")
+    {
+        service_allocator.use_ip_addresses(ip_addresses.clone());
+    }
+    types
 }
 
 /// Built-in kinds a default kube-apiserver 1.37 stores in another
