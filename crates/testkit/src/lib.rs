@@ -9,6 +9,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod ha;
 pub mod webhook;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -27,8 +28,10 @@ pub enum Storage {
     Etcd(String),
 }
 
+#[derive(Clone)]
 pub struct Builder {
     binary: Option<PathBuf>,
+    secure_port: u16,
     storage: Storage,
     data_dir: Option<PathBuf>,
     extra_args: Vec<String>,
@@ -80,6 +83,7 @@ impl Server {
     pub fn builder() -> Builder {
         Builder {
             binary: None,
+            secure_port: 0,
             storage: Storage::Memory,
             data_dir: None,
             extra_args: Vec::new(),
@@ -255,6 +259,12 @@ impl Builder {
         self
     }
 
+    /// `--secure-port` (default 0: a free port the server picks).
+    pub fn secure_port(mut self, port: u16) -> Self {
+        self.secure_port = port;
+        self
+    }
+
     /// Use this data dir (kept after the server stops) instead of a temporary one.
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
@@ -298,7 +308,7 @@ impl Builder {
             .arg("--data-dir")
             .arg(&data_dir)
             .arg("--secure-port")
-            .arg("0");
+            .arg(self.secure_port.to_string());
         match &self.storage {
             Storage::Memory => {
                 cmd.args(["--storage", "memory"]);
