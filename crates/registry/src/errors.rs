@@ -20,6 +20,14 @@ pub fn to_status(err: Error, gr: &GroupResource, name: &str) -> StatusError {
         Error::Unavailable(msg) => {
             StatusError::service_unavailable(format!("storage is unavailable: {msg}"))
         }
+        // A write whose outcome is unknown: upstream's answer when etcd did not
+        // answer within the request's deadline.
+        Error::Timeout(msg) => {
+            tracing::warn!(%msg, "storage write outcome unknown");
+            StatusError::timeout(
+                "Timeout: request did not complete within requested timeout - context deadline exceeded",
+            )
+        }
         Error::Corrupt(msg) => StatusError::internal(format!("corrupt object in storage: {msg}")),
     }
 }

@@ -74,6 +74,9 @@ pub enum Error {
     FutureRevision { requested: i64, current: i64 },
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// A write that got no answer in time: it may or may not have been applied.
+    #[error("storage timeout: {0}")]
+    Timeout(String),
     #[error("corrupt storage: {0}")]
     Corrupt(String),
 }

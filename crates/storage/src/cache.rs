@@ -971,7 +971,10 @@ async fn follow<C: Codec>(
         {
             return;
         }
-        let Some((next, target)) = reconnect(&store, error, &mut backoff).await else {
+        // A stream that was following ends when its member fails: another member
+        // can take over at once. Back off only if it keeps failing.
+        let at_once = catch_up.is_none();
+        let Some((next, target)) = reconnect(&store, error, &mut backoff, at_once).await else {
             return;
         };
         stream = next;
@@ -979,16 +982,20 @@ async fn follow<C: Codec>(
     }
 }
 
-/// Retry `Store::resume` with backoff until it succeeds (None once the store is gone).
+/// Retry `Store::resume` with backoff until it succeeds (None once the store is
+/// gone); the first try without waiting if `at_once`.
 async fn reconnect<C: Codec>(
     store: &std::sync::Weak<Store<C>>,
     mut error: Error,
     backoff: &mut Backoff,
+    mut at_once: bool,
 ) -> Option<(EventStream, i64)> {
     loop {
         let relist = matches!(error, Error::Compacted { .. });
         store.upgrade()?.disconnected(&error);
-        tokio::time::sleep(backoff.next_delay()).await;
+        if !std::mem::take(&mut at_once) {
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
         match store.upgrade()?.resume(relist).await {
             Ok(resumed) => return Some(resumed),
             Err(e) => {

@@ -10,51 +10,70 @@
 //! require-leader flag (Go's `WithRequireLeader`), so a member that lost its leader
 //! (partitioned, or quorum gone) cancels watches and fails requests at once instead
 //! of serving a stalled stream.
+//!
+//! A member that stops answering without closing anything (frozen) is found by
+//! probes and taken out of rotation (`members`); requests waiting on it are sent to
+//! another member (`requests`), and the watch on it ends within ~0.75 s: it asks
+//! for progress when the stream is quiet and expects an answer. A write sent again
+//! after an attempt that got no answer recognises its own earlier success (the
+//! stored value is ours) or fails with `Error::Timeout`: applied or not, unknown.
+
+mod members;
+mod requests;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
-    Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType,
-    GetOptions, KvClient, Txn, TxnOp, TxnOpResponse, WatchClient, WatchOptions, WatchStream,
+    CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions,
+    Txn, TxnOp, TxnOpResponse, WatchOptions, WatchRequestSender, WatchResponse,
+    WatchResponseStream,
 };
 use futures::stream::BoxStream;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
+use members::{Member, Members};
+use requests::{Answer, Failure, Headed, Kind};
 
-/// The largest response we accept (a full list of a big resource can be large).
-const MAX_MESSAGE_SIZE: usize = 1 << 30;
 /// Default per-request deadline; see [`EtcdBackend::with_request_timeout`].
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// Pause before sending again a request no member processed.
-const RESEND_DELAY: Duration = Duration::from_millis(20);
 /// How long to wait for etcd to report its compaction revision.
 const COMPACTION_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// HTTP/2 keep-alive: etcd sends GOAWAY to clients that ping more often than its
+/// `--grpc-keepalive-min-time` (5 s), so this only finds dead connections; frozen
+/// members are found by probes and progress requests.
+const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A watch stream quiet this long asks its member for progress...
+const WATCH_QUIET: Duration = Duration::from_millis(250);
+/// ...and takes the member for frozen when nothing arrives this long after.
+const PROGRESS_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// A [`Backend`] on etcd v3. Cheap to share behind an `Arc`.
 pub struct EtcdBackend {
-    kv: KvClient,
-    watch: WatchClient,
+    members: Arc<Members>,
     /// Scope of `watch`.
     prefix: String,
     /// The endpoints as given, for error messages.
     endpoints: String,
     request_timeout: Duration,
-    /// How often a request no member processed is sent (twice per endpoint, plus one).
-    attempts: usize,
     /// The highest compaction revision this process has seen (by compacting or
     /// from etcd's answers); lets `watch` fail early like the other backends.
     compacted: Arc<AtomicI64>,
-    closed: AtomicBool,
+    closed: Arc<AtomicBool>,
 }
 
-/// What an etcd call failed with, before it becomes a trait [`Error`].
-enum Failure {
-    Etcd(etcd_client::Error),
-    Timeout,
+/// A write's answer, with what recognising it as our own needs.
+struct Written {
+    resp: etcd_client::TxnResponse,
+    /// An earlier attempt may have applied it (see [`Answer::uncertain`]).
+    uncertain: bool,
+    /// A revision etcd had reached before the write was first sent.
+    before: i64,
 }
 
 impl EtcdBackend {
@@ -68,46 +87,33 @@ impl EtcdBackend {
         if endpoints.is_empty() {
             return Err(unreachable("no endpoints configured".into()));
         }
-        // One deadline for building the client and the first answer.
-        let deadline = tokio::time::Instant::now() + timeout;
+        // One deadline for building the clients and the first answer.
+        let deadline = Instant::now() + timeout;
         let options = ConnectOptions::new()
             .with_connect_timeout(timeout)
-            .with_keep_alive(Duration::from_secs(15), Duration::from_secs(10))
+            .with_keep_alive(KEEP_ALIVE_INTERVAL, KEEP_ALIVE_TIMEOUT)
+            .with_keep_alive_while_idle(false)
             .with_require_leader(true);
-        let client = match tokio::time::timeout_at(
-            deadline,
-            Client::connect(endpoints, Some(options)),
-        )
-        .await
-        {
-            Ok(Ok(client)) => client,
+        let probe_key = probe_key(prefix).as_bytes();
+        let closed = Arc::new(AtomicBool::new(false));
+        let members = Members::connect(endpoints, &options, probe_key, &closed);
+        let members = match tokio::time::timeout_at(deadline, members).await {
+            Ok(Ok(members)) => Arc::new(members),
             Ok(Err(e)) => return Err(unreachable(e.to_string())),
             Err(_) => return Err(unreachable(format!("no connection within {timeout:?}"))),
         };
-        let backend = EtcdBackend {
-            kv: client
-                .kv_client()
-                .max_decoding_message_size(MAX_MESSAGE_SIZE),
-            watch: client
-                .watch_client()
-                .max_decoding_message_size(MAX_MESSAGE_SIZE),
+        members
+            .first_answer(deadline)
+            .await
+            .map_err(|why| unreachable(format!("no answer within {timeout:?}: {why}")))?;
+        Ok(EtcdBackend {
+            members,
             prefix: prefix.to_owned(),
             endpoints: shown.clone(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            attempts: 2 * endpoints.len() + 1,
             compacted: Arc::new(AtomicI64::new(0)),
-            closed: AtomicBool::new(false),
-        };
-        let mut kv = backend.kv.clone();
-        let probe = kv.get(
-            backend.probe_key(),
-            Some(GetOptions::new().with_count_only()),
-        );
-        match tokio::time::timeout_at(deadline, probe).await {
-            Ok(Ok(_)) => Ok(backend),
-            Ok(Err(e)) => Err(unreachable(e.to_string())),
-            Err(_) => Err(unreachable(format!("no answer within {timeout:?}"))),
-        }
+            closed,
+        })
     }
 
     /// Deadline for each request after connecting (default 30s). Watch streams
@@ -122,64 +128,60 @@ impl EtcdBackend {
         &self.prefix
     }
 
-    /// A single key for cheap reads that only want a response header (etcd
-    /// rejects an empty key).
     fn probe_key(&self) -> &[u8] {
-        if self.prefix.is_empty() {
-            b"/"
-        } else {
-            self.prefix.as_bytes()
-        }
+        probe_key(&self.prefix).as_bytes()
     }
 
-    /// Run one KV request (`op` on a clone of the client) under the request deadline.
-    /// The client balances over every endpoint and may pick a member that is down
-    /// or has no leader; no member processed such a request, so it is sent again (a
-    /// few times, then that error is the answer: all of etcd may be down).
-    async fn call<T, F, Fut>(&self, op: F) -> std::result::Result<T, Failure>
+    /// Send one request (`op` on a member) until a member answers (see `requests`).
+    async fn call<T, F, Fut>(&self, kind: Kind, op: F) -> std::result::Result<Answer<T>, Failure>
     where
-        F: Fn(KvClient) -> Fut,
+        T: Headed,
+        F: Fn(&Arc<Member>) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Failure::Etcd(etcd_client::Error::Internal(
-                "backend closed".into(),
-            )));
+            return Err(Failure::Unanswered("backend closed".into()));
         }
-        let attempts = async {
-            let mut attempt = 1;
-            loop {
-                match op(self.kv.clone()).await {
-                    Err(e) if never_sent(&e) && attempt < self.attempts => {
-                        attempt += 1;
-                        tokio::time::sleep(RESEND_DELAY).await;
-                    }
-                    result => return result,
-                }
-            }
-        };
-        match tokio::time::timeout(self.request_timeout, attempts).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(Failure::Etcd(e)),
-            Err(_) => Err(Failure::Timeout),
+        self.members.run(kind, self.request_timeout, op).await
+    }
+
+    /// A read, with every failure mapped to `Unavailable`.
+    async fn read<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
+    where
+        T: Headed,
+        F: Fn(&Arc<Member>) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        match self.call(Kind::Read, op).await {
+            Ok(answer) => Ok(answer.value),
+            Err(failure) => Err(self.unavailable(name, failure)),
         }
     }
 
-    /// Like `call`, with every failure mapped to `Unavailable`.
-    async fn request<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
-    where
-        F: Fn(KvClient) -> Fut,
-        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
-    {
-        self.call(op).await.map_err(|f| self.unavailable(name, f))
+    /// A transaction that writes, with what recognising it as ours needs.
+    async fn write(&self, name: &str, txn: Txn) -> Result<Written> {
+        let before = self.members.seen_revision();
+        let send = |member: &Arc<Member>| {
+            let (mut kv, txn) = (member.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        };
+        match self.call(Kind::Write, send).await {
+            Ok(answer) => Ok(Written {
+                resp: answer.value,
+                uncertain: answer.uncertain,
+                before,
+            }),
+            Err(failure) => Err(self.unavailable(name, failure)),
+        }
     }
 
     fn unavailable(&self, op: &str, failure: Failure) -> Error {
+        let at = &self.endpoints;
         match failure {
-            Failure::Etcd(e) => Error::Unavailable(format!("etcd {op} at {}: {e}", self.endpoints)),
-            Failure::Timeout => Error::Unavailable(format!(
-                "etcd {op} at {}: no answer within {:?}",
-                self.endpoints, self.request_timeout
+            Failure::Etcd(e) => Error::Unavailable(format!("etcd {op} at {at}: {e}")),
+            Failure::Unanswered(why) => Error::Unavailable(format!("etcd {op} at {at}: {why}")),
+            Failure::Uncertain(why) => Error::Timeout(format!(
+                "etcd {op} at {at}: no answer, it may have been applied: {why}"
             )),
         }
     }
@@ -194,7 +196,8 @@ impl EtcdBackend {
     async fn compaction_revision(&self, requested: i64) -> i64 {
         let known = self.compacted.load(Ordering::Acquire);
         let probe = async {
-            let mut stream = self
+            let member = self.members.pick(&mut Vec::new());
+            let mut stream = member
                 .watch
                 .clone()
                 .watch(
@@ -240,20 +243,6 @@ impl EtcdBackend {
     }
 }
 
-/// The request was not processed by any etcd member, so it is safe to send again,
-/// even a write: no connection to the member picked, or the member rejected it for
-/// having no leader (etcd checks require-leader before handling a request; a
-/// partitioned member answers every request so).
-fn never_sent(e: &etcd_client::Error) -> bool {
-    match e {
-        etcd_client::Error::GRpcStatus(status) => {
-            status.message().contains("connect error")
-                || status.message() == "etcdserver: no leader"
-        }
-        _ => false,
-    }
-}
-
 fn is_compacted(e: &etcd_client::Error) -> bool {
     e.to_string()
         .contains("required revision has been compacted")
@@ -264,19 +253,10 @@ fn is_future(e: &etcd_client::Error) -> bool {
         .contains("required revision is a future revision")
 }
 
-type TxnFuture = std::pin::Pin<
-    Box<
-        dyn Future<Output = std::result::Result<etcd_client::TxnResponse, etcd_client::Error>>
-            + Send,
-    >,
->;
-
-/// A request sending `txn` (again, when no member processed it).
-fn txn_op(txn: &Txn) -> impl Fn(KvClient) -> TxnFuture + '_ {
-    move |mut kv| {
-        let txn = txn.clone();
-        Box::pin(async move { kv.txn(txn).await })
-    }
+/// A single key for cheap reads that only want a response header (etcd rejects
+/// an empty key).
+fn probe_key(prefix: &str) -> &str {
+    if prefix.is_empty() { "/" } else { prefix }
 }
 
 fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<i64> {
@@ -350,13 +330,13 @@ fn map_event(event: &etcd_client::Event) -> Result<Event> {
 enum WatchState {
     /// Not yet opened (opened on first poll: `Backend::watch` is not async).
     Start,
-    Running(Box<WatchStream>),
+    Running(Box<Following>),
     Done,
 }
 
 /// What a watch stream needs besides its state.
 struct WatchCtx {
-    client: WatchClient,
+    members: Arc<Members>,
     options: WatchOptions,
     prefix: String,
     endpoints: String,
@@ -372,6 +352,90 @@ impl WatchCtx {
         let msg = format!("etcd watch at {}: {why}", self.endpoints);
         Some((Err(Error::Unavailable(msg)), WatchState::Done))
     }
+
+    /// Open the stream on a member that answers.
+    async fn open(&self) -> std::result::Result<Following, String> {
+        let open = |member: &Arc<Member>| {
+            let (mut client, options) = (member.watch.clone(), self.options.clone());
+            let prefix = self.prefix.clone();
+            async move { client.watch(prefix, Some(options)).await }
+        };
+        match self.members.run(Kind::Read, self.timeout, open).await {
+            Ok(answer) => Ok(Following::new(answer.member, answer.value)),
+            Err(Failure::Etcd(e)) => Err(e.to_string()),
+            Err(Failure::Unanswered(why) | Failure::Uncertain(why)) => Err(why),
+        }
+    }
+}
+
+/// An open watch stream on one member, and what tells that the member froze: a
+/// stream that is quiet for [`WATCH_QUIET`] asks for progress (etcd answers at
+/// once with its revision) and gives up when nothing arrives within
+/// [`PROGRESS_TIMEOUT`]; it also ends when a request finds its member frozen.
+struct Following {
+    member: Arc<Member>,
+    requests: WatchRequestSender,
+    responses: WatchResponseStream,
+    leaving: tokio::sync::watch::Receiver<u64>,
+    last_message: Instant,
+    /// When progress was asked for, if it has not come yet.
+    asked: Option<Instant>,
+}
+
+impl Following {
+    fn new(member: Arc<Member>, stream: etcd_client::WatchStream) -> Following {
+        let (requests, responses) = stream.split();
+        Following {
+            leaving: member.on_leaving(),
+            member,
+            requests,
+            responses,
+            last_message: Instant::now(),
+            asked: None,
+        }
+    }
+
+    /// The next response; `Err` when the stream broke or its member stopped answering.
+    async fn message(&mut self) -> std::result::Result<WatchResponse, String> {
+        loop {
+            let wake = match self.asked {
+                None => self.last_message + WATCH_QUIET,
+                Some(at) => at + PROGRESS_TIMEOUT,
+            };
+            tokio::select! {
+                biased;
+                message = self.responses.message() => {
+                    (self.last_message, self.asked) = (Instant::now(), None);
+                    return match message {
+                        Ok(Some(resp)) => Ok(resp),
+                        Ok(None) => Err("stream closed by the server".into()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                }
+                _ = self.leaving.changed() => {
+                    return Err(format!("{} stopped answering", self.member.endpoint));
+                }
+                () = tokio::time::sleep_until(wake) => {
+                    if self.asked.is_some() {
+                        return Err(self.frozen());
+                    }
+                    // A send fails only when the stream is gone; the next read says why.
+                    let _ = self.requests.request_progress().await;
+                    self.asked = Some(Instant::now());
+                }
+            }
+        }
+    }
+
+    /// The member did not answer a progress request: out of rotation.
+    fn frozen(&self) -> String {
+        let why = format!(
+            "{} did not answer a watch progress request within {PROGRESS_TIMEOUT:?}",
+            self.member.endpoint
+        );
+        self.member.mark_down(&why);
+        why
+    }
 }
 
 impl WatchState {
@@ -380,23 +444,15 @@ impl WatchState {
         let mut stream = match self {
             WatchState::Done => return None,
             WatchState::Running(stream) => stream,
-            WatchState::Start => {
-                let mut client = ctx.client.clone();
-                let open = client.watch(ctx.prefix.as_bytes(), Some(ctx.options.clone()));
-                match tokio::time::timeout(ctx.timeout, open).await {
-                    Ok(Ok(stream)) => Box::new(stream),
-                    Ok(Err(e)) => return ctx.unavailable(e),
-                    Err(_) => {
-                        return ctx.unavailable(format!("not opened within {:?}", ctx.timeout));
-                    }
-                }
-            }
+            WatchState::Start => match ctx.open().await {
+                Ok(stream) => Box::new(stream),
+                Err(why) => return ctx.unavailable(why),
+            },
         };
         loop {
             let resp = match stream.message().await {
-                Ok(Some(resp)) => resp,
-                Ok(None) => return ctx.unavailable("stream closed by the server"),
-                Err(e) => return ctx.unavailable(e),
+                Ok(resp) => resp,
+                Err(why) => return ctx.unavailable(why),
             };
             if resp.compact_revision() != 0 {
                 let compacted = resp.compact_revision();
@@ -423,13 +479,92 @@ impl WatchState {
     }
 }
 
+/// A write that an attempt without answer may have applied.
+fn unknown_outcome(op: &str, key: &str) -> Error {
+    Error::Timeout(format!(
+        "etcd {op} of {key}: an attempt got no answer and may have been applied"
+    ))
+}
+
+/// What a create that found `current` in its place answers. After an attempt
+/// without answer (`uncertain`) the key may be that attempt's doing; `before` is a
+/// revision etcd had reached before the create was first sent.
+fn failed_create(
+    key: &str,
+    value: &[u8],
+    current: Option<KeyValue>,
+    uncertain: bool,
+    before: i64,
+) -> Result<i64> {
+    match current {
+        // Our value, never updated since: that attempt created it.
+        Some(current)
+            if uncertain
+                && current.value == value
+                && current.create_revision == current.mod_revision =>
+        {
+            Ok(current.mod_revision)
+        }
+        // Created after the write was first sent: perhaps by that attempt.
+        Some(current) if uncertain && current.create_revision > before => {
+            Err(unknown_outcome("create", key))
+        }
+        _ => Err(Error::AlreadyExists(key.into())),
+    }
+}
+
+/// What an update that did not find `expected` answers (`current` is the key now).
+fn failed_update(
+    key: &str,
+    value: &[u8],
+    expected: i64,
+    current: Option<KeyValue>,
+    uncertain: bool,
+) -> Result<i64> {
+    match current {
+        // Our value, written after `expected`: an attempt without answer wrote it.
+        Some(current) if uncertain && current.value == value && current.mod_revision > expected => {
+            Ok(current.mod_revision)
+        }
+        // Changed or deleted since: perhaps after that attempt was applied.
+        _ if uncertain => Err(unknown_outcome("update", key)),
+        None => Err(Error::NotFound(key.into())),
+        Some(current) => Err(Error::Conflict {
+            key: key.into(),
+            current: Some(Box::new(current)),
+        }),
+    }
+}
+
+/// Why a delete that did not find `expected` failed (`current` is the key now).
+fn failed_delete(
+    key: &str,
+    expected: Option<i64>,
+    current: Option<KeyValue>,
+    uncertain: bool,
+) -> Error {
+    match current {
+        // Gone, or created again since `expected`: perhaps deleted by an attempt
+        // without answer.
+        None if uncertain => unknown_outcome("delete", key),
+        Some(current) if uncertain && expected.is_none_or(|e| current.create_revision > e) => {
+            unknown_outcome("delete", key)
+        }
+        None => Error::NotFound(key.into()),
+        Some(current) => Error::Conflict {
+            key: key.into(),
+            current: Some(Box::new(current)),
+        },
+    }
+}
+
 #[async_trait]
 impl Backend for EtcdBackend {
     async fn current_revision(&self) -> Result<i64> {
         let options = GetOptions::new().with_count_only();
         let resp = self
-            .request("read", |mut kv| {
-                let options = options.clone();
+            .read("read", |member| {
+                let (mut kv, options) = (member.kv.clone(), options.clone());
                 async move { kv.get(self.probe_key(), Some(options)).await }
             })
             .await?;
@@ -438,7 +573,10 @@ impl Backend for EtcdBackend {
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
         let mut resp = self
-            .request("get", |mut kv| async move { kv.get(key, None).await })
+            .read("get", |member| {
+                let mut kv = member.kv.clone();
+                async move { kv.get(key, None).await }
+            })
             .await?;
         resp.take_kvs().into_iter().next().map(owned_kv).transpose()
     }
@@ -462,12 +600,12 @@ impl Backend for EtcdBackend {
         if revision != 0 {
             options = options.with_revision(revision);
         }
-        let get = |mut kv: KvClient| {
-            let options = options.clone();
+        let get = |member: &Arc<Member>| {
+            let (mut kv, options) = (member.kv.clone(), options.clone());
             async move { kv.get(start, Some(options)).await }
         };
-        let mut resp = match self.call(get).await {
-            Ok(resp) => resp,
+        let mut resp = match self.call(Kind::Read, get).await {
+            Ok(answer) => answer.value,
             Err(failure) => return Err(self.range_failure(failure, revision).await),
         };
         let served = header_revision(resp.header())?;
@@ -485,14 +623,17 @@ impl Backend for EtcdBackend {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<i64> {
+        // The `else` read lets a create sent again recognise its earlier success.
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key, value.to_vec(), None)]);
-        let resp = self.request("create", txn_op(&txn)).await?;
-        if !resp.succeeded() {
-            return Err(Error::AlreadyExists(key.into()));
+            .and_then([TxnOp::put(key, value.to_vec(), None)])
+            .or_else([TxnOp::get(key, None)]);
+        let written = self.write("create", txn).await?;
+        if written.resp.succeeded() {
+            return header_revision(written.resp.header());
         }
-        header_revision(resp.header())
+        let current = txn_current(&written.resp)?;
+        failed_create(key, &value, current, written.uncertain, written.before)
     }
 
     async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
@@ -504,17 +645,12 @@ impl Backend for EtcdBackend {
             ])
             .and_then([TxnOp::put(key, value.to_vec(), None)])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.request("update", txn_op(&txn)).await?;
-        if resp.succeeded() {
-            return header_revision(resp.header());
+        let written = self.write("update", txn).await?;
+        if written.resp.succeeded() {
+            return header_revision(written.resp.header());
         }
-        match txn_current(&resp)? {
-            None => Err(Error::NotFound(key.into())),
-            Some(current) => Err(Error::Conflict {
-                key: key.into(),
-                current: Some(Box::new(current)),
-            }),
-        }
+        let current = txn_current(&written.resp)?;
+        failed_update(key, &value, expected, current, written.uncertain)
     }
 
     async fn delete(&self, key: &str, expected: Option<i64>) -> Result<(i64, KeyValue)> {
@@ -529,21 +665,20 @@ impl Backend for EtcdBackend {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(key, None)]);
-        let resp = self.request("delete", txn_op(&txn)).await?;
-        if !resp.succeeded() {
-            return match txn_current(&resp)? {
-                None => Err(Error::NotFound(key.into())),
-                Some(current) => Err(Error::Conflict {
-                    key: key.into(),
-                    current: Some(Box::new(current)),
-                }),
-            };
+        let written = self.write("delete", txn).await?;
+        if !written.resp.succeeded() {
+            let current = txn_current(&written.resp)?;
+            return Err(failed_delete(key, expected, current, written.uncertain));
         }
-        let revision = header_revision(resp.header())?;
-        let prev = resp.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Delete(mut del) => del.take_prev_kvs().into_iter().next(),
-            _ => None,
-        });
+        let revision = header_revision(written.resp.header())?;
+        let prev = written
+            .resp
+            .op_responses()
+            .into_iter()
+            .find_map(|op| match op {
+                TxnOpResponse::Delete(mut del) => del.take_prev_kvs().into_iter().next(),
+                _ => None,
+            });
         match prev {
             Some(prev) => Ok((revision, owned_kv(prev)?)),
             // The compare guaranteed the key existed; etcd always returns it.
@@ -574,7 +709,7 @@ impl Backend for EtcdBackend {
             .with_prev_key()
             .with_progress_notify();
         let ctx = Arc::new(WatchCtx {
-            client: self.watch.clone(),
+            members: self.members.clone(),
             options,
             prefix: self.prefix.clone(),
             endpoints: self.endpoints.clone(),
@@ -594,13 +729,12 @@ impl Backend for EtcdBackend {
             return Ok(());
         }
         let options = CompactionOptions::new();
-        match self
-            .call(|mut kv| {
-                let options = options.clone();
-                async move { kv.compact(revision, Some(options)).await }
-            })
-            .await
-        {
+        // Compacting twice is harmless: it is sent again like a read.
+        let compact = |member: &Arc<Member>| {
+            let (mut kv, options) = (member.kv.clone(), options.clone());
+            async move { kv.compact(revision, Some(options)).await }
+        };
+        match self.call(Kind::Read, compact).await {
             Ok(_) => {
                 self.note_compacted(revision);
                 Ok(())
@@ -617,5 +751,88 @@ impl Backend for EtcdBackend {
 
     async fn close(&self) {
         self.closed.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(value: &str, create_revision: i64, mod_revision: i64) -> Option<KeyValue> {
+        Some(KeyValue {
+            key: "/k".into(),
+            value: Bytes::from(value.to_owned()),
+            create_revision,
+            mod_revision,
+        })
+    }
+
+    fn unknown(result: &Error) -> bool {
+        matches!(result, Error::Timeout(_))
+    }
+
+    #[test]
+    fn a_create_sent_again_recognises_its_own_earlier_success() {
+        // Answered at once: the key was there.
+        assert!(matches!(
+            failed_create("/k", b"ours", kv("ours", 7, 7), false, 5),
+            Err(Error::AlreadyExists(_))
+        ));
+        // After an attempt without answer: our value, untouched since, is ours.
+        assert_eq!(
+            failed_create("/k", b"ours", kv("ours", 7, 7), true, 5),
+            Ok(7)
+        );
+        // Another value, created before we first sent: not ours.
+        assert!(matches!(
+            failed_create("/k", b"ours", kv("theirs", 4, 4), true, 5),
+            Err(Error::AlreadyExists(_))
+        ));
+        // Created after we first sent, then changed: ours or not, unknown.
+        let changed = failed_create("/k", b"ours", kv("theirs", 7, 9), true, 5);
+        assert!(unknown(&changed.unwrap_err()));
+        let ours_changed = failed_create("/k", b"ours", kv("ours", 7, 9), true, 5);
+        assert!(unknown(&ours_changed.unwrap_err()));
+    }
+
+    #[test]
+    fn an_update_sent_again_recognises_its_own_earlier_success() {
+        assert!(matches!(
+            failed_update("/k", b"ours", 5, kv("theirs", 2, 6), false),
+            Err(Error::Conflict { .. })
+        ));
+        assert!(matches!(
+            failed_update("/k", b"ours", 5, None, false),
+            Err(Error::NotFound(_))
+        ));
+        assert_eq!(
+            failed_update("/k", b"ours", 5, kv("ours", 2, 6), true),
+            Ok(6)
+        );
+        for current in [kv("theirs", 2, 6), None, kv("ours", 2, 5)] {
+            let result = failed_update("/k", b"ours", 5, current, true);
+            assert!(unknown(&result.unwrap_err()));
+        }
+    }
+
+    #[test]
+    fn a_delete_sent_again_reports_an_unknown_outcome_when_the_key_may_be_its_doing() {
+        assert!(matches!(
+            failed_delete("/k", Some(5), None, false),
+            Error::NotFound(_)
+        ));
+        assert!(unknown(&failed_delete("/k", Some(5), None, true)));
+        // Created again after `expected`: our delete may have come first.
+        assert!(unknown(&failed_delete(
+            "/k",
+            Some(5),
+            kv("new", 8, 8),
+            true
+        )));
+        // The same object, changed: our delete was not applied.
+        assert!(matches!(
+            failed_delete("/k", Some(5), kv("changed", 2, 8), true),
+            Error::Conflict { .. }
+        ));
     }
 }
