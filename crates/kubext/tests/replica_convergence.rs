@@ -157,3 +157,57 @@ async fn configuration_written_on_one_replica_takes_effect_on_the_other() {
     })
     .await;
 }
+
+/// A paged list started on one replica continues on another from the same
+/// snapshot: objects written after the first page are not in later pages, and
+/// every object of the snapshot is listed exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paged_list_continues_on_another_replica() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::ListParams;
+    let etcd = Etcd::start().unwrap();
+    let (a, b) = (replica(&etcd), replica(&etcd));
+    let (on_a, on_b) = (a.client().await.unwrap(), b.client().await.unwrap());
+    let api_a: Api<ConfigMap> = Api::namespaced(on_a.clone(), "default");
+    let api_b: Api<ConfigMap> = Api::namespaced(on_b.clone(), "default");
+    let cm = |name: String| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": {"paged": "yes"}}}))
+            .unwrap()
+    };
+    for i in 0..30 {
+        api_a
+            .create(&PostParams::default(), &cm(format!("page-{i:02}")))
+            .await
+            .unwrap();
+    }
+    let params = ListParams::default().labels("paged=yes").limit(7);
+    let first = api_a.list(&params).await.unwrap();
+    let snapshot = first.metadata.resource_version.clone().unwrap();
+    let mut names: Vec<String> = first
+        .items
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    // Written after the snapshot, through the replica that continues.
+    api_b
+        .create(&PostParams::default(), &cm("page-zz".into()))
+        .await
+        .unwrap();
+    let mut token = first.metadata.continue_;
+    let mut pages = 1;
+    while let Some(t) = token.filter(|t| !t.is_empty()) {
+        // Alternate: B, A, B, …
+        let api = if pages % 2 == 1 { &api_b } else { &api_a };
+        let page = api.list(&params.clone().continue_token(&t)).await.unwrap();
+        assert_eq!(
+            page.metadata.resource_version.as_deref(),
+            Some(snapshot.as_str())
+        );
+        names.extend(page.items.iter().map(|c| c.metadata.name.clone().unwrap()));
+        token = page.metadata.continue_;
+        pages += 1;
+    }
+    let expected: Vec<String> = (0..30).map(|i| format!("page-{i:02}")).collect();
+    assert_eq!(names, expected);
+    assert_eq!(pages, 5);
+}
