@@ -624,40 +624,63 @@ impl Write<'_> {
                 Some((str_at(p, "/name").to_string(), u16::try_from(port).ok()?))
             })
             .collect();
-        if !needs_node_ports(&obj["spec"]) {
-            self.reservation
-                .given_up_ports
-                .extend(old_ports.iter().map(|(_, p)| *p));
-            return Ok(());
+        let old_health = old
+            .filter(|o| needs_health_check(&o["spec"]))
+            .and_then(|o| port_at(o, "/spec/healthCheckNodePort"));
+        let mut wanted = Vec::new();
+        if needs_node_ports(&obj["spec"]) {
+            let entries = obj.pointer("/spec/ports").and_then(Value::as_array);
+            for (index, port) in entries.into_iter().flatten().enumerate() {
+                wanted.push(Wanted {
+                    purpose: Purpose::Entry {
+                        index,
+                        number: port.get("port").and_then(Value::as_i64).unwrap_or(0),
+                    },
+                    requested: port
+                        .get("nodePort")
+                        .and_then(Value::as_i64)
+                        .filter(|p| *p != 0),
+                    kept: old_ports
+                        .iter()
+                        .find(|(name, _)| name == str_at(port, "/name"))
+                        .map(|(_, p)| *p),
+                });
+            }
         }
-        let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) else {
-            return Ok(());
-        };
-        let wanted: Vec<Wanted> = ports
-            .iter()
-            .map(|port| Wanted {
-                number: port.get("port").and_then(Value::as_i64).unwrap_or(0),
-                requested: port
-                    .get("nodePort")
+        if needs_health_check(&obj["spec"]) {
+            wanted.push(Wanted {
+                purpose: Purpose::HealthCheck,
+                requested: obj
+                    .pointer("/spec/healthCheckNodePort")
                     .and_then(Value::as_i64)
                     .filter(|p| *p != 0),
-                kept: old_ports
-                    .iter()
-                    .find(|(name, _)| name == str_at(port, "/name"))
-                    .map(|(_, p)| *p),
-            })
-            .collect();
-        let kept: Vec<u16> = wanted.iter().filter_map(|w| w.kept).collect();
+                kept: old_health,
+            });
+        } else if old_health.is_some()
+            && obj.pointer("/spec/healthCheckNodePort")
+                == old.and_then(|o| o.pointer("/spec/healthCheckNodePort"))
+            && let Some(spec) = obj["spec"].as_object_mut()
+        {
+            // Upstream's strategy drops the field a type change made
+            // meaningless, unless the writer changed it.
+            spec.remove("healthCheckNodePort");
+        }
         let chosen = self.choose_ports(&wanted).await?;
-        for (port, node_port) in ports.iter_mut().zip(&chosen.ports) {
-            port["nodePort"] = json!(node_port);
+        for (w, node_port) in wanted.iter().zip(&chosen.ports) {
+            match w.purpose {
+                Purpose::Entry { index, .. } => {
+                    obj["spec"]["ports"][index]["nodePort"] = json!(node_port)
+                }
+                Purpose::HealthCheck => obj["spec"]["healthCheckNodePort"] = json!(node_port),
+            }
         }
         self.reservation.taken_ports.extend(chosen.taken);
-        self.reservation.given_up_ports.extend(
-            kept.into_iter()
-                .filter(|k| !chosen.ports.contains(k))
-                .collect::<Vec<_>>(),
-        );
+        let given_up = old_ports
+            .iter()
+            .map(|(_, p)| *p)
+            .chain(old_health)
+            .filter(|p| !chosen.ports.contains(p));
+        self.reservation.given_up_ports.extend(given_up);
         Ok(())
     }
 
@@ -686,53 +709,56 @@ impl Write<'_> {
         // Entries with the same port number (TCP and UDP 53) share one node port.
         let mut by_number: Vec<(i64, u16)> = Vec::new();
         let mut chosen = ChosenPorts::default();
-        for (index, w) in wanted.iter().enumerate() {
-            let node_port = match (w.requested, w.kept) {
-                (Some(p), Some(k)) if p == i64::from(k) => k,
-                (Some(p), _) => {
-                    let port = self.request_port(p, index, held)?;
+        for w in wanted {
+            let shared = match w.purpose {
+                Purpose::Entry { number, .. } => by_number
+                    .iter()
+                    .find(|(n, _)| *n == number)
+                    .map(|(_, p)| *p),
+                Purpose::HealthCheck => None,
+            };
+            let node_port = match (w.requested, w.kept, shared) {
+                (Some(p), Some(k), _) if p == i64::from(k) => k,
+                (Some(p), ..) => {
+                    let port =
+                        take_port(&self.ranges, p, held).map_err(|why| self.refused(w, p, why))?;
                     chosen.taken.push(port);
                     port
                 }
-                (None, Some(k)) => k,
-                (None, None) => match by_number.iter().find(|(n, _)| *n == w.number) {
-                    Some((_, shared)) => *shared,
-                    None => {
-                        let port = self.next_port(held)?;
-                        chosen.taken.push(port);
-                        port
-                    }
-                },
+                (None, Some(k), _) => k,
+                (None, None, Some(shared)) => shared,
+                (None, None, None) => {
+                    let port = self.next_port(held)?;
+                    chosen.taken.push(port);
+                    port
+                }
             };
-            by_number.push((w.number, node_port));
+            if let Purpose::Entry { number, .. } = w.purpose {
+                by_number.push((number, node_port));
+            }
             chosen.ports.push(node_port);
         }
         Ok(chosen)
     }
 
-    fn request_port(
-        &self,
-        port: i64,
-        index: usize,
-        held: &mut BTreeSet<u16>,
-    ) -> Result<u16, StatusError> {
-        let path = FieldPath::new("spec")
-            .child("ports")
-            .index(index)
-            .child("nodePort");
-        let invalid =
-            |why: String| self.invalid(vec![FieldError::invalid(&path, json!(port), &why)]);
-        if !self.ranges.contains_port(port) {
-            let (low, high) = self.ranges.node_ports;
-            return Err(invalid(format!(
-                "provided port is not in the valid range. The range of valid ports is {low}-{high}"
-            )));
+    /// A requested node port refused, in upstream's words for its purpose.
+    fn refused(&self, wanted: &Wanted, port: i64, why: PortRefused) -> StatusError {
+        match wanted.purpose {
+            Purpose::Entry { index, .. } => {
+                let path = FieldPath::new("spec")
+                    .child("ports")
+                    .index(index)
+                    .child("nodePort");
+                self.invalid(vec![FieldError::invalid(
+                    &path,
+                    json!(port),
+                    &why.to_string(),
+                )])
+            }
+            Purpose::HealthCheck => StatusError::internal(format!(
+                "failed to allocate requested HealthCheck NodePort {port}: {why}"
+            )),
         }
-        let port = u16::try_from(port).map_err(|_| invalid("out of range".into()))?;
-        if !held.insert(port) {
-            return Err(invalid("provided port is already allocated".into()));
-        }
-        Ok(port)
     }
 
     /// Upstream's order: a random start above a lower band, then the band.
@@ -763,12 +789,69 @@ impl Write<'_> {
     }
 }
 
-/// One `spec.ports` entry's node port: as requested, as the old object had it
-/// (same port name), or new.
+/// A node port a Service needs: as requested, as the old object had it (an
+/// entry: the same port name), or new.
 struct Wanted {
-    number: i64,
+    purpose: Purpose,
     requested: Option<i64>,
     kept: Option<u16>,
+}
+
+#[derive(Clone, Copy)]
+enum Purpose {
+    /// `spec.ports[index]`, whose `port` is `number`.
+    Entry { index: usize, number: i64 },
+    /// `spec.healthCheckNodePort` (a LoadBalancer with local traffic only).
+    HealthCheck,
+}
+
+/// Why a requested node port cannot be had (upstream's allocator errors).
+#[derive(Debug)]
+enum PortRefused {
+    NotInRange(ServiceRanges),
+    Allocated,
+}
+
+impl std::fmt::Display for PortRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PortRefused::NotInRange(ranges) => write!(
+                f,
+                "provided port is not in the valid range. The range of valid ports is {}",
+                ranges.node_port_range()
+            ),
+            PortRefused::Allocated => f.write_str("provided port is already allocated"),
+        }
+    }
+}
+
+/// Take `port` from `held`.
+fn take_port(
+    ranges: &ServiceRanges,
+    port: i64,
+    held: &mut BTreeSet<u16>,
+) -> Result<u16, PortRefused> {
+    let port = u16::try_from(port)
+        .ok()
+        .filter(|p| ranges.contains_port(i64::from(*p)))
+        .ok_or(PortRefused::NotInRange(*ranges))?;
+    if !held.insert(port) {
+        return Err(PortRefused::Allocated);
+    }
+    Ok(port)
+}
+
+/// Upstream's `NeedsHealthCheck`: a LoadBalancer that routes to local
+/// endpoints only.
+fn needs_health_check(spec: &Value) -> bool {
+    str_at(spec, "/type") == "LoadBalancer" && str_at(spec, "/externalTrafficPolicy") == "Local"
+}
+
+fn port_at(obj: &Value, pointer: &str) -> Option<u16> {
+    obj.pointer(pointer)
+        .and_then(Value::as_u64)
+        .and_then(|p| u16::try_from(p).ok())
+        .filter(|p| *p != 0)
 }
 
 #[derive(Default)]
@@ -1144,5 +1227,55 @@ mod tests {
         assert!(!r.contains(Ipv4Addr::new(10, 111, 255, 255)));
         assert!(ServiceRanges::parse("fd00::/108", "30000-32767").is_err());
         assert!(ServiceRanges::parse("10.0.0.0/24", "32767-30000").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_local_load_balancer_gets_a_health_check_node_port() {
+        let f = fixture(ServiceRanges::default()).await;
+        let lb = f
+            .create(
+                "lb",
+                json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                       "ports": [{"port": 80}]}),
+            )
+            .await
+            .unwrap();
+        let health = lb["spec"]["healthCheckNodePort"].as_u64().unwrap() as u16;
+        let entry = lb["spec"]["ports"][0]["nodePort"].as_u64().unwrap() as u16;
+        assert_ne!(health, entry);
+        assert_eq!(f.node_ports().await, [health, entry].into_iter().collect());
+
+        let err = f
+            .create(
+                "other",
+                json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                       "healthCheckNodePort": health, "ports": [{"port": 80}]}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), 500);
+        assert_eq!(
+            err.status().message,
+            format!(
+                "Internal error occurred: failed to allocate requested HealthCheck NodePort {health}: provided port is already allocated"
+            )
+        );
+        assert_eq!(
+            f.node_ports().await.len(),
+            2,
+            "the failed create took nothing"
+        );
+
+        // Cluster-wide traffic needs no health check: released and dropped.
+        let mut update = lb.clone();
+        update["spec"]["externalTrafficPolicy"] = json!("Cluster");
+        let updated = f
+            .services
+            .update(&ctx(), "lb", update)
+            .await
+            .unwrap()
+            .to_value();
+        assert!(updated["spec"].get("healthCheckNodePort").is_none());
+        assert_eq!(f.node_ports().await, [entry].into_iter().collect());
     }
 }
