@@ -182,7 +182,9 @@ impl RigBuilder {
                 }
             })
             .collect();
-        let (first, rest) = replicas.split_first_mut().expect("one replica at least");
+        let (first, rest) = replicas
+            .split_first_mut()
+            .ok_or_else(|| anyhow!("no replicas"))?;
         first.restart()?;
         let pki = first.data_dir.join("pki");
         for r in rest.iter() {
@@ -462,7 +464,7 @@ impl HaProxy {
     pub fn config(port: u16, socket: &Path, backends: &[(String, String)]) -> String {
         let mut cfg = format!(
             "global
-    maxconn 20000
+    maxconn 4000
     stats socket {socket} mode 600 level admin
     log stderr format raw local0 info
 
