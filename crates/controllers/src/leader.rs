@@ -155,10 +155,7 @@ fn micro_time() -> String {
 /// A replica's identity: host name and a random suffix (upstream's
 /// `hostname_uuid`).
 pub fn identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "kubext".into());
-    format!("{host}_{}", uuid::Uuid::new_v4())
+    format!("{}_{}", crate::identity::hostname(), uuid::Uuid::new_v4())
 }
 
 /// Run `controller` while this replica leads; stop it when leadership is lost and

@@ -6,6 +6,7 @@
 pub mod apiservices;
 pub mod crd;
 pub mod gc;
+pub mod identity;
 pub mod leader;
 pub mod namespace;
 pub mod runtime;

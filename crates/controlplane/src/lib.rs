@@ -11,15 +11,18 @@ mod authorization;
 mod component_statuses;
 mod flowcontrol;
 mod kubernetes_service;
+mod replica;
 pub mod service_repair;
 mod webhook_services;
 
 pub use admission::in_tree::Plugins as AdmissionPlugins;
 pub use authorization::AuthorizationMode;
+pub use controllers::identity::Timings as IdentityLeaseTimings;
+pub use kubernetes_service::ReconcilerType;
+pub use replica::Replica;
 
 use anyhow::{Result, anyhow};
 use serde_json::json;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -46,6 +49,8 @@ pub struct Config {
     pub authorization_modes: Vec<AuthorizationMode>,
     /// `--enable-admission-plugins` / `--disable-admission-plugins`.
     pub admission_plugins: admission::in_tree::Plugins,
+    /// How this replica shows itself: `default/kubernetes`, its identity Lease.
+    pub replica: Replica,
 }
 
 impl Default for Config {
@@ -56,6 +61,7 @@ impl Default for Config {
             service_repair_interval: Duration::from_secs(180),
             authorization_modes: vec![AuthorizationMode::Rbac],
             admission_plugins: Default::default(),
+            replica: Default::default(),
         }
     }
 }
@@ -91,7 +97,7 @@ pub async fn start(config: Config) -> Result<Running> {
     let controllers = start_controllers(
         &prepared,
         storage,
-        &config.service_ranges,
+        (&config.service_ranges, &config.replica),
         (service_repair, config.service_repair_interval),
         remotes,
         &authorization,
@@ -140,7 +146,8 @@ fn kubext_types(
 async fn start_controllers(
     prepared: &Prepared,
     storage: StorageKind,
-    service_ranges: &registry::builtin::ServiceRanges,
+    // `default/kubernetes`'s cluster IP, and how this replica shows itself.
+    (service_ranges, replica): (&registry::builtin::ServiceRanges, &Replica),
     (mut service_repair, repair_interval): (ServiceRepair, Duration),
     remotes: Remotes,
     authorization: &authorization::Authorization,
@@ -162,8 +169,8 @@ async fn start_controllers(
     service_repair.repair().await?;
     let service_repair = tokio::spawn(service_repair.run(repair_interval));
     step("service allocation repair");
-    kubernetes_service::publish(api, service_ranges, advertised(prepared.addr)).await?;
-    step("default/kubernetes");
+    let presence = replica::announce(prepared, service_ranges, replica).await?;
+    step("default/kubernetes, identity lease");
     let flowcontrol = flowcontrol::start(api.clone()).await?;
     step("flowcontrol configuration");
     publish_authentication_configmap(api, front_proxy, &prepared.client_cas.join("")).await?;
@@ -230,6 +237,7 @@ async fn start_controllers(
         let _ = tokio::join!(
             flowcontrol,
             service_repair,
+            presence,
             election,
             rbac,
             admission,
@@ -386,16 +394,6 @@ fn start_availability(
         },
         leadership,
     )))
-}
-
-/// The address `default/kubernetes` points at: the bound address, or loopback
-/// when bound to all interfaces.
-fn advertised(addr: SocketAddr) -> SocketAddr {
-    let ip = match addr.ip() {
-        ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
-        ip => ip,
-    };
-    SocketAddr::new(ip, addr.port())
 }
 
 /// kube-apiserver's system PriorityClasses (`AddSystemPriorityClasses`):

@@ -44,6 +44,13 @@ enum StorageArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum EndpointReconcilerArg {
+    Lease,
+    MasterCount,
+    None,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum LogFormat {
     Text,
     Json,
@@ -59,7 +66,8 @@ struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1")]
     bind_address: IpAddr,
     /// HTTPS port; 0 picks a free port (see the kubeconfig line printed at start).
-    #[arg(long, default_value_t = 6443)]
+    /// Given twice, the last one counts (as kube-apiserver's flags).
+    #[arg(long, default_value_t = 6443, overrides_with = "secure_port")]
     secure_port: u16,
     /// Storage backend [default: etcd when --etcd-servers is given and the
     /// first endpoint answers as etcd, else embedded].
@@ -98,10 +106,28 @@ struct ServeArgs {
     /// or repeated). NamespaceLifecycle stays on.
     #[arg(long, value_delimiter = ',')]
     disable_admission_plugins: Vec<String>,
-    /// Accepted for kube-apiserver compatibility: the address published to
-    /// the cluster is the bind address.
+    /// The IP address on which to advertise the apiserver to members of the
+    /// cluster (default/kubernetes's Endpoints and EndpointSlice, the identity
+    /// Lease). If blank, the --bind-address will be used; if that is unspecified,
+    /// 127.0.0.1.
     #[arg(long)]
     advertise_address: Option<IpAddr>,
+    /// Use an endpoint reconciler (master-count, lease, none): lease lists every
+    /// live replica sharing the storage in default/kubernetes (master-count is
+    /// deprecated and taken as lease); none writes no Endpoints.
+    #[arg(long, value_enum, default_value = "lease")]
+    endpoint_reconciler_type: EndpointReconcilerArg,
+    /// kubext only (upstream fixes it at 3600): leaseDurationSeconds of this
+    /// server's identity Lease in kube-system.
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..))]
+    identity_lease_duration_seconds: u64,
+    /// kubext only (upstream fixes it at 10s): how often the identity Lease is renewed.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    identity_lease_renew_interval: Duration,
+    /// kubext only (upstream fixes it at 1h): how often expired identity Leases
+    /// are deleted.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    identity_lease_gc_period: Duration,
     /// Accepted for kube-apiserver compatibility (key=value pairs); kubext's
     /// features are fixed.
     #[arg(long, value_delimiter = ',')]
@@ -379,6 +405,24 @@ async fn serve(args: ServeArgs) -> Result<()> {
         service_repair_interval: args.service_repair_interval,
         authorization_modes: args.authorization_mode,
         admission_plugins,
+        replica: controlplane::Replica {
+            advertise_address: args.advertise_address,
+            endpoint_reconciler: match args.endpoint_reconciler_type {
+                EndpointReconcilerArg::Lease => controlplane::ReconcilerType::Lease,
+                EndpointReconcilerArg::MasterCount => {
+                    tracing::warn!(
+                        "--endpoint-reconciler-type=master-count is deprecated; kubext reconciles by leases"
+                    );
+                    controlplane::ReconcilerType::Lease
+                }
+                EndpointReconcilerArg::None => controlplane::ReconcilerType::None,
+            },
+            identity_lease: controlplane::IdentityLeaseTimings {
+                duration: Duration::from_secs(args.identity_lease_duration_seconds),
+                renew_interval: args.identity_lease_renew_interval,
+                gc_period: args.identity_lease_gc_period,
+            },
+        },
     };
     let running = controlplane::start(config).await?;
     // Machine-readable line for scripts and test harnesses.

@@ -141,7 +141,9 @@ pub struct Prepared {
     trust_pem: String,
     data_dir: PathBuf,
     storage_kind: StorageKind,
-    hooks: Vec<PreShutdownHook>,
+    /// Registered while what runs next to the server starts (behind a shared
+    /// reference to it).
+    hooks: parking_lot::Mutex<Vec<PreShutdownHook>>,
     started: Instant,
 }
 
@@ -210,7 +212,7 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
         trust_pem,
         data_dir: config.data_dir,
         storage_kind: config.storage,
-        hooks: Vec::new(),
+        hooks: Default::default(),
         started,
     })
 }
@@ -218,11 +220,11 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
 impl Prepared {
     /// Run `hook` when termination starts (see [`PreShutdownHook`]).
     pub fn on_shutdown(
-        &mut self,
+        &self,
         name: &'static str,
         hook: impl std::future::Future<Output = ()> + Send + 'static,
     ) {
-        self.hooks.push(PreShutdownHook {
+        self.hooks.lock().push(PreShutdownHook {
             name,
             run: Box::pin(hook),
         });
@@ -264,7 +266,7 @@ impl Prepared {
             addr: self.addr,
             kubeconfig,
             api: self.api,
-            hooks: self.hooks,
+            hooks: self.hooks.into_inner(),
             stop_listening,
             done,
         })
