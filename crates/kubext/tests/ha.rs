@@ -533,15 +533,99 @@ struct Tally {
     failed: Vec<(String, String)>,
 }
 
-/// Four writers create ConfigMaps through the load balancer; one replica is
-/// killed (-9) under them, left down for 5 s and restarted. Every acknowledged
-/// write is then listed by every replica. Requests in flight on the killed
-/// replica fail (connection reset): they were not acknowledged.
+/// What a watcher of [`a_replica_killed_under_load_loses_no_acknowledged_write`]
+/// saw: the ConfigMaps added, and how often its watch ended and was resumed.
+#[derive(Default)]
+struct Watched {
+    added: Vec<String>,
+    resumed: usize,
+}
+
+/// A watcher as client-go's reflector is one: a watch of ConfigMaps through the
+/// load balancer, resumed from the last resourceVersion seen whenever it ends
+/// or fails, until `stop`.
+fn spawn_watcher(
+    api: Api<ConfigMap>,
+    from: String,
+    stop: Arc<AtomicBool>,
+) -> (Arc<Mutex<Watched>>, tokio::task::JoinHandle<()>) {
+    let watched = Arc::new(Mutex::new(Watched::default()));
+    let record = watched.clone();
+    let task = tokio::spawn(async move {
+        let mut last = from;
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(stream) = api.watch(&WatchParams::default(), &last).await else {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                record.lock().unwrap().resumed += 1;
+                continue;
+            };
+            let mut stream = stream.boxed();
+            loop {
+                let event = tokio::select! {
+                    e = stream.next() => e,
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {
+                        if stop.load(Ordering::Relaxed) { return; }
+                        continue;
+                    }
+                };
+                match event {
+                    Some(Ok(WatchEvent::Added(cm))) => {
+                        last = rv_of(&cm);
+                        let name = cm.metadata.name.unwrap();
+                        if name.starts_with("load-") {
+                            record.lock().unwrap().added.push(name);
+                        }
+                    }
+                    Some(Ok(WatchEvent::Bookmark(b))) => last = b.metadata.resource_version,
+                    Some(Ok(WatchEvent::Error(status))) => {
+                        panic!("watch from {last} failed: {status:?}")
+                    }
+                    Some(Ok(other)) => panic!("unexpected watch event: {other:?}"),
+                    None | Some(Err(_)) => break,
+                }
+            }
+            record.lock().unwrap().resumed += 1;
+        }
+    });
+    (watched, task)
+}
+
+/// Four writers create ConfigMaps through the load balancer, two watchers watch
+/// them through it; one replica is killed (-9) under them, left down for 5 s
+/// and restarted. Every acknowledged write is then listed by every replica, and
+/// each watcher saw every stored ConfigMap added once. Requests in flight on
+/// the killed replica fail (connection reset): they were not acknowledged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_killed_under_load_loses_no_acknowledged_write() {
     const WRITERS: usize = 4;
+    const WATCHERS: usize = 2;
     let mut rig = Rig::builder().start().await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let stop_watchers = Arc::new(AtomicBool::new(false));
+    let from = listed_resource_version(&Api::<ConfigMap>::namespaced(
+        rig.lb_client().await.unwrap(),
+        "default",
+    ))
+    .await;
+    let mut watchers = Vec::new();
+    for _ in 0..WATCHERS {
+        let api = Api::namespaced(rig.lb_client().await.unwrap(), "default");
+        watchers.push(spawn_watcher(api, from.clone(), stop_watchers.clone()));
+    }
+    // The victim serves a watcher: the watchers' are the load balancer's only
+    // connections yet.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let victim = loop {
+        let sessions = rig.lb.server_sessions().unwrap();
+        if sessions.iter().map(|(_, n)| n).sum::<u64>() == WATCHERS as u64 {
+            break sessions.iter().position(|(_, n)| *n > 0).unwrap();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "HAProxy's sessions: {sessions:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let tally = Arc::new(Mutex::new(Tally::default()));
     let mut writers = Vec::new();
     for w in 0..WRITERS {
@@ -567,7 +651,6 @@ async fn a_replica_killed_under_load_loses_no_acknowledged_write() {
     // A steady load before, during and after the outage.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let before = count();
-    let victim = 1;
     rig.replicas[victim].kill9();
     tokio::time::sleep(Duration::from_secs(5)).await;
     let during = count();
@@ -593,6 +676,7 @@ async fn a_replica_killed_under_load_loses_no_acknowledged_write() {
         *kinds.entry(kind).or_default() += 1;
     }
     let mut errored_but_stored = 0;
+    let mut stored = BTreeSet::new();
     for (i, client) in replica_clients(&rig).await.into_iter().enumerate() {
         let listed: BTreeSet<String> = Api::<ConfigMap>::namespaced(client, "default")
             .list(&ListParams::default())
@@ -619,22 +703,71 @@ async fn a_replica_killed_under_load_loses_no_acknowledged_write() {
                 .iter()
                 .filter(|(n, _)| listed.contains(n))
                 .count();
+            stored = listed
+                .into_iter()
+                .filter(|n| n.starts_with("load-"))
+                .collect();
         }
+    }
+    // The watchers catch up with what is stored, each ConfigMap once.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while watchers
+        .iter()
+        .any(|(w, _)| w.lock().unwrap().added.len() < stored.len())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the watchers did not catch up: {:?} of {}",
+            watchers
+                .iter()
+                .map(|(w, _)| w.lock().unwrap().added.len())
+                .collect::<Vec<_>>(),
+            stored.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop_watchers.store(true, Ordering::Relaxed);
+    let mut resumed = Vec::new();
+    for (i, (watched, task)) in watchers.into_iter().enumerate() {
+        task.await.unwrap();
+        let watched = std::mem::take(&mut *watched.lock().unwrap());
+        let seen: BTreeSet<&String> = watched.added.iter().collect();
+        assert_eq!(
+            seen.len(),
+            watched.added.len(),
+            "watcher {i} saw a ConfigMap added twice"
+        );
+        assert!(
+            seen.iter().copied().eq(stored.iter()),
+            "watcher {i} missed {:?}",
+            stored
+                .iter()
+                .filter(|n| !seen.contains(n))
+                .take(20)
+                .collect::<Vec<_>>()
+        );
+        resumed.push(watched.resumed);
     }
     println!(
         "killed under load: {WRITERS} writers, r{} killed at 3 s, restarted at {restarted:?}; \
          acknowledged {} (before the kill {}, by its restart {}), all listed by every replica; \
-         {} failed ({} during the outage), {errored_but_stored} of them stored nevertheless; errors: {kinds:#?}",
+         {} failed ({} during the outage), {errored_but_stored} of them stored nevertheless; \
+         {WATCHERS} watchers saw each of the {} stored once, resuming {resumed:?} times; errors: {kinds:#?}",
         victim + 1,
         tally.acknowledged.len(),
         before.0,
         during.0,
         tally.failed.len(),
         during.1 - before.1,
+        stored.len(),
     );
     assert!(
         tally.acknowledged.len() > before.0 + 100,
         "the load did not go on after the kill"
+    );
+    assert!(
+        resumed.iter().sum::<usize>() > 0,
+        "no watcher's watch ended with the killed replica"
     );
 }
 
