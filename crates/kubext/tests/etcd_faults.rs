@@ -77,7 +77,7 @@ impl Load {
                         }
                         let name = format!("w{w}-{i}");
                         let (params, object) = (PostParams::default(), cm(&name));
-                        match latencies.time(api.create(&params, &object)).await {
+                        match latencies.time("create", api.create(&params, &object)).await {
                             Ok(_) => {
                                 acked.lock().unwrap().insert(name);
                             }
@@ -334,6 +334,7 @@ async fn etcd_cluster_member_and_quorum_loss_recover() {
 /// One request through kubext.
 #[derive(Clone, Copy)]
 struct Sample {
+    what: &'static str,
     started: Instant,
     took: Duration,
     failed: bool,
@@ -345,10 +346,15 @@ struct Latencies(Arc<Mutex<Vec<Sample>>>);
 
 impl Latencies {
     /// Run `request`, recording how long it took.
-    async fn time<T, E>(&self, request: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+    async fn time<T, E>(
+        &self,
+        what: &'static str,
+        request: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
         let started = Instant::now();
         let result = request.await;
         let sample = Sample {
+            what,
             started,
             took: started.elapsed(),
             failed: result.is_err(),
@@ -375,6 +381,8 @@ struct Summary {
     p50: Duration,
     p99: Duration,
     max: Duration,
+    /// The slowest few: what, and how long.
+    slowest: Vec<(&'static str, Duration)>,
 }
 
 impl Summary {
@@ -385,12 +393,17 @@ impl Summary {
             let i = ((took.len() as f64 * q).ceil() as usize).saturating_sub(1);
             took.get(i).copied().unwrap_or_default()
         };
+        let mut slowest: Vec<(&'static str, Duration)> =
+            samples.iter().map(|s| (s.what, s.took)).collect();
+        slowest.sort_by_key(|&(_, took)| std::cmp::Reverse(took));
+        slowest.truncate(5);
         Summary {
             count: took.len(),
             failed: samples.iter().filter(|s| s.failed).count(),
             p50: at(0.50),
             p99: at(0.99),
             max: took.last().copied().unwrap_or_default(),
+            slowest,
         }
     }
 }
@@ -399,8 +412,8 @@ impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} requests ({} failed): p50 {:?}, p99 {:?}, max {:?}",
-            self.count, self.failed, self.p50, self.p99, self.max
+            "{} requests ({} failed): p50 {:?}, p99 {:?}, max {:?} (slowest {:?})",
+            self.count, self.failed, self.p50, self.p99, self.max, self.slowest
         )
     }
 }
@@ -417,10 +430,9 @@ fn start_reader(
     let (name, latencies, stop) = (name.to_owned(), latencies.clone(), stop.clone());
     tokio::spawn(async move {
         while !stop.load(Ordering::Relaxed) {
-            let _ = latencies.time(api.get(&name)).await;
-            let _ = latencies
-                .time(api.list(&ListParams::default().limit(100)))
-                .await;
+            let _ = latencies.time("get", api.get(&name)).await;
+            let page = ListParams::default().limit(100);
+            let _ = latencies.time("list", api.list(&page)).await;
         }
     })
 }
@@ -470,17 +482,37 @@ impl Watched {
     }
 }
 
-/// Whether etcd `member` leads its cluster (its `etcd_server_is_leader` metric).
-fn is_leader(member: &testkit::Etcd) -> bool {
+/// An etcd member's answer to a POST of `body` to `path` (its JSON gateway).
+fn etcd_post(member: &testkit::Etcd, path: &str, body: &str) -> serde_json::Value {
     use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", member.client_port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
-    let mut body = String::new();
-    let _ = s.read_to_string(&mut body);
-    body.lines().any(|l| l.trim() == "etcd_server_is_leader 1")
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", member.client_port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let json = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {answer}"))
+}
+
+/// A member's id and the id of the leader it follows (as the gateway spells them).
+fn member_status(member: &testkit::Etcd) -> (String, String) {
+    let status = etcd_post(member, "/v3/maintenance/status", "{}");
+    let id = status["header"]["member_id"].as_str().unwrap_or_default();
+    (
+        id.to_owned(),
+        status["leader"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// The leader's index in `cluster`, once there is one.
+fn leader(cluster: &EtcdCluster) -> Option<usize> {
+    let statuses: Vec<(String, String)> = cluster.members.iter().map(member_status).collect();
+    let (_, leader) = &statuses[0];
+    statuses.iter().position(|(id, _)| id == leader)
 }
 
 /// Which etcd member a test freezes.
@@ -494,23 +526,33 @@ enum Frozen {
     Leader,
 }
 
-/// The member to freeze; waits for the cluster to have a leader.
+/// The member to freeze. kubext's watch may be on the leader: a watch-follower
+/// test then hands leadership to another member first.
 async fn pick(cluster: &EtcdCluster, which: Frozen) -> usize {
     let started = Instant::now();
     loop {
-        let leader = (0..3).find(|&i| is_leader(&cluster.members[i]));
+        let leader = leader(cluster);
         let watch = (0..3).find(|&i| cluster.members[i].watcher_count() > 0);
-        let found = match (which, leader, watch) {
-            (Frozen::Leader, Some(l), _) => Some(l),
-            (Frozen::WatchFollower, Some(l), Some(w)) if w != l => Some(w),
-            (Frozen::IdleFollower, Some(l), Some(w)) => (0..3).find(|&i| i != l && i != w),
-            _ => None,
-        };
-        if let Some(i) = found {
-            return i;
+        match (which, leader, watch) {
+            (Frozen::Leader, Some(l), _) => return l,
+            (Frozen::WatchFollower, Some(l), Some(w)) if w != l => return w,
+            (Frozen::IdleFollower, Some(l), Some(w)) => {
+                if let Some(i) = (0..3).find(|&i| i != l && i != w) {
+                    return i;
+                }
+            }
+            (Frozen::WatchFollower, Some(l), Some(_)) => {
+                let other = (0..3).find(|&i| i != l).unwrap();
+                let (target, _) = member_status(&cluster.members[other]);
+                let body = format!(r#"{{"targetID":"{target}"}}"#);
+                etcd_post(
+                    &cluster.members[l],
+                    "/v3/maintenance/transfer-leadership",
+                    &body,
+                );
+            }
+            _ => {}
         }
-        // The watch on the leader: move it by restarting kubext's view is not
-        // possible from here, so a watch-follower test fails loudly instead.
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "no member to freeze as {which:?} (leader {leader:?}, watch on {watch:?})"

@@ -13,7 +13,7 @@
 //!
 //! A member that stops answering without closing anything (frozen) is found by
 //! probes and taken out of rotation (`members`); requests waiting on it are sent to
-//! another member (`requests`), and the watch on it ends within ~0.75 s: it asks
+//! another member (`requests`), and the watch on it ends within ~0.6 s: it asks
 //! for progress when the stream is quiet and expects an answer. A write sent again
 //! after an attempt that got no answer recognises its own earlier success (the
 //! stored value is ours) or fails with `Error::Timeout`: applied or not, unknown.
@@ -48,10 +48,10 @@ const COMPACTION_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// members are found by probes and progress requests.
 const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
-/// A watch stream quiet this long asks its member for progress...
-const WATCH_QUIET: Duration = Duration::from_millis(250);
-/// ...and takes the member for frozen when nothing arrives this long after.
-const PROGRESS_TIMEOUT: Duration = Duration::from_millis(500);
+/// A watch stream quiet this long asks its member for progress, and takes the
+/// member for frozen when nothing arrives within a probe's timeout after.
+const WATCH_QUIET: Duration = Duration::from_millis(200);
+const PROGRESS_TIMEOUT: Duration = members::PROBE_TIMEOUT;
 
 /// A [`Backend`] on etcd v3. Cheap to share behind an `Arc`.
 pub struct EtcdBackend {

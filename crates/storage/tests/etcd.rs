@@ -476,6 +476,54 @@ async fn watch_cache_resumes_after_etcd_restarts() {
     drop(etcd);
 }
 
+/// Issue 34: a member that freezes (SIGSTOP: connections stay open, nothing
+/// answers) while it carries the cache's watch. Requests routed to it go to
+/// another member and the watch moves, each within the probe and progress
+/// timeouts: a write, a consistent read and a watch event all within 1.5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_member_costs_requests_and_the_watch_under_a_second() {
+    let cluster = tokio::task::spawn_blocking(|| testkit::EtcdCluster::start(3).unwrap())
+        .await
+        .unwrap();
+    let endpoints: Vec<String> = cluster.members.iter().map(Etcd::endpoint).collect();
+    let backend = EtcdBackend::connect(&endpoints, PREFIX, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let store = Store::open(Arc::new(backend), Utf8, StoreOptions::default())
+        .await
+        .unwrap();
+    let all = || Arc::new(|_: &String| true);
+    let mut watcher = store
+        .watch("/registry/f/", WatchStart::CurrentState, all(), false)
+        .await
+        .unwrap();
+    let frozen = until(Duration::from_secs(5), "the watch on a member", || {
+        cluster.members.iter().any(|m| m.watcher_count() > 0)
+    })
+    .await;
+    let frozen = cluster
+        .members
+        .iter()
+        .position(|m| m.watcher_count() > 0)
+        .unwrap_or_else(|| panic!("no watch after {frozen:?}"));
+    cluster.members[frozen].freeze(true);
+
+    let bound = Duration::from_millis(1500);
+    for i in 0..6 {
+        // Round-robin: some of these go to the frozen member first.
+        let started = Instant::now();
+        let key = format!("/registry/f/{i}");
+        let revision = store.create(&key, bytes("v")).await.unwrap();
+        let created = started.elapsed();
+        assert!(store.sync().await.unwrap() >= revision);
+        assert_eq!(next_object(&mut watcher).await, "v");
+        let took = started.elapsed();
+        eprintln!("create {created:?}, then read back and watched in {took:?}");
+        assert!(took < bound, "write {i}: {took:?}");
+    }
+    cluster.members[frozen].freeze(false);
+}
+
 /// The shared backend conformance suite, each case on its own fresh etcd. The
 /// cases use keys outside `/registry`, so these backends watch everything (`/`).
 mod conformance {

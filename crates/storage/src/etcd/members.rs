@@ -38,11 +38,14 @@ pub(super) enum Probe {
 
 type SharedProbe = Shared<BoxFuture<'static, Probe>>;
 
-/// One etcd member and its own client.
+/// One etcd member and its own clients: requests, the watch and probes each have a
+/// connection, so that a large range's answer delays neither watch events nor
+/// probes (both are judged by how soon they arrive).
 pub(super) struct Member {
     pub(super) endpoint: String,
     pub(super) kv: KvClient,
     pub(super) watch: WatchClient,
+    prober: KvClient,
     probe_key: Vec<u8>,
     health: Mutex<Health>,
     /// Counts the times it left the rotation; a watch on it ends when it does.
@@ -68,15 +71,17 @@ impl Member {
         probe_key: &[u8],
         closed: Arc<AtomicBool>,
     ) -> Result<Arc<Member>, etcd_client::Error> {
-        let client = Client::connect([endpoint], Some(options)).await?;
+        let connect = || Client::connect([endpoint], Some(options.clone()));
+        let (requests, watch, probes) = (connect().await?, connect().await?, connect().await?);
         Ok(Arc::new(Member {
             endpoint: endpoint.to_owned(),
-            kv: client
+            kv: requests
                 .kv_client()
                 .max_decoding_message_size(MAX_MESSAGE_SIZE),
-            watch: client
+            watch: watch
                 .watch_client()
                 .max_decoding_message_size(MAX_MESSAGE_SIZE),
+            prober: probes.kv_client(),
             probe_key: probe_key.to_vec(),
             health: Mutex::new(Health {
                 down_since: None,
@@ -155,7 +160,7 @@ impl Member {
     /// A serializable count of one key: needs no quorum, only a live member that
     /// has a leader (require-leader is set on every request).
     async fn probe(self: Arc<Self>) -> Probe {
-        let mut kv = self.kv.clone();
+        let mut kv = self.prober.clone();
         let options = GetOptions::new().with_count_only().with_serializable();
         let read = kv.get(self.probe_key.clone(), Some(options));
         let why = match tokio::time::timeout(PROBE_TIMEOUT, read).await {
