@@ -771,6 +771,118 @@ async fn a_replica_killed_under_load_loses_no_acknowledged_write() {
     );
 }
 
+/// A rolling restart as kube-apiserver's are done behind a load balancer: each
+/// replica in turn gets SIGTERM (with `--shutdown-delay-duration` longer than
+/// HAProxy takes to see `/readyz` fail, and `--shutdown-send-retry-after`),
+/// exits 0 and is started again, under four writers whose clients retry 429s
+/// as client-go does. HAProxy takes each replica out because its `/readyz`
+/// answered 500 (layer 7), not because it stopped answering; no acknowledged
+/// write is lost. The writers' errors are counted and printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_through_the_load_balancer_loses_no_write() {
+    const WRITERS: usize = 4;
+    let mut rig = Rig::builder()
+        .arg("--shutdown-delay-duration")
+        .arg("3s")
+        .arg("--shutdown-send-retry-after=true")
+        .start()
+        .await
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let mut writers = Vec::new();
+    for w in 0..WRITERS {
+        let mut config = rig.lb_client_config().await.unwrap();
+        config.default_retry = true;
+        let api: Api<ConfigMap> =
+            Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+        let (stop, tally) = (stop.clone(), tally.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let name = format!("roll-{w}-{n:05}");
+                n += 1;
+                match api.create(&PostParams::default(), &cm(&name)).await {
+                    Ok(_) => tally.lock().unwrap().acknowledged.push(name),
+                    Err(e) => tally.lock().unwrap().failed.push((name, e.to_string())),
+                }
+            }
+        }));
+    }
+    let started = Instant::now();
+    let mut terminations = Vec::new();
+    for i in 0..rig.replicas.len() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let log_before = rig.lb.log().len();
+        let signalled = Instant::now();
+        let status =
+            tokio::task::block_in_place(|| rig.replicas[i].terminate(Duration::from_secs(30)))
+                .unwrap();
+        let exited = signalled.elapsed();
+        assert!(status.success(), "r{} exited with {status}", i + 1);
+        let lb_log = rig.lb.log()[log_before..].to_string();
+        let down = lb_log
+            .lines()
+            .find(|l| l.contains(&format!("replicas/r{} is DOWN", i + 1)))
+            .unwrap_or_else(|| panic!("HAProxy did not take r{} out:\n{lb_log}", i + 1));
+        assert!(
+            down.contains("Layer7"),
+            "HAProxy took r{} out for another reason than its /readyz: {down}",
+            i + 1
+        );
+        tokio::task::block_in_place(|| rig.replicas[i].restart()).unwrap();
+        tokio::task::block_in_place(|| {
+            rig.lb
+                .wait_for(Duration::from_secs(10), "the restarted replica up", |s| {
+                    s.iter().all(|(_, state)| state == "UP")
+                })
+        })
+        .unwrap();
+        terminations.push((i + 1, exited, signalled.elapsed()));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.await.unwrap();
+    }
+    let took = started.elapsed();
+    let tally = std::mem::take(&mut *tally.lock().unwrap());
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, e) in &tally.failed {
+        let kind: String = e.chars().take(90).collect();
+        *kinds.entry(kind).or_default() += 1;
+    }
+    for (i, client) in replica_clients(&rig).await.into_iter().enumerate() {
+        let listed: BTreeSet<String> = Api::<ConfigMap>::namespaced(client, "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|cm| cm.metadata.name)
+            .collect();
+        let lost: Vec<_> = tally
+            .acknowledged
+            .iter()
+            .filter(|n| !listed.contains(*n))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "r{} does not list {} acknowledged writes: {:?}",
+            i + 1,
+            lost.len(),
+            lost.iter().take(20).collect::<Vec<_>>()
+        );
+    }
+    println!(
+        "rolling restart: {WRITERS} writers for {took:?}, each replica terminated and restarted \
+         (replica, exited after SIGTERM, up again after SIGTERM): {terminations:?}; \
+         acknowledged {}, all listed by every replica; {} failed: {kinds:#?}",
+        tally.acknowledged.len(),
+        tally.failed.len()
+    );
+}
+
 /// A watch through the load balancer whose replica is killed ends (the stream
 /// closes or fails) at once instead of hanging; a new watch through the load
 /// balancer from the last resourceVersion seen goes on without a gap or repeat.
