@@ -223,14 +223,14 @@ impl<R: Resources> IdentityLease<R> {
     }
 }
 
-/// Delete identity Leases that expired, every `period`, forever (upstream's
-/// apiserver lease garbage collector; every replica runs it).
+/// Delete identity Leases that expired, now and every `period`, forever
+/// (upstream's apiserver lease garbage collector; every replica runs it).
 pub async fn collect_garbage<R: Resources>(resources: Arc<R>, period: Duration) {
     loop {
-        tokio::time::sleep(period).await;
         if let Err(e) = collect_once(resources.as_ref()).await {
             tracing::warn!(error = %e, "identity lease garbage collection failed");
         }
+        tokio::time::sleep(period).await;
     }
 }
 
