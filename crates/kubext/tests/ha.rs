@@ -276,9 +276,10 @@ async fn converge(what: &str, bound: Duration, check: impl AsyncFn() -> bool) ->
 
 /// A CRD created through one replica is Established, and its resource served
 /// (listed and created), on every replica; a ClusterRole and binding granting a
-/// new user access take effect on every replica. Both times are printed.
+/// new user access, and a ValidatingAdmissionPolicy and its binding, take
+/// effect on every replica. The times are printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crds_and_rbac_rules_take_effect_on_every_replica() {
+async fn crds_rbac_rules_and_admission_policies_take_effect_on_every_replica() {
     let rig = Rig::builder().start().await.unwrap();
     let clients = replica_clients(&rig).await;
     let crd_resource = ApiResource {
@@ -408,10 +409,82 @@ async fn crds_and_rbac_rules_take_effect_on_every_replica() {
     });
     let rbac_times = futures::future::join_all(waits).await;
     println!("RBAC binding in effect on each replica after its create: {rbac_times:?}");
+
+    // An admission policy and its binding through r1: every replica denies.
+    let admission = |kind: &str, plural: &str| ApiResource {
+        group: "admissionregistration.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    let policy = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "ha-no-forbidden"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                     "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                 "validations": [{"expression": "!has(object.data) || !('forbidden' in object.data)"}]}
+    }))
+    .unwrap();
+    let policy_binding = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "ha-no-forbidden"},
+        "spec": {"policyName": "ha-no-forbidden", "validationActions": ["Deny"]}
+    }))
+    .unwrap();
+    Api::<DynamicObject>::all_with(
+        clients[0].clone(),
+        &admission("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
+    )
+    .create(&PostParams::default(), &policy)
+    .await
+    .unwrap();
+    Api::<DynamicObject>::all_with(
+        clients[0].clone(),
+        &admission(
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+        ),
+    )
+    .create(&PostParams::default(), &policy_binding)
+    .await
+    .unwrap();
+    let bound = Instant::now();
+    let forbidden: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "forbidden"}, "data": {"forbidden": "x"}}),
+    )
+    .unwrap();
+    let dry_run = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let waits = clients.iter().enumerate().map(|(i, client)| {
+        let api = Api::<ConfigMap>::namespaced(client.clone(), "default");
+        let (forbidden, dry_run) = (&forbidden, &dry_run);
+        async move {
+            converge(
+                &format!("the admission policy in effect on r{}", i + 1),
+                Duration::from_secs(10),
+                async || match api.create(dry_run, forbidden).await {
+                    Err(kube::Error::Api(s)) => s.message.contains(
+                        "ValidatingAdmissionPolicy 'ha-no-forbidden' with binding 'ha-no-forbidden' denied request",
+                    ),
+                    _ => false,
+                },
+            )
+            .await;
+            bound.elapsed()
+        }
+    });
+    let policy_times = futures::future::join_all(waits).await;
     println!(
-        "convergence: CRD {:?}, RBAC {:?} (slowest replica)",
+        "admission policy in effect on each replica after its binding's create: {policy_times:?}"
+    );
+    println!(
+        "convergence: CRD {:?}, RBAC {:?}, admission policy {:?} (slowest replica)",
         crd_times.iter().max().unwrap(),
-        rbac_times.iter().max().unwrap()
+        rbac_times.iter().max().unwrap(),
+        policy_times.iter().max().unwrap()
     );
 }
 
