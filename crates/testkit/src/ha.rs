@@ -387,6 +387,28 @@ impl Rig {
             .position(|r| r.identity().as_deref() == Some(identity))
     }
 
+    /// The etcd leader's index in [`Rig::etcd`] (`None` while there is none or
+    /// a member does not answer).
+    pub fn etcd_leader(&self) -> Option<usize> {
+        let mut leader = None;
+        let mut ids = Vec::new();
+        for (i, m) in self.etcd.members.iter().enumerate() {
+            if !m.is_running() {
+                continue;
+            }
+            let status = etcd_status(m.client_port)?;
+            let follows = status["leader"].as_str()?.to_string();
+            if leader.get_or_insert_with(|| follows.clone()) != &follows {
+                return None;
+            }
+            ids.push((i, status["header"]["member_id"].as_str()?.to_string()));
+        }
+        let leader = leader?;
+        ids.into_iter()
+            .find(|(_, id)| *id == leader)
+            .map(|(i, _)| i)
+    }
+
     /// Run kubectl (`$KUBECTL` or `kubectl`) through the load balancer.
     pub fn kubectl(&self, args: &[&str]) -> std::process::Output {
         let kubectl = std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into());
@@ -429,6 +451,21 @@ impl Drop for Rig {
             eprintln!("--- haproxy log ---\n{}", self.lb.log());
         }
     }
+}
+
+/// A member's `/v3/maintenance/status` through etcd's JSON gateway.
+fn etcd_status(client_port: u16) -> Option<serde_json::Value> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", client_port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let body = "{}";
+    let request = format!(
+        "POST /v3/maintenance/status HTTP/1.0\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(request.as_bytes()).ok()?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).ok()?;
+    serde_json::from_str(answer.split_once("\r\n\r\n")?.1).ok()
 }
 
 /// Where HAProxy is: `$HAPROXY_BIN`, else `haproxy` on the PATH, else Debian's
