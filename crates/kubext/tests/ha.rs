@@ -4,12 +4,15 @@
 //! load balancer and the replicas' own addresses, the replicas must behave as
 //! one kube-apiserver does: a write through one is read through another (reads
 //! with `resourceVersion` unset are consistent), a watch resumes on another
-//! replica from its last resource version without a gap or a repeat, CRDs and
-//! RBAC rules take effect on every replica (the time is measured and printed),
-//! the controllers' Lease is taken over when its holder is killed, an
-//! acknowledged write survives the replica that acknowledged it, a watch ends
-//! when its replica dies, and cluster IPs and node ports are never handed out
-//! twice. Each test starts its own rig (about 3 s).
+//! replica from its last resource version without a gap or a repeat; CRDs, RBAC
+//! rules and admission policies take effect on every replica (the times are
+//! measured and printed); the controllers' Lease is taken over when its holder
+//! is killed; an acknowledged write survives the replica that acknowledged it,
+//! a rolling restart (SIGTERM) and etcd faults; a watch ends when its replica
+//! dies; cluster IPs and node ports are never handed out twice. Each test
+//! starts its own rig (about 6 s); nextest runs them one at a time (test group
+//! `ha` in .config/nextest.toml). The figures a test prints are the README's
+//! (run with `--no-capture`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
