@@ -11,8 +11,8 @@
 //! a rolling restart (SIGTERM) and etcd faults; a watch ends when its replica
 //! dies; cluster IPs and node ports are never handed out twice. Each test
 //! starts its own rig (about 6 s); nextest runs them one at a time (test group
-//! `ha` in .config/nextest.toml). The figures a test prints are the README's
-//! (run with `--no-capture`).
+//! `ha` in .config/nextest.toml). The tests print what they measure
+//! (`--no-capture` shows it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
