@@ -196,7 +196,7 @@ impl EtcdBackend {
     async fn compaction_revision(&self, requested: i64) -> i64 {
         let known = self.compacted.load(Ordering::Acquire);
         let probe = async {
-            let member = self.members.pick(&mut Vec::new());
+            let member = self.members.pick(&mut members::Tried::default());
             let mut stream = member
                 .watch
                 .clone()

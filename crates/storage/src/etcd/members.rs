@@ -12,7 +12,7 @@
 use etcd_client::{Client, ConnectOptions, GetOptions, KvClient, ResponseHeader, WatchClient};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -47,6 +47,10 @@ pub(super) struct Member {
     pub(super) watch: WatchClient,
     prober: KvClient,
     probe_key: Vec<u8>,
+    /// Out of rotation (mirrors `health.down_since`, read without the lock).
+    down: AtomicBool,
+    /// The raft term of its last answer; a higher one means a new leader.
+    term: AtomicU64,
     health: Mutex<Health>,
     /// Counts the times it left the rotation; a watch on it ends when it does.
     left: tokio::sync::watch::Sender<u64>,
@@ -57,8 +61,6 @@ pub(super) struct Member {
 struct Health {
     /// Out of rotation since then.
     down_since: Option<Instant>,
-    /// The raft term of its last answer; a higher one means a new leader.
-    term: u64,
     /// The last probe, with when it started.
     probe: Option<(Instant, SharedProbe)>,
 }
@@ -83,9 +85,10 @@ impl Member {
                 .max_decoding_message_size(MAX_MESSAGE_SIZE),
             prober: probes.kv_client(),
             probe_key: probe_key.to_vec(),
+            down: AtomicBool::new(false),
+            term: AtomicU64::new(0),
             health: Mutex::new(Health {
                 down_since: None,
-                term: 0,
                 probe: None,
             }),
             left: tokio::sync::watch::channel(0).0,
@@ -94,20 +97,24 @@ impl Member {
     }
 
     pub(super) fn is_up(&self) -> bool {
-        self.health.lock().down_since.is_none()
+        !self.down.load(Ordering::Acquire)
     }
 
     /// The raft term it last answered in (0 before its first answer).
     pub(super) fn term(&self) -> u64 {
-        self.health.lock().term
+        self.term.load(Ordering::Acquire)
     }
 
     /// It answered: back in rotation, and its term noted.
     pub(super) fn answered(&self, header: Option<&ResponseHeader>) {
-        let mut health = self.health.lock();
         if let Some(header) = header {
-            health.term = health.term.max(header.raft_term());
+            self.term.fetch_max(header.raft_term(), Ordering::AcqRel);
         }
+        if self.is_up() {
+            return;
+        }
+        let mut health = self.health.lock();
+        self.down.store(false, Ordering::Release);
         if let Some(since) = health.down_since.take() {
             tracing::info!(
                 endpoint = %self.endpoint,
@@ -125,6 +132,7 @@ impl Member {
                 return;
             }
             health.down_since = Some(Instant::now());
+            self.down.store(true, Ordering::Release);
         }
         tracing::warn!(endpoint = %self.endpoint, %why, "etcd member out of rotation");
         self.left.send_modify(|n| *n += 1);
@@ -247,21 +255,19 @@ impl Members {
     /// The member for a request's next attempt: the next one in rotation it has not
     /// `tried`; else one out of rotation it has not tried (it may be back); else,
     /// all tried, start over.
-    pub(super) fn pick(&self, tried: &mut Vec<usize>) -> Arc<Member> {
+    pub(super) fn pick(&self, tried: &mut Tried) -> Arc<Member> {
         let n = self.list.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let order = (0..n).map(|i| (start + i) % n);
-        let fresh = |i: &usize| !tried.contains(i);
         let chosen = order
             .clone()
-            .filter(fresh)
-            .find(|&i| self.list[i].is_up())
-            .or_else(|| order.clone().find(fresh))
+            .find(|&i| !tried.has(i) && self.list[i].is_up())
+            .or_else(|| order.clone().find(|&i| !tried.has(i)))
             .unwrap_or_else(|| {
-                tried.clear();
+                *tried = Tried::default();
                 start % n
             });
-        tried.push(chosen);
+        tried.add(chosen);
         self.list[chosen].clone()
     }
 
@@ -276,5 +282,20 @@ impl Members {
     /// The highest revision seen in any answer so far.
     pub(super) fn seen_revision(&self) -> i64 {
         self.seen_revision.load(Ordering::Acquire)
+    }
+}
+
+/// The members one request has tried, by index (etcd clusters have a handful of
+/// members; past 64, indexes share bits and a member may be tried again early).
+#[derive(Default)]
+pub(super) struct Tried(u64);
+
+impl Tried {
+    fn has(&self, i: usize) -> bool {
+        self.0 & (1 << (i % 64)) != 0
+    }
+
+    fn add(&mut self, i: usize) {
+        self.0 |= 1 << (i % 64);
     }
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use super::members::{Member, Members, Probe};
+use super::members::{Member, Members, Probe, Tried};
 use crate::backoff::Backoff;
 
 /// How long an attempt waits before its member is first probed, and between probes.
@@ -146,29 +146,31 @@ async fn attempt<T>(
     let mut request = std::pin::pin!(request);
     let mut check_at = Instant::now() + CHECK_EVERY;
     loop {
-        let check = async {
-            tokio::time::sleep_until(check_at).await;
-            member.check().await
-        };
         tokio::select! {
             biased;
             answer = &mut request => return Attempt::Answered(answer),
-            () = tokio::time::sleep_until(deadline) => {
-                return Attempt::Abandoned("no answer within the request deadline".into());
+            () = tokio::time::sleep_until(check_at.min(deadline)) => {}
+        }
+        if Instant::now() >= deadline {
+            return Attempt::Abandoned("no answer within the request deadline".into());
+        }
+        let probe = tokio::select! {
+            biased;
+            answer = &mut request => return Attempt::Answered(answer),
+            probe = member.check() => probe,
+        };
+        match probe {
+            Probe::Down(why) => return Attempt::Abandoned(why),
+            Probe::Alive(now) if term != 0 && now > term => {
+                return Attempt::Abandoned(format!(
+                    "a new leader was elected (term {term} to {now}) while {} had the request",
+                    member.endpoint
+                ));
             }
-            probe = check => match probe {
-                Probe::Down(why) => return Attempt::Abandoned(why),
-                Probe::Alive(now) if term != 0 && now > term => {
-                    return Attempt::Abandoned(format!(
-                        "a new leader was elected (term {term} to {now}) while {} had the request",
-                        member.endpoint
-                    ));
-                }
-                Probe::Alive(now) => {
-                    term = now;
-                    check_at = Instant::now() + CHECK_EVERY;
-                }
-            },
+            Probe::Alive(now) => {
+                term = now;
+                check_at = Instant::now() + CHECK_EVERY;
+            }
         }
     }
 }
@@ -188,7 +190,7 @@ impl Members {
     {
         let started = Instant::now();
         let deadline = started + timeout;
-        let mut tried = Vec::new();
+        let mut tried = Tried::default();
         let mut uncertain = false;
         let mut backoff = Backoff::new(RESEND_DELAY, MAX_RESEND_DELAY);
         loop {
