@@ -16,10 +16,28 @@ use crate::{Resources, system_context};
 
 const MANAGER: &str = "kubext-leader-election";
 
-/// client-go's defaults.
-pub const LEASE_DURATION: Duration = Duration::from_secs(15);
-pub const RENEW_DEADLINE: Duration = Duration::from_secs(10);
-pub const RETRY_PERIOD: Duration = Duration::from_secs(2);
+/// kube-controller-manager's `--leader-elect-lease-duration`,
+/// `--leader-elect-renew-deadline` and `--leader-elect-retry-period`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timings {
+    /// How long a lease not renewed keeps others out.
+    pub lease_duration: Duration,
+    /// How long a leader that cannot renew keeps leading.
+    pub renew_deadline: Duration,
+    /// How often candidates try, and the leader renews.
+    pub retry_period: Duration,
+}
+
+impl Default for Timings {
+    /// client-go's (and kube-controller-manager's) defaults.
+    fn default() -> Self {
+        Timings {
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
 
 pub struct LeaderElection<R: Resources> {
     pub resources: Arc<R>,
@@ -27,18 +45,30 @@ pub struct LeaderElection<R: Resources> {
     pub identity: String,
     pub namespace: String,
     pub name: String,
+    pub timings: Timings,
+    /// Held by a round and by [`LeaderElection::release`]; true once released.
+    pub released: tokio::sync::Mutex<bool>,
 }
 
 /// Whether this replica leads; follow it with [`while_leading`].
 pub type Leadership = watch::Receiver<bool>;
 
 impl<R: Resources> LeaderElection<R> {
-    /// Try to acquire, then keep renewing, forever; `leading` says the outcome.
-    pub async fn run(self, leading: watch::Sender<bool>) {
+    /// Try to acquire, then keep renewing, until released; `leading` says the
+    /// outcome.
+    pub async fn run(self: Arc<Self>, leading: watch::Sender<bool>) {
         let mut observed: Option<(Value, Instant)> = None;
         let mut last_renew: Option<Instant> = None;
         loop {
-            match self.try_acquire_or_renew(&mut observed).await {
+            let round = {
+                let released = self.released.lock().await;
+                if *released {
+                    leading.send_if_modified(|l| std::mem::replace(l, false));
+                    return;
+                }
+                self.try_acquire_or_renew(&mut observed).await
+            };
+            match round {
                 Ok(true) => {
                     last_renew = Some(Instant::now());
                     if !*leading.borrow() {
@@ -56,12 +86,49 @@ impl<R: Resources> LeaderElection<R> {
                     tracing::warn!(error = %e, lease = %self.name, "leader election: cannot reach the lease");
                     // A leader that cannot renew within the deadline steps down
                     // before anyone else may take over.
-                    if last_renew.is_none_or(|t| t.elapsed() > RENEW_DEADLINE) {
+                    if last_renew.is_none_or(|t| t.elapsed() > self.timings.renew_deadline) {
                         leading.send_if_modified(|l| std::mem::replace(l, false));
                     }
                 }
             }
-            tokio::time::sleep(RETRY_PERIOD).await;
+            tokio::time::sleep(self.timings.retry_period).await;
+        }
+    }
+
+    /// Stop taking part and, if this replica holds the lease, give it up so
+    /// another takes over at its next try instead of after the lease runs out
+    /// (client-go's `ReleaseOnCancel`, which kube-controller-manager sets).
+    pub async fn release(&self) {
+        let mut released = self.released.lock().await;
+        *released = true;
+        let Some(leases) = self.resources.store("coordination.k8s.io", "leases") else {
+            return;
+        };
+        let ctx = system_context(&self.namespace, MANAGER);
+        let Ok(current) = leases.get(&ctx, &self.name).await else {
+            return;
+        };
+        let mut lease = current.to_value();
+        if lease
+            .pointer("/spec/holderIdentity")
+            .and_then(Value::as_str)
+            != Some(&self.identity)
+        {
+            return;
+        }
+        let now = micro_time();
+        lease["spec"] = json!({
+            "holderIdentity": "",
+            "leaseDurationSeconds": 1,
+            "acquireTime": now,
+            "renewTime": now,
+            "leaseTransitions": lease.pointer("/spec/leaseTransitions").cloned().unwrap_or(json!(0)),
+        });
+        match leases.update(&ctx, &self.name, lease).await {
+            Ok(_) => {
+                tracing::info!(identity = %self.identity, lease = %self.name, "released the lease")
+            }
+            Err(e) => tracing::warn!(error = %e, lease = %self.name, "cannot release the lease"),
         }
     }
 
@@ -103,7 +170,7 @@ impl<R: Resources> LeaderElection<R> {
         let holder = spec["holderIdentity"].as_str().unwrap_or_default();
         let duration = spec["leaseDurationSeconds"]
             .as_u64()
-            .map_or(LEASE_DURATION, Duration::from_secs);
+            .map_or(self.timings.lease_duration, Duration::from_secs);
         let unchanged_for = observed
             .as_ref()
             .map_or(Duration::ZERO, |(_, at)| at.elapsed());
@@ -137,7 +204,7 @@ impl<R: Resources> LeaderElection<R> {
     fn spec(&self, acquired: &str, renewed: &str, transitions: i64) -> Value {
         json!({
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": LEASE_DURATION.as_secs(),
+            "leaseDurationSeconds": self.timings.lease_duration.as_secs(),
             "acquireTime": acquired,
             "renewTime": renewed,
             "leaseTransitions": transitions,

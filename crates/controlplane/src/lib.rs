@@ -18,6 +18,7 @@ mod webhook_services;
 pub use admission::in_tree::Plugins as AdmissionPlugins;
 pub use authorization::AuthorizationMode;
 pub use controllers::identity::Timings as IdentityLeaseTimings;
+pub use controllers::leader::Timings as LeaderElectionTimings;
 pub use kubernetes_service::ReconcilerType;
 pub use replica::Replica;
 
@@ -51,6 +52,8 @@ pub struct Config {
     pub admission_plugins: admission::in_tree::Plugins,
     /// How this replica shows itself: `default/kubernetes`, its identity Lease.
     pub replica: Replica,
+    /// The controllers' Lease (with etcd, where replicas may share it).
+    pub leader_election: leader::Timings,
 }
 
 impl Default for Config {
@@ -62,8 +65,22 @@ impl Default for Config {
             authorization_modes: vec![AuthorizationMode::Rbac],
             admission_plugins: Default::default(),
             replica: Default::default(),
+            leader_election: Default::default(),
         }
     }
+}
+
+/// What the controllers start with, besides the prepared server.
+struct ControllerPlan {
+    storage: StorageKind,
+    /// `default/kubernetes`'s cluster IP.
+    service_ranges: registry::builtin::ServiceRanges,
+    /// How this replica shows itself.
+    replica: Replica,
+    service_repair: ServiceRepair,
+    repair_interval: Duration,
+    leader_election: leader::Timings,
+    remotes: Remotes,
 }
 
 const BOOTSTRAP_NAMESPACES: [&str; 4] =
@@ -94,16 +111,16 @@ pub async fn start(config: Config) -> Result<Running> {
     let prepared = server::prepare(config.server, serving).await?;
     component_statuses.attach(&prepared.api);
     let service_repair = ServiceRepair::new(&prepared.api, config.service_ranges, orphan_grace)?;
-    let controllers = start_controllers(
-        &prepared,
+    let plan = ControllerPlan {
         storage,
-        (&config.service_ranges, &config.replica),
-        (service_repair, config.service_repair_interval),
+        service_ranges: config.service_ranges,
+        replica: config.replica,
+        service_repair,
+        repair_interval: config.service_repair_interval,
+        leader_election: config.leader_election,
         remotes,
-        &authorization,
-        &admission,
-    )
-    .await?;
+    };
+    let controllers = start_controllers(&prepared, plan, &authorization, &admission).await?;
     let running = prepared.serve(controllers)?;
     authorization.serving();
     Ok(running)
@@ -145,14 +162,19 @@ fn kubext_types(
 /// (before the server reports ready).
 async fn start_controllers(
     prepared: &Prepared,
-    storage: StorageKind,
-    // `default/kubernetes`'s cluster IP, and how this replica shows itself.
-    (service_ranges, replica): (&registry::builtin::ServiceRanges, &Replica),
-    (mut service_repair, repair_interval): (ServiceRepair, Duration),
-    remotes: Remotes,
+    plan: ControllerPlan,
     authorization: &authorization::Authorization,
     admission: &admission::Chain,
 ) -> Result<tokio::task::JoinHandle<()>> {
+    let ControllerPlan {
+        storage,
+        service_ranges,
+        replica,
+        mut service_repair,
+        repair_interval,
+        leader_election: timings,
+        remotes,
+    } = plan;
     let api = &prepared.api;
     let front_proxy = &prepared.front_proxy;
     let started = std::time::Instant::now();
@@ -169,13 +191,13 @@ async fn start_controllers(
     service_repair.repair().await?;
     let service_repair = tokio::spawn(service_repair.run(repair_interval));
     step("service allocation repair");
-    let presence = replica::announce(prepared, service_ranges, replica).await?;
+    let presence = replica::announce(prepared, &service_ranges, &replica).await?;
     step("default/kubernetes, identity lease");
     let flowcontrol = flowcontrol::start(api.clone()).await?;
     step("flowcontrol configuration");
     publish_authentication_configmap(api, front_proxy, &prepared.client_cas.join("")).await?;
     step("authentication configmap");
-    let (leadership, election) = leader_election(api, storage);
+    let (leadership, election) = leader_election(prepared, storage, timings);
     let rbac = authorization.start(api, leadership.clone()).await?;
     step("rbac");
     let caller = webhook_services::caller(api);
@@ -254,8 +276,9 @@ async fn start_controllers(
 /// Who runs the writing controllers: with etcd (replicas may share it) the holder
 /// of the `kube-system/kubext-controllers` Lease; otherwise this process, always.
 fn leader_election(
-    api: &Arc<Api>,
+    prepared: &Prepared,
     storage: StorageKind,
+    timings: leader::Timings,
 ) -> (leader::Leadership, tokio::task::JoinHandle<()>) {
     if storage != StorageKind::Etcd {
         let (tx, rx) = watch::channel(true);
@@ -264,12 +287,18 @@ fn leader_election(
     let (tx, rx) = watch::channel(false);
     let identity = leader::identity();
     tracing::info!(%identity, "leader election for kubext's controllers");
-    let election = leader::LeaderElection {
-        resources: Arc::new(CatalogResources(api.clone())),
+    let election = Arc::new(leader::LeaderElection {
+        resources: Arc::new(CatalogResources(prepared.api.clone())),
         identity,
         namespace: "kube-system".into(),
         name: "kubext-controllers".into(),
-    };
+        timings,
+        released: Default::default(),
+    });
+    let releasing = election.clone();
+    prepared.on_shutdown("release-controllers-lease", async move {
+        releasing.release().await;
+    });
     (rx, tokio::spawn(election.run(tx)))
 }
 

@@ -180,6 +180,19 @@ struct ServeArgs {
     /// rebuilds the node port bitmap (kube-apiserver's fixed 3 minutes; kubext only).
     #[arg(long, default_value = "3m0s", value_parser = parse_duration)]
     service_repair_interval: Duration,
+    /// With etcd storage: how long the controllers' Lease
+    /// (kube-system/kubext-controllers) keeps other replicas out after its
+    /// holder last renewed it (kube-controller-manager's flag).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the controllers' leader keeps leading while it cannot renew
+    /// its Lease (kube-controller-manager's flag).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How often replicas try to take the controllers' Lease and its holder
+    /// renews it (kube-controller-manager's flag).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    leader_elect_retry_period: Duration,
     /// Bound on requests other than watches and connection upgrades (504 after it).
     /// At shutdown, in-flight requests get this long to finish.
     #[arg(long, default_value = "1m0s", value_parser = parse_duration)]
@@ -329,6 +342,7 @@ async fn choose_storage(args: &ServeArgs) -> server::StorageKind {
 }
 
 async fn serve(args: ServeArgs) -> Result<()> {
+    let leader_election = leader_election_timings(&args)?;
     let admission_plugins = controlplane::AdmissionPlugins::from_flags(
         &args.enable_admission_plugins,
         &args.disable_admission_plugins,
@@ -403,6 +417,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
         )
         .map_err(anyhow::Error::msg)?,
         service_repair_interval: args.service_repair_interval,
+        leader_election,
         authorization_modes: args.authorization_mode,
         admission_plugins,
         replica: controlplane::Replica {
@@ -526,4 +541,22 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// kube-controller-manager's checks of its leader election flags.
+fn leader_election_timings(
+    args: &ServeArgs,
+) -> anyhow::Result<controlplane::LeaderElectionTimings> {
+    let timings = controlplane::LeaderElectionTimings {
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    };
+    if timings.lease_duration <= timings.renew_deadline {
+        anyhow::bail!("leaseDuration must be greater than renewDeadline");
+    }
+    if timings.renew_deadline.as_secs_f64() <= 1.2 * timings.retry_period.as_secs_f64() {
+        anyhow::bail!("renewDeadline must be greater than retryPeriod*JitterFactor");
+    }
+    Ok(timings)
 }

@@ -138,3 +138,82 @@ async fn the_other_replica_takes_over_the_controllers() {
     assert_eq!(lease.lease_duration_seconds, Some(15));
     collected(survivor, "after").await;
 }
+
+/// kube-controller-manager's leader election flags set the Lease's timings, and
+/// a leader that terminates gracefully releases the Lease (client-go's
+/// ReleaseOnCancel): the other replica leads at its next try, not after the
+/// lease duration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminated_leader_releases_the_lease() {
+    let etcd = Etcd::start().unwrap();
+    let replica = || {
+        Server::builder()
+            .storage(Storage::Etcd(etcd.endpoint()))
+            .arg("--leader-elect-lease-duration=8s")
+            .arg("--leader-elect-renew-deadline=5s")
+            .arg("--leader-elect-retry-period=1s")
+            .start()
+            .unwrap()
+    };
+    let (mut a, mut b) = (replica(), replica());
+    let (id_a, id_b) = (identity(&a), identity(&b));
+    let (client_a, client_b) = (a.client().await.unwrap(), b.client().await.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let first = loop {
+        if let Some(h) = holder(&client_a).await {
+            break h;
+        }
+        assert!(Instant::now() < deadline, "nobody took the lease");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let leases: Api<Lease> = Api::namespaced(client_a.clone(), "kube-system");
+    let spec = leases
+        .get("kubext-controllers")
+        .await
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(spec.lease_duration_seconds, Some(8));
+
+    let (leader, survivor, survivor_id) = if first == id_a {
+        (&mut a, &client_b, id_b)
+    } else {
+        (&mut b, &client_a, id_a)
+    };
+    let stopped = Instant::now();
+    let status = leader.terminate(Duration::from_secs(20)).unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        leader.log().contains("released the lease"),
+        "{}",
+        leader.log()
+    );
+    while holder(survivor).await.as_deref() != Some(survivor_id.as_str()) {
+        assert!(
+            stopped.elapsed() < Duration::from_secs(6),
+            "the survivor did not take the released lease before it would have expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("takeover after a graceful stop: {:?}", stopped.elapsed());
+    orphan_a_dependent(survivor, "released").await;
+    collected(survivor, "released").await;
+}
+
+#[test]
+fn leader_election_flags_are_checked_as_kube_controller_managers() {
+    let out = std::process::Command::new(testkit::kubext_binary().unwrap())
+        .args([
+            "serve",
+            "--leader-elect-lease-duration=5s",
+            "--leader-elect-renew-deadline=5s",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("leaseDuration must be greater than renewDeadline"),
+        "{stderr}"
+    );
+}
