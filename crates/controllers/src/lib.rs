@@ -10,6 +10,7 @@ pub mod identity;
 pub mod leader;
 pub mod namespace;
 pub mod runtime;
+pub mod service_account_tokens;
 pub mod storage_protection;
 
 use std::sync::Arc;

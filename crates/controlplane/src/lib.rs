@@ -32,6 +32,7 @@ use aggregator::Remotes;
 use controllers::Resources;
 use controllers::leader;
 use controllers::namespace::NamespaceController;
+use controllers::service_account_tokens::{SignError, TokenSigner, TokenSubject, TokensController};
 use registry::{GenericStore, ResourceType};
 use server::api::{Api, Serving};
 use server::front_proxy::FrontProxy;
@@ -238,6 +239,9 @@ async fn start_controllers(
         move || namespace_controller.clone().run(),
     ));
     let resources = Arc::new(CatalogResources(api.clone()));
+    let tokens = start_token_controller(prepared, resources.clone(), leadership.clone());
+    legacy_token_tracking(api).await?;
+    step("legacy token tracking");
     let gc_resources = resources.clone();
     let garbage_collector = tokio::spawn(leader::while_leading(
         leadership.clone(),
@@ -266,11 +270,93 @@ async fn start_controllers(
             namespaces,
             garbage_collector,
             storage_protection,
+            tokens,
             crd_controller,
             apiservice_registration,
             availability
         );
     }))
+}
+
+/// kube-controller-manager's `serviceaccount-token` controller, on the leader:
+/// token Secrets get legacy tokens signed with the key the authenticator
+/// checks them with, and the cluster CA (as `kube-root-ca.crt` publishes it).
+fn start_token_controller(
+    prepared: &Prepared,
+    resources: Arc<CatalogResources>,
+    leadership: leader::Leadership,
+) -> tokio::task::JoinHandle<()> {
+    let Some(tokens) = prepared.api.service_account_tokens() else {
+        return tokio::spawn(async {});
+    };
+    let controller = Arc::new(TokensController {
+        resources,
+        signer: Arc::new(LegacySigner(tokens)),
+        root_ca: prepared.pki.ca.cert_pem.clone(),
+    });
+    tokio::spawn(leader::while_leading(
+        leadership,
+        "serviceaccount-token",
+        move || controller.clone().run(),
+    ))
+}
+
+/// The server's service-account key, signing for the token controller.
+struct LegacySigner(Arc<server::serviceaccounts::Tokens>);
+
+impl TokenSigner for LegacySigner {
+    fn sign(&self, subject: &TokenSubject) -> std::result::Result<String, SignError> {
+        let subject = server::serviceaccounts::legacy::LegacySubject {
+            namespace: subject.namespace.clone(),
+            service_account: subject.service_account.clone(),
+            service_account_uid: subject.service_account_uid.clone(),
+            secret: subject.secret.clone(),
+        };
+        self.0
+            .sign_legacy(&subject)
+            .map_err(|e| SignError(e.to_string()))
+    }
+}
+
+/// Since when legacy tokens' use is tracked (kube-apiserver's
+/// legacy-token-tracking controller, which its token cleaner reads): the
+/// `since` date of `kube-system/kube-apiserver-legacy-service-account-token-tracking`,
+/// set when the ConfigMap is created or holds no date. Upstream also recreates
+/// it when deleted (at most every 30 min); kubext does so at its next start.
+async fn legacy_token_tracking(api: &Api) -> Result<()> {
+    const NAME: &str = "kube-apiserver-legacy-service-account-token-tracking";
+    let catalog = api.catalog();
+    let configmaps = catalog
+        .lookup("", "v1", "configmaps")
+        .ok_or_else(|| anyhow!("configmaps are not served"))?;
+    let today = jiff::Timestamp::now()
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date()
+        .to_string();
+    let ctx = controllers::system_context("kube-system", "kube-apiserver");
+    let want = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": NAME, "namespace": "kube-system"}, "data": {"since": today}});
+    match configmaps.store.create(&ctx, want).await {
+        Err(e) if e.code() == 409 => {}
+        Err(e) => return Err(anyhow!("creating {NAME}: {e}")),
+        Ok(_) => return Ok(()),
+    }
+    configmaps
+        .store
+        .update_with(&ctx, NAME, |current| {
+            let mut next = current.clone();
+            let since = current.pointer("/data/since").and_then(|v| v.as_str());
+            if since.is_none_or(|s| s.parse::<jiff::civil::Date>().is_err()) {
+                if !next.get("data").is_some_and(|d| d.is_object()) {
+                    next["data"] = json!({});
+                }
+                next["data"]["since"] = json!(today);
+            }
+            Ok(next)
+        })
+        .await
+        .map(|_| ())
+        .map_err(|e| anyhow!("updating {NAME}: {e}"))
 }
 
 /// Who runs the writing controllers: with etcd (replicas may share it) the holder

@@ -130,6 +130,12 @@ impl Api {
         self.storage.health_error().map(|e| e.to_string())
     }
 
+    /// What signs and checks service-account tokens (the token controller signs
+    /// legacy tokens with it).
+    pub fn service_account_tokens(&self) -> Option<Arc<crate::serviceaccounts::Tokens>> {
+        self.authn.service_account_tokens().cloned()
+    }
+
     pub fn catalog_changes(&self) -> watch::Receiver<u64> {
         self.catalog_changes.subscribe()
     }

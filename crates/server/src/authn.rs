@@ -199,8 +199,8 @@ impl Authenticator {
         &self.request_header.config
     }
 
-    pub fn service_account_tokens(&self) -> Option<&crate::serviceaccounts::Tokens> {
-        self.service_accounts.as_deref()
+    pub fn service_account_tokens(&self) -> Option<&Arc<crate::serviceaccounts::Tokens>> {
+        self.service_accounts.as_ref()
     }
 
     /// The user a bearer token stands for.

@@ -180,17 +180,21 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
     ]
     .concat();
     let (tls, trust_pem) = tls_config(&config, &pki, &handshake_cas)?;
+    let tokens = Arc::new(crate::serviceaccounts::Tokens::new(
+        &config.service_accounts,
+        &pki.service_account_key,
+        Arc::new(CachedObjects {
+            storage: storage.clone(),
+            prefix: config.etcd_prefix.trim_end_matches('/').to_string(),
+        }),
+    )?);
     let authn = Authenticator::new(
         config.token_auth_file.as_deref(),
         &client_cas,
         &front_proxy.requestheader_ca_pem,
         &config.front_proxy,
     )?
-    .with_service_accounts(Arc::new(crate::serviceaccounts::Tokens::new(
-        &config.service_accounts,
-        &pki.service_account_key,
-        service_account_lookup(&storage, &config.etcd_prefix),
-    )?));
+    .with_service_accounts(tokens.clone());
 
     let listener = bind(&config).await?;
     let addr = listener.local_addr()?;
@@ -201,6 +205,9 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
             .with_anonymous(config.anonymous_auth)
             .with_audit(open_audit(&config)?),
     );
+    tokens.record_legacy_use(Arc::new(
+        crate::serviceaccounts::legacy::LastUsedLabel::new(Arc::downgrade(&api)),
+    ));
     Ok(Prepared {
         api,
         addr,
@@ -273,17 +280,30 @@ impl Prepared {
     }
 }
 
-/// The uid of a ServiceAccount, from the watch cache (no IO per request).
-fn service_account_lookup(
-    storage: &Arc<registry::Storage>,
-    prefix: &str,
-) -> crate::serviceaccounts::ServiceAccountLookup {
-    let storage = storage.clone();
-    let prefix = prefix.trim_end_matches('/').to_string();
-    Arc::new(move |namespace, name| {
-        let entry = storage.get(&format!("{prefix}/serviceaccounts/{namespace}/{name}"))?;
-        Some(apimachinery::meta::uid(&entry.object.value()).to_string())
-    })
+/// ServiceAccounts and Secrets as the watch cache holds them (no IO per request).
+struct CachedObjects {
+    storage: Arc<registry::Storage>,
+    prefix: String,
+}
+
+impl CachedObjects {
+    fn get(&self, plural: &str, namespace: &str, name: &str) -> Option<Arc<serde_json::Value>> {
+        let prefix = &self.prefix;
+        let entry = self
+            .storage
+            .get(&format!("{prefix}/{plural}/{namespace}/{name}"))?;
+        Some(entry.object.value())
+    }
+}
+
+impl crate::serviceaccounts::TokenObjects for CachedObjects {
+    fn service_account(&self, namespace: &str, name: &str) -> Option<Arc<serde_json::Value>> {
+        self.get("serviceaccounts", namespace, name)
+    }
+
+    fn secret(&self, namespace: &str, name: &str) -> Option<Arc<serde_json::Value>> {
+        self.get("secrets", namespace, name)
+    }
 }
 
 /// The auditor `--audit-policy-file` and `--audit-log-path` ask for (both, or

@@ -1,7 +1,7 @@
 //! core/v1 Secret: `stringData` is folded into base64 `data`, `type` defaults to Opaque.
 
 use apimachinery::validation::is_config_map_key;
-use apimachinery::{ErrorList, FieldError, FieldPath};
+use apimachinery::{ErrorList, FieldError, FieldPath, meta};
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
@@ -9,6 +9,10 @@ use super::configmaps::{check_immutable, immutable_unchanged};
 use crate::resource::Strategy;
 
 const MAX_SECRET_BYTES: usize = 1024 * 1024;
+/// The type of the Secrets the service-account token controller fills.
+const SERVICE_ACCOUNT_TOKEN: &str = "kubernetes.io/service-account-token";
+/// The annotation naming such a Secret's ServiceAccount.
+const SERVICE_ACCOUNT_NAME: &str = "kubernetes.io/service-account.name";
 
 pub struct Secrets;
 
@@ -93,6 +97,21 @@ impl Strategy for Secrets {
         }
         if total > MAX_SECRET_BYTES {
             errs.push(FieldError::too_long(&path, MAX_SECRET_BYTES));
+        }
+        // The token controller adds the token and the account's uid later; the
+        // account's name it needs from the start.
+        if obj.get("type").and_then(Value::as_str) == Some(SERVICE_ACCOUNT_TOKEN)
+            && meta::annotations(obj)
+                .and_then(|a| a.get(SERVICE_ACCOUNT_NAME))
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+        {
+            errs.push(FieldError::required(
+                &FieldPath::new("metadata")
+                    .child("annotations")
+                    .key(SERVICE_ACCOUNT_NAME),
+                "",
+            ));
         }
         errs.extend(check_immutable(obj));
         errs

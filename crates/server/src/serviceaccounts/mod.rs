@@ -1,11 +1,16 @@
 //! Service-account tokens: `serviceaccounts/<name>/token` (TokenRequest) issues
 //! signed JWTs with kube-apiserver's claims, and the authenticator accepts them
-//! while the ServiceAccount (same uid) exists. Keys: `--service-account-signing-key-file`
-//! and `--service-account-key-file`, else a key pair generated in the data dir.
+//! while the ServiceAccount (same uid) exists; `legacy`: the long-lived tokens of
+//! `kubernetes.io/service-account-token` Secrets, signed here for the token
+//! controller and accepted while their Secret holds them. Keys:
+//! `--service-account-signing-key-file` and `--service-account-key-file`, else a key
+//! pair generated in the data dir.
+
+pub mod legacy;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
@@ -43,8 +48,12 @@ impl Default for ServiceAccountConfig {
     }
 }
 
-/// The uid of ServiceAccount `namespace/name`, if it exists.
-pub type ServiceAccountLookup = Arc<dyn Fn(&str, &str) -> Option<String> + Send + Sync>;
+/// The objects a token is checked against, as the watch cache holds them (no IO
+/// per request).
+pub trait TokenObjects: Send + Sync {
+    fn service_account(&self, namespace: &str, name: &str) -> Option<Arc<Value>>;
+    fn secret(&self, namespace: &str, name: &str) -> Option<Arc<Value>>;
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Claims {
@@ -79,7 +88,10 @@ pub struct Tokens {
     issuer: String,
     audiences: Vec<String>,
     max_expiration: Option<Duration>,
-    lookup: ServiceAccountLookup,
+    objects: Arc<dyn TokenObjects>,
+    /// Told when a legacy token is used (the Secret's last-used label); set once
+    /// the server that can write Secrets exists.
+    legacy_use: OnceLock<Arc<dyn legacy::LegacyTokenUse>>,
 }
 
 fn read(path: &PathBuf, flag: &str) -> Result<String> {
@@ -90,7 +102,7 @@ impl Tokens {
     pub fn new(
         config: &ServiceAccountConfig,
         generated: &KeyPairPem,
-        lookup: ServiceAccountLookup,
+        objects: Arc<dyn TokenObjects>,
     ) -> Result<Tokens> {
         let (private_pem, mut public_pems) = match &config.signing_key_file {
             Some(path) => {
@@ -113,11 +125,10 @@ impl Tokens {
             .map(|pem| DecodingKey::from_ec_pem(pem.as_bytes()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| anyhow!("service-account public key: {e}"))?;
-        let digest = ring::digest::digest(&ring::digest::SHA256, public_pems[0].as_bytes());
         Ok(Tokens {
             signing: EncodingKey::from_ec_pem(private_pem.as_bytes())
                 .map_err(|e| anyhow!("service-account signing key: {e}"))?,
-            key_id: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref()),
+            key_id: key_id(&public_pems[0])?,
             verifying,
             issuer: config.issuer.clone(),
             audiences: if config.api_audiences.is_empty() {
@@ -126,16 +137,44 @@ impl Tokens {
                 config.api_audiences.clone()
             },
             max_expiration: config.max_token_expiration,
-            lookup,
+            objects,
+            legacy_use: OnceLock::new(),
         })
     }
 
-    /// The user a token stands for, if it is ours, current, meant for one of
-    /// `audiences` (the API's when `None`) and its ServiceAccount still exists.
-    pub fn authenticate(&self, token: &str, audiences: Option<&[String]>) -> Option<UserInfo> {
-        if token.split('.').count() != 3 {
-            return None;
+    /// Tell `recorder` whenever a legacy token authenticates (set once).
+    pub fn record_legacy_use(&self, recorder: Arc<dyn legacy::LegacyTokenUse>) {
+        let _ = self.legacy_use.set(recorder);
+    }
+
+    /// A JWS header as go-jose writes kube-apiserver's: algorithm and key id.
+    fn header(&self) -> Header {
+        Header {
+            typ: None,
+            kid: Some(self.key_id.clone()),
+            ..Header::new(Algorithm::ES256)
         }
+    }
+
+    /// The user a token stands for, if it is ours, current, meant for one of
+    /// `audiences` (the API's when `None`) and what it names still exists.
+    /// Tokens are told apart by their (unverified) issuer, as upstream's
+    /// authenticators each claim only their own.
+    pub fn authenticate(&self, token: &str, audiences: Option<&[String]>) -> Option<UserInfo> {
+        match unverified_issuer(token)? {
+            iss if iss == legacy::ISSUER => match self.authenticate_legacy(token, audiences) {
+                Ok(user) => Some(user),
+                Err(rejection) => {
+                    tracing::debug!(%rejection, "legacy service-account token refused");
+                    None
+                }
+            },
+            iss if iss == self.issuer => self.authenticate_bound(token, audiences),
+            _ => None,
+        }
+    }
+
+    fn authenticate_bound(&self, token: &str, audiences: Option<&[String]>) -> Option<UserInfo> {
         let mut validation = Validation::new(Algorithm::ES256);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(audiences.unwrap_or(&self.audiences));
@@ -147,7 +186,10 @@ impl Tokens {
                 .map(|d| d.claims)
         })?;
         let k = &claims.kubernetes;
-        let uid = (self.lookup)(&k.namespace, &k.serviceaccount.name)?;
+        let sa = self
+            .objects
+            .service_account(&k.namespace, &k.serviceaccount.name)?;
+        let uid = apimachinery::meta::uid(&sa).to_string();
         if uid != k.serviceaccount.uid {
             return None;
         }
@@ -234,9 +276,7 @@ impl Tokens {
                 },
             },
         };
-        let mut header = Header::new(Algorithm::ES256);
-        header.kid = Some(self.key_id.clone());
-        let token = jsonwebtoken::encode(&header, &claims, &self.signing)
+        let token = jsonwebtoken::encode(&self.header(), &claims, &self.signing)
             .map_err(|e| StatusError::internal(format!("signing the token: {e}")))?;
         let expires = jiff::Timestamp::from_second(now + lifetime)
             .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
@@ -248,5 +288,77 @@ impl Tokens {
             "spec": {"audiences": audiences, "expirationSeconds": lifetime, "boundObjectRef": null},
             "status": {"token": token, "expirationTimestamp": expires},
         }))
+    }
+}
+
+/// The `iss` of a compact JWS, read without checking anything (to pick the
+/// authenticator, as upstream's `hasCorrectIssuer`).
+fn unverified_issuer(token: &str) -> Option<String> {
+    let mut parts = token.split('.');
+    let (Some(_), Some(payload), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    #[derive(Deserialize)]
+    struct Issuer {
+        #[serde(default)]
+        iss: String,
+    }
+    serde_json::from_slice::<Issuer>(&payload)
+        .ok()
+        .map(|c| c.iss)
+}
+
+/// Upstream's key id: the unpadded base64url SHA-256 of the public key's
+/// PKIX DER (the body of its PEM).
+fn key_id(public_pem: &str) -> Result<String> {
+    let body: String = public_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .map(str::trim)
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .context("service-account public key: not PEM")?;
+    let digest = ring::digest::digest(&ring::digest::SHA256, &der);
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_ids_are_upstreams() {
+        // A P-256 public key and the `kid` kube-controller-manager 1.37.2 put in
+        // the tokens it signed with its private half.
+        let pem = "-----BEGIN PUBLIC KEY-----\n\
+MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEY2cCohjyh/9Gr3uRk0xsHDffjQOS\n\
+Ro5cwuNASTU6jizg0ooLubxbMkn/yS8zt6WLj3BgE3sQWNqF+mOxJpNDDA==\n\
+-----END PUBLIC KEY-----\n";
+        assert_eq!(
+            key_id(pem).unwrap(),
+            "Eh2rnca461T4ahsJMwgpv_cdYQdnS3ND4COKAW_zB_E"
+        );
+    }
+
+    #[test]
+    fn issuers_are_read_from_the_payload() {
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let token = format!(
+            "{}.{}.sig",
+            b64("{}"),
+            b64(r#"{"iss":"kubernetes/serviceaccount"}"#)
+        );
+        assert_eq!(
+            unverified_issuer(&token).as_deref(),
+            Some("kubernetes/serviceaccount")
+        );
+        assert_eq!(unverified_issuer("a.b"), None);
+        assert_eq!(unverified_issuer(&format!("{token}.x")), None);
     }
 }
