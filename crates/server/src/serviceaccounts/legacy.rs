@@ -388,6 +388,181 @@ async fn label_last_used(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pki::KeyPairPem;
+    use crate::serviceaccounts::{ServiceAccountConfig, TokenObjects};
+
+    /// One ServiceAccount and one Secret, as a test sets them.
+    #[derive(Default)]
+    struct Objects {
+        account: parking_lot::Mutex<Option<Value>>,
+        secret: parking_lot::Mutex<Option<Value>>,
+    }
+
+    impl TokenObjects for Objects {
+        fn service_account(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
+            let account = self.account.lock().clone()?;
+            (meta::namespace(&account) == namespace && meta::name(&account) == name)
+                .then(|| Arc::new(account))
+        }
+
+        fn secret(&self, namespace: &str, name: &str) -> Option<Arc<Value>> {
+            let secret = self.secret.lock().clone()?;
+            (meta::namespace(&secret) == namespace && meta::name(&secret) == name)
+                .then(|| Arc::new(secret))
+        }
+    }
+
+    fn key_pair() -> KeyPairPem {
+        let key = rcgen::KeyPair::generate().unwrap();
+        KeyPairPem {
+            private_pem: key.serialize_pem(),
+            public_pem: key.public_key_pem(),
+        }
+    }
+
+    /// Tokens, the objects they are checked against, and a token for
+    /// `robot`'s Secret `robot-token` as the controller writes it.
+    fn setup() -> (Tokens, Arc<Objects>, String) {
+        let objects = Arc::new(Objects::default());
+        let tokens = Tokens::new(
+            &ServiceAccountConfig::default(),
+            &key_pair(),
+            objects.clone(),
+        )
+        .unwrap();
+        let token = tokens
+            .sign_legacy(&LegacySubject {
+                namespace: "ns".into(),
+                service_account: "robot".into(),
+                service_account_uid: "u1".into(),
+                secret: "robot-token".into(),
+            })
+            .unwrap();
+        *objects.account.lock() =
+            Some(json!({"metadata": {"namespace": "ns", "name": "robot", "uid": "u1"}}));
+        *objects.secret.lock() = Some(json!({
+            "metadata": {"namespace": "ns", "name": "robot-token", "uid": "s1"},
+            "type": "kubernetes.io/service-account-token",
+            "data": {"token": base64::engine::general_purpose::STANDARD.encode(&token)},
+        }));
+        (tokens, objects, token)
+    }
+
+    #[test]
+    fn a_legacy_token_is_its_account_while_secret_and_account_hold() {
+        let (tokens, objects, token) = setup();
+        let user = tokens.authenticate(&token, None).unwrap();
+        assert_eq!(user.name, "system:serviceaccount:ns:robot");
+        assert_eq!(user.uid, "u1");
+        assert_eq!(
+            user.groups,
+            ["system:serviceaccounts", "system:serviceaccounts:ns"]
+        );
+        assert!(user.extra.is_empty());
+        let refused = |objects: &Objects, change: &dyn Fn(&mut Value, &mut Value)| {
+            let (account, secret) = (
+                objects.account.lock().clone(),
+                objects.secret.lock().clone(),
+            );
+            let (mut a, mut s) = (account.clone().unwrap(), secret.clone().unwrap());
+            change(&mut a, &mut s);
+            *objects.account.lock() = Some(a);
+            *objects.secret.lock() = Some(s);
+            let result = tokens.authenticate_legacy(&token, None).err();
+            *objects.account.lock() = account;
+            *objects.secret.lock() = secret;
+            result
+        };
+        assert_eq!(
+            refused(&objects, &|_, s| s["metadata"]["name"] = json!("other")),
+            Some(Rejection::Invalidated)
+        );
+        assert_eq!(
+            refused(&objects, &|_, s| s["metadata"]["deletionTimestamp"] =
+                json!("2026-01-01T00:00:00Z")),
+            Some(Rejection::Invalidated)
+        );
+        assert_eq!(
+            refused(&objects, &|_, s| s["data"]["token"] = json!("eA==")),
+            Some(Rejection::Mismatch)
+        );
+        assert_eq!(
+            refused(&objects, &|a, _| a["metadata"]["name"] = json!("other"))
+                .map(|r| r.to_string()),
+            Some(r#"serviceaccounts "robot" not found"#.into())
+        );
+        assert_eq!(
+            refused(&objects, &|a, _| a["metadata"]["uid"] = json!("u2")).map(|r| r.to_string()),
+            Some("ServiceAccount UID (u2) does not match claim (u1)".into())
+        );
+        assert_eq!(
+            refused(&objects, &|a, _| a["metadata"]["deletionTimestamp"] =
+                json!("2026-01-01T00:00:00Z"))
+            .map(|r| r.to_string()),
+            Some("ServiceAccount ns/robot has been deleted".into())
+        );
+        assert!(matches!(
+            refused(&objects, &|_, s| s["metadata"]["labels"] =
+                json!({INVALID_SINCE_LABEL: "2026-01-01"})),
+            Some(Rejection::MarkedInvalid { .. })
+        ));
+        assert!(tokens.authenticate(&token, None).is_some());
+    }
+
+    #[test]
+    fn legacy_tokens_are_for_the_apis_audiences_only() {
+        let (tokens, _, token) = setup();
+        let api = ["https://kubernetes.default.svc.cluster.local".to_string()];
+        assert!(tokens.authenticate(&token, Some(&api)).is_some());
+        assert_eq!(
+            tokens
+                .authenticate_legacy(&token, Some(&["vault".to_string()]))
+                .unwrap_err()
+                .to_string(),
+            r#"token audiences ["https://kubernetes.default.svc.cluster.local"] is invalid for the target audiences ["vault"]"#
+        );
+    }
+
+    #[test]
+    fn tokens_signed_by_another_key_or_with_changed_claims_are_refused() {
+        let (tokens, _, token) = setup();
+        let (other, _, forged) = setup();
+        assert!(other.authenticate(&forged, None).is_some());
+        assert_eq!(
+            tokens.authenticate_legacy(&forged, None).unwrap_err(),
+            Rejection::Signature
+        );
+        // Another payload under the same signature.
+        let parts: Vec<&str> = token.split('.').collect();
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let payload = String::from_utf8(b64.decode(parts[1]).unwrap())
+            .unwrap()
+            .replace("robot-token", "other-token");
+        let tampered = format!("{}.{}.{}", parts[0], b64.encode(payload), parts[2]);
+        assert_eq!(
+            tokens.authenticate_legacy(&tampered, None).unwrap_err(),
+            Rejection::Signature
+        );
+    }
+
+    #[test]
+    fn legacy_tokens_carry_upstreams_header_and_claims() {
+        let (_, _, token) = setup();
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let part = |i: usize| {
+            String::from_utf8(b64.decode(token.split('.').nth(i).unwrap()).unwrap()).unwrap()
+        };
+        assert!(
+            part(0).starts_with(r#"{"alg":"ES256","kid":""#),
+            "{}",
+            part(0)
+        );
+        // Byte for byte as go-jose writes them: keys sorted, nothing else.
+        assert_eq!(
+            part(1),
+            r#"{"iss":"kubernetes/serviceaccount","kubernetes.io/serviceaccount/namespace":"ns","kubernetes.io/serviceaccount/secret.name":"robot-token","kubernetes.io/serviceaccount/service-account.name":"robot","kubernetes.io/serviceaccount/service-account.uid":"u1","sub":"system:serviceaccount:ns:robot"}"#
+        );
+    }
 
     #[test]
     fn last_used_is_rewritten_unless_today_or_tomorrow() {
