@@ -1,7 +1,9 @@
 //! kubext on etcd that fails under it (issue 10): etcd killed and restarted, a
 //! cluster member lost, quorum lost. kubext must report itself not ready while its
 //! watch cache cannot follow etcd, recover on its own once etcd is back, and lose no
-//! acknowledged write. Each test starts its own etcd (or cluster) and kubext.
+//! acknowledged write. Issue 34's fault bound: while a member is frozen, requests
+//! stay fast (follower: p99 < 1 s; any member: none over 5 s). Each test starts
+//! its own etcd (or cluster) and kubext.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -625,8 +627,11 @@ fn assert_follower_bound(during: &Summary) {
 }
 
 /// A member that freezes (SIGSTOP: its connections stay open, nothing answers)
-/// while carrying kubext's watch: the requests routed to it and the watch move to
-/// the other members.
+/// while carrying kubext's watch. A request routed to it is abandoned when its
+/// member fails a probe (~0.6 s) and sent to another; the watch gets no answer to
+/// a progress request and resumes on another member after the cache's revision.
+/// Before, etcd-client's balancer kept routing to the member and each request
+/// waited for its deadline: 10–18 requests in 8 s, up to 15 s each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_cluster_frozen_watch_member_recovers() {
     let during = freeze_under_load(Frozen::WatchFollower, Duration::from_secs(8)).await;
@@ -640,7 +645,11 @@ async fn etcd_cluster_frozen_follower_bounded() {
     assert_follower_bound(&during);
 }
 
-/// A frozen leader: writes stall until the others elect a new one.
+/// A frozen leader: writes and consistent reads wait until the others elect a new
+/// one (1–2 s after the freeze with etcd's default 1 s election timeout, longer
+/// after a split vote), so only the issue's hard bound holds: no request over 5 s.
+/// (p99 stays under 1 s when the load makes enough requests for the few that
+/// waited to be under 1 %; measured 0.05 s, but up to 2 s on a busy machine.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_cluster_frozen_leader_bounded() {
     let during = freeze_under_load(Frozen::Leader, Duration::from_secs(8)).await;

@@ -479,6 +479,17 @@ impl WatchState {
     }
 }
 
+/// A write sent again found that an attempt without answer had applied it.
+fn recognised(op: &str, key: &str, revision: i64) -> i64 {
+    tracing::info!(
+        op,
+        key,
+        revision,
+        "etcd write sent again: an earlier attempt applied it"
+    );
+    revision
+}
+
 /// A write that an attempt without answer may have applied.
 fn unknown_outcome(op: &str, key: &str) -> Error {
     Error::Timeout(format!(
@@ -503,7 +514,7 @@ fn failed_create(
                 && current.value == value
                 && current.create_revision == current.mod_revision =>
         {
-            Ok(current.mod_revision)
+            Ok(recognised("create", key, current.mod_revision))
         }
         // Created after the write was first sent: perhaps by that attempt.
         Some(current) if uncertain && current.create_revision > before => {
@@ -524,7 +535,7 @@ fn failed_update(
     match current {
         // Our value, written after `expected`: an attempt without answer wrote it.
         Some(current) if uncertain && current.value == value && current.mod_revision > expected => {
-            Ok(current.mod_revision)
+            Ok(recognised("update", key, current.mod_revision))
         }
         // Changed or deleted since: perhaps after that attempt was applied.
         _ if uncertain => Err(unknown_outcome("update", key)),
