@@ -79,6 +79,17 @@ struct ServeArgs {
     /// Key prefix for everything kubext stores.
     #[arg(long, default_value = "/registry")]
     etcd_prefix: String,
+    /// SSL Certificate Authority file used to secure etcd communication (PEM;
+    /// `https://` endpoints are checked against it, else against the system's roots).
+    #[arg(long)]
+    etcd_cafile: Option<PathBuf>,
+    /// SSL certification file used to secure etcd communication (PEM: the client
+    /// certificate shown to `https://` endpoints).
+    #[arg(long, requires = "etcd_keyfile")]
+    etcd_certfile: Option<PathBuf>,
+    /// SSL key file used to secure etcd communication (PEM: the key of --etcd-certfile).
+    #[arg(long, requires = "etcd_certfile")]
+    etcd_keyfile: Option<PathBuf>,
     /// Serving certificate (PEM). Without it, one is generated into the data dir.
     #[arg(long, requires = "tls_private_key_file")]
     tls_cert_file: Option<PathBuf>,
@@ -370,6 +381,11 @@ async fn serve(args: ServeArgs) -> Result<()> {
             storage,
             etcd_servers,
             etcd_prefix: args.etcd_prefix,
+            etcd_tls: server::config::EtcdTlsFiles {
+                ca_file: args.etcd_cafile,
+                cert_file: args.etcd_certfile,
+                key_file: args.etcd_keyfile,
+            },
             tls_cert_file,
             tls_private_key_file,
             client_ca_file: args.client_ca_file,

@@ -21,6 +21,9 @@ pub struct Config {
     pub storage: StorageKind,
     pub etcd_servers: Vec<String>,
     pub etcd_prefix: String,
+    /// TLS to `https://` etcd endpoints (kube-apiserver's `--etcd-cafile`,
+    /// `--etcd-certfile`, `--etcd-keyfile`).
+    pub etcd_tls: EtcdTlsFiles,
     pub tls_cert_file: Option<PathBuf>,
     pub tls_private_key_file: Option<PathBuf>,
     pub client_ca_file: Option<PathBuf>,
@@ -82,6 +85,14 @@ impl Default for FrontProxyConfig {
     }
 }
 
+/// PEM files for TLS to etcd; without `ca_file` the system's roots are trusted.
+#[derive(Debug, Clone, Default)]
+pub struct EtcdTlsFiles {
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -91,6 +102,7 @@ impl Default for Config {
             storage: StorageKind::Embedded,
             etcd_servers: vec!["http://127.0.0.1:2379".into()],
             etcd_prefix: "/registry".into(),
+            etcd_tls: EtcdTlsFiles::default(),
             tls_cert_file: None,
             tls_private_key_file: None,
             client_ca_file: None,

@@ -13,6 +13,8 @@ pub mod config;
 pub mod delegation;
 pub mod encode;
 pub mod endpoints;
+#[cfg(feature = "etcd")]
+pub mod etcd_tls;
 pub mod forward;
 pub mod front_proxy;
 pub mod handlers;

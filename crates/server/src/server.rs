@@ -343,15 +343,21 @@ async fn open_backend(config: &Config) -> Result<Arc<dyn Backend>> {
             )
         }
         #[cfg(feature = "etcd")]
-        StorageKind::Etcd => Arc::new(
-            storage::etcd::EtcdBackend::connect(
-                &config.etcd_servers,
-                &config.etcd_prefix,
-                Duration::from_secs(5),
+        StorageKind::Etcd => {
+            let tls = crate::etcd_tls::load(&config.etcd_tls)?;
+            Arc::new(
+                storage::etcd::EtcdBackend::connect_tls(
+                    &config.etcd_servers,
+                    &config.etcd_prefix,
+                    Duration::from_secs(5),
+                    &tls,
+                )
+                .await
+                .with_context(|| {
+                    format!("cannot reach etcd at {}", config.etcd_servers.join(","))
+                })?,
             )
-            .await
-            .with_context(|| format!("cannot reach etcd at {}", config.etcd_servers.join(",")))?,
-        ),
+        }
         #[cfg(not(feature = "etcd"))]
         StorageKind::Etcd => {
             return Err(anyhow!(

@@ -24,9 +24,9 @@ mod requests;
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
-    CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType, GetOptions,
-    Txn, TxnOp, TxnOpResponse, WatchOptions, WatchRequestSender, WatchResponse,
-    WatchResponseStream,
+    Certificate, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions, EventType,
+    GetOptions, Identity, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions, WatchRequestSender,
+    WatchResponse, WatchResponseStream,
 };
 use futures::stream::BoxStream;
 use std::future::Future;
@@ -52,6 +52,30 @@ const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(5);
 /// member for frozen when nothing arrives within a probe's timeout after.
 const WATCH_QUIET: Duration = Duration::from_millis(200);
 const PROGRESS_TIMEOUT: Duration = members::PROBE_TIMEOUT;
+
+/// TLS for `https://` endpoints (kube-apiserver's `--etcd-cafile`,
+/// `--etcd-certfile`, `--etcd-keyfile`), as PEM. `http://` endpoints ignore it.
+#[derive(Debug, Clone, Default)]
+pub struct Tls {
+    /// CA bundle the members' certificates must chain to; the system's roots
+    /// without it (as kube-apiserver).
+    pub ca: Option<Vec<u8>>,
+    /// Client certificate and its key, for members that require client certificates.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Tls {
+    fn options(&self) -> TlsOptions {
+        let options = match &self.ca {
+            Some(ca) => TlsOptions::new().ca_certificate(Certificate::from_pem(ca)),
+            None => TlsOptions::new().with_native_roots(),
+        };
+        match &self.identity {
+            Some((cert, key)) => options.identity(Identity::from_pem(cert, key)),
+            None => options,
+        }
+    }
+}
 
 /// A [`Backend`] on etcd v3. Cheap to share behind an `Arc`.
 pub struct EtcdBackend {
@@ -81,6 +105,16 @@ impl EtcdBackend {
     /// answers a linearizable read within `timeout`; `Error::Unavailable` otherwise.
     /// `prefix` (e.g. `/registry`) scopes watches; keys are always full keys.
     pub async fn connect(endpoints: &[String], prefix: &str, timeout: Duration) -> Result<Self> {
+        Self::connect_tls(endpoints, prefix, timeout, &Tls::default()).await
+    }
+
+    /// [`EtcdBackend::connect`], with `tls` for every `https://` endpoint's clients.
+    pub async fn connect_tls(
+        endpoints: &[String],
+        prefix: &str,
+        timeout: Duration,
+        tls: &Tls,
+    ) -> Result<Self> {
         let shown = endpoints.join(",");
         let unreachable =
             |why: String| Error::Unavailable(format!("etcd unreachable at {shown}: {why}"));
@@ -96,7 +130,8 @@ impl EtcdBackend {
             .with_require_leader(true);
         let probe_key = probe_key(prefix).as_bytes();
         let closed = Arc::new(AtomicBool::new(false));
-        let members = Members::connect(endpoints, &options, probe_key, &closed);
+        let tls = tls.options();
+        let members = Members::connect(endpoints, &options, &tls, probe_key, &closed);
         let members = match tokio::time::timeout_at(deadline, members).await {
             Ok(Ok(members)) => Arc::new(members),
             Ok(Err(e)) => return Err(unreachable(e.to_string())),

@@ -391,6 +391,73 @@ pub struct Etcd {
     name: String,
     /// `--initial-cluster`: every member's `name=peer-url`.
     initial_cluster: String,
+    /// Clients speak mutual TLS ([`Etcd::start_tls`]).
+    pub tls: Option<EtcdTls>,
+    /// Plain-HTTP `/health` and `/metrics` (`--listen-metrics-urls`) under TLS.
+    metrics_port: Option<u16>,
+}
+
+/// The PEM files of an etcd started by [`Etcd::start_tls`]: a CA, the server's
+/// certificate for 127.0.0.1 and a client certificate, all signed by the CA.
+pub struct EtcdTls {
+    pub ca_file: PathBuf,
+    pub client_cert_file: PathBuf,
+    pub client_key_file: PathBuf,
+    server_cert_file: PathBuf,
+    server_key_file: PathBuf,
+}
+
+impl EtcdTls {
+    /// kubext's flags to reach it: `--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`.
+    pub fn flags(&self) -> Vec<String> {
+        vec![
+            format!("--etcd-cafile={}", self.ca_file.display()),
+            format!("--etcd-certfile={}", self.client_cert_file.display()),
+            format!("--etcd-keyfile={}", self.client_key_file.display()),
+        ]
+    }
+
+    fn generate(dir: &Path) -> Result<EtcdTls> {
+        let ca_key = rcgen::KeyPair::generate()?;
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "etcd-test-ca");
+        let ca_cert = ca_params.self_signed(&ca_key)?;
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let leaf = |name: &str,
+                    usage: rcgen::ExtendedKeyUsagePurpose|
+         -> Result<(String, String)> {
+            let key = rcgen::KeyPair::generate()?;
+            let mut params =
+                rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])?;
+            params
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, name);
+            params.extended_key_usages = vec![usage];
+            Ok((params.signed_by(&key, &issuer)?.pem(), key.serialize_pem()))
+        };
+        let (server_cert, server_key) = leaf("etcd", rcgen::ExtendedKeyUsagePurpose::ServerAuth)?;
+        let (client_cert, client_key) = leaf("kubext", rcgen::ExtendedKeyUsagePurpose::ClientAuth)?;
+        let tls = EtcdTls {
+            ca_file: dir.join("ca.crt"),
+            client_cert_file: dir.join("client.crt"),
+            client_key_file: dir.join("client.key"),
+            server_cert_file: dir.join("server.crt"),
+            server_key_file: dir.join("server.key"),
+        };
+        for (path, pem) in [
+            (&tls.ca_file, ca_cert.pem()),
+            (&tls.client_cert_file, client_cert),
+            (&tls.client_key_file, client_key),
+            (&tls.server_cert_file, server_cert),
+            (&tls.server_key_file, server_key),
+        ] {
+            std::fs::write(path, pem)?;
+        }
+        Ok(tls)
+    }
 }
 
 pub fn etcd_binary() -> PathBuf {
@@ -412,9 +479,24 @@ impl Etcd {
 
     /// Start this etcd binary (another release than [`etcd_binary`]'s).
     pub fn start_with(binary: &Path) -> Result<Etcd> {
+        Etcd::start_as(binary, false)
+    }
+
+    /// Start one that serves clients over TLS and requires a client certificate
+    /// signed by its CA (`--client-cert-auth`), as production etcd does; its
+    /// files are in [`Etcd::tls`], its endpoint is `https://`.
+    pub fn start_tls() -> Result<Etcd> {
+        Etcd::start_as(&etcd_binary(), true)
+    }
+
+    fn start_as(binary: &Path, tls: bool) -> Result<Etcd> {
         let mut last = String::new();
         for _ in 0..5 {
             let mut etcd = Etcd::member("test")?;
+            if tls {
+                etcd.tls = Some(EtcdTls::generate(etcd.dir.path())?);
+                etcd.metrics_port = Some(free_port());
+            }
             etcd.initial_cluster = format!("test={}", etcd.peer_url());
             etcd.spawn(binary)?;
             match etcd.wait_ready() {
@@ -434,11 +516,19 @@ impl Etcd {
             peer_port: free_port(),
             name: name.into(),
             initial_cluster: String::new(),
+            tls: None,
+            metrics_port: None,
         })
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    /// Where plain-HTTP `/health` and `/metrics` answer.
+    fn http_port(&self) -> u16 {
+        self.metrics_port.unwrap_or(self.client_port)
     }
 
     fn peer_url(&self) -> String {
@@ -469,7 +559,7 @@ impl Etcd {
     /// How many watchers this member serves now (its `etcd_debugging_mvcc_watcher_total`
     /// metric); 0 if it does not answer.
     pub fn watcher_count(&self) -> u64 {
-        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.client_port)) else {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.http_port())) else {
             return 0;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
@@ -516,7 +606,16 @@ impl Etcd {
             .create(true)
             .append(true)
             .open(self.dir.path().join("etcd.log"))?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if let (Some(tls), Some(metrics)) = (&self.tls, self.metrics_port) {
+            command
+                .arg(format!("--cert-file={}", tls.server_cert_file.display()))
+                .arg(format!("--key-file={}", tls.server_key_file.display()))
+                .arg(format!("--trusted-ca-file={}", tls.ca_file.display()))
+                .arg("--client-cert-auth")
+                .arg(format!("--listen-metrics-urls=http://127.0.0.1:{metrics}"));
+        }
+        let child = command
             .arg(format!("--name={}", self.name))
             .arg(format!(
                 "--data-dir={}",
@@ -547,7 +646,7 @@ impl Etcd {
             {
                 bail!("etcd exited with {status}");
             }
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.client_port)) {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.http_port())) {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
                 let _ = s.write_all(b"GET /health HTTP/1.0\r\n\r\n");
                 let mut body = String::new();

@@ -9,7 +9,9 @@
 //! probe within [`PROBE_TIMEOUT`], or has no leader, leaves the rotation. A task
 //! probes it every [`PROBE_INTERVAL`]; any answer brings it back.
 
-use etcd_client::{Client, ConnectOptions, GetOptions, KvClient, ResponseHeader, WatchClient};
+use etcd_client::{
+    Client, ConnectOptions, GetOptions, KvClient, ResponseHeader, TlsOptions, WatchClient,
+};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -214,12 +216,19 @@ impl Members {
     pub(super) async fn connect(
         endpoints: &[String],
         options: &ConnectOptions,
+        tls: &TlsOptions,
         probe_key: &[u8],
         closed: &Arc<AtomicBool>,
     ) -> Result<Members, etcd_client::Error> {
         let mut list = Vec::with_capacity(endpoints.len());
         for endpoint in endpoints {
-            list.push(Member::connect(endpoint, options.clone(), probe_key, closed.clone()).await?);
+            // etcd-client refuses TLS options on `http://` endpoints, and would
+            // turn one without a scheme into `https://`: only `https://` gets them.
+            let options = match endpoint.starts_with("https://") {
+                true => options.clone().with_tls(tls.clone()),
+                false => options.clone(),
+            };
+            list.push(Member::connect(endpoint, options, probe_key, closed.clone()).await?);
         }
         Ok(Members {
             list,
