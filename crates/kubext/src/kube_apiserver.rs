@@ -46,7 +46,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Whether the first of `endpoints` is an etcd: a plain-HTTP endpoint must
 /// answer `/version` as etcd does (envtest's `etcd` asset may be a stand-in
-/// that only answers `/health`); HTTPS endpoints are taken as etcd.
+/// that only answers `/health`); HTTPS endpoints are taken as etcd (not probed:
+/// that needs `--etcd-cafile` and the client certificate, and connecting reports
+/// what fails).
 pub async fn answers_as_etcd(endpoints: &[String]) -> bool {
     let Some(endpoint) = endpoints.first() else {
         return false;

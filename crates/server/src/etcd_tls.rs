@@ -4,7 +4,6 @@
 //! TLS failure on every connection.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use rustls::pki_types::CertificateDer;
 
@@ -13,11 +12,12 @@ use crate::config::EtcdTlsFiles;
 /// What is wrong with one of the flags' files.
 #[derive(Debug, thiserror::Error)]
 pub enum EtcdTlsError {
-    #[error("--{flag} {}: cannot read: {source}", path.display())]
+    // `error`, not `source`: the message says it already, `{:#}` would repeat it.
+    #[error("--{flag} {}: cannot read: {error}", path.display())]
     Read {
         flag: &'static str,
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("--{flag} {}: {why}", path.display())]
     Invalid {
@@ -53,10 +53,10 @@ pub fn load(files: &EtcdTlsFiles) -> Result<storage::etcd::Tls, EtcdTlsError> {
 }
 
 fn read(flag: &'static str, path: &Path) -> Result<Vec<u8>, EtcdTlsError> {
-    std::fs::read(path).map_err(|source| EtcdTlsError::Read {
+    std::fs::read(path).map_err(|error| EtcdTlsError::Read {
         flag,
         path: path.to_owned(),
-        source,
+        error,
     })
 }
 
@@ -102,16 +102,10 @@ fn check_pair(
         .ok_or_else(|| invalid("etcd-keyfile", key_path, "no PEM private key in it"))?;
     let signing = rustls::crypto::ring::sign::any_supported_type(&der)
         .map_err(|e| invalid("etcd-keyfile", key_path, format!("unusable key: {e}")))?;
-    rustls::sign::CertifiedKey::new(certs, Arc::clone(&signing))
+    rustls::sign::CertifiedKey::new(certs, signing)
         .keys_match()
-        .map_err(|e| {
-            invalid(
-                "etcd-keyfile",
-                key_path,
-                format!(
-                    "not the key of --etcd-certfile {}: {e}",
-                    cert_path.display()
-                ),
-            )
+        .map_err(|_| {
+            let why = format!("not the key of --etcd-certfile {}", cert_path.display());
+            invalid("etcd-keyfile", key_path, why)
         })
 }

@@ -36,7 +36,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
-use members::{Member, Members};
+use members::{Member, Members, NoAnswer};
 use requests::{Answer, Failure, Headed, Kind};
 
 /// Default per-request deadline; see [`EtcdBackend::with_request_timeout`].
@@ -140,7 +140,12 @@ impl EtcdBackend {
         members
             .first_answer(deadline)
             .await
-            .map_err(|why| unreachable(format!("no answer within {timeout:?}: {why}")))?;
+            .map_err(|no| match no {
+                NoAnswer::Timeout(why) => {
+                    unreachable(format!("no answer within {timeout:?}: {why}"))
+                }
+                NoAnswer::Refused(why) => unreachable(why),
+            })?;
         Ok(EtcdBackend {
             members,
             prefix: prefix.to_owned(),

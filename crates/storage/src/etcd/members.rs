@@ -36,6 +36,9 @@ pub(super) enum Probe {
     Alive(u64),
     /// No answer in time, no leader, or unreachable.
     Down(String),
+    /// The TLS handshake failed (a certificate rejected either way): trying
+    /// again will not help.
+    Refused(String),
 }
 
 type SharedProbe = Shared<BoxFuture<'static, Probe>>;
@@ -178,11 +181,48 @@ impl Member {
                 self.answered(resp.header());
                 return Probe::Alive(self.term());
             }
-            Ok(Err(e)) => e.to_string(),
+            Ok(Err(e)) => {
+                let (why, handshake) = cause(&e);
+                if handshake {
+                    self.mark_down(&why);
+                    return Probe::Refused(why);
+                }
+                why
+            }
             Err(_) => format!("no answer to a probe within {PROBE_TIMEOUT:?}"),
         };
         self.mark_down(&why);
         Probe::Down(why)
+    }
+}
+
+/// A failed request's innermost cause ("invalid peer certificate: UnknownIssuer",
+/// "Connection refused"), not tonic's "transport error" and a debug dump; and
+/// whether it is the TLS handshake's (tokio-rustls reports those as `InvalidData`).
+fn cause(e: &etcd_client::Error) -> (String, bool) {
+    use std::error::Error as _;
+    let mut next = match e {
+        etcd_client::Error::GRpcStatus(status) => status.source(),
+        etcd_client::Error::TransportError(transport) => transport.source(),
+        _ => None,
+    };
+    let mut innermost = None;
+    while let Some(cause) = next {
+        innermost = Some(cause);
+        next = cause.source();
+    }
+    match innermost {
+        Some(cause) => {
+            let handshake = cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidData);
+            let what = match handshake {
+                true => "TLS handshake failed",
+                false => "connection failed",
+            };
+            (format!("{what}: {cause}"), handshake)
+        }
+        None => (e.to_string(), false),
     }
 }
 
@@ -201,6 +241,12 @@ async fn probe_until_up(member: Weak<Member>) {
             return;
         }
     }
+}
+
+/// Why no member answered at first: the last reason.
+pub(super) enum NoAnswer {
+    Timeout(String),
+    Refused(String),
 }
 
 /// Every member of the cluster, in the order given.
@@ -237,26 +283,41 @@ impl Members {
         })
     }
 
-    /// Wait until some member answers a probe; the last reason none did, at `deadline`.
-    pub(super) async fn first_answer(&self, deadline: Instant) -> Result<(), String> {
+    /// Wait until some member answers a probe; the last reason none did, at
+    /// `deadline` or as soon as every member refused the TLS handshake.
+    pub(super) async fn first_answer(&self, deadline: Instant) -> Result<(), NoAnswer> {
         let mut why = String::from("no member probed");
         loop {
             let probes = self.list.iter().map(|m| m.check());
             let round = tokio::time::timeout_at(deadline, futures::future::join_all(probes));
             let Ok(results) = round.await else {
-                return Err(why);
+                return Err(NoAnswer::Timeout(why));
             };
-            for probe in results {
-                match probe {
+            let several = self.list.len() > 1;
+            let mut refused = 0;
+            for (member, probe) in self.list.iter().zip(results) {
+                let reason = match probe {
                     Probe::Alive(_) => return Ok(()),
-                    Probe::Down(reason) => why = reason,
-                }
+                    Probe::Down(reason) => reason,
+                    Probe::Refused(reason) => {
+                        refused += 1;
+                        reason
+                    }
+                };
+                why = match several {
+                    true => format!("{}: {reason}", member.endpoint),
+                    false => reason,
+                };
+            }
+            // Certificates rejected by every member: waiting changes nothing.
+            if refused == self.list.len() {
+                return Err(NoAnswer::Refused(why));
             }
             if tokio::time::timeout_at(deadline, tokio::time::sleep(PROBE_FRESH))
                 .await
                 .is_err()
             {
-                return Err(why);
+                return Err(NoAnswer::Timeout(why));
             }
         }
     }

@@ -160,7 +160,7 @@ async fn attempt<T>(
             probe = member.check() => probe,
         };
         match probe {
-            Probe::Down(why) => return Attempt::Abandoned(why),
+            Probe::Down(why) | Probe::Refused(why) => return Attempt::Abandoned(why),
             Probe::Alive(now) if term != 0 && now > term => {
                 return Attempt::Abandoned(format!(
                     "a new leader was elected (term {term} to {now}) while {} had the request",
