@@ -148,6 +148,19 @@ fn a_ca_that_did_not_sign_etcds_certificate_fails_the_start() {
         )),
         "{error}"
     );
+
+    // Without --etcd-cafile the system's roots are trusted, which did not sign it either.
+    let error = failed_start(
+        &etcd.endpoint(),
+        &[
+            flag("etcd-certfile", &tls.client_cert_file),
+            flag("etcd-keyfile", &tls.client_key_file),
+        ],
+    );
+    assert!(
+        error.ends_with("TLS handshake failed: invalid peer certificate: UnknownIssuer"),
+        "{error}"
+    );
 }
 
 /// Checked before connecting: no etcd needed.
