@@ -81,6 +81,8 @@ pub async fn measure(
             (db, "/registry")
         }
         Target::Etcd(endpoint) => {
+            // The bench's own etcd (testkit's), plain HTTP as kubext's side of the
+            // run: no TLS options to pass.
             let etcd = EtcdBackend::connect(
                 std::slice::from_ref(endpoint),
                 "/kubext-bench-raw",
