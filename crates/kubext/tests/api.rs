@@ -520,7 +520,9 @@ async fn watch_list_ends_initial_events_with_annotated_bookmark() {
         .filter(|l| !l.is_empty())
         .map(|l| serde_json::from_slice(l).unwrap())
         .collect();
-    // kube-system holds kube-root-ca.crt and extension-apiserver-authentication.
+    // kube-system holds what kube-apiserver 1.37 and its controllers put
+    // there: the authentication configuration, the legacy-token tracking
+    // ConfigMap and kube-root-ca.crt.
     let added: Vec<&str> = lines
         .iter()
         .take_while(|l| l["type"] == "ADDED")
@@ -528,7 +530,11 @@ async fn watch_list_ends_initial_events_with_annotated_bookmark() {
         .collect();
     assert_eq!(
         added,
-        ["extension-apiserver-authentication", "kube-root-ca.crt"]
+        [
+            "extension-apiserver-authentication",
+            "kube-apiserver-legacy-service-account-token-tracking",
+            "kube-root-ca.crt"
+        ]
     );
     let bookmark = &lines[added.len()];
     assert_eq!(bookmark["type"], "BOOKMARK");
