@@ -491,33 +491,33 @@ async fn crds_rbac_rules_and_admission_policies_take_effect_on_every_replica() {
     );
 }
 
-async fn lease_holder(client: &kube::Client) -> Option<String> {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
-    leases
-        .get_opt("kubext-controllers")
+/// The ConfigMaps replica `index` lists in `default`, after asserting that
+/// every acknowledged write is among them.
+async fn lists_every_acknowledged_write(
+    client: kube::Client,
+    index: usize,
+    acknowledged: &[&String],
+) -> BTreeSet<String> {
+    let listed: BTreeSet<String> = Api::<ConfigMap>::namespaced(client, "default")
+        .list(&ListParams::default())
         .await
-        .ok()
-        .flatten()
-        .and_then(|l| l.spec?.holder_identity)
-}
-
-/// Create an owner and its dependent, then delete the owner.
-async fn orphan_a_dependent(client: &kube::Client, suffix: &str) {
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let pp = PostParams::default();
-    let owner = cms
-        .create(&pp, &cm(&format!("owner-{suffix}")))
-        .await
-        .unwrap();
-    let dependent: ConfigMap = serde_json::from_value(json!({"metadata": {
-        "name": format!("dependent-{suffix}"),
-        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{suffix}"),
-                             "uid": owner.metadata.uid.unwrap()}]}}))
-    .unwrap();
-    cms.create(&pp, &dependent).await.unwrap();
-    cms.delete(&format!("owner-{suffix}"), &Default::default())
-        .await
-        .unwrap();
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|cm| cm.metadata.name)
+        .collect();
+    let lost: Vec<_> = acknowledged
+        .iter()
+        .filter(|n| !listed.contains(**n))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "r{} does not list {} acknowledged writes: {:?}",
+        index + 1,
+        lost.len(),
+        lost.iter().take(20).collect::<Vec<_>>()
+    );
+    listed
 }
 
 /// The holder of the controllers' Lease is killed (-9): another replica holds
@@ -528,14 +528,7 @@ async fn orphan_a_dependent(client: &kube::Client, suffix: &str) {
 async fn another_replica_takes_over_the_controllers_when_the_leader_is_killed() {
     let mut rig = Rig::builder().start().await.unwrap();
     let lb = rig.lb_client().await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let holder = loop {
-        if let Some(h) = lease_holder(&lb).await {
-            break h;
-        }
-        assert!(Instant::now() < deadline, "nobody took the lease");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let holder = first_controllers_lease_holder(&lb).await;
     let leader = rig
         .replica_with_identity(&holder)
         .unwrap_or_else(|| panic!("no replica announced the identity {holder}"));
@@ -551,7 +544,7 @@ async fn another_replica_takes_over_the_controllers_when_the_leader_is_killed() 
     let killed = Instant::now();
     let lb = rig.lb_client().await.unwrap();
     let new_holder = loop {
-        match lease_holder(&lb).await {
+        match controllers_lease_holder(&lb).await {
             Some(h) if h != holder => break h,
             _ => {}
         }
@@ -754,25 +747,8 @@ async fn a_replica_killed_under_load_loses_no_acknowledged_write() {
     let mut errored_but_stored = 0;
     let mut stored = BTreeSet::new();
     for (i, client) in replica_clients(&rig).await.into_iter().enumerate() {
-        let listed: BTreeSet<String> = Api::<ConfigMap>::namespaced(client, "default")
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .filter_map(|cm| cm.metadata.name)
-            .collect();
-        let lost: Vec<_> = acknowledged
-            .iter()
-            .filter(|n| !listed.contains(**n))
-            .collect();
-        assert!(
-            lost.is_empty(),
-            "r{} does not list {} acknowledged writes: {:?}",
-            i + 1,
-            lost.len(),
-            lost.iter().take(20).collect::<Vec<_>>()
-        );
+        let acknowledged: Vec<&String> = acknowledged.iter().copied().collect();
+        let listed = lists_every_acknowledged_write(client, i, &acknowledged).await;
         if i == 0 {
             errored_but_stored = tally
                 .failed
@@ -1064,25 +1040,7 @@ async fn etcd_faults_under_load_through_the_load_balancer() {
         .map(|s| &s.name)
         .collect();
     for (i, client) in replica_clients(&rig).await.into_iter().enumerate() {
-        let listed: BTreeSet<String> = Api::<ConfigMap>::namespaced(client, "default")
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .filter_map(|cm| cm.metadata.name)
-            .collect();
-        let lost: Vec<_> = acknowledged
-            .iter()
-            .filter(|n| !listed.contains(**n))
-            .collect();
-        assert!(
-            lost.is_empty(),
-            "r{} does not list {} acknowledged writes: {:?}",
-            i + 1,
-            lost.len(),
-            lost.iter().take(20).collect::<Vec<_>>()
-        );
+        lists_every_acknowledged_write(client, i, &acknowledged).await;
     }
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     for e in samples.iter().filter_map(|s| s.error.as_ref()) {

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
-use serde_json::json;
+use kube::api::Api;
 use testkit::{Etcd, Server, Storage};
+
+mod common;
+use common::{controllers_lease_holder, first_controllers_lease_holder, orphan_a_dependent};
 
 /// The identity a replica announced in its log.
 fn identity(server: &Server) -> String {
@@ -25,34 +27,6 @@ fn identity(server: &Server) -> String {
         .next()
         .unwrap()
         .to_string()
-}
-
-async fn holder(client: &kube::Client) -> Option<String> {
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
-    leases
-        .get_opt("kubext-controllers")
-        .await
-        .ok()
-        .flatten()
-        .and_then(|l| l.spec?.holder_identity)
-}
-
-/// Create an owner and its dependent, then delete the owner.
-async fn orphan_a_dependent(client: &kube::Client, suffix: &str) {
-    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let pp = PostParams::default();
-    let owner: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": format!("owner-{suffix}")}})).unwrap();
-    let owner = cms.create(&pp, &owner).await.unwrap();
-    let dependent: ConfigMap = serde_json::from_value(json!({"metadata": {
-        "name": format!("dependent-{suffix}"),
-        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{suffix}"),
-                             "uid": owner.metadata.uid.unwrap()}]}}))
-    .unwrap();
-    cms.create(&pp, &dependent).await.unwrap();
-    cms.delete(&format!("owner-{suffix}"), &Default::default())
-        .await
-        .unwrap();
 }
 
 /// The dependent left by [`orphan_a_dependent`] is (eventually) collected.
@@ -88,17 +62,13 @@ async fn the_other_replica_takes_over_the_controllers() {
     assert_ne!(id_a, id_b);
     let (client_a, client_b) = (a.client().await.unwrap(), b.client().await.unwrap());
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let first = loop {
-        if let Some(h) = holder(&client_a).await {
-            break h;
-        }
-        assert!(Instant::now() < deadline, "nobody took the lease");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let first = first_controllers_lease_holder(&client_a).await;
     assert!(first == id_a || first == id_b, "{first}");
     // Both replicas agree, and the controllers run (a write through either works).
-    assert_eq!(holder(&client_b).await.as_deref(), Some(first.as_str()));
+    assert_eq!(
+        controllers_lease_holder(&client_b).await.as_deref(),
+        Some(first.as_str())
+    );
     orphan_a_dependent(&client_b, "before").await;
     collected(&client_b, "before").await;
 
@@ -120,7 +90,7 @@ async fn the_other_replica_takes_over_the_controllers() {
     );
     // Within a lease duration and a retry period, the survivor leads.
     let deadline = Instant::now() + Duration::from_secs(40);
-    while holder(survivor).await.as_deref() != Some(survivor_id.as_str()) {
+    while controllers_lease_holder(survivor).await.as_deref() != Some(survivor_id.as_str()) {
         assert!(
             Instant::now() < deadline,
             "the survivor never took the lease"
@@ -158,14 +128,7 @@ async fn a_terminated_leader_releases_the_lease() {
     let (mut a, mut b) = (replica(), replica());
     let (id_a, id_b) = (identity(&a), identity(&b));
     let (client_a, client_b) = (a.client().await.unwrap(), b.client().await.unwrap());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let first = loop {
-        if let Some(h) = holder(&client_a).await {
-            break h;
-        }
-        assert!(Instant::now() < deadline, "nobody took the lease");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let first = first_controllers_lease_holder(&client_a).await;
     let leases: Api<Lease> = Api::namespaced(client_a.clone(), "kube-system");
     let spec = leases
         .get("kubext-controllers")
@@ -188,7 +151,7 @@ async fn a_terminated_leader_releases_the_lease() {
         "{}",
         leader.log()
     );
-    while holder(survivor).await.as_deref() != Some(survivor_id.as_str()) {
+    while controllers_lease_holder(survivor).await.as_deref() != Some(survivor_id.as_str()) {
         assert!(
             stopped.elapsed() < Duration::from_secs(6),
             "the survivor did not take the released lease before it would have expired"

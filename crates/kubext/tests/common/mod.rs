@@ -182,3 +182,50 @@ where
     })
     .await;
 }
+
+/// Who holds kubext's controllers' Lease (`kube-system/kubext-controllers`).
+pub async fn controllers_lease_holder(client: &kube::Client) -> Option<String> {
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+        kube::Api::namespaced(client.clone(), "kube-system");
+    leases
+        .get_opt("kubext-controllers")
+        .await
+        .ok()
+        .flatten()
+        .and_then(|l| l.spec?.holder_identity)
+}
+
+/// The first holder of the controllers' Lease, waited for up to 20 s.
+pub async fn first_controllers_lease_holder(client: &kube::Client) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(holder) = controllers_lease_holder(client).await {
+            return holder;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nobody took the lease"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Create ConfigMap `owner-<suffix>` and its dependent `dependent-<suffix>`,
+/// then delete the owner: the garbage collector is to delete the dependent.
+pub async fn orphan_a_dependent(client: &kube::Client, suffix: &str) {
+    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), "default");
+    let pp = kube::api::PostParams::default();
+    let owner = cms
+        .create(&pp, &cm(&format!("owner-{suffix}")))
+        .await
+        .unwrap();
+    let dependent: ConfigMap = serde_json::from_value(json!({"metadata": {
+        "name": format!("dependent-{suffix}"),
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": format!("owner-{suffix}"),
+                             "uid": owner.metadata.uid.unwrap()}]}}))
+    .unwrap();
+    cms.create(&pp, &dependent).await.unwrap();
+    cms.delete(&format!("owner-{suffix}"), &Default::default())
+        .await
+        .unwrap();
+}
