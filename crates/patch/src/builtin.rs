@@ -12,7 +12,10 @@ use std::sync::OnceLock;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::schema::{ANY_FIELD, FieldMeta, PatchSchema, SchemaNode, Strategy};
+// The dependency goes one way, builtin → schema: `schema` is the generic
+// metadata model and knows nothing of the built-in kinds' data, so the lookup
+// of a built-in kind's schema (with `common_schema` as the fallback) lives here.
+use crate::schema::{ANY_FIELD, FieldMeta, PatchSchema, SchemaNode, Strategy, common_schema};
 
 const DATA: &str = include_str!("../data/builtin-patch-metadata.json");
 
@@ -81,6 +84,15 @@ pub fn schema_of_kind(group: &str, version: &str, kind: &str) -> Option<PatchSch
         .kinds
         .get(format!("{group}/{version}/{kind}").as_str())?;
     Some(walk(definition, &mut Vec::new()))
+}
+
+/// The patch metadata of built-in kind `group/version/kind`, from the
+/// `x-kubernetes-*` extensions of kube-apiserver's OpenAPI; kinds the data
+/// does not know get [`common_schema`]. Note that kube-apiserver refuses
+/// strategic merge patch for custom resources with 415; that check belongs to
+/// the caller.
+pub fn builtin_schema(group: &str, version: &str, kind: &str) -> PatchSchema {
+    schema_of_kind(group, version, kind).unwrap_or_else(common_schema)
 }
 
 /// The `x-kubernetes-*` extensions of the data, as OpenAPI documents carry

@@ -22,7 +22,6 @@ pub mod merge_patch;
 pub mod schema;
 pub mod strategic;
 
+pub use builtin::builtin_schema;
 pub use error::PatchError;
-pub use schema::{
-    ANY_FIELD, FieldMeta, PatchMeta, PatchSchema, Strategy, builtin_schema, common_schema,
-};
+pub use schema::{ANY_FIELD, FieldMeta, PatchMeta, PatchSchema, Strategy, common_schema};

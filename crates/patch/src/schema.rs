@@ -233,18 +233,10 @@ pub fn common_schema() -> PatchSchema {
         .list("status.conditions", Strategy::Merge, "type")
 }
 
-/// The patch metadata of built-in kind `group/version/kind`, from the
-/// `x-kubernetes-*` extensions of kube-apiserver 1.33's OpenAPI (see
-/// [`crate::builtin`]); kinds it does not know get [`common_schema`]. Note
-/// that kube-apiserver refuses strategic merge patch for custom resources
-/// with 415; that check belongs to the caller.
-pub fn builtin_schema(group: &str, version: &str, kind: &str) -> PatchSchema {
-    crate::builtin::schema_of_kind(group, version, kind).unwrap_or_else(common_schema)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::builtin_schema;
 
     #[test]
     fn lookup_walks_the_tree() {
