@@ -1429,14 +1429,48 @@ fn write_go_json_string(out: &mut String, s: &str) {
 /// returned as-is (upstream reports them as `field.Invalid` on `...additionalPrinterColumns[i].JSONPath`;
 /// note that for printer columns an empty path is reported as `field.Required` before this
 /// check runs). The same rule applies to `subresources.scale.*Path`.
-pub fn validate_printer_column_path(path: &str) -> std::result::Result<(), String> {
+pub fn validate_printer_column_path(path: &str) -> std::result::Result<(), SimplePathError> {
     if path.is_empty() {
-        return Err("must not be empty".to_string());
+        return Err(SimplePathError::Empty);
     }
     if !path.starts_with('.') {
-        return Err("must be a simple json path starting with .".to_string());
+        return Err(SimplePathError::NoLeadingDot);
     }
     Ok(())
+}
+
+/// Why a printer column's (or scale subresource's) path is refused; the
+/// messages are upstream's `field.Invalid` details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SimplePathError {
+    #[error("must not be empty")]
+    Empty,
+    #[error("must be a simple json path starting with .")]
+    NoLeadingDot,
+}
+
+/// Why a `selectableFields[].jsonPath` is refused; the messages are
+/// upstream's `field.Invalid` details (`Required value` for an empty path).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectableFieldPathError {
+    #[error("Required value")]
+    Empty,
+    #[error("is an invalid path: {0}")]
+    Syntax(#[from] FieldPathSyntaxError),
+    #[error("must not point to fields in metadata")]
+    InMetadata,
+}
+
+/// Why `cel.ValidFieldPath`'s tokenizer (array notation disallowed) refuses a path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldPathSyntaxError {
+    #[error("array notation is not allowed")]
+    ArrayNotation,
+    #[error("unexpected end of JSON path")]
+    UnexpectedEnd,
+    /// A token other than `.` or `[` where a field step should start.
+    #[error("expected [ or . but got: {0}")]
+    UnexpectedToken(String),
 }
 
 /// Schema-independent part of `selectableFields[].jsonPath` validation (upstream
@@ -1452,20 +1486,23 @@ pub fn validate_printer_column_path(path: &str) -> std::result::Result<(), Strin
 /// `"is an invalid path: array notation is not allowed"`. Upstream resolves the schema before
 /// the metadata check, so with a schema that lacks `metadata.<field>` the schema error wins.
 /// An empty path is `field.Required` upstream; here it is `Err("Required value")`.
-pub fn validate_selectable_field_path(path: &str) -> std::result::Result<Vec<String>, String> {
+pub fn validate_selectable_field_path(
+    path: &str,
+) -> std::result::Result<Vec<String>, SelectableFieldPathError> {
     if path.is_empty() {
-        return Err("Required value".to_string());
+        return Err(SelectableFieldPathError::Empty);
     }
-    let fields =
-        parse_selectable_field_path(path).map_err(|e| format!("is an invalid path: {e}"))?;
+    let fields = parse_selectable_field_path(path)?;
     if fields.first().is_some_and(|f| f == "metadata") {
-        return Err("must not point to fields in metadata".to_string());
+        return Err(SelectableFieldPathError::InMetadata);
     }
     Ok(fields)
 }
 
 /// Tokenizer of `cel.ValidFieldPath` with array notation disallowed.
-fn parse_selectable_field_path(path: &str) -> std::result::Result<Vec<String>, String> {
+fn parse_selectable_field_path(
+    path: &str,
+) -> std::result::Result<Vec<String>, FieldPathSyntaxError> {
     // Split into tokens: '.', '[' and ']' are single-character tokens; a token starting with a
     // single quote extends to the next unescaped single quote; everything else runs up to the
     // next delimiter.
@@ -1495,12 +1532,12 @@ fn parse_selectable_field_path(path: &str) -> std::result::Result<Vec<String>, S
     let mut it = tokens.into_iter();
     while let Some(tok) = it.next() {
         match tok {
-            "[" => return Err("array notation is not allowed".to_string()),
+            "[" => return Err(FieldPathSyntaxError::ArrayNotation),
             "." => match it.next() {
                 Some(name) => fields.push(name.to_string()),
-                None => return Err("unexpected end of JSON path".to_string()),
+                None => return Err(FieldPathSyntaxError::UnexpectedEnd),
             },
-            other => return Err(format!("expected [ or . but got: {other}")),
+            other => return Err(FieldPathSyntaxError::UnexpectedToken(other.to_string())),
         }
     }
     Ok(fields)
@@ -2380,7 +2417,7 @@ mod tests {
             ),
         ];
         for (path, expected) in cases {
-            let got = validate_selectable_field_path(path);
+            let got = validate_selectable_field_path(path).map_err(|e| e.to_string());
             let expected = expected
                 .map(|v| v.into_iter().map(String::from).collect::<Vec<_>>())
                 .map_err(String::from);
