@@ -100,7 +100,7 @@ pub fn kind(obj: &Value) -> &str {
 }
 
 /// Parse a resourceVersion string; empty is `None`, garbage is an error.
-pub fn parse_resource_version(rv: &str) -> Result<Option<i64>, String> {
+pub fn parse_resource_version(rv: &str) -> Result<Option<i64>, InvalidResourceVersion> {
     if rv.is_empty() {
         return Ok(None);
     }
@@ -108,7 +108,19 @@ pub fn parse_resource_version(rv: &str) -> Result<Option<i64>, String> {
         .ok()
         .filter(|v| *v >= 0)
         .map(Some)
-        .ok_or_else(|| format!("invalid resource version: {rv:?}"))
+        .ok_or_else(|| InvalidResourceVersion(rv.to_string()))
+}
+
+/// A `resourceVersion` that is not a non-negative integer (the text as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid resource version: {0:?}")]
+pub struct InvalidResourceVersion(pub String);
+
+/// A query's `resourceVersion` that does not parse is the request's fault: 400.
+impl From<InvalidResourceVersion> for crate::status::StatusError {
+    fn from(e: InvalidResourceVersion) -> Self {
+        crate::status::StatusError::bad_request(e.to_string())
+    }
 }
 
 /// The JSON bytes of an object, as kube-apiserver orders its members

@@ -761,7 +761,7 @@ impl GenericStore {
                 &vec![FieldError::invalid(
                     &FieldPath::new("metadata").child("resourceVersion"),
                     json!(requested_rv),
-                    &e,
+                    &e.to_string(),
                 )],
             )
         })?;

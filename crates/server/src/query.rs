@@ -145,8 +145,9 @@ impl Query {
     }
 
     fn resource_version(&self) -> Result<Option<i64>, StatusError> {
-        parse_resource_version(self.get("resourceVersion").unwrap_or(""))
-            .map_err(StatusError::bad_request)
+        Ok(parse_resource_version(
+            self.get("resourceVersion").unwrap_or(""),
+        )?)
     }
 
     pub fn list_options(&self) -> Result<ListOptions, StatusError> {
