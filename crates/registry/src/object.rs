@@ -438,7 +438,12 @@ pub struct JsonCodec;
 impl storage::Codec for JsonCodec {
     type Object = Object;
 
-    fn decode(&self, _key: &str, value: &[u8], revision: i64) -> Result<Object, String> {
+    fn decode(
+        &self,
+        _key: &str,
+        value: &[u8],
+        revision: i64,
+    ) -> Result<Object, storage::DecodeError> {
         // What `encode_for_storage` wrote gets its version spliced in: a copy
         // instead of a parse and an encode (the cache decodes every write another
         // process, or a backend faster than the writer's answer, reports).
@@ -447,7 +452,8 @@ impl storage::Codec for JsonCodec {
         {
             return Ok(object);
         }
-        let mut v: Value = apimachinery::json::from_slice(value).map_err(|e| e.to_string())?;
+        let mut v: Value =
+            apimachinery::json::from_slice(value).map_err(storage::DecodeError::new)?;
         meta::set_resource_version(&mut v, revision);
         Ok(Object::new(v))
     }

@@ -36,7 +36,7 @@ pub trait Codec: Send + Sync + 'static {
     type Object: Send + Sync + 'static;
     /// Decode `value` stored at `key`, as of `revision` (the caller typically
     /// stamps it into the object as its resourceVersion).
-    fn decode(&self, key: &str, value: &[u8], revision: i64) -> Result<Self::Object, String>;
+    fn decode(&self, key: &str, value: &[u8], revision: i64) -> Result<Self::Object, DecodeError>;
 
     /// The same object as of another revision (a deletion or an object leaving a
     /// watcher's selector is reported with the event's revision).
@@ -46,6 +46,25 @@ pub trait Codec: Send + Sync + 'static {
     /// keeps these (ideally shared with the object, not a copy) instead of the
     /// backend's bytes, so a cached object's encoding is held once.
     fn encode(&self, object: &Self::Object) -> Bytes;
+}
+
+/// Stored bytes a [`Codec`] could not turn into an object; the cache reports
+/// it as [`Error::Corrupt`] with the key.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(Box<dyn std::error::Error + Send + Sync>);
+
+impl DecodeError {
+    /// Why the bytes do not decode: a parser's error, or a message.
+    pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        DecodeError(cause.into())
+    }
+}
+
+impl From<String> for DecodeError {
+    fn from(message: String) -> Self {
+        DecodeError::new(message)
+    }
 }
 
 /// A cached key: its decoded object and revisions.
@@ -1053,7 +1072,12 @@ mod tests {
     struct Utf8;
     impl Codec for Utf8 {
         type Object = (String, i64);
-        fn decode(&self, _key: &str, value: &[u8], revision: i64) -> Result<Self::Object, String> {
+        fn decode(
+            &self,
+            _key: &str,
+            value: &[u8],
+            revision: i64,
+        ) -> Result<Self::Object, DecodeError> {
             Ok((String::from_utf8_lossy(value).into_owned(), revision))
         }
         fn restamp(&self, object: &Self::Object, revision: i64) -> Self::Object {
@@ -1152,7 +1176,7 @@ mod tests {
     struct Shared;
     impl Codec for Shared {
         type Object = Bytes;
-        fn decode(&self, _key: &str, value: &[u8], _revision: i64) -> Result<Bytes, String> {
+        fn decode(&self, _key: &str, value: &[u8], _revision: i64) -> Result<Bytes, DecodeError> {
             Ok(Bytes::copy_from_slice(value))
         }
         fn restamp(&self, object: &Bytes, _revision: i64) -> Bytes {

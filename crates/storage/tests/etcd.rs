@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kubext_storage::etcd::EtcdBackend;
-use kubext_storage::{Backend, Codec, Error, Event, Store, StoreOptions, WatchItem, WatchStart};
+use kubext_storage::{
+    Backend, Codec, DecodeError, Error, Event, Store, StoreOptions, WatchItem, WatchStart,
+};
 use testkit::Etcd;
 
 const PREFIX: &str = "/registry";
@@ -366,8 +368,8 @@ async fn requests_after_etcd_dies_are_unavailable_and_watch_ends_with_an_error()
 struct Utf8;
 impl Codec for Utf8 {
     type Object = String;
-    fn decode(&self, _key: &str, value: &[u8], _revision: i64) -> Result<String, String> {
-        String::from_utf8(value.to_vec()).map_err(|e| e.to_string())
+    fn decode(&self, _key: &str, value: &[u8], _revision: i64) -> Result<String, DecodeError> {
+        String::from_utf8(value.to_vec()).map_err(DecodeError::new)
     }
     fn restamp(&self, object: &String, _revision: i64) -> String {
         object.clone()
