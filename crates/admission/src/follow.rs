@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::{GenericStore, ListOptions};
+use runtime::{self, Event, Reconciler, WorkQueue};
 use serde_json::Value;
 
 use crate::{Policies, Webhooks};
@@ -24,7 +24,7 @@ pub struct Stores {
 const MANAGER: &str = "kubext-admission";
 
 async fn list(store: &GenericStore) -> Result<Vec<Value>, String> {
-    let ctx = controllers::system_context("", MANAGER);
+    let ctx = runtime::system_context("", MANAGER);
     store
         .list(&ctx, ListOptions::default())
         .await

@@ -206,7 +206,7 @@ pub(crate) async fn write(
             continue;
         }
         let name = str_at(policy, "/metadata/name");
-        let mut ctx = controllers::system_context("", "kubext-admission");
+        let mut ctx = runtime::system_context("", "kubext-admission");
         ctx.subresource = apimachinery::Subresource::Status;
         let result = store
             .update_with(&ctx, name, |current| {

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use apimachinery::meta;
-use controllers::runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{self, Event, Reconciler, WorkQueue};
 use registry::{GenericStore, Object};
 
 use crate::proxy::{Remote, Remotes};
@@ -132,7 +132,7 @@ pub struct Stores {
 
 /// The objects of `store` that `keep` wants (only those are decoded).
 async fn list(store: &GenericStore, keep: impl Fn(&Object) -> bool) -> Vec<Value> {
-    let ctx = controllers::system_context("", MANAGER);
+    let ctx = runtime::system_context("", MANAGER);
     store
         .list(&ctx, registry::ListOptions::default())
         .await
@@ -178,7 +178,7 @@ pub async fn run(
     headers: FrontProxyConfig,
     remotes: Remotes,
     publish: impl Fn(Vec<RemoteGroupVersion>) + Send + Sync + 'static,
-    leadership: controllers::leader::Leadership,
+    leadership: runtime::leader::Leadership,
 ) {
     // Checks ask as upstream's aggregator does: a system:masters identity, so the
     // answer does not depend on the backend's authorization.
@@ -234,7 +234,7 @@ struct Availability<P> {
     identity: http::HeaderMap,
     remotes: Remotes,
     publish: P,
-    leadership: controllers::leader::Leadership,
+    leadership: runtime::leader::Leadership,
     /// What rounds keep: backends' clients and last documents (one worker: never
     /// contended).
     round: tokio::sync::Mutex<Round>,
@@ -494,7 +494,7 @@ async fn write_condition(store: &GenericStore, apiservice: &Value, mut condition
     } else {
         condition["lastTransitionTime"] = json!(apimachinery::time::now_rfc3339());
     }
-    let mut ctx = controllers::system_context("", MANAGER);
+    let mut ctx = runtime::system_context("", MANAGER);
     ctx.subresource = apimachinery::Subresource::Status;
     let name = meta::name(apiservice).to_string();
     let result = store

@@ -46,11 +46,11 @@ impl RemoteNamespaceContent {
             identity,
         }
     }
-}
 
-#[async_trait::async_trait]
-impl controllers::namespace::RemoteContent for RemoteNamespaceContent {
-    async fn empty(&self, namespace: &str) -> (BTreeMap<String, usize>, Vec<String>) {
+    /// Delete what `namespace` holds on every available extension server; what
+    /// is left, by `<resource>.<group>`, and what failed (the namespace
+    /// controller's `RemoteContent`, which `controlplane` wires to this).
+    pub async fn empty(&self, namespace: &str) -> (BTreeMap<String, usize>, Vec<String>) {
         let (mut remaining, mut failures) = (BTreeMap::new(), Vec::new());
         let Some(api) = self.api.upgrade() else {
             return (remaining, failures);

@@ -12,7 +12,7 @@ use registry::GenericStore;
 use registry::builtin::apiregistration::{AUTOMANAGED_LABEL, builtin_priority};
 use serde_json::{Value, json};
 
-use crate::runtime::{self, Reconciler, WorkQueue};
+use runtime::{self, Reconciler, WorkQueue};
 
 const MANAGER: &str = "kubext-apiservice-registration";
 
@@ -64,7 +64,7 @@ fn is_automanaged(obj: &Value) -> bool {
 /// APIServices nobody serves any more. APIServices without the automanaged label
 /// (registered by users) are never touched.
 pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Result<(), String> {
-    let ctx = crate::system_context("", MANAGER);
+    let ctx = runtime::system_context("", MANAGER);
     let existing = store
         .list(&ctx, registry::ListOptions::default())
         .await

@@ -10,7 +10,7 @@ use std::time::Duration;
 use apimachinery::meta;
 use registry::{GenericStore, ResourceType};
 
-use crate::runtime::{Event, Reflector};
+use runtime::{Event, Reflector};
 
 use apiextensions::crd::CLEANUP_FINALIZER;
 use apiextensions::custom_resource::{served_types, storage_type};
@@ -34,7 +34,7 @@ pub struct CrdController {
     compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
     /// Every replica serves what CRDs say; only the leader writes statuses and
     /// cleans up deleted CRDs.
-    leadership: crate::leader::Leadership,
+    leadership: runtime::leader::Leadership,
     /// Calls CRDs' conversion webhooks.
     conversion: Option<webhook::Caller>,
 }
@@ -43,7 +43,7 @@ impl CrdController {
     pub fn new(
         crds: Arc<GenericStore>,
         publish: Publish,
-        leadership: crate::leader::Leadership,
+        leadership: runtime::leader::Leadership,
     ) -> Self {
         CrdController {
             crds,
@@ -147,7 +147,7 @@ impl CrdController {
     }
 
     async fn write_status(&self, name: &str, status: Value) {
-        let mut ctx = crate::system_context("", MANAGER);
+        let mut ctx = runtime::system_context("", MANAGER);
         ctx.subresource = apimachinery::Subresource::Status;
         let result = self
             .crds
@@ -561,7 +561,7 @@ impl Cleanup {
         message: &str,
         release: bool,
     ) {
-        let mut ctx = crate::system_context("", MANAGER);
+        let mut ctx = runtime::system_context("", MANAGER);
         if !release {
             ctx.subresource = apimachinery::Subresource::Status;
         }
@@ -605,7 +605,7 @@ impl Cleanup {
 async fn delete_instances(store: &GenericStore) -> Result<(), String> {
     let deadline = tokio::time::Instant::now() + INSTANCE_DELETION_WAIT;
     let mut delay = Duration::from_millis(100);
-    let ctx = crate::system_context("", MANAGER);
+    let ctx = runtime::system_context("", MANAGER);
     loop {
         let list = store
             .list(&ctx, registry::ListOptions::default())
@@ -620,7 +620,7 @@ async fn delete_instances(store: &GenericStore) -> Result<(), String> {
             .filter(|i| meta::deletion_timestamp(&i.value()).is_none())
         {
             let item = item.value();
-            let ctx = crate::system_context(meta::namespace(&item), MANAGER);
+            let ctx = runtime::system_context(meta::namespace(&item), MANAGER);
             let name = meta::name(&item);
             if let Err(e) = store.delete(&ctx, name, &Default::default()).await
                 && e.code() != 404

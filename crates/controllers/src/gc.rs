@@ -19,8 +19,8 @@ use registry::options::{DeleteOptions, PropagationPolicy};
 use serde_json::Value;
 use storage::{WatchItem, WatchStart};
 
-use crate::runtime::WorkQueue;
-use crate::{Resources, system_context};
+use runtime::WorkQueue;
+use runtime::{Resources, system_context};
 
 const MANAGER: &str = "kubext-garbage-collector";
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -327,7 +327,7 @@ impl<R: Resources> GarbageCollector<R> {
     /// Run forever; a watch that ends (fallen behind, storage restart) is started
     /// again from the current state with a fresh graph.
     pub async fn run(self) {
-        crate::runtime::keep_running("garbage-collector", || self.watch_once()).await;
+        runtime::keep_running("garbage-collector", || self.watch_once()).await;
     }
 
     async fn watch_once(&self) -> Result<(), String> {

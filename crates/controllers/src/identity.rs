@@ -19,7 +19,8 @@ use std::time::Duration;
 use registry::options::DeleteOptions;
 use serde_json::{Value, json};
 
-use crate::{Resources, system_context};
+use runtime::leader::hostname;
+use runtime::{Resources, system_context};
 
 /// The label that marks identity Leases, and its value for kube-apiserver.
 pub const IDENTITY_LABEL: &str = "apiserver.kubernetes.io/identity";
@@ -51,13 +52,6 @@ impl Default for Timings {
             gc_period: Duration::from_secs(3600),
         }
     }
-}
-
-/// This host's name, as `os.Hostname` reads it.
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "kubext".into())
 }
 
 /// `apiserver-` and the lower-case, unpadded base32 of the first 16 bytes of

@@ -11,8 +11,8 @@ use apimachinery::meta;
 use registry::options::DeleteOptions;
 use registry::{GenericStore, ListOptions, RequestContext};
 
-use crate::runtime::{self, Event, Reconciler, WorkQueue};
-use crate::{Resources, system_context};
+use runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{Resources, system_context};
 
 const MANAGER: &str = "kubext-namespace-controller";
 

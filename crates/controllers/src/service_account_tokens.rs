@@ -22,8 +22,8 @@ use registry::options::DeleteOptions;
 use registry::{GenericStore, ListOptions, RequestContext};
 use serde_json::{Value, json};
 
-use crate::runtime::{self, Event, Reconciler, WorkQueue};
-use crate::{Resources, system_context};
+use runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{Resources, system_context};
 
 pub const SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 pub const NAME_ANNOTATION: &str = "kubernetes.io/service-account.name";

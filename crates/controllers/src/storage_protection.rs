@@ -27,8 +27,8 @@ use apimachinery::meta;
 use registry::{GenericStore, ListOptions, RequestContext};
 use serde_json::{Value, json};
 
-use crate::runtime::{self, Event, Reconciler, WorkQueue};
-use crate::{Resources, system_context};
+use runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{Resources, system_context};
 
 pub const PVC_FINALIZER: &str = "kubernetes.io/pvc-protection";
 pub const PV_FINALIZER: &str = "kubernetes.io/pv-protection";

@@ -115,7 +115,7 @@ impl cel_rules::Authorize for RequestAuthorizer {
 }
 
 fn system() -> RequestContext {
-    controllers::system_context("", "kubext-admission")
+    runtime::system_context("", "kubext-admission")
 }
 
 #[async_trait::async_trait]

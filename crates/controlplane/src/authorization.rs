@@ -120,7 +120,7 @@ impl Authorization {
     pub async fn start(
         &self,
         api: &Api,
-        leadership: controllers::leader::Leadership,
+        leadership: runtime::leader::Leadership,
     ) -> Result<tokio::task::JoinHandle<()>> {
         let Some(rbac) = self.rbac.clone() else {
             return Ok(tokio::spawn(async {}));
@@ -159,7 +159,7 @@ impl Authorization {
         };
         let follow = tokio::spawn(rbac::follow(rbac, stores.clone()));
         let cluster_roles = stores.cluster_roles.clone();
-        let aggregation = tokio::spawn(controllers::leader::while_leading(
+        let aggregation = tokio::spawn(runtime::leader::while_leading(
             leadership,
             "clusterrole-aggregation",
             move || rbac::aggregation::run(cluster_roles.clone()),

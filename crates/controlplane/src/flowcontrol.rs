@@ -97,7 +97,7 @@ pub async fn ensure(api: &Api) -> Result<()> {
 }
 
 fn context() -> RequestContext {
-    controllers::system_context("", PRODUCER)
+    runtime::system_context("", PRODUCER)
 }
 
 async fn ensure_object(store: &GenericStore, wanted: Value, kind: Kind) -> Result<()> {

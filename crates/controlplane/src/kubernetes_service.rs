@@ -79,7 +79,7 @@ pub async fn publish(
     address: SocketAddr,
     kind: ReconcilerType,
 ) -> Result<Option<Arc<EndpointReconciler>>> {
-    let ctx = controllers::system_context(NAMESPACE, "kube-apiserver");
+    let ctx = runtime::system_context(NAMESPACE, "kube-apiserver");
     let catalog = api.catalog();
     let lookup = |group: &str, plural: &str| -> Result<GenericStore> {
         catalog
@@ -256,7 +256,7 @@ impl EndpointReconciler {
                 "no API server IP addresses were listed in storage, refusing to erase all endpoints for the kubernetes Service"
             ));
         }
-        let ctx = controllers::system_context(NAMESPACE, "kube-apiserver");
+        let ctx = runtime::system_context(NAMESPACE, "kube-apiserver");
         let want = endpoints(published.as_ref());
         let changed = upsert(&self.endpoints, &ctx, want, |current, want| {
             current.get("subsets") != want.get("subsets")
@@ -348,7 +348,7 @@ fn published(live: &[SocketAddr]) -> Option<(Vec<String>, u16)> {
 /// Create the default ServiceCIDR when it is missing and mark it ready (a
 /// ServiceCIDR someone else created under that name is left as it is).
 async fn default_service_cidr(store: &GenericStore, ranges: &ServiceRanges) -> Result<()> {
-    let ctx = controllers::system_context("", "kube-apiserver");
+    let ctx = runtime::system_context("", "kube-apiserver");
     let cidr = json!({
         "apiVersion": "networking.k8s.io/v1",
         "kind": "ServiceCIDR",
@@ -360,7 +360,7 @@ async fn default_service_cidr(store: &GenericStore, ranges: &ServiceRanges) -> R
         Err(e) if e.code() == 409 => {}
         Err(e) => return Err(anyhow!("creating the default ServiceCIDR: {e}")),
     }
-    let mut status_ctx = controllers::system_context("", "kubernetes-service-cidr-controller");
+    let mut status_ctx = runtime::system_context("", "kubernetes-service-cidr-controller");
     status_ctx.subresource = apimachinery::Subresource::Status;
     store
         .update_with(&status_ctx, NAME, |current| {

@@ -18,9 +18,9 @@ mod webhook_services;
 pub use admission::in_tree::Plugins as AdmissionPlugins;
 pub use authorization::AuthorizationMode;
 pub use controllers::identity::Timings as IdentityLeaseTimings;
-pub use controllers::leader::Timings as LeaderElectionTimings;
 pub use kubernetes_service::ReconcilerType;
 pub use replica::Replica;
+pub use runtime::leader::Timings as LeaderElectionTimings;
 
 use anyhow::{Result, anyhow};
 use serde_json::json;
@@ -29,11 +29,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use aggregator::Remotes;
-use controllers::Resources;
-use controllers::leader;
-use controllers::namespace::NamespaceController;
+use controllers::namespace::{NamespaceController, RemoteContent};
 use controllers::service_account_tokens::{SignError, TokenSigner, TokenSubject, TokensController};
 use registry::{GenericStore, ResourceType};
+use runtime::{Resources, leader};
 use server::api::{Api, Serving};
 use server::front_proxy::FrontProxy;
 use server::{Prepared, Running, StorageKind};
@@ -217,13 +216,13 @@ async fn start_controllers(
     let namespace_controller = Arc::new(NamespaceController {
         resources: Arc::new(CatalogResources(api.clone())),
         root_ca: prepared.pki.ca.cert_pem.clone(),
-        remote: Some(Arc::new(
+        remote: Some(Arc::new(ExtensionServerContent(
             aggregator::namespaces::RemoteNamespaceContent::new(
                 Arc::downgrade(api),
                 remotes,
                 &front_proxy.config,
             ),
-        )),
+        ))),
     });
     // Idempotent creates: every replica may do them before it reports ready.
     futures::future::join_all(
@@ -333,7 +332,7 @@ async fn legacy_token_tracking(api: &Api) -> Result<()> {
         .to_zoned(jiff::tz::TimeZone::UTC)
         .date()
         .to_string();
-    let ctx = controllers::system_context("kube-system", "kube-apiserver");
+    let ctx = runtime::system_context("kube-system", "kube-apiserver");
     let want = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": NAME, "namespace": "kube-system"}, "data": {"since": today}});
     match configmaps.store.create(&ctx, want).await {
@@ -399,7 +398,7 @@ async fn publish_authentication_configmap(
         .lookup("", "v1", "configmaps")
         .ok_or_else(|| anyhow!("configmaps are not served"))?;
     let want = front_proxy.authentication_configmap(client_ca_pem);
-    let ctx = controllers::system_context(server::front_proxy::CONFIGMAP_NAMESPACE, "kubext");
+    let ctx = runtime::system_context(server::front_proxy::CONFIGMAP_NAMESPACE, "kubext");
     match configmaps.store.create(&ctx, want.clone()).await {
         Ok(_) => Ok(()),
         Err(e) if e.code() == 409 => configmaps
@@ -528,7 +527,7 @@ const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
 
 /// Create `obj` in `store` unless it exists.
 async fn ensure(store: &GenericStore, obj: serde_json::Value, what: &str) -> Result<()> {
-    let ctx = controllers::system_context("", "kubext");
+    let ctx = runtime::system_context("", "kubext");
     match store.create(&ctx, obj).await {
         Ok(_) => Ok(()),
         Err(e) if e.code() == 409 => Ok(()),
@@ -555,6 +554,20 @@ async fn bootstrap(api: &Api) -> Result<()> {
         ensure(&classes.store, class, name).await?;
     }
     Ok(())
+}
+
+/// The namespace controller empties namespaces on extension servers through
+/// the aggregator.
+struct ExtensionServerContent(aggregator::namespaces::RemoteNamespaceContent);
+
+#[async_trait::async_trait]
+impl RemoteContent for ExtensionServerContent {
+    async fn empty(
+        &self,
+        namespace: &str,
+    ) -> (std::collections::BTreeMap<String, usize>, Vec<String>) {
+        self.0.empty(namespace).await
+    }
 }
 
 /// Controllers see the catalog's current stores.

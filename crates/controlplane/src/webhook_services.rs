@@ -27,7 +27,7 @@ impl webhook::Directory for CatalogServices {
             return (None, Vec::new());
         };
         let catalog = api.catalog();
-        let mut ctx = controllers::system_context("", "kubext-webhooks");
+        let mut ctx = runtime::system_context("", "kubext-webhooks");
         ctx.namespace = namespace.to_string();
         let get = |group: &str, plural: &str| {
             let served = catalog.lookup(group, "v1", plural);

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use apimachinery::meta;
 use apimachinery::selector::LabelSelector;
-use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::{GenericStore, ListOptions};
+use runtime::{self, Event, Reconciler, WorkQueue};
 
 const MANAGER: &str = "clusterrole-aggregation-controller";
 
@@ -60,7 +60,7 @@ impl Reconciler for Aggregation {
     }
 
     async fn reconcile(&self, _: &()) -> Result<(), String> {
-        let ctx = controllers::system_context("", MANAGER);
+        let ctx = runtime::system_context("", MANAGER);
         let list = self
             .cluster_roles
             .list(&ctx, ListOptions::default())

@@ -99,7 +99,7 @@ type Reconcile = fn(&Value, &Value) -> Option<Option<Value>>;
 async fn ensure(store: &GenericStore, expected: Value, reconcile: Reconcile) -> Result<(), String> {
     let name = meta::name(&expected).to_string();
     let namespace = meta::namespace(&expected).to_string();
-    let ctx = controllers::system_context(&namespace, MANAGER);
+    let ctx = runtime::system_context(&namespace, MANAGER);
     let describe =
         |e: &dyn std::fmt::Display| format!("{} {namespace}/{name}: {e}", store.rtype.plural);
     let existing = match store.get(&ctx, &name).await {

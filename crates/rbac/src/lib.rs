@@ -18,8 +18,8 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::{Value, json};
 
-use controllers::runtime::{self, Event, Reconciler, WorkQueue};
 use registry::{GenericStore, ListOptions};
+use runtime::{self, Event, Reconciler, WorkQueue};
 use server::authn::UserInfo;
 use server::authz::{Attributes, Authorizer, Decision, RuleResolver};
 
@@ -153,7 +153,7 @@ impl Stores {
     /// Build the policy from what the stores hold now, plus those of `pending`
     /// (objects with their `kind`) that are not stored yet.
     pub async fn policy(&self, pending: &[Value]) -> Result<Policy, String> {
-        let ctx = controllers::system_context("", MANAGER);
+        let ctx = runtime::system_context("", MANAGER);
         let list = |store: &Arc<GenericStore>| {
             let (store, ctx) = (store.clone(), ctx.clone());
             async move {

@@ -219,10 +219,17 @@ fn micro_time() -> String {
         .to_string()
 }
 
+/// This host's name, as `os.Hostname` reads it.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "kubext".into())
+}
+
 /// A replica's identity: host name and a random suffix (upstream's
 /// `hostname_uuid`).
 pub fn identity() -> String {
-    format!("{}_{}", crate::identity::hostname(), uuid::Uuid::new_v4())
+    format!("{}_{}", hostname(), uuid::Uuid::new_v4())
 }
 
 /// Run `controller` while this replica leads; stop it when leadership is lost and

@@ -1,11 +1,17 @@
-//! What every controller shares, so no controller writes its own restart loop,
-//! watch loop or retry loop:
+//! kubext's controller runtime: what every controller shares, so no controller
+//! writes its own restart loop, watch loop or retry loop:
 //! - `keep_running`: a run started again whenever it ends, with backoff;
 //! - `reflector::Reflector`: list + watch + resume + relist on 410;
 //! - `queue::WorkQueue`: deduplicated keys with per-key backoff;
 //! - `run`: workers reconciling the queue's keys while feeds (`follow` a store,
-//!   `follow_changes` of a watch channel, `every` interval) fill it.
+//!   `follow_changes` of a watch channel, `every` interval) fill it;
+//! - `leader`: which replica runs the writing controllers (a Lease), and
+//!   `while_leading` to run a controller only there.
+//!
+//! It knows stores (`registry::GenericStore`) and storage, nothing of HTTP, CRDs
+//! or webhooks, so crates that only follow stores depend on it alone.
 
+pub mod leader;
 pub mod queue;
 pub mod reflector;
 
@@ -15,11 +21,32 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use registry::GenericStore;
+use registry::{GenericStore, RequestContext};
 use storage::Backoff;
 
 pub use queue::WorkQueue;
 pub use reflector::{Event, Reflector};
+
+/// The resources a controller may act on, by plural (built-ins) or group/plural.
+pub trait Resources: Send + Sync + 'static {
+    fn store(&self, group: &str, plural: &str) -> Option<Arc<GenericStore>>;
+    /// Every namespaced resource type currently served (one store per storage path).
+    fn namespaced(&self) -> Vec<Arc<GenericStore>>;
+    /// A store for objects of `kind` in `group` (any served version: they share
+    /// storage).
+    fn store_for_kind(&self, group: &str, kind: &str) -> Option<Arc<GenericStore>>;
+}
+
+/// The identity controllers act as.
+pub fn system_context(namespace: &str, manager: &str) -> RequestContext {
+    RequestContext {
+        user: "system:kube-controller-manager".into(),
+        groups: vec!["system:masters".into()],
+        namespace: namespace.into(),
+        field_manager: manager.into(),
+        ..Default::default()
+    }
+}
 
 /// A controller: brings one key at a time to its wanted state.
 #[async_trait::async_trait]
