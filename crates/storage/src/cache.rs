@@ -152,77 +152,49 @@ pub struct Watcher<O> {
     /// The revision the initial state (or resume point) corresponds to.
     pub revision: i64,
     pub events: mpsc::Receiver<WatchItem<O>>,
-    _guard: WatcherGuard,
+    _guard: WatcherGuard<O>,
 }
 
 /// Unregisters the watcher when the receiving side goes away.
-struct WatcherGuard {
+struct WatcherGuard<O> {
     id: u64,
     prefix: Arc<str>,
-    registry: Arc<Mutex<Watchers>>,
+    registry: Arc<Mutex<Watchers<O>>>,
 }
 
-impl Drop for WatcherGuard {
+impl<O> Drop for WatcherGuard<O> {
     fn drop(&mut self) {
         self.registry.lock().remove(&self.prefix, self.id);
     }
 }
 
-type AnyPredicate = Arc<dyn Fn(&dyn std::any::Any) -> bool + Send + Sync>;
-
-struct Slot {
+/// One registered watcher, typed by the store's object: events are offered
+/// without type erasure.
+struct Slot<O> {
     id: u64,
     /// Events at or before this revision are already in the watcher's initial state.
     start: i64,
     bookmarks: bool,
-    sender: Box<dyn SlotSender>,
-    predicate: AnyPredicate,
+    sender: mpsc::Sender<WatchItem<O>>,
+    predicate: Predicate<O>,
 }
 
-/// Type-erased sending half so `Watchers` need not be generic.
-trait SlotSender: Send {
-    fn try_send_event(&self, item: &dyn std::any::Any) -> bool;
-    fn try_send_bookmark(&self, revision: i64) -> bool;
-}
-
-impl<O: Send + Sync + 'static> SlotSender for mpsc::Sender<WatchItem<O>> {
-    fn try_send_event(&self, item: &dyn std::any::Any) -> bool {
-        match item.downcast_ref::<PendingItem<O>>() {
-            Some(p) => self.try_send(p.to_item()).is_ok(),
-            None => true,
-        }
-    }
-
-    fn try_send_bookmark(&self, revision: i64) -> bool {
-        self.try_send(WatchItem::Bookmark(revision)).is_ok()
-    }
-}
-
-enum PendingItem<O> {
-    Added(Arc<O>),
-    Modified(Arc<O>),
-    Deleted(Arc<O>),
-}
-
-impl<O> PendingItem<O> {
-    fn to_item(&self) -> WatchItem<O> {
-        match self {
-            PendingItem::Added(o) => WatchItem::Added(o.clone()),
-            PendingItem::Modified(o) => WatchItem::Modified(o.clone()),
-            PendingItem::Deleted(o) => WatchItem::Deleted(o.clone()),
-        }
-    }
-}
-
-#[derive(Default)]
-struct Watchers {
-    by_prefix: HashMap<Arc<str>, Vec<Slot>>,
+struct Watchers<O> {
+    by_prefix: HashMap<Arc<str>, Vec<Slot<O>>>,
     /// Every event up to here has been offered to every watcher.
     dispatched: i64,
     count: usize,
 }
 
-impl Watchers {
+impl<O> Watchers<O> {
+    fn new(dispatched: i64) -> Self {
+        Watchers {
+            by_prefix: HashMap::default(),
+            dispatched,
+            count: 0,
+        }
+    }
+
     fn remove(&mut self, prefix: &str, id: u64) {
         if let Some(slots) = self.by_prefix.get_mut(prefix) {
             let before = slots.len();
@@ -279,7 +251,7 @@ pub struct Store<C: Codec> {
     codec: Arc<C>,
     options: StoreOptions,
     state: RwLock<State<C::Object>>,
-    watchers: Arc<Mutex<Watchers>>,
+    watchers: Arc<Mutex<Watchers<C::Object>>>,
     revision_tx: watch::Sender<i64>,
     next_watcher: AtomicU64,
     failed: Mutex<Option<Error>>,
@@ -318,10 +290,7 @@ impl<C: Codec> Store<C> {
                 history: VecDeque::new(),
                 history_start: initial.revision,
             }),
-            watchers: Arc::new(Mutex::new(Watchers {
-                dispatched: initial.revision,
-                ..Default::default()
-            })),
+            watchers: Arc::new(Mutex::new(Watchers::new(initial.revision))),
             revision_tx,
             next_watcher: AtomicU64::new(1),
             failed: Mutex::new(None),
@@ -532,12 +501,6 @@ impl<C: Codec> Store<C> {
         let (tx, rx) = mpsc::channel(self.options.watcher_queue);
         let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
         let prefix: Arc<str> = prefix.into();
-        let any_predicate: AnyPredicate = {
-            let predicate = predicate.clone();
-            Arc::new(move |o: &dyn std::any::Any| {
-                o.downcast_ref::<C::Object>().is_some_and(|o| predicate(o))
-            })
-        };
         // Register while the state is locked: an event applied after the snapshot is
         // then dispatched to this watcher, and one applied before is in the snapshot
         // (dispatch skips revisions up to `start`). Registering after unlocking
@@ -558,8 +521,8 @@ impl<C: Codec> Store<C> {
                     id,
                     start: state.revision,
                     bookmarks,
-                    sender: Box::new(tx),
-                    predicate: any_predicate,
+                    sender: tx,
+                    predicate,
                 });
             (initial, state.revision)
         };
@@ -702,22 +665,22 @@ impl<C: Codec> Store<C> {
     }
 
     /// Offer one event to one watcher; false if the watcher must be ended.
-    fn offer(&self, slot: &Slot, event: &CacheEvent<C::Object>) -> bool {
+    fn offer(&self, slot: &Slot<C::Object>, event: &CacheEvent<C::Object>) -> bool {
         if event.revision <= slot.start {
             return true;
         }
         let Some(item) = self.item_for(slot, event) else {
             return true;
         };
-        slot.sender.try_send_event(&item)
+        slot.sender.try_send(item).is_ok()
     }
 
     fn item_for(
         &self,
-        slot: &Slot,
+        slot: &Slot<C::Object>,
         event: &CacheEvent<C::Object>,
-    ) -> Option<PendingItem<C::Object>> {
-        let matches = |o: &C::Object| (slot.predicate)(o as &dyn std::any::Any);
+    ) -> Option<WatchItem<C::Object>> {
+        let matches = |o: &C::Object| (slot.predicate)(o);
         let now = event
             .current
             .as_ref()
@@ -729,9 +692,9 @@ impl<C: Codec> Store<C> {
             .map(|e| matches(&e.object))
             .unwrap_or(false);
         match (&event.current, now, before) {
-            (Some(cur), true, true) => Some(PendingItem::Modified(cur.object.clone())),
-            (Some(cur), true, false) => Some(PendingItem::Added(cur.object.clone())),
-            (_, false, true) => self.prev_at_event(event).map(PendingItem::Deleted),
+            (Some(cur), true, true) => Some(WatchItem::Modified(cur.object.clone())),
+            (Some(cur), true, false) => Some(WatchItem::Added(cur.object.clone())),
+            (_, false, true) => self.prev_at_event(event).map(WatchItem::Deleted),
             _ => None,
         }
     }
@@ -754,7 +717,9 @@ impl<C: Codec> Store<C> {
             let before = slots.len();
             // A watcher that started past the last dispatched revision waits for the next.
             slots.retain(|s| {
-                !s.bookmarks || revision < s.start || s.sender.try_send_bookmark(revision)
+                !s.bookmarks
+                    || revision < s.start
+                    || s.sender.try_send(WatchItem::Bookmark(revision)).is_ok()
             });
             ended += before - slots.len();
         }
