@@ -116,7 +116,8 @@ impl Backends {
             &ca,
             insecure,
             Some((&client.cert_pem, &client.key_pem)),
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         self.0.insert(name, (key, backend.clone()));
         Ok(backend)
     }

@@ -197,7 +197,8 @@ impl WebhookConverter {
             .post(&self.client, "", body, TIMEOUT)
             .await
             .map_err(|e| match e {
-                CallError::Client(e) | CallError::Request(e) => (failed(&e), CALL_FAILURE),
+                CallError::Client(e) => (failed(&e), CALL_FAILURE),
+                CallError::Request(e) => (failed(&e), CALL_FAILURE),
             })?;
         let answer: Value = serde_json::from_slice(&answer).map_err(|e| (failed(&e), MALFORMED))?;
         let response =
@@ -505,7 +506,7 @@ fn validate_ca_bundle(bundle: &str, path: &FieldPath, errs: &mut ErrorList) {
         .decode(bundle)
         .unwrap_or_default();
     if let Err(e) = webhook::client::check_ca_bundle(&pem) {
-        errs.push(FieldError::invalid(path, json!(bundle), &e));
+        errs.push(FieldError::invalid(path, json!(bundle), &e.to_string()));
     }
 }
 

@@ -67,7 +67,8 @@ impl registry::Provider for ComponentStatuses {
 async fn probe(address: &str, path: &str) -> Result<String, String> {
     let url = format!("https://{address}{path}");
     let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
-    let backend = webhook::Backend::new(address.to_string(), host, &[], true, None)?;
+    let backend = webhook::Backend::new(address.to_string(), host, &[], true, None)
+        .map_err(|e| e.to_string())?;
     match backend
         .get(path, &http::HeaderMap::new(), PROBE_TIMEOUT)
         .await

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::Backend;
-use crate::client::response_error;
+use crate::client::{TlsSetupError, response_error};
 use crate::service::{Unresolved, resolve};
 
 /// Where Services and their endpoints are read from.
@@ -45,13 +45,23 @@ pub enum Target {
     },
 }
 
+/// Why a `clientConfig` names no target (upstream's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// A `url` that is not `https://…` (as written).
+    #[error("Unparsable URL: {0}")]
+    UnparsableUrl(String),
+    #[error("webhook configuration must have either service or URL")]
+    NoServiceOrUrl,
+}
+
 impl Target {
     /// The target of a `clientConfig`.
-    pub fn of(config: &Value) -> Result<Target, String> {
+    pub fn of(config: &Value) -> Result<Target, TargetError> {
         if let Some(url) = config.get("url").and_then(Value::as_str) {
             let rest = url
                 .strip_prefix("https://")
-                .ok_or_else(|| format!("Unparsable URL: {url}"))?;
+                .ok_or_else(|| TargetError::UnparsableUrl(url.to_string()))?;
             let (authority, path) = match rest.find('/') {
                 Some(i) => (&rest[..i], &rest[i..]),
                 None => (rest, ""),
@@ -66,7 +76,7 @@ impl Target {
             });
         }
         let Some(service) = config.get("service").filter(|s| s.is_object()) else {
-            return Err("webhook configuration must have either service or URL".into());
+            return Err(TargetError::NoServiceOrUrl);
         };
         let text = |f: &str| service.get(f).and_then(Value::as_str).unwrap_or("");
         Ok(Target::Service {
@@ -176,7 +186,7 @@ impl ReviewVersion {
 /// A webhook's `clientConfig`, ready to call.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    pub target: Result<Target, String>,
+    pub target: Result<Target, TargetError>,
     /// PEM (empty: the system's roots).
     pub ca_bundle: Vec<u8>,
     /// The configuration as written: the key of its connection pool.
@@ -199,14 +209,26 @@ impl ClientConfig {
 }
 
 /// Why a call produced no answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum CallError {
     /// The configuration cannot be called (`webhook configuration must have
     /// either service or URL`, a bad caBundle).
-    Client(String),
+    Client(ClientError),
     /// The request failed: `Post "<url>": <why>`, or what the server's
     /// non-2xx answer means.
     Request(String),
+}
+
+/// Why there is no client to call a configuration with.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
+    /// The caller is not attached yet (the server is still starting).
+    #[error("not attached")]
+    NotAttached,
 }
 
 /// Calls webhooks; clones share the connection pools.
@@ -244,13 +266,14 @@ impl Caller {
         let target = config
             .target
             .as_ref()
-            .map_err(|e| CallError::Client(e.clone()))?;
+            .map_err(|e| CallError::Client(e.clone().into()))?;
         let url = format!("{}{query}", target.url());
-        let request_error = |e: String| CallError::Request(format!("Post {url:?}: {e}"));
-        let address = self.address(target).await.map_err(request_error)?;
+        let request_error =
+            |e: &dyn std::fmt::Display| CallError::Request(format!("Post {url:?}: {e}"));
+        let address = self.address(target).await.map_err(|e| request_error(&e))?;
         let client = self
             .client(config, target, &address)
-            .map_err(CallError::Client)?;
+            .map_err(|e| CallError::Client(e.into()))?;
         let path = match target.path() {
             "" => format!("/{query}"),
             p => format!("{p}{query}"),
@@ -258,7 +281,7 @@ impl Caller {
         let (code, body) = client
             .post_json(&path, body.into(), timeout)
             .await
-            .map_err(request_error)?;
+            .map_err(|e| request_error(&e))?;
         if !(200..300).contains(&code) {
             return Err(CallError::Request(response_error(code, &body)));
         }
@@ -294,7 +317,7 @@ impl Caller {
         config: &ClientConfig,
         target: &Target,
         address: &str,
-    ) -> Result<Backend, String> {
+    ) -> Result<Backend, TlsSetupError> {
         let key = format!("{}|{address}", config.key);
         let mut clients = self.clients.lock();
         if let Some(client) = clients.get(&key) {

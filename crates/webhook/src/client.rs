@@ -30,6 +30,75 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Idle keep-alive connections are closed after this long.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// Why a TLS client for a backend cannot be built (a configuration's fault;
+/// the texts are what callers report in conditions and field errors).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsSetupError {
+    /// The caBundle's PEM does not parse, or holds no certificate.
+    #[error("caBundle: {0}")]
+    CaBundlePem(PemError),
+    /// A caBundle certificate is not usable as a root.
+    #[error("caBundle: {0}")]
+    CaBundleRoot(rustls::Error),
+    /// The caBundle's roots do not make a verifier.
+    #[error("caBundle: {0}")]
+    CaBundleVerifier(rustls::client::VerifierBuilderError),
+    /// The client certificate's or key's PEM does not parse.
+    #[error("{0}")]
+    ClientPem(PemError),
+    /// The client certificate and key do not go together.
+    #[error("client certificate: {0}")]
+    ClientCertificate(rustls::Error),
+    /// The name the server's certificate must carry is not a DNS name or IP.
+    #[error("{0}")]
+    ServerName(#[from] rustls::pki_types::InvalidDnsNameError),
+    /// rustls refuses the protocol versions.
+    #[error("{0}")]
+    Protocol(rustls::Error),
+}
+
+/// Why PEM data gives no certificate or key.
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    #[error("invalid PEM certificate: {0}")]
+    Certificate(std::io::Error),
+    #[error("no certificate found in PEM data")]
+    NoCertificate,
+    #[error("invalid PEM private key: {0}")]
+    PrivateKey(std::io::Error),
+    #[error("no private key found in PEM data")]
+    NoPrivateKey,
+}
+
+/// Why a request to a backend produced no answer, in Go's client's words.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// The request could not be built (a bad header, say).
+    #[error("{0}")]
+    Build(#[from] http::Error),
+    /// The request's path and query do not make a URI with the backend's address.
+    #[error("{0}")]
+    Uri(#[from] http::uri::InvalidUri),
+    /// No TCP connection: `dial tcp <address>: <cause>`.
+    #[error("dial tcp {address}: {cause}")]
+    Dial { address: String, cause: String },
+    /// The TLS handshake failed.
+    #[error("tls: {cause}")]
+    Handshake { cause: String },
+    /// The exchange failed after connecting (the innermost cause).
+    #[error("{0}")]
+    Exchange(String),
+    /// The answer's body could not be read.
+    #[error("{0}")]
+    Body(hyper::Error),
+    /// A webhook call ran out of time (Go's context's words).
+    #[error("context deadline exceeded")]
+    DeadlineExceeded,
+    /// A GET (or other bodiless call) ran out of time.
+    #[error("timed out after {}s", .0.as_secs())]
+    TimedOut(Duration),
+}
+
 /// How to reach one webhook or extension server; clones share one connection pool.
 #[derive(Clone)]
 pub struct Backend {
@@ -47,10 +116,10 @@ impl Backend {
         ca_bundle: &[u8],
         insecure: bool,
         client: Option<(&str, &str)>,
-    ) -> Result<Backend, String> {
+    ) -> Result<Backend, TlsSetupError> {
         let builder = rustls::ClientConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?;
+            .map_err(TlsSetupError::Protocol)?;
         let builder = if insecure {
             builder
                 .dangerous()
@@ -60,11 +129,11 @@ impl Backend {
             let webpki =
                 rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider())
                     .build()
-                    .map_err(|e| format!("caBundle: {e}"))?;
+                    .map_err(TlsSetupError::CaBundleVerifier)?;
             let pinned = if ca_bundle.iter().all(u8::is_ascii_whitespace) {
                 Vec::new()
             } else {
-                certs(&String::from_utf8_lossy(ca_bundle))?
+                certs(&String::from_utf8_lossy(ca_bundle)).map_err(TlsSetupError::CaBundlePem)?
             };
             builder
                 .dangerous()
@@ -72,12 +141,14 @@ impl Backend {
         };
         let config = match client {
             Some((cert, key)) => builder
-                .with_client_auth_cert(certs(cert)?, private_key(key)?)
-                .map_err(|e| format!("client certificate: {e}"))?,
+                .with_client_auth_cert(
+                    certs(cert).map_err(TlsSetupError::ClientPem)?,
+                    private_key(key).map_err(TlsSetupError::ClientPem)?,
+                )
+                .map_err(TlsSetupError::ClientCertificate)?,
             None => builder.with_no_client_auth(),
         };
-        let server_name =
-            ServerName::try_from(server_name.to_string()).map_err(|e| e.to_string())?;
+        let server_name = ServerName::try_from(server_name.to_string())?;
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
@@ -102,7 +173,7 @@ impl Backend {
         path: &str,
         body: Bytes,
         timeout: Duration,
-    ) -> Result<(u16, Bytes), String> {
+    ) -> Result<(u16, Bytes), RequestError> {
         let req = http::Request::builder()
             .method(http::Method::POST)
             .uri(path)
@@ -113,11 +184,10 @@ impl Backend {
                 http_body_util::Full::new(body)
                     .map_err(|e| match e {})
                     .boxed(),
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
         self.exchange(req, timeout)
             .await
-            .map_err(|_| "context deadline exceeded".to_string())?
+            .map_err(|_| RequestError::DeadlineExceeded)?
     }
 
     /// Send `req` and read the whole answer, bounded by `timeout` (`Err(())`
@@ -126,7 +196,7 @@ impl Backend {
         &self,
         req: http::Request<OutBody>,
         timeout: Duration,
-    ) -> Result<Result<(u16, Bytes), String>, ()> {
+    ) -> Result<Result<(u16, Bytes), RequestError>, ()> {
         let exchange = async {
             let resp = self.send(req).await?;
             let code = resp.status().as_u16();
@@ -134,7 +204,7 @@ impl Backend {
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(RequestError::Body)?;
             Ok((code, body.to_bytes()))
         };
         tokio::time::timeout(timeout, exchange)
@@ -152,7 +222,7 @@ impl Backend {
         path: &str,
         headers: &http::HeaderMap,
         timeout: Duration,
-    ) -> Result<(u16, Bytes), String> {
+    ) -> Result<(u16, Bytes), RequestError> {
         self.call(http::Method::GET, path, headers, timeout).await
     }
 
@@ -164,17 +234,16 @@ impl Backend {
         path: &str,
         headers: &http::HeaderMap,
         timeout: Duration,
-    ) -> Result<(u16, Bytes), String> {
+    ) -> Result<(u16, Bytes), RequestError> {
         let mut req = http::Request::builder()
             .method(method)
             .uri(path)
             .header(http::header::ACCEPT, "application/json")
-            .body(Empty::new().map_err(|e| match e {}).boxed())
-            .map_err(|e| e.to_string())?;
+            .body(Empty::new().map_err(|e| match e {}).boxed())?;
         req.headers_mut().extend(headers.clone());
         self.exchange(req, timeout)
             .await
-            .map_err(|_| format!("timed out after {}s", timeout.as_secs()))?
+            .map_err(|_| RequestError::TimedOut(timeout))?
     }
 
     /// Send `req` (its path and query; the authority is this backend's) and return the
@@ -182,9 +251,9 @@ impl Backend {
     pub async fn send(
         &self,
         mut req: http::Request<OutBody>,
-    ) -> Result<http::Response<Incoming>, String> {
+    ) -> Result<http::Response<Incoming>, RequestError> {
         let path = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
-        *req.uri_mut() = self.url(path).parse().map_err(|e| format!("{e}"))?;
+        *req.uri_mut() = self.url(path).parse()?;
         req.headers_mut().remove(http::header::HOST);
         self.client
             .request(req)
@@ -195,7 +264,7 @@ impl Backend {
 
 /// A request error as Go's client would put it: `dial tcp <addr>: ...` for the
 /// network, `tls: ...` for the handshake, the innermost cause otherwise.
-fn describe(address: &str, e: &hyper_util::client::legacy::Error) -> String {
+fn describe(address: &str, e: &hyper_util::client::legacy::Error) -> RequestError {
     let mut chain: Vec<&(dyn std::error::Error + 'static)> = Vec::new();
     let mut next = std::error::Error::source(e);
     while let Some(err) = next {
@@ -212,24 +281,27 @@ fn describe(address: &str, e: &hyper_util::client::legacy::Error) -> String {
         .last()
         .map_or_else(|| e.to_string(), |c| c.to_string());
     if e.is_connect() && is_tcp {
-        format!("dial tcp {address}: {cause}")
+        RequestError::Dial {
+            address: address.to_string(),
+            cause,
+        }
     } else if e.is_connect() {
-        format!("tls: {cause}")
+        RequestError::Handshake { cause }
     } else {
-        cause
+        RequestError::Exchange(cause)
     }
 }
 
-fn certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+fn certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, PemError> {
     rustls_pemfile::certs(&mut pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("invalid PEM certificate: {e}"))
+        .map_err(PemError::Certificate)
 }
 
-fn private_key(pem: &str) -> Result<PrivateKeyDer<'static>, String> {
+fn private_key(pem: &str) -> Result<PrivateKeyDer<'static>, PemError> {
     rustls_pemfile::private_key(&mut pem.as_bytes())
-        .map_err(|e| format!("invalid PEM private key: {e}"))?
-        .ok_or_else(|| "no private key found in PEM data".to_string())
+        .map_err(PemError::PrivateKey)?
+        .ok_or(PemError::NoPrivateKey)
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -238,7 +310,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// The certificates of `ca_bundle` (PEM), or the system's when it is empty
 /// (upstream: an empty caBundle leaves the default roots).
-fn roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> {
+fn roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, TlsSetupError> {
     let mut roots = rustls::RootCertStore::empty();
     if ca_bundle.iter().all(u8::is_ascii_whitespace) {
         let native = rustls_native_certs::load_native_certs();
@@ -246,19 +318,19 @@ fn roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> {
         return Ok(roots);
     }
     let pem = String::from_utf8_lossy(ca_bundle);
-    let found = certs(&pem).map_err(|e| format!("caBundle: {e}"))?;
+    let found = certs(&pem).map_err(TlsSetupError::CaBundlePem)?;
     if found.is_empty() {
-        return Err("caBundle: no certificate found in PEM data".into());
+        return Err(TlsSetupError::CaBundlePem(PemError::NoCertificate));
     }
     for cert in found {
-        roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
+        roots.add(cert).map_err(TlsSetupError::CaBundleRoot)?;
     }
     Ok(roots)
 }
 
 /// Whether `ca_bundle` (PEM) holds at least one certificate rustls accepts as
 /// a root; why not otherwise (CRD conversion webhooks' caBundle check).
-pub fn check_ca_bundle(ca_bundle: &[u8]) -> Result<(), String> {
+pub fn check_ca_bundle(ca_bundle: &[u8]) -> Result<(), TlsSetupError> {
     roots(ca_bundle).map(|_| ())
 }
 

@@ -12,5 +12,7 @@ pub mod client;
 pub mod metrics;
 pub mod service;
 
-pub use caller::{CallError, Caller, ClientConfig, Directory, ReviewVersion, Target};
-pub use client::Backend;
+pub use caller::{
+    CallError, Caller, ClientConfig, ClientError, Directory, ReviewVersion, Target, TargetError,
+};
+pub use client::{Backend, PemError, RequestError, TlsSetupError};

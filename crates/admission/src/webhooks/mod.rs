@@ -25,7 +25,7 @@ use parking_lot::RwLock;
 use serde_json::{Value, json};
 
 use registry::{Attributes, Operation};
-use webhook::{CallError, Caller};
+use webhook::{CallError, Caller, ClientError};
 
 use crate::Objects;
 use crate::reinvocation::{Reinvocation, Round};
@@ -507,7 +507,7 @@ impl Webhooks {
         let caller = self
             .caller
             .get()
-            .ok_or_else(|| CallError::Client("not attached".into()))?;
+            .ok_or(CallError::Client(ClientError::NotAttached))?;
         let query = format!("?timeout={}s", hook.timeout.as_secs());
         caller.post(&hook.client, &query, body, hook.timeout).await
     }
