@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::json_order;
+
 /// `serde_json::from_slice`, with UTF-8 checked once for the whole input (a
 /// word at a time) instead of string by string as serde_json checks a slice:
 /// the same values, and for invalid UTF-8 the same errors (such input takes
@@ -88,8 +90,11 @@ pub const LEADING_MEMBERS: [&str; 3] = ["kind", "apiVersion", "metadata"];
 
 /// An object's JSON: `kind`, `apiVersion` and `metadata` first, `metadata`'s
 /// members in `ObjectMeta`'s order (any it does not know before
-/// `managedFields`), the object's other members in their own order. Not an
-/// object: written as it is.
+/// `managedFields`), the object's other members in their own order, except
+/// that a built-in kind's members, at every depth, come in its Go struct's
+/// field order as kube-apiserver writes them ([`crate::json_order`]; members
+/// its struct does not have follow in their own order). Not an object:
+/// written as it is.
 pub fn encode_object(obj: &Value, metadata: MetadataMembers) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     encode_object_into(&mut out, obj, metadata);
@@ -111,19 +116,186 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
             leading[at] = Some(member);
         }
     }
-    let rest = map.iter().filter(|(k, _)| leading_rank(k).is_none());
+    let orders = json_order::orders();
+    let root = match (leading[1], leading[0]) {
+        (Some((_, Value::String(api_version))), Some((_, Value::String(kind)))) => {
+            orders.kind(api_version, kind)
+        }
+        _ => None,
+    };
     out.push(b'{');
-    for (i, (key, value)) in leading.into_iter().flatten().chain(rest).enumerate() {
-        if i > 0 {
+    let mut written = 0;
+    for (key, value) in leading.into_iter().flatten() {
+        if written > 0 {
             out.push(b',');
         }
+        written += 1;
         write_str(out, key);
         out.push(b':');
         match value {
             Value::Object(md) if key == "metadata" => {
-                write_members(out, metadata_in_order(md, metadata))
+                let object_meta = root.and_then(|_| orders.object_meta());
+                out.push(b'{');
+                for (i, (key, value)) in metadata_in_order(md, metadata).enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(out, key);
+                    out.push(b':');
+                    write_typed(out, value, object_meta.and_then(|m| m.member(key)), orders);
+                }
+                out.push(b'}');
             }
             _ => write_value(out, value),
+        }
+    }
+    match root {
+        Some(root) => {
+            for (name, typed) in &root.members {
+                if leading_rank(name).is_some() {
+                    continue;
+                }
+                if let Some(value) = map.get(*name) {
+                    if written > 0 {
+                        out.push(b',');
+                    }
+                    written += 1;
+                    write_str(out, name);
+                    out.push(b':');
+                    write_typed(out, value, *typed, orders);
+                }
+            }
+            if written < map.len() {
+                let unknown = map
+                    .iter()
+                    .filter(|(k, _)| leading_rank(k).is_none() && !root.has(k));
+                for (key, value) in unknown {
+                    if written > 0 {
+                        out.push(b',');
+                    }
+                    written += 1;
+                    write_str(out, key);
+                    out.push(b':');
+                    write_value(out, value);
+                }
+            }
+        }
+        None => {
+            for (key, value) in map.iter().filter(|(k, _)| leading_rank(k).is_none()) {
+                if written > 0 {
+                    out.push(b',');
+                }
+                written += 1;
+                write_str(out, key);
+                out.push(b':');
+                write_value(out, value);
+            }
+        }
+    }
+    out.push(b'}');
+}
+
+/// Writes `value`, which Go holds as `typed` (`None`: no struct inside), its
+/// structs' members in their Go order.
+fn write_typed(
+    out: &mut Vec<u8>,
+    value: &Value,
+    typed: Option<json_order::Typed>,
+    orders: &json_order::Orders,
+) {
+    let Some(typed) = typed else {
+        return write_value(out, value);
+    };
+    let inner = || {
+        Some(json_order::Typed {
+            wrappers: &typed.wrappers[2..],
+            id: typed.id,
+        })
+    };
+    match (typed.wrappers.get(..2), value) {
+        (Some("[]"), Value::Array(items)) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_typed(out, item, inner(), orders);
+            }
+            out.push(b']');
+        }
+        (Some("{}"), Value::Object(map)) => {
+            out.push(b'{');
+            for (i, (key, value)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, key);
+                out.push(b':');
+                write_typed(out, value, inner(), orders);
+            }
+            out.push(b'}');
+        }
+        (None, Value::Object(map)) => write_struct(out, map, orders.get(typed.id), orders),
+        _ => write_value(out, value),
+    }
+}
+
+/// Writes `map`, a value of Go struct `order`: its members in the struct's
+/// order, then any the struct does not have in their own order.
+///
+/// Why a merge: the map's keys and the struct's sorted names are both in
+/// byte order, so one pass over both places each present member at its Go
+/// position (a lookup per struct member would search the map for every
+/// absent one: most of a PodSpec's 43).
+fn write_struct(
+    out: &mut Vec<u8>,
+    map: &Map<String, Value>,
+    order: &json_order::Struct,
+    orders: &json_order::Orders,
+) {
+    /// More members than this (none of 1.37's structs has) are looked up one by one.
+    const MERGED: usize = 64;
+    let members = &order.members;
+    let mut present: [Option<&Value>; MERGED] = [None; MERGED];
+    let mut unknown = false;
+    let merged = members.len() <= MERGED;
+    if merged {
+        let mut names = order.sorted.iter().peekable();
+        for (key, value) in map {
+            while names.next_if(|(name, _)| *name < key.as_str()).is_some() {}
+            match names.next_if(|(name, _)| *name == key.as_str()) {
+                Some((_, rank)) => present[*rank as usize] = Some(value),
+                None => unknown = true,
+            }
+        }
+    }
+    out.push(b'{');
+    let mut written = 0;
+    for (rank, (name, typed)) in members.iter().enumerate() {
+        let value = if merged {
+            present[rank]
+        } else {
+            map.get(*name)
+        };
+        if let Some(value) = value {
+            if written > 0 {
+                out.push(b',');
+            }
+            written += 1;
+            write_str(out, name);
+            out.push(b':');
+            write_typed(out, value, *typed, orders);
+        }
+    }
+    if unknown || (!merged && written < map.len()) {
+        for (key, value) in map.iter().filter(|(k, _)| !order.has(k)) {
+            if written > 0 {
+                out.push(b',');
+            }
+            written += 1;
+            write_str(out, key);
+            out.push(b':');
+            write_value(out, value);
         }
     }
     out.push(b'}');
@@ -185,12 +357,43 @@ fn metadata_in_order(
 /// Where `resourceVersion` is in [`OBJECT_META_ORDER`].
 const RESOURCE_VERSION_RANK: usize = 5;
 
-/// Writes `s` as a JSON string, escaped as serde_json escapes: `"` and `\\`,
-/// and control characters (short forms where JSON has them, else `\\u00xx`).
-/// The scan for what needs escaping is SIMD (`json-escape-simd`, sonic-rs's
-/// kernel): ten times fewer instructions than a table lookup per byte.
+/// Writes `s` as a JSON string, escaped as Go's `encoding/json` escapes (what
+/// kube-apiserver writes): `"` and `\\`, control characters (short forms
+/// where JSON has them, else `\u00xx`), as serde_json does, and also `<`,
+/// `>`, `&`, U+2028 and U+2029 as `\u003c`, `\u003e`, `\u0026`,
+/// `\u2028` and `\u2029` (Go's HTML-safe escaping, on by default). The scan
+/// for what needs escaping is SIMD (`json-escape-simd`, sonic-rs's kernel:
+/// ten times fewer instructions than a table lookup per byte; `memchr` for
+/// the HTML-safe characters, which most strings lack).
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+    if memchr::memchr3(b'<', b'>', b'&', bytes).is_none() && memchr::memchr(0xE2, bytes).is_none() {
+        json_escape_simd::escape_into(s, out);
+        return;
+    }
+    let start = out.len();
     json_escape_simd::escape_into(s, out);
+    // The escaped text holds these characters only where `s` had them.
+    let escaped = out.split_off(start);
+    let mut at = 0;
+    while at < escaped.len() {
+        let (replacement, len): (&[u8], usize) = match &escaped[at..] {
+            [b'<', ..] => (br"\u003c", 1),
+            [b'>', ..] => (br"\u003e", 1),
+            [b'&', ..] => (br"\u0026", 1),
+            [0xE2, 0x80, 0xA8, ..] => (br"\u2028", 3),
+            [0xE2, 0x80, 0xA9, ..] => (br"\u2029", 3),
+            [byte, ..] => {
+                out.push(*byte);
+                at += 1;
+                continue;
+            }
+            [] => break,
+        };
+        out.extend_from_slice(replacement);
+        at += len;
+    }
 }
 
 #[cfg(test)]
@@ -198,13 +401,36 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// serde_json's text with Go's HTML-safe escapes on top (serde_json
+    /// writes these characters only inside strings).
     fn same_as_serde_json(value: &Value) {
         let mut ours = Vec::new();
         write_value(&mut ours, value);
-        assert_eq!(
-            String::from_utf8(ours).unwrap(),
-            serde_json::to_string(value).unwrap()
-        );
+        let go = serde_json::to_string(value)
+            .unwrap()
+            .replace('<', r"\u003c")
+            .replace('>', r"\u003e")
+            .replace('&', r"\u0026")
+            .replace('\u{2028}', r"\u2028")
+            .replace('\u{2029}', r"\u2029");
+        assert_eq!(String::from_utf8(ours).unwrap(), go);
+    }
+
+    /// What Go's `json.Marshal` writes for these strings.
+    #[test]
+    fn html_characters_are_escaped_as_go_escapes_them() {
+        for (s, go) in [
+            (
+                "<b> & 'q' \u{2028}\u{2029}",
+                r#""\u003cb\u003e \u0026 'q' \u2028\u2029""#,
+            ),
+            ("a\"b\n\u{1}<", r#""a\"b\n\u0001\u003c""#),
+            ("€ é", r#""€ é""#),
+        ] {
+            let mut out = b"x".to_vec();
+            write_str(&mut out, s);
+            assert_eq!(String::from_utf8(out).unwrap(), format!("x{go}"));
+        }
     }
 
     #[test]
@@ -274,6 +500,46 @@ mod tests {
         same_as_serde_json(&json!([[], {}, "", 0]));
     }
 
+    /// Go's encoding of this Pod (k8s.io/api v0.37.2's structs, as
+    /// kube-apiserver writes it): members in the structs' order at every depth, inside metadata's managedFields and ownerReferences too;
+    /// maps' keys sorted; a member the struct lacks after the known ones.
+    #[test]
+    fn built_in_kinds_are_written_in_go_field_order() {
+        let pod = json!({
+            "status": {"qosClass": "BestEffort", "phase": "Pending"},
+            "spec": {"restartPolicy": "Always", "containers": [{"resources": {},
+                "name": "c", "image": "busybox", "imagePullPolicy": "Always",
+                "env": [{"value": "1", "name": "A"}]}],
+                "nodeSelector": {"z": "1", "a": "2"}},
+            "metadata": {"name": "p", "ownerReferences": [{"uid": "u", "name": "o",
+                "kind": "K", "apiVersion": "v1", "controller": true}],
+                "managedFields": [{"time": "t", "operation": "Update", "manager": "m",
+                "fieldsV1": {"f:spec": {}}, "fieldsType": "FieldsV1", "apiVersion": "v1"}]},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "zz": 1,
+            "aa": 2
+        });
+        assert_eq!(
+            String::from_utf8(encode_object(&pod, MetadataMembers::All)).unwrap(),
+            concat!(
+                r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","#,
+                r#""ownerReferences":[{"apiVersion":"v1","kind":"K","name":"o","uid":"u","controller":true}],"#,
+                r#""managedFields":[{"manager":"m","operation":"Update","apiVersion":"v1","time":"t","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]},"#,
+                r#""spec":{"containers":[{"name":"c","image":"busybox","env":[{"name":"A","value":"1"}],"resources":{},"imagePullPolicy":"Always"}],"#,
+                r#""restartPolicy":"Always","nodeSelector":{"a":"2","z":"1"}},"#,
+                r#""status":{"phase":"Pending","qosClass":"BestEffort"},"aa":2,"zz":1}"#
+            )
+        );
+        // A kind the table does not have keeps its members' own order.
+        let widget = json!({"kind": "Widget", "apiVersion": "example.com/v1",
+            "spec": {"b": 1, "a": 2}, "metadata": {"name": "w"}});
+        assert_eq!(
+            String::from_utf8(encode_object(&widget, MetadataMembers::All)).unwrap(),
+            r#"{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"w"},"spec":{"a":2,"b":1}}"#
+        );
+    }
+
     #[test]
     fn objects_lead_with_type_meta_and_metadata_in_object_meta_order() {
         let obj = json!({
@@ -294,7 +560,7 @@ mod tests {
         let all = String::from_utf8(encode_object(&obj, MetadataMembers::All)).unwrap();
         assert_eq!(
             all,
-            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"n","namespace":"ns","uid":"u","resourceVersion":"7","labels":{"a":"b"},"zUnknown":1,"managedFields":[{"manager":"m"}]},"binaryData":{},"data":{"k":"v"}}"#
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"n","namespace":"ns","uid":"u","resourceVersion":"7","labels":{"a":"b"},"zUnknown":1,"managedFields":[{"manager":"m"}]},"data":{"k":"v"},"binaryData":{}}"#
         );
         let stored =
             String::from_utf8(encode_object(&obj, MetadataMembers::WithoutResourceVersion))

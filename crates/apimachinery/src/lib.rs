@@ -7,6 +7,7 @@ pub mod field;
 pub mod gofmt;
 pub mod gvk;
 pub mod json;
+mod json_order;
 pub mod meta;
 pub mod meta_decode;
 pub mod options;

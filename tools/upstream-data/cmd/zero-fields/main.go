@@ -141,6 +141,7 @@ func write(out io.Writer, all map[schema.GroupVersionKind][]Row, kinds []schema.
 
 func main() {
 	output := flag.String("o", "", "write the table to this file instead of stdout")
+	orderOutput := flag.String("order-o", "", "also write the member-order table (go-member-order.tsv) to this file")
 	notes := flag.Bool("notes", false, "print observations (custom marshallers, omitzero, unusual omitempty fields, recursion cut-offs) to stderr")
 	flag.Parse()
 
@@ -160,6 +161,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, n)
 		}
 	}
+	if *orderOutput != "" {
+		if err := writeFile(*orderOutput, func(f io.Writer) error { return writeOrder(f, kinds) }); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if *output == "" {
+			return
+		}
+	}
 	if *output == "" {
 		err = write(os.Stdout, all, kinds)
 	} else {
@@ -175,4 +185,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// writeFile creates path and writes it with fill.
+func writeFile(path string, fill func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = fill(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
