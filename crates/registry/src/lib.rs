@@ -10,7 +10,10 @@ pub mod errors;
 pub mod managed_fields;
 pub mod object;
 pub mod options;
+pub mod pods;
 pub mod resource;
+pub mod reviews;
+pub mod scale;
 pub mod store;
 pub mod table;
 
