@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use apimachinery::options::PropagationPolicy;
 use apimachinery::validation::validate_object_meta;
 use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, Subresource, meta, time};
 use storage::{Entry, WatchStart, Watcher};
@@ -568,7 +569,7 @@ impl GenericStore {
                 storage::Error::Compacted {
                     requested,
                     compacted,
-                } => StatusError::gone(format!(
+                } => StatusError::expired(format!(
                     "too old resource version: {requested} ({compacted})"
                 )),
                 other => self.storage_error(other, ""),
@@ -650,7 +651,7 @@ impl GenericStore {
             ));
         }
         if meta::name(&obj).is_empty() && !meta::generate_name(&obj).is_empty() {
-            let name = format!("{}{}", meta::generate_name(&obj), random_suffix());
+            let name = generated_name(meta::generate_name(&obj));
             meta::set_str(&mut obj, "name", &name);
         }
         let name = meta::name(&obj).to_string();
@@ -685,20 +686,34 @@ impl GenericStore {
         if ctx.dry_run {
             self.sync().await?;
             if self.storage.get(&key).is_some() {
-                return Err(StatusError::already_exists(
-                    &self.rtype.group_resource(),
-                    &name,
-                ));
+                return Err(self.name_taken(&key, &name).await);
             }
             return Ok(Arc::new(Object::new(obj)));
         }
         let (bytes, stored) = self.encode(&obj).await?;
-        let revision = self
-            .storage
-            .create(&key, bytes.clone())
-            .await
-            .map_err(|e| self.storage_error(e, &name))?;
+        let revision = match self.storage.create(&key, bytes.clone()).await {
+            Ok(revision) => revision,
+            Err(storage::Error::AlreadyExists(_)) => {
+                return Err(self.name_taken(&key, &name).await);
+            }
+            Err(e) => return Err(self.storage_error(e, &name)),
+        };
         self.answer(&key, revision, obj, stored, &bytes).await
+    }
+
+    /// A create's `AlreadyExists`; upstream's store says so when the name is
+    /// taken by an object still being deleted.
+    async fn name_taken(&self, key: &str, name: &str) -> StatusError {
+        let mut error = StatusError::already_exists(&self.rtype.group_resource(), name);
+        // The cache may not have seen the write that marked it yet.
+        if let Err(e) = self.sync().await {
+            return e;
+        }
+        let deleting = |e: &Entry<Object>| meta::deletion_timestamp(&e.object.value()).is_some();
+        if self.storage.get(key).is_some_and(|e| deleting(&e)) {
+            error.0.message = format!("object is being deleted: {}", error.0.message);
+        }
+        error
     }
 
     /// The object as written at `revision`, shared with the watch cache so the
@@ -766,7 +781,19 @@ impl GenericStore {
             )
         })?;
         let unconditional = requested_rv.is_empty() || requested_rv == "0";
-        self.update_with(ctx, name, |_current| {
+        let requested_uid = meta::uid(&obj).to_string();
+        self.update_with(ctx, name, |current| {
+            // Upstream's update preconditions: a uid in the body must be the object's.
+            if !requested_uid.is_empty() && requested_uid != meta::uid(current) {
+                return Err(StatusError::conflict(
+                    &self.rtype.group_resource(),
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {requested_uid}, UID in object meta: {}",
+                        meta::uid(current)
+                    ),
+                ));
+            }
             if unconditional && !self.rtype.allow_unconditional_update {
                 // Upstream names the resource (plural) here, not the kind.
                 return Err(StatusError::invalid(
@@ -1010,15 +1037,39 @@ impl GenericStore {
         Ok(())
     }
 
-    /// The garbage collector's finalizer a delete adds: the requested
-    /// policy's, else `orphan` for types that orphan by default, unless the
-    /// object already asks for foreground deletion.
-    fn propagation_finalizer(&self, obj: &Value, opts: &DeleteOptions) -> Option<&'static str> {
-        if opts.propagation_policy.is_some() {
-            return opts.propagation_finalizer();
+    /// Upstream's `deletionFinalizersForGarbageCollection`: the garbage
+    /// collector's finalizers (`orphan`, `foregroundDeletion`) as the delete
+    /// leaves them: the request's policy decides, else the one the object
+    /// already has, else the type's default (`orphan` for types that orphan
+    /// by default). `None` when they stay as they are.
+    fn finalizers_for_deletion(&self, obj: &Value, opts: &DeleteOptions) -> Option<Vec<String>> {
+        const ORPHAN: &str = "orphan";
+        const FOREGROUND: &str = "foregroundDeletion";
+        let existing = meta::finalizers(obj);
+        let first_of_the_two = existing.iter().find(|f| **f == ORPHAN || **f == FOREGROUND);
+        let (orphan, foreground) = match opts.propagation_policy {
+            Some(PropagationPolicy::Orphan) => (true, false),
+            Some(PropagationPolicy::Foreground) => (false, true),
+            Some(PropagationPolicy::Background) => (false, false),
+            None => match first_of_the_two {
+                Some(f) => (*f == ORPHAN, *f == FOREGROUND),
+                None => (self.rtype.strategy.orphans_by_default(), false),
+            },
+        };
+        let mut next: Vec<String> = existing
+            .iter()
+            .filter(|f| **f != ORPHAN && **f != FOREGROUND)
+            .map(|f| f.to_string())
+            .collect();
+        if orphan {
+            next.push(ORPHAN.into());
         }
-        let foreground = meta::finalizers(obj).contains(&"foregroundDeletion");
-        (self.rtype.strategy.orphans_by_default() && !foreground).then_some("orphan")
+        if foreground {
+            next.push(FOREGROUND.into());
+        }
+        let same =
+            next.len() == existing.len() && next.iter().all(|f| existing.contains(&f.as_str()));
+        (!same).then_some(next)
     }
 
     pub async fn delete(
@@ -1044,9 +1095,14 @@ impl GenericStore {
             self.admit_globally(Operation::Delete, name, None, Some(&served), ctx)
                 .await?;
             if meta::deletion_timestamp(&served).is_none()
-                && let Some(finalizer) = self.propagation_finalizer(&served, opts)
+                && let Some(finalizers) = self.finalizers_for_deletion(&served, opts)
             {
-                add_finalizer(&mut served, finalizer);
+                let md = meta::metadata_mut(&mut served);
+                if finalizers.is_empty() {
+                    md.remove("finalizers");
+                } else {
+                    md.insert("finalizers".into(), json!(finalizers));
+                }
             }
             let obj = &served;
             let marked = match graceful_deletion(self.rtype.strategy.as_ref(), obj, opts) {
@@ -1351,6 +1407,17 @@ fn strip_times(v: &Value) -> Value {
     v
 }
 
+/// Upstream's `SimpleNameGenerator`: the base cut to 58 bytes, so that the
+/// name fits 63, and a random suffix.
+fn generated_name(base: &str) -> String {
+    const MAX_BASE: usize = 63 - 5;
+    let mut end = base.len().min(MAX_BASE);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{}", &base[..end], random_suffix())
+}
+
 /// Five characters of upstream's name generator alphabet (`generateName`,
 /// `kube-api-access-*`).
 pub fn random_suffix() -> String {
@@ -1360,17 +1427,6 @@ pub fn random_suffix() -> String {
         .iter()
         .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
         .collect()
-}
-
-/// Add `finalizer` to `metadata.finalizers` unless it is there.
-fn add_finalizer(obj: &mut Value, finalizer: &str) {
-    let md = meta::metadata_mut(obj);
-    let list = md.entry("finalizers").or_insert_with(|| json!([]));
-    if let Some(list) = list.as_array_mut()
-        && !list.iter().any(|f| f == finalizer)
-    {
-        list.push(json!(finalizer));
-    }
 }
 
 /// Whether a Namespace is `Terminating`, read without decoding the whole object
