@@ -44,6 +44,7 @@ spec:
   matchConditions:
   - name: not-excluded
     expression: "!has(object.metadata.labels) || !('skip' in object.metadata.labels)"
+  reinvocationPolicy: Never
   mutations:
   - patchType: JSONPatch
     jsonPatch:
@@ -130,6 +131,7 @@ spec:
   matchConstraints:
     resourceRules:
     - {apiGroups: ["mutate.example.com"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["fleets"]}
+  reinvocationPolicy: Never
   mutations:
   - patchType: ApplyConfiguration
     applyConfiguration:
@@ -184,6 +186,7 @@ spec:
   matchConstraints:
     resourceRules:
     - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  reinvocationPolicy: Never
   mutations:
   - patchType: ApplyConfiguration
     applyConfiguration: {expression: "Deployment{spec: 1}"}

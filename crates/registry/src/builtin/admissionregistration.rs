@@ -160,15 +160,20 @@ fn validate_common(obj: &Value, errs: &mut ErrorList) {
 }
 
 impl Strategy for Policies {
-    fn prepare_create(&self, obj: &mut Value) {
-        if let Some(o) = obj.as_object_mut() {
-            o.remove("status");
-        }
+    /// `SetDefaults_ValidatingAdmissionPolicySpec` and `SetDefaults_MatchResources`,
+    /// applied where upstream decodes (so managedFields list them).
+    fn default(&self, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             spec.entry("failurePolicy").or_insert(json!("Fail"));
             if let Some(m) = spec.get_mut("matchConstraints") {
                 default_match_resources(m);
             }
+        }
+    }
+
+    fn prepare_create(&self, obj: &mut Value) {
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
         }
     }
 
@@ -242,7 +247,8 @@ impl Strategy for Policies {
 }
 
 impl Strategy for PolicyBindings {
-    fn prepare_create(&self, obj: &mut Value) {
+    /// Upstream's v1 defaults, where it decodes (so managedFields list them).
+    fn default(&self, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             if let Some(m) = spec.get_mut("matchResources") {
                 default_match_resources(m);
@@ -251,10 +257,6 @@ impl Strategy for PolicyBindings {
                 p.entry("parameterNotFoundAction").or_insert(json!("Deny"));
             }
         }
-    }
-
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
-        self.prepare_create(new);
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
@@ -353,18 +355,16 @@ pub fn mutating_policy_columns() -> Vec<TableColumn> {
 }
 
 impl Strategy for MutatingPolicies {
-    fn prepare_create(&self, obj: &mut Value) {
+    /// `SetDefaults_MutatingAdmissionPolicySpec` (failurePolicy only:
+    /// `reinvocationPolicy` is required) and `SetDefaults_MatchResources`,
+    /// where upstream decodes (so managedFields list them).
+    fn default(&self, obj: &mut Value) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             spec.entry("failurePolicy").or_insert(json!("Fail"));
-            spec.entry("reinvocationPolicy").or_insert(json!("Never"));
             if let Some(m) = spec.get_mut("matchConstraints") {
                 default_match_resources(m);
             }
         }
-    }
-
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
-        self.prepare_create(new);
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
@@ -399,12 +399,15 @@ impl Strategy for MutatingPolicies {
             }
         }
         validate_common(obj, &mut errs);
-        supported(
-            str_at(obj, "/spec/reinvocationPolicy"),
-            &["IfNeeded", "Never"],
-            &spec.child("reinvocationPolicy"),
-            &mut errs,
-        );
+        match str_at(obj, "/spec/reinvocationPolicy") {
+            "" => errs.push(FieldError::required(&spec.child("reinvocationPolicy"), "")),
+            policy => supported(
+                policy,
+                &["IfNeeded", "Never"],
+                &spec.child("reinvocationPolicy"),
+                &mut errs,
+            ),
+        }
         errs
     }
 
@@ -418,12 +421,8 @@ impl Strategy for MutatingPolicies {
 }
 
 impl Strategy for MutatingPolicyBindings {
-    fn prepare_create(&self, obj: &mut Value) {
-        PolicyBindings.prepare_create(obj);
-    }
-
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
-        PolicyBindings.prepare_create(new);
+    fn default(&self, obj: &mut Value) {
+        PolicyBindings.default(obj);
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {

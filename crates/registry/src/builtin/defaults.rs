@@ -742,7 +742,14 @@ fn stateful_set(obj: &mut Value) {
     set_default(spec, "replicas", 1);
     set_default(spec, "revisionHistoryLimit", 10);
     workload_template(spec);
-    each_obj(spec, "volumeClaimTemplates", pvc);
+    each_obj(spec, "volumeClaimTemplates", |claim| {
+        pvc(claim);
+        // Upstream's conversion to apps/v1 sets these on every template
+        // (Convert_apps_StatefulSetSpec_To_v1_StatefulSetSpec), even over
+        // other values, which validation lets through; here only when unset.
+        default_str(claim, "apiVersion", "v1");
+        default_str(claim, "kind", "PersistentVolumeClaim");
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -1533,6 +1540,11 @@ mod tests {
         assert_eq!(t[0]["status"], json!({"phase": "Pending"}));
         assert_eq!(t[0]["spec"], json!({"volumeMode": "Filesystem"}));
         assert_eq!(t[1]["spec"]["volumeMode"], json!("Block"));
+        // As kube-apiserver 1.37.2 serves them (docs/research/serialization).
+        for claim in t.as_array().unwrap() {
+            assert_eq!(claim["apiVersion"], "v1");
+            assert_eq!(claim["kind"], "PersistentVolumeClaim");
+        }
     }
 
     #[test]

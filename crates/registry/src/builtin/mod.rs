@@ -321,6 +321,8 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         ),
         admissionregistration::binding_columns(),
     );
+    // Upstream's strategies start bindings at generation 1 and bump it on spec changes.
+    policy_bindings.tracks_generation = true;
     policy_bindings.categories = vec!["api-extensions".into()];
     let mut mutating_policies = columns(
         resource(
@@ -346,6 +348,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         ),
         admissionregistration::binding_columns(),
     );
+    mutating_policy_bindings.tracks_generation = true;
     mutating_policy_bindings.categories = vec!["api-extensions".into()];
     let webhook_configurations = [
         ("ValidatingWebhookConfiguration", false),

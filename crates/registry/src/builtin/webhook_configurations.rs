@@ -61,7 +61,7 @@ fn webhooks_mut(obj: &mut Value) -> impl Iterator<Item = &mut serde_json::Map<St
 
 impl WebhookConfigurations {
     /// Upstream's v1 defaults (`SetDefaults_ValidatingWebhook` and friends).
-    fn default(&self, obj: &mut Value) {
+    fn set_defaults(&self, obj: &mut Value) {
         let mutating = self.mutating;
         for hook in webhooks_mut(obj) {
             hook.entry("failurePolicy").or_insert(json!("Fail"));
@@ -399,12 +399,9 @@ fn validate_match_conditions(conditions: &[Value], at: &FieldPath, errs: &mut Er
 }
 
 impl Strategy for WebhookConfigurations {
-    fn prepare_create(&self, obj: &mut Value) {
-        self.default(obj);
-    }
-
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
-        self.default(new);
+    /// Where upstream decodes a body, so managedFields list the defaults.
+    fn default(&self, obj: &mut Value) {
+        self.set_defaults(obj);
     }
 
     fn validate(&self, obj: &Value) -> ErrorList {
@@ -427,7 +424,7 @@ mod tests {
     fn messages(obj: &Value) -> Vec<String> {
         let strategy = WebhookConfigurations { mutating: true };
         let mut obj = obj.clone();
-        strategy.prepare_create(&mut obj);
+        Strategy::default(&strategy, &mut obj);
         strategy
             .validate(&obj)
             .iter()
@@ -452,7 +449,7 @@ mod tests {
     #[test]
     fn defaults_as_upstream() {
         let mut obj = hook(json!({"clientConfig": {"service": {"name": "s", "namespace": "n"}}}));
-        WebhookConfigurations { mutating: true }.prepare_create(&mut obj);
+        Strategy::default(&WebhookConfigurations { mutating: true }, &mut obj);
         let h = &obj["webhooks"][0];
         assert_eq!(h["failurePolicy"], "Fail");
         assert_eq!(h["matchPolicy"], "Equivalent");
