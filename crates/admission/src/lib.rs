@@ -54,7 +54,7 @@ pub trait Objects: Send + Sync + 'static {
         namespace: &str,
         name: Option<&str>,
         selector: Option<&apimachinery::selector::LabelSelector>,
-    ) -> Result<Vec<Value>, String>;
+    ) -> Result<Vec<Value>, FindError>;
 
     /// The kind served as `group/version`'s `resource`.
     fn kind_of(&self, group: &str, version: &str, resource: &str) -> Option<String>;
@@ -68,12 +68,29 @@ pub trait Objects: Send + Sync + 'static {
     fn authorizer(&self, ctx: &RequestContext) -> Option<Arc<dyn cel_rules::Authorize>>;
 }
 
+/// Why the objects a binding's `paramRef` names could not be read (the
+/// detail of upstream's `failed to configure binding: …`).
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    /// No objects attached yet.
+    #[error("the server is starting")]
+    Starting,
+    #[error("the server is stopping")]
+    Stopping,
+    /// The policy's `paramKind` is not served.
+    #[error("failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'")]
+    NotServed { api_version: String, kind: String },
+    /// Reading them failed.
+    #[error("{0}")]
+    Read(#[from] apimachinery::StatusError),
+}
+
 /// A policy and its bindings, or why the policy cannot be used.
 struct Entry<P> {
     name: String,
     policy: Result<P, String>,
     ignore_failures: bool,
-    bindings: Vec<Result<Binding, (String, String)>>,
+    bindings: Vec<Result<Binding, (String, policy::BindingError)>>,
 }
 
 /// The compiled policies, and admission by them.
@@ -370,7 +387,7 @@ impl Policies {
         policy: &Common,
         binding: &Binding,
         ctx: &RequestContext,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, FindError> {
         let (Some((api_version, kind)), Some(param_ref)) = (&policy.param_kind, &binding.param_ref)
         else {
             return Ok(Vec::new());
@@ -394,7 +411,7 @@ impl Policies {
                     .find(api_version, kind, namespace, name, selector)
                     .await
             }
-            None => Err("the server is starting".into()),
+            None => Err(FindError::Starting),
         }
     }
 

@@ -63,17 +63,25 @@ fn rules(v: &Value, field: &str) -> Vec<Rule> {
         .unwrap_or_default()
 }
 
-fn selector(v: &Value, field: &str) -> Result<LabelSelector, String> {
+/// A `namespaceSelector` or `objectSelector` that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {error}")]
+pub struct SelectorError {
+    pub field: &'static str,
+    pub error: apimachinery::selector::SelectorError,
+}
+
+fn selector(v: &Value, field: &'static str) -> Result<LabelSelector, SelectorError> {
     match v.get(field) {
         None | Some(Value::Null) => Ok(LabelSelector::everything()),
-        Some(s) => LabelSelector::from_json(s).map_err(|e| format!("{field}: {e}")),
+        Some(s) => LabelSelector::from_json(s).map_err(|error| SelectorError { field, error }),
     }
 }
 
 impl Matcher {
     /// From `matchConstraints`/`matchResources`; `None` for a binding without
     /// one (it matches what its policy matches).
-    pub fn compile(v: &Value) -> Result<Matcher, String> {
+    pub fn compile(v: &Value) -> Result<Matcher, SelectorError> {
         Ok(Matcher {
             rules: rules(v, "resourceRules"),
             excluded: rules(v, "excludeResourceRules"),

@@ -7,7 +7,7 @@ use apimachinery::{ErrorList, FieldError, FieldPath};
 use cel_rules::{Expected, Expression, ObjectTypes};
 use serde_json::{Value, json};
 
-use crate::matching::Matcher;
+use crate::matching::{Matcher, SelectorError};
 
 /// What the policy's expressions may name.
 pub const VARIABLES: &[&str] = &[
@@ -126,7 +126,7 @@ impl Compiler {
             Ok(e) => Some(e),
             Err(detail) => {
                 self.errs
-                    .push(FieldError::invalid(&at, json!(source), &detail));
+                    .push(FieldError::invalid(&at, json!(source), &detail.to_string()));
                 None
             }
         }
@@ -159,7 +159,8 @@ impl Compiler {
             Ok(m) => m,
             Err(e) => {
                 let at = FieldPath::new("spec").child("matchConstraints");
-                self.errs.push(FieldError::invalid(&at, Value::Null, &e));
+                self.errs
+                    .push(FieldError::invalid(&at, Value::Null, &e.to_string()));
                 return None;
             }
         };
@@ -279,8 +280,20 @@ pub fn compile_mutating(obj: &Value, stored: bool) -> Result<MutatingPolicy, Err
     }
 }
 
+/// Why a binding cannot be used (the detail of upstream's `failed to
+/// configure binding: …`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BindingError {
+    /// A selector of `matchResources`.
+    #[error(transparent)]
+    MatchResources(#[from] SelectorError),
+    /// `paramRef.selector`.
+    #[error("{0}")]
+    ParamSelector(apimachinery::selector::SelectorError),
+}
+
 /// A binding, or why it cannot be used.
-pub fn compile_binding(obj: &Value) -> Result<Binding, String> {
+pub fn compile_binding(obj: &Value) -> Result<Binding, BindingError> {
     let matcher = match obj.pointer("/spec/matchResources").filter(|v| !v.is_null()) {
         Some(m) => Some(Matcher::compile(m)?),
         None => None,
@@ -292,7 +305,7 @@ pub fn compile_binding(obj: &Value) -> Result<Binding, String> {
             match p.get("selector").filter(|s| !s.is_null()) {
                 Some(s) => Some(ParamRef::Selected {
                     namespace,
-                    selector: LabelSelector::from_json(s).map_err(|e| e.to_string())?,
+                    selector: LabelSelector::from_json(s).map_err(BindingError::ParamSelector)?,
                 }),
                 None => Some(ParamRef::Named {
                     namespace,

@@ -20,6 +20,28 @@ pub struct Expression {
     result: Type,
 }
 
+/// Why an expression does not compile: upstream's detail, which callers put in
+/// a field error (`spec.validations[0].expression: Invalid value: …`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    /// cel-go's parse or check issues (`ERROR: <input>:1:3: …`).
+    #[error("compilation failed: {0}")]
+    Issues(String),
+    /// The checked result type is not what the field needs.
+    #[error("must evaluate to {}", if *.0 == Expected::Bool { "bool" } else { "string" })]
+    ResultType(Expected),
+}
+
+/// Why an evaluation failed, in cel-go's words (`no such key: x`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EvaluationError(pub String);
+
+/// cel-go's issues with an expression checked against a resource's schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TypeCheckIssues(pub String);
+
 /// What an expression must evaluate to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Expected {
@@ -37,7 +59,7 @@ impl Expression {
         source: &str,
         variables: &[&str],
         expected: Expected,
-    ) -> Result<Expression, String> {
+    ) -> Result<Expression, CompileError> {
         Expression::compile_with(source, variables, expected, crate::new_declarations())
     }
 
@@ -48,7 +70,7 @@ impl Expression {
         source: &str,
         variables: &[&str],
         expected: Expected,
-    ) -> Result<Expression, String> {
+    ) -> Result<Expression, CompileError> {
         Expression::compile_with(source, variables, expected, crate::declarations())
     }
 
@@ -57,14 +79,11 @@ impl Expression {
         variables: &[&str],
         expected: Expected,
         decls: &crate::decls::Declarations,
-    ) -> Result<Expression, String> {
+    ) -> Result<Expression, CompileError> {
         let env = crate::environment();
-        let program = env.compile(source).map_err(|e| {
-            format!(
-                "compilation failed: {}",
-                crate::check::parse_errors(&e, source)
-            )
-        })?;
+        let program = env
+            .compile(source)
+            .map_err(|e| CompileError::Issues(crate::check::parse_errors(&e, source)))?;
         let declared: Vec<(&str, Type)> = variables
             .iter()
             .map(|v| {
@@ -82,19 +101,14 @@ impl Expression {
             &declared,
             decls,
         )
-        .map_err(|issues| format!("compilation failed: {issues}"))?;
+        .map_err(|issues| CompileError::Issues(issues.to_string()))?;
         let fits = match (expected, &checked.result) {
             (Expected::Any, _) | (_, Type::Dyn) => true,
             (Expected::Bool, t) => *t == Type::Bool,
             (Expected::String, t) => *t == Type::String,
         };
         if !fits {
-            let want = if expected == Expected::Bool {
-                "bool"
-            } else {
-                "string"
-            };
-            return Err(format!("must evaluate to {want}"));
+            return Err(CompileError::ResultType(expected));
         }
         Ok(Expression {
             program,
@@ -103,11 +117,17 @@ impl Expression {
     }
 
     /// Evaluates with `bindings`; the error is the evaluation's message.
-    pub fn evaluate(&self, bindings: &Bindings<'_, '_>) -> Result<Evaluated, String> {
+    pub fn evaluate(&self, bindings: &Bindings<'_, '_>) -> Result<Evaluated, EvaluationError> {
         self.program
             .execute(&bindings.context)
             .map(Evaluated)
-            .map_err(|e| crate::errors::runtime_error(&self.program, &bindings.context, e))
+            .map_err(|e| {
+                EvaluationError(crate::errors::runtime_error(
+                    &self.program,
+                    &bindings.context,
+                    e,
+                ))
+            })
     }
 
     /// Checks `source` again with `object` and `oldObject` typed by a
@@ -118,7 +138,7 @@ impl Expression {
         source: &str,
         variables: &[&str],
         object: &schema::structural::Structural,
-    ) -> Result<(), String> {
+    ) -> Result<(), TypeCheckIssues> {
         // Upstream words these as the checker's issues, without the
         // `compilation failed: ` prefix.
         let Some(object_type) = Type::of_resource(object) else {
@@ -127,7 +147,7 @@ impl Expression {
         let env = crate::environment();
         let program = env
             .compile(source)
-            .map_err(|e| crate::check::parse_errors(&e, source))?;
+            .map_err(|e| TypeCheckIssues(crate::check::parse_errors(&e, source)))?;
         let declared: Vec<(&str, Type)> = variables
             .iter()
             .map(|v| {
@@ -147,7 +167,7 @@ impl Expression {
             crate::declarations(),
         )
         .map(|_| ())
-        .map_err(|issues| issues.to_string())
+        .map_err(|issues| TypeCheckIssues(issues.to_string()))
     }
 
     /// Whether the checker could tell the type (not `dyn`).
@@ -300,7 +320,8 @@ mod tests {
 
         let err = Expression::compile("object.x in [1, 2, ", VARIABLES, Expected::Bool)
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(
             err.starts_with(
                 "compilation failed: ERROR: <input>:1:20: Syntax error: missing ']' at '<EOF>'"
@@ -309,12 +330,14 @@ mod tests {
         );
         let err = Expression::compile("objects.x == 1", VARIABLES, Expected::Bool)
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("undeclared reference to 'objects'"), "{err}");
         let err = Expression::compile("'a'", VARIABLES, Expected::Bool)
             .err()
             .unwrap();
-        assert_eq!(err, "must evaluate to bool");
+        assert_eq!(err, CompileError::ResultType(Expected::Bool));
+        assert_eq!(err.to_string(), "must evaluate to bool");
 
         let v =
             Expression::compile("object.metadata.name + '!'", VARIABLES, Expected::Any).unwrap();

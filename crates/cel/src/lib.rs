@@ -38,7 +38,9 @@ use schema::structural::{AdditionalProperties, Structural, ValidationRule};
 use schema::{NodeContext, RuleContext, RuleEvaluator};
 use serde_json::json;
 
-pub use crate::expression::{Bindings, Evaluated, Expected, Expression};
+pub use crate::expression::{
+    Bindings, CompileError, Evaluated, EvaluationError, Expected, Expression, TypeCheckIssues,
+};
 pub use crate::library::authz::{Authorize, AuthzCheck, AuthzDecision};
 pub use crate::objects::ObjectTypes;
 

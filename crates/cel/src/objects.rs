@@ -139,7 +139,8 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            err.contains("undeclared reference to 'Deployment'"),
+            err.to_string()
+                .contains("undeclared reference to 'Deployment'"),
             "{err}"
         );
     }

@@ -167,17 +167,16 @@ impl admission::Objects for CatalogObjects {
         namespace: &str,
         name: Option<&str>,
         selector: Option<&LabelSelector>,
-    ) -> Result<Vec<Value>, String> {
-        let api = self.api.upgrade().ok_or("the server is stopping")?;
+    ) -> Result<Vec<Value>, admission::FindError> {
+        let api = self.api.upgrade().ok_or(admission::FindError::Stopping)?;
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let catalog = api.catalog();
         let served = catalog
             .served()
             .find(|s| s.rtype.group == group && s.rtype.version == version && s.rtype.kind == kind)
-            .ok_or_else(|| {
-                format!(
-                    "failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'"
-                )
+            .ok_or_else(|| admission::FindError::NotServed {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
             })?;
         let mut ctx = system();
         if served.rtype.namespaced {
@@ -187,18 +186,14 @@ impl admission::Objects for CatalogObjects {
             Some(name) => match served.store.get(&ctx, name).await {
                 Ok(o) => Ok(vec![o.to_value()]),
                 Err(e) if e.code() == 404 => Ok(Vec::new()),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(e.into()),
             },
             None => {
                 let opts = ListOptions {
                     label_selector: selector.cloned(),
                     ..Default::default()
                 };
-                let listed = served
-                    .store
-                    .list(&ctx, opts)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let listed = served.store.list(&ctx, opts).await?;
                 Ok(listed.items.iter().map(|o| o.to_value()).collect())
             }
         }

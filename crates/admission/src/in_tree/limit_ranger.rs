@@ -60,6 +60,7 @@ pub(super) async fn limit_ranges(
     objects
         .find(LIMIT_RANGE.0, LIMIT_RANGE.1, namespace, None, None)
         .await
+        .map_err(|e| e.to_string())
 }
 
 /// `PodMutateLimitFunc` for each LimitRange in turn.

@@ -176,29 +176,42 @@ impl Default for Plugins {
     }
 }
 
+/// Why `--enable-admission-plugins`/`--disable-admission-plugins` are
+/// refused (kube-apiserver's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginFlagsError {
+    /// `flag` names a plugin kube-apiserver does not have.
+    #[error("{flag} plugin \"{name}\" is unknown")]
+    Unknown { flag: &'static str, name: String },
+    /// Plugins both enabled and disabled (sorted).
+    #[error("[{}] in enable-admission-plugins and disable-admission-plugins overlapped", .0.join(" "))]
+    Overlapping(Vec<&'static str>),
+}
+
 impl Plugins {
     /// The default set with `enable` added and `disable` removed, refused as
     /// kube-apiserver refuses unknown or contradictory names.
-    pub fn from_flags(enable: &[String], disable: &[String]) -> Result<Plugins, String> {
-        let known = |flag: &str, names: &[String]| {
+    pub fn from_flags(enable: &[String], disable: &[String]) -> Result<Plugins, PluginFlagsError> {
+        let known = |flag: &'static str, names: &[String]| {
             names
                 .iter()
-                .map(|n| Plugin::find(n).ok_or_else(|| format!("{flag} plugin \"{n}\" is unknown")))
+                .map(|n| {
+                    Plugin::find(n).ok_or_else(|| PluginFlagsError::Unknown {
+                        flag,
+                        name: n.clone(),
+                    })
+                })
                 .collect::<Result<Vec<_>, _>>()
         };
         let enable = known("enable-admission-plugins", enable)?;
         let disable = known("disable-admission-plugins", disable)?;
-        let overlap: BTreeSet<&str> = enable
+        let overlap: BTreeSet<&'static str> = enable
             .iter()
             .filter(|p| disable.contains(p))
             .map(|p| p.name())
             .collect();
         if !overlap.is_empty() {
-            let names: Vec<&str> = overlap.into_iter().collect();
-            return Err(format!(
-                "[{}] in enable-admission-plugins and disable-admission-plugins overlapped",
-                names.join(" ")
-            ));
+            return Err(PluginFlagsError::Overlapping(overlap.into_iter().collect()));
         }
         let mut plugins = Plugins::default();
         for plugin in enable {
@@ -442,7 +455,7 @@ mod tests {
             _: &str,
             _: Option<&str>,
             _: Option<&apimachinery::selector::LabelSelector>,
-        ) -> Result<Vec<Value>, String> {
+        ) -> Result<Vec<Value>, crate::FindError> {
             Ok(Vec::new())
         }
         fn kind_of(&self, _: &str, _: &str, _: &str) -> Option<String> {
@@ -593,18 +606,19 @@ mod tests {
     #[test]
     fn unknown_and_overlapping_names_are_refused_as_upstream() {
         assert_eq!(
-            Plugins::from_flags(&names(&["Bogus"]), &[]),
+            Plugins::from_flags(&names(&["Bogus"]), &[]).map_err(|e| e.to_string()),
             Err("enable-admission-plugins plugin \"Bogus\" is unknown".into())
         );
         assert_eq!(
-            Plugins::from_flags(&[], &names(&["Nope"])),
+            Plugins::from_flags(&[], &names(&["Nope"])).map_err(|e| e.to_string()),
             Err("disable-admission-plugins plugin \"Nope\" is unknown".into())
         );
         assert_eq!(
             Plugins::from_flags(
                 &names(&["Priority", "AlwaysDeny"]),
                 &names(&["Priority", "AlwaysDeny"])
-            ),
+            )
+            .map_err(|e| e.to_string()),
             Err("[AlwaysDeny Priority] in enable-admission-plugins and disable-admission-plugins overlapped".into())
         );
     }

@@ -19,7 +19,8 @@ pub(super) async fn admit(pod: &mut Value, objects: &dyn Objects) -> Result<(), 
         Some(name) => {
             let found = objects
                 .find(RUNTIME_CLASS.0, RUNTIME_CLASS.1, "", Some(name), None)
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
             match found.into_iter().next() {
                 Some(class) => Some(class),
                 None => return Err(format!("pod rejected: RuntimeClass {name:?} not found")),

@@ -71,7 +71,8 @@ async fn find_account(objects: &dyn Objects, namespace: &str, name: &str) -> Res
         }
         let found = objects
             .find("v1", "ServiceAccount", namespace, Some(name), None)
-            .await?;
+            .await
+            .map_err(|e| e.to_string())?;
         if let Some(account) = found.into_iter().next() {
             return Ok(account);
         }

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use cel_rules::{Expected, Expression};
+use cel_rules::{CompileError, Expected, Expression};
 use serde_json::Value;
 
-use crate::matching::Matcher;
+use crate::matching::{Matcher, SelectorError};
 use webhook::ReviewVersion;
 
 /// What a webhook's match conditions may name (upstream declares
@@ -35,9 +35,9 @@ pub struct Hook {
     /// Position among every hook of its kind (audit annotation keys).
     pub index: usize,
     /// Its rules and selectors, or why a selector does not parse.
-    pub matcher: Result<Matcher, String>,
+    pub matcher: Result<Matcher, SelectorError>,
     /// Match conditions, or why one does not compile.
-    pub conditions: Result<Vec<Condition>, String>,
+    pub conditions: Result<Vec<Condition>, CompileError>,
     pub ignore_failures: bool,
     pub timeout: Duration,
     /// `None`: no version this server speaks.
@@ -90,7 +90,7 @@ impl Hook {
 }
 
 /// The match conditions, compiled as a stored configuration's are.
-fn compile_conditions(hook: &Value) -> Result<Vec<Condition>, String> {
+fn compile_conditions(hook: &Value) -> Result<Vec<Condition>, CompileError> {
     hook.get("matchConditions")
         .and_then(Value::as_array)
         .into_iter()
@@ -127,7 +127,7 @@ pub fn condition_errors(configuration: &Value) -> apimachinery::ErrorList {
                 errs.push(apimachinery::FieldError::invalid(
                     &at,
                     Value::String(source.to_string()),
-                    &detail,
+                    &detail.to_string(),
                 ));
             }
         }

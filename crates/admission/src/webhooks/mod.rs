@@ -307,7 +307,7 @@ impl Webhooks {
         let conditions = match &hook.conditions {
             Ok(c) if c.is_empty() => return Ok(true),
             Ok(c) => c,
-            Err(e) => return self.condition_error(hook, a, e.clone()),
+            Err(e) => return self.condition_error(hook, a, e.to_string()),
         };
         let started = Instant::now();
         let request = request_variable(a);
@@ -432,7 +432,9 @@ impl Webhooks {
         let body = review::request_body(review_version, &uid, &invocation);
         let started = Instant::now();
         let answer = match self.post(hook, body).await {
-            Ok(body) => review::verify(review_version, &uid, &body, mutating),
+            Ok(body) => {
+                review::verify(review_version, &uid, &body, mutating).map_err(|e| e.to_string())
+            }
             Err(CallError::Client(e)) => Err(format!("could not get REST client: {e}")),
             Err(CallError::Request(e)) => Err(format!("failed to call webhook: {e}")),
         };

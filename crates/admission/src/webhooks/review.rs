@@ -112,8 +112,26 @@ pub struct Answer {
 }
 
 /// Why an answer is not one: `received invalid webhook response: …`.
-fn invalid(detail: impl std::fmt::Display) -> String {
-    format!("received invalid webhook response: {detail}")
+fn invalid(detail: impl std::fmt::Display) -> AnswerError {
+    AnswerError::Invalid(detail.to_string())
+}
+
+/// Why a webhook's answer is refused: the reason of a failed call, in
+/// upstream's words.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// The body is not an AdmissionReview.
+    #[error("failed to call webhook: {0}")]
+    Undecodable(serde_json::Error),
+    /// The review breaks a rule of the protocol (the detail says which).
+    #[error("received invalid webhook response: {0}")]
+    Invalid(String),
+    /// A mutating webhook's `patchType` other than `JSONPatch`.
+    #[error("unsupported patch type {0:?}")]
+    UnsupportedPatchType(String),
+    /// `patch` is not base64.
+    #[error("failed to call webhook: illegal base64 data: {0}")]
+    PatchEncoding(base64::DecodeError),
 }
 
 /// `apiVersion` and `kind` as Go prints a GroupVersionKind.
@@ -134,9 +152,8 @@ pub fn verify(
     uid: &str,
     body: &[u8],
     mutating: bool,
-) -> Result<Answer, String> {
-    let review: Value =
-        serde_json::from_slice(body).map_err(|e| format!("failed to call webhook: {e}"))?;
+) -> Result<Answer, AnswerError> {
+    let review: Value = serde_json::from_slice(body).map_err(AnswerError::Undecodable)?;
     let Some(response) = review.get("response").filter(|r| r.is_object()) else {
         return Err(invalid("webhook response was absent"));
     };
@@ -176,7 +193,7 @@ pub fn verify(
                         "webhook returned invalid response.patchType of {t:?}"
                     ))
                 } else {
-                    format!("unsupported patch type {t:?}")
+                    AnswerError::UnsupportedPatchType(t.to_string())
                 });
             }
             (false, true, _) => {
@@ -194,7 +211,7 @@ pub fn verify(
         Some(p) if mutating => Some(
             base64::engine::general_purpose::STANDARD
                 .decode(p)
-                .map_err(|e| format!("failed to call webhook: illegal base64 data: {e}"))?,
+                .map_err(AnswerError::PatchEncoding)?,
         ),
         _ => None,
     };
@@ -242,28 +259,31 @@ mod tests {
             &review(json!({"uid": "u2", "allowed": true})),
             false,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             err,
             "received invalid webhook response: expected response.uid=\"u1\", got \"u2\""
         );
-        let err = verify(v1, "u1", b"{\"kind\":\"AdmissionReview\"}", false).unwrap_err();
+        let err = verify(v1, "u1", b"{\"kind\":\"AdmissionReview\"}", false)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "received invalid webhook response: webhook response was absent"
         );
         let no_gvk = serde_json::to_vec(&json!({"response": {"uid": "u1"}})).unwrap();
         assert_eq!(
-            verify(v1, "u1", &no_gvk, false).unwrap_err(),
+            verify(v1, "u1", &no_gvk, false).unwrap_err().to_string(),
             "received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="
         );
         let patched = review(json!({"uid": "u1", "allowed": true, "patch": "W10="}));
         assert_eq!(
-            verify(v1, "u1", &patched, true).unwrap_err(),
+            verify(v1, "u1", &patched, true).unwrap_err().to_string(),
             "received invalid webhook response: webhook returned response.patch but not response.patchType"
         );
         assert_eq!(
-            verify(v1, "u1", &patched, false).unwrap_err(),
+            verify(v1, "u1", &patched, false).unwrap_err().to_string(),
             "received invalid webhook response: validating webhook may not return response.patch"
         );
         let ok = review(
