@@ -55,13 +55,17 @@ struct Follower {
 #[async_trait::async_trait]
 impl Reconciler for Follower {
     type Key = ();
+    type Error = runtime::TextError;
 
     fn name(&self) -> &'static str {
         "admission-policies"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), String> {
-        self.policies.rebuild(&self.stores).await
+    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
+        self.policies
+            .rebuild(&self.stores)
+            .await
+            .map_err(runtime::TextError)
     }
 }
 
@@ -119,13 +123,17 @@ struct WebhookFollower {
 #[async_trait::async_trait]
 impl Reconciler for WebhookFollower {
     type Key = ();
+    type Error = runtime::TextError;
 
     fn name(&self) -> &'static str {
         "admission-webhooks"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), String> {
-        self.webhooks.rebuild(&self.stores).await
+    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
+        self.webhooks
+            .rebuild(&self.stores)
+            .await
+            .map_err(runtime::TextError)
     }
 }
 

@@ -5,6 +5,7 @@
 //! bounded by a timeout, so one slow backend never delays the others.
 
 use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,8 +14,8 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use apimachinery::meta;
-use runtime::{self, Event, Reconciler, WorkQueue};
 use registry::{GenericStore, Object};
+use runtime::{self, Event, Reconciler, WorkQueue};
 
 use crate::proxy::{Remote, Remotes};
 use server::authn::UserInfo;
@@ -250,12 +251,14 @@ struct Round {
 #[async_trait::async_trait]
 impl<P: Fn(Vec<RemoteGroupVersion>) + Send + Sync + 'static> Reconciler for Availability<P> {
     type Key = ();
+    type Error = Infallible;
 
     fn name(&self) -> &'static str {
         "apiservice-availability"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), String> {
+    /// A round never fails: what cannot be reached is reported as unavailable.
+    async fn reconcile(&self, _: &()) -> Result<(), Infallible> {
         let mut round = self.round.lock().await;
         let round = &mut *round;
         let apiservices = list(&self.stores.apiservices, service_backed).await;

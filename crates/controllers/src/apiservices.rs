@@ -12,6 +12,7 @@ use registry::GenericStore;
 use registry::builtin::apiregistration::{AUTOMANAGED_LABEL, builtin_priority};
 use serde_json::{Value, json};
 
+use crate::{Error, api};
 use runtime::{self, Reconciler, WorkQueue};
 
 const MANAGER: &str = "kubext-apiservice-registration";
@@ -63,12 +64,12 @@ fn is_automanaged(obj: &Value) -> bool {
 /// Create what is missing, correct managed specs that drifted, and delete managed
 /// APIServices nobody serves any more. APIServices without the automanaged label
 /// (registered by users) are never touched.
-pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Result<(), String> {
+pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Result<(), Error> {
     let ctx = runtime::system_context("", MANAGER);
     let existing = store
         .list(&ctx, registry::ListOptions::default())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(api("listing APIServices"))?;
     let mut seen = std::collections::HashSet::new();
     for item in &existing.items {
         let name = meta::name(&item.value()).to_string();
@@ -86,13 +87,13 @@ pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Re
                         Ok(next)
                     })
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(api(format!("updating APIService {name}")))?;
             }
             None if is_automanaged(&item.value()) => {
                 match store.delete(&ctx, &name, &Default::default()).await {
                     Ok(_) => {}
                     Err(e) if e.code() == 404 => {}
-                    Err(e) => return Err(e.to_string()),
+                    Err(e) => return Err(api(format!("deleting APIService {name}"))(e)),
                 }
             }
             _ => {}
@@ -102,7 +103,7 @@ pub async fn sync(store: &GenericStore, desired: &BTreeMap<String, Value>) -> Re
         match store.create(&ctx, want.clone()).await {
             Ok(_) => {}
             Err(e) if e.code() == 409 => {}
-            Err(e) => return Err(format!("creating APIService {name}: {e}")),
+            Err(e) => return Err(api(format!("creating APIService {name}"))(e)),
         }
     }
     Ok(())
@@ -140,12 +141,13 @@ where
     F: Fn() -> Vec<LocalGroupVersion> + Send + Sync + 'static,
 {
     type Key = ();
+    type Error = Error;
 
     fn name(&self) -> &'static str {
         "apiservice-registration"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), String> {
+    async fn reconcile(&self, _: &()) -> Result<(), Error> {
         sync(&self.store, &desired(&(self.served)())).await
     }
 }

@@ -1,16 +1,20 @@
 //! The CRD controller: accepts names, marks CRDs Established, records stored
 //! versions, and publishes the served custom resource types whenever the set of
-//! CRDs changes (the server swaps its catalog; no restart, no delay).
+//! CRDs changes (the server swaps its catalog; no restart, no delay); deletes a
+//! deleted CRD's instances before releasing it. On the controller runtime: a
+//! reflector, one sync key, one cleanup key per deleted CRD.
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use apimachinery::meta;
 use registry::{GenericStore, ResourceType};
 
-use runtime::{Event, Reflector};
+use crate::{Error, api};
+use runtime::leader::Leadership;
+use runtime::{Event, Reconciler, Reflector, WorkQueue, system_context};
 
 use apiextensions::crd::CLEANUP_FINALIZER;
 use apiextensions::custom_resource::{served_types, storage_type};
@@ -26,29 +30,40 @@ pub type Compiled = (String, Vec<Arc<ResourceType>>);
 pub struct CrdController {
     crds: Arc<GenericStore>,
     publish: Publish,
-    /// CRDs (by uid: a re-created CRD is another one) whose instances are being
-    /// deleted right now.
-    cleaning: Arc<std::sync::Mutex<HashSet<String>>>,
+    /// The CRDs as last seen and what changed since the last sync: the
+    /// reflector's feed writes it, the sync reads it.
+    known: Mutex<Known>,
     /// Compiled types per CRD, keyed by [`compile_key`]: a change to one CRD
     /// recompiles only that CRD's schemas and JSONPaths.
-    compiled: std::sync::Mutex<std::collections::HashMap<String, Compiled>>,
+    compiled: Mutex<HashMap<String, Compiled>>,
     /// Every replica serves what CRDs say; only the leader writes statuses and
     /// cleans up deleted CRDs.
-    leadership: runtime::leader::Leadership,
+    leadership: Leadership,
     /// Calls CRDs' conversion webhooks.
     conversion: Option<webhook::Caller>,
 }
 
+/// Failed status writes come back after 0.1 s, doubling to 5 s.
+const SYNC_RETRY: Duration = Duration::from_millis(100);
+const SYNC_MAX_RETRY: Duration = Duration::from_secs(5);
+/// A cleanup round that left instances comes back after 1 s, doubling to 30 s.
+const CLEANUP_RETRY: Duration = Duration::from_secs(1);
+const CLEANUP_MAX_RETRY: Duration = Duration::from_secs(30);
+/// Deleted CRDs cleaned up at once (upstream's finalizing controller runs 5
+/// workers).
+const CLEANUP_WORKERS: usize = 5;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // No code panics while holding these; the state is still consistent.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl CrdController {
-    pub fn new(
-        crds: Arc<GenericStore>,
-        publish: Publish,
-        leadership: runtime::leader::Leadership,
-    ) -> Self {
+    pub fn new(crds: Arc<GenericStore>, publish: Publish, leadership: Leadership) -> Self {
         CrdController {
             crds,
             publish,
-            cleaning: Default::default(),
+            known: Default::default(),
             compiled: Default::default(),
             leadership,
             conversion: None,
@@ -61,37 +76,62 @@ impl CrdController {
         self
     }
 
-    /// Run forever: follow CRDs through a reflector (list, watch, resume,
-    /// relist), handling each burst of changes at once.
+    /// Run forever on the controller runtime: a reflector on CRDs feeds what is
+    /// known and queues the one sync key (a burst of changes is one sync) and
+    /// the deleted CRDs to clean up, each worked on by its own workers.
     pub async fn run(self: Arc<Self>) {
+        let syncs = WorkQueue::new(SYNC_RETRY, SYNC_MAX_RETRY);
+        let cleanups = WorkQueue::new(CLEANUP_RETRY, CLEANUP_MAX_RETRY);
+        let cleaner = Arc::new(Cleaner {
+            crds: self.crds.clone(),
+            leadership: self.leadership.clone(),
+        });
+        let feed = self.clone().follow(syncs.clone(), cleanups.clone());
+        let sync = runtime::run(self, syncs, 1, feed);
+        let cleanup = runtime::run(cleaner, cleanups, CLEANUP_WORKERS, std::future::pending());
+        // Both end when the feed does (leadership is no longer followed).
+        tokio::select! {
+            () = sync => {}
+            () = cleanup => {}
+        }
+    }
+
+    /// Take in every event (a burst at once) and queue a sync; queue the CRDs
+    /// whose cleanup is due. A new leader looks at every CRD again.
+    async fn follow(
+        self: Arc<Self>,
+        syncs: Arc<WorkQueue<()>>,
+        cleanups: Arc<WorkQueue<CleanupKey>>,
+    ) {
         let mut reflector = Reflector::new(self.crds.clone(), MANAGER);
         let mut leadership = self.leadership.clone();
         leadership.mark_unchanged();
-        let mut known = Known::default();
         loop {
-            tokio::select! {
+            let due = tokio::select! {
                 event = reflector.next() => {
-                    self.observe(&mut known, event);
-                    // Drain what else is queued before reconciling and rebuilding routes once.
+                    let mut known = lock(&self.known);
+                    let mut due = known.observe(event);
                     while let Some(more) = reflector.try_next() {
-                        self.observe(&mut known, more);
+                        due.extend(known.observe(more));
                     }
-                    self.sync(&mut known).await;
+                    due
                 }
-                // A new leader looks at every CRD again (statuses, cleanups).
                 changed = leadership.changed() => {
                     if changed.is_err() {
                         return;
                     }
-                    if self.leading() {
-                        known.touch_all();
-                        for crd in known.crds.values() {
-                            self.start_cleanup(meta::name(&crd.value()), &crd.value());
-                        }
-                        self.sync(&mut known).await;
+                    if !self.leading() {
+                        continue;
                     }
+                    let mut known = lock(&self.known);
+                    known.touch_all();
+                    known.awaiting_cleanup()
                 }
+            };
+            if self.leading() {
+                due.into_iter().for_each(|key| cleanups.add(key));
             }
+            syncs.add(());
         }
     }
 
@@ -102,52 +142,41 @@ impl CrdController {
     /// Serve what the changed CRDs' statuses are about to say, then write the
     /// statuses: a client that sees `Established=True` can use the resource at once.
     /// Only the groups that changed are looked at, so one CRD change costs the same
-    /// with 10 or 10,000 CRDs.
-    async fn sync(&self, known: &mut Known) {
-        let (groups, names) = known.take_changes();
-        let statuses = reconcile(known, &groups);
-        self.republish(known, &names, &statuses);
+    /// with 10 or 10,000 CRDs. A status that cannot be written is looked at again
+    /// in the retried sync.
+    async fn sync(&self) -> Result<(), Error> {
+        let (changed, statuses) = {
+            let mut known = lock(&self.known);
+            let (groups, names) = known.take_changes();
+            let statuses = reconcile(&known, &groups);
+            let changed: Vec<(String, Option<Arc<registry::Object>>)> = names
+                .into_iter()
+                .chain(statuses.keys().cloned())
+                .collect::<BTreeSet<String>>()
+                .into_iter()
+                .map(|name| {
+                    let crd = known.crds.get(&name).cloned();
+                    (name, crd)
+                })
+                .collect();
+            (changed, statuses)
+        };
+        self.republish(&changed, &statuses);
         if !self.leading() {
-            return;
+            return Ok(());
         }
+        let mut first_failure = None;
         for (name, status) in statuses {
-            self.write_status(&name, status).await;
-        }
-    }
-
-    fn observe(&self, known: &mut Known, event: Event) {
-        match event {
-            Event::Restarted(all) => {
-                let values: Vec<Arc<Value>> = all.iter().map(|o| o.value()).collect();
-                let names: HashSet<&str> = values.iter().map(|v| meta::name(v)).collect();
-                let gone: Vec<String> = known
-                    .crds
-                    .keys()
-                    .filter(|name| !names.contains(name.as_str()))
-                    .cloned()
-                    .collect();
-                for name in gone {
-                    known.remove(&name);
-                }
-                for crd in all {
-                    self.applied(known, crd);
-                }
+            if let Err(error) = self.write_status(&name, status).await {
+                lock(&self.known).touch(&name);
+                first_failure.get_or_insert(error);
             }
-            Event::Applied(crd) => self.applied(known, crd),
-            Event::Deleted(crd) => known.remove(meta::name(&crd.value())),
         }
+        first_failure.map_or(Ok(()), Err)
     }
 
-    fn applied(&self, known: &mut Known, crd: Arc<registry::Object>) {
-        let name = meta::name(&crd.value()).to_string();
-        if meta::deletion_timestamp(&crd.value()).is_some() {
-            self.start_cleanup(&name, &crd.value());
-        }
-        known.put(name, crd);
-    }
-
-    async fn write_status(&self, name: &str, status: Value) {
-        let mut ctx = runtime::system_context("", MANAGER);
+    async fn write_status(&self, name: &str, status: Value) -> Result<(), Error> {
+        let mut ctx = system_context("", MANAGER);
         ctx.subresource = apimachinery::Subresource::Status;
         let result = self
             .crds
@@ -157,56 +186,25 @@ impl CrdController {
                 Ok(next)
             })
             .await;
-        if let Err(e) = result
-            && e.code() != 404
-        {
-            tracing::warn!(crd = name, error = %e, "cannot update CRD status");
+        match result {
+            Err(e) if e.code() != 404 => Err(api(format!("updating the status of CRD {name}"))(e)),
+            _ => Ok(()),
         }
     }
 
-    /// Delete every instance (honouring their finalizers), then release the CRD.
-    fn start_cleanup(&self, name: &str, crd: &Value) {
-        if !meta::finalizers(crd).contains(&CLEANUP_FINALIZER) || !self.leading() {
-            return;
-        }
-        let uid = meta::uid(crd).to_string();
-        let started = self
-            .cleaning
-            .lock()
-            .is_ok_and(|mut cleaning| cleaning.insert(uid.clone()));
-        if !started {
-            return;
-        }
-        let crds = self.crds.clone();
-        let cleaning = self.cleaning.clone();
-        let cleanup = Cleanup {
-            name: name.to_string(),
-            uid,
-        };
-        let crd = crd.clone();
-        tokio::spawn(async move {
-            cleanup.run(&crds, &crd).await;
-            if let Ok(mut set) = cleaning.lock() {
-                set.remove(&cleanup.uid);
-            }
-        });
-    }
-
-    /// Publish the types of every CRD: the `changed` ones recompiled if what they
-    /// are compiled from changed, as they are or with the status they are about to
-    /// get (`pending`); the others as compiled before.
+    /// Publish the types of every CRD: the `changed` ones (`None`: gone)
+    /// recompiled if what they are compiled from changed, as they are or with
+    /// the status they are about to get (`pending`); the others as compiled
+    /// before.
     fn republish(
         &self,
-        known: &Known,
-        changed: &HashSet<String>,
+        changed: &[(String, Option<Arc<registry::Object>>)],
         pending: &BTreeMap<String, Value>,
     ) {
-        let Ok(mut compiled) = self.compiled.lock() else {
-            return;
-        };
-        compiled.retain(|name, _| known.crds.contains_key(name));
-        for name in changed.iter().chain(pending.keys()) {
-            let Some(crd) = known.crds.get(name).map(|o| o.value()) else {
+        let mut compiled = lock(&self.compiled);
+        for (name, crd) in changed {
+            let Some(crd) = crd.as_ref().map(|o| o.value()) else {
+                compiled.remove(name);
                 continue;
             };
             let status = pending.get(name).or_else(|| crd.get("status"));
@@ -234,6 +232,41 @@ impl CrdController {
     }
 }
 
+/// The one sync key: everything that changed since the last sync.
+#[async_trait::async_trait]
+impl Reconciler for CrdController {
+    type Key = ();
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        "crd"
+    }
+
+    async fn reconcile(&self, _: &()) -> Result<(), Error> {
+        self.sync().await
+    }
+}
+
+/// A deleted CRD whose instances are to be deleted: by name and uid (a
+/// re-created CRD is another one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CleanupKey {
+    pub name: String,
+    pub uid: String,
+}
+
+/// Whether `crd` is deleted and waits for its instances to go.
+fn awaits_cleanup(crd: &Value) -> bool {
+    meta::deletion_timestamp(crd).is_some() && meta::finalizers(crd).contains(&CLEANUP_FINALIZER)
+}
+
+fn cleanup_key(crd: &Value) -> CleanupKey {
+    CleanupKey {
+        name: meta::name(crd).to_string(),
+        uid: meta::uid(crd).to_string(),
+    }
+}
+
 /// The CRDs as last seen, indexed by group, and what changed since the last sync.
 #[derive(Default)]
 struct Known {
@@ -252,6 +285,58 @@ fn group_of(crd: &Value) -> &str {
 }
 
 impl Known {
+    /// Take in one event; the CRDs it shows newly awaiting cleanup (after a
+    /// relist: all of them, as events in between may have gone unseen).
+    fn observe(&mut self, event: Event) -> Vec<CleanupKey> {
+        match event {
+            Event::Restarted(all) => {
+                let values: Vec<Arc<Value>> = all.iter().map(|o| o.value()).collect();
+                let names: HashSet<&str> = values.iter().map(|v| meta::name(v)).collect();
+                let gone: Vec<String> = self
+                    .crds
+                    .keys()
+                    .filter(|name| !names.contains(name.as_str()))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    self.remove(&name);
+                }
+                for crd in all {
+                    self.put(meta::name(&crd.value()).to_string(), crd);
+                }
+                self.awaiting_cleanup()
+            }
+            Event::Applied(crd) => {
+                let value = crd.value();
+                let name = meta::name(&value).to_string();
+                let already = self.crds.get(&name).is_some_and(|old| {
+                    let old = old.value();
+                    meta::uid(&old) == meta::uid(&value) && awaits_cleanup(&old)
+                });
+                self.put(name, crd);
+                if awaits_cleanup(&value) && !already {
+                    vec![cleanup_key(&value)]
+                } else {
+                    Vec::new()
+                }
+            }
+            Event::Deleted(crd) => {
+                self.remove(meta::name(&crd.value()));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Every CRD known to await cleanup.
+    fn awaiting_cleanup(&self) -> Vec<CleanupKey> {
+        self.crds
+            .values()
+            .map(|o| o.value())
+            .filter(|crd| awaits_cleanup(crd))
+            .map(|crd| cleanup_key(&crd))
+            .collect()
+    }
+
     fn put(&mut self, name: String, crd: Arc<registry::Object>) {
         self.remove(&name);
         let group = group_of(&crd.value()).to_string();
@@ -278,6 +363,15 @@ impl Known {
         }
         self.changed_groups.insert(group.to_string());
         self.changed.insert(name.to_string());
+    }
+
+    /// Look at `name` (and its group) again at the next sync.
+    fn touch(&mut self, name: &str) {
+        if let Some(crd) = self.crds.get(name) {
+            self.changed_groups
+                .insert(group_of(&crd.value()).to_string());
+            self.changed.insert(name.to_string());
+        }
     }
 
     /// Look at every CRD again.
@@ -497,59 +591,84 @@ fn desired_status(crd: &Value, conflict: Option<(&'static str, String)>) -> Opti
     }))
 }
 
-/// Delete all instances of a CRD until none is left.
 /// Upstream waits this long for the instances to go before it reports
 /// `InstanceDeletionCheck` and starts over.
 const INSTANCE_DELETION_WAIT: Duration = Duration::from_secs(60);
 
-/// The deletion of one CRD's instances, with upstream's `Terminating` conditions:
-/// `InstanceDeletionInProgress`, `InstanceDeletionCheck` while instances remain
-/// after a round, `InstanceDeletionCompleted` (False) with the finalizer's removal.
-struct Cleanup {
-    name: String,
-    uid: String,
+/// Why a round of a CRD's cleanup ended with instances possibly left.
+#[derive(Debug, thiserror::Error)]
+pub enum InstancesRemain {
+    #[error("{0}")]
+    List(apimachinery::StatusError),
+    /// The round's wait ran out (upstream's text for it).
+    #[error("context deadline exceeded")]
+    DeadlineExceeded,
 }
 
-impl Cleanup {
-    async fn run(&self, crds: &GenericStore, crd: &Value) {
-        self.set_terminating(
+/// The deletion of deleted CRDs' instances, with upstream's `Terminating`
+/// conditions: `InstanceDeletionInProgress` each round, `InstanceDeletionCheck`
+/// when instances remain after it (the key comes back after its backoff),
+/// `InstanceDeletionCompleted` (False) with the finalizer's removal.
+struct Cleaner {
+    crds: Arc<GenericStore>,
+    leadership: Leadership,
+}
+
+#[async_trait::async_trait]
+impl Reconciler for Cleaner {
+    type Key = CleanupKey;
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        "crd-cleanup"
+    }
+
+    async fn reconcile(&self, key: &CleanupKey) -> Result<(), Error> {
+        // A new leader queues every deleted CRD again.
+        if !*self.leadership.borrow() {
+            return Ok(());
+        }
+        let ctx = system_context("", MANAGER);
+        let crd = match self.crds.get(&ctx, &key.name).await {
+            Ok(crd) => crd.value(),
+            Err(e) if e.code() == 404 => return Ok(()),
+            Err(e) => return Err(api(format!("reading CRD {}", key.name))(e)),
+        };
+        // Released already, or re-created under the same name.
+        if meta::uid(&crd) != key.uid || !awaits_cleanup(&crd) {
+            return Ok(());
+        }
+        let crds = &*self.crds;
+        let in_progress = "CustomResource deletion is in progress";
+        key.set_terminating(
             crds,
             "True",
             "InstanceDeletionInProgress",
-            "CustomResource deletion is in progress",
+            in_progress,
             false,
         )
         .await;
         // Deleting needs no conversion webhook: instances go as stored.
-        if let Some(rtype) = storage_type(crd, None) {
+        if let Some(rtype) = storage_type(&crd, None) {
             let store = GenericStore::new(Arc::new(rtype), crds.storage().clone(), crds.prefix());
-            let mut backoff = Duration::from_secs(1);
-            while let Err(why) = delete_instances(&store).await {
-                let message = format!("could not confirm zero CustomResources remaining: {why}");
-                self.set_terminating(crds, "True", "InstanceDeletionCheck", &message, false)
+            if let Err(remain) = delete_instances(&store).await {
+                let error = Error::InstancesRemain(remain);
+                let message = error.to_string();
+                key.set_terminating(crds, "True", "InstanceDeletionCheck", &message, false)
                     .await;
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(30));
+                return Err(error);
             }
         }
-        self.set_terminating(
-            crds,
-            "False",
-            "InstanceDeletionCompleted",
-            "removed all instances",
-            false,
-        )
-        .await;
-        self.set_terminating(
-            crds,
-            "False",
-            "InstanceDeletionCompleted",
-            "removed all instances",
-            true,
-        )
-        .await;
+        let completed = "removed all instances";
+        key.set_terminating(crds, "False", "InstanceDeletionCompleted", completed, false)
+            .await;
+        key.set_terminating(crds, "False", "InstanceDeletionCompleted", completed, true)
+            .await;
+        Ok(())
     }
+}
 
+impl CleanupKey {
     /// Write the Terminating condition through `status`, or with `release` drop the
     /// cleanup finalizer (the store then deletes the CRD); never to a CRD
     /// re-created under the same name.
@@ -561,7 +680,7 @@ impl Cleanup {
         message: &str,
         release: bool,
     ) {
-        let mut ctx = runtime::system_context("", MANAGER);
+        let mut ctx = system_context("", MANAGER);
         if !release {
             ctx.subresource = apimachinery::Subresource::Status;
         }
@@ -601,16 +720,16 @@ impl Cleanup {
 }
 
 /// Delete every instance (honouring their finalizers) and wait up to
-/// [`INSTANCE_DELETION_WAIT`] for them to be gone; the error says why not.
-async fn delete_instances(store: &GenericStore) -> Result<(), String> {
+/// [`INSTANCE_DELETION_WAIT`] for them to be gone.
+async fn delete_instances(store: &GenericStore) -> Result<(), InstancesRemain> {
     let deadline = tokio::time::Instant::now() + INSTANCE_DELETION_WAIT;
     let mut delay = Duration::from_millis(100);
-    let ctx = runtime::system_context("", MANAGER);
+    let ctx = system_context("", MANAGER);
     loop {
         let list = store
             .list(&ctx, registry::ListOptions::default())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(InstancesRemain::List)?;
         if list.items.is_empty() {
             return Ok(());
         }
@@ -620,7 +739,7 @@ async fn delete_instances(store: &GenericStore) -> Result<(), String> {
             .filter(|i| meta::deletion_timestamp(&i.value()).is_none())
         {
             let item = item.value();
-            let ctx = runtime::system_context(meta::namespace(&item), MANAGER);
+            let ctx = system_context(meta::namespace(&item), MANAGER);
             let name = meta::name(&item);
             if let Err(e) = store.delete(&ctx, name, &Default::default()).await
                 && e.code() != 404
@@ -629,7 +748,7 @@ async fn delete_instances(store: &GenericStore) -> Result<(), String> {
             }
         }
         if tokio::time::Instant::now() + delay > deadline {
-            return Err("context deadline exceeded".into());
+            return Err(InstancesRemain::DeadlineExceeded);
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(2));

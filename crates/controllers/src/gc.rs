@@ -7,20 +7,21 @@
 //! dependents). Events arrive in revision order from the initial state on, so an
 //! owner absent from the graph is absent at that revision: no live lookups needed.
 //! Decisions are pure ([`Graph::decide`]); the runner executes them through the
-//! stores with uid preconditions, retrying failures with backoff.
+//! stores with uid preconditions, retrying failures with backoff. On the
+//! controller runtime: a reflector over the keyspace (a watch that ends is
+//! resumed; a relist rebuilds the graph), a work queue of uids.
 
 use foldhash::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use apimachinery::meta;
 use registry::Head;
 use registry::options::{DeleteOptions, PropagationPolicy};
 use serde_json::Value;
-use storage::{WatchItem, WatchStart};
 
-use runtime::WorkQueue;
-use runtime::{Resources, system_context};
+use crate::Error;
+use runtime::{Event, Reconciler, Reflector, Resources, WorkQueue, system_context};
 
 const MANAGER: &str = "kubext-garbage-collector";
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -324,89 +325,123 @@ pub struct GarbageCollector<R: Resources> {
 }
 
 impl<R: Resources> GarbageCollector<R> {
-    /// Run forever; a watch that ends (fallen behind, storage restart) is started
-    /// again from the current state with a fresh graph.
+    /// Run forever on the controller runtime: a reflector over the whole
+    /// keyspace feeds the graph (a relist after 410 rebuilds it), uids whose
+    /// decisions may have changed are queued, and failed steps come back after
+    /// their backoff.
     pub async fn run(self) {
-        runtime::keep_running("garbage-collector", || self.watch_once()).await;
+        runtime::keep_running("garbage-collector", || self.run_once()).await;
     }
 
-    async fn watch_once(&self) -> Result<(), String> {
+    /// Ends only when there is nothing to follow.
+    async fn run_once(&self) -> Result<(), Error> {
         // Any store leads to the storage and its key prefix.
         let anchor = self
             .resources
             .store("", "namespaces")
-            .ok_or("namespaces not served")?;
-        let prefix = format!("{}/", anchor.prefix());
-        let mut watcher = anchor
-            .storage()
-            .watch(&prefix, WatchStart::CurrentState, Arc::new(|_| true), false)
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut graph = Graph::default();
-        // Uids to look at; failures come back after their backoff.
+            .ok_or(Error::NotServed("namespaces"))?;
+        let reflector = Reflector::keyspace(
+            anchor.storage().clone(),
+            format!("{}/", anchor.prefix()),
+            MANAGER,
+        );
+        let collector = Arc::new(Collector {
+            resources: self.resources.clone(),
+            graph: Mutex::new(Graph::default()),
+        });
         let queue = WorkQueue::new(RETRY, MAX_RETRY);
-        for item in std::mem::take(&mut watcher.initial) {
-            apply(&mut graph, item)
-                .into_iter()
-                .for_each(|uid| queue.add(uid));
-        }
-        loop {
-            tokio::select! {
-                item = watcher.events.recv() => {
-                    let Some(item) = item else { return Err("watch closed".into()) };
-                    // Take in the whole burst before acting, so it is looked at once.
-                    let mut next = Some(item);
-                    while let Some(item) = next {
-                        apply(&mut graph, item).into_iter().for_each(|uid| queue.add(uid));
-                        next = watcher.events.try_recv().ok();
-                    }
-                }
-                uid = queue.next() => match self.act(&graph, &uid).await {
-                    Ok(()) => queue.done(&uid),
-                    Err(error) => {
-                        let delay = queue.retry(uid);
-                        tracing::warn!(%error, ?delay, "garbage collection step failed; retrying");
-                    }
-                },
-            }
-        }
-    }
-
-    /// Carry out the decisions for `uid`.
-    async fn act(&self, graph: &Graph, uid: &str) -> Result<(), String> {
-        for action in graph.decide(uid) {
-            self.execute(graph, &action)
-                .await
-                .map_err(|e| format!("{action:?}: {e}"))?;
-        }
+        let feed = collector.clone().follow(reflector, queue.clone());
+        runtime::run(collector, queue, WORKERS, feed).await;
         Ok(())
     }
+}
 
-    async fn execute(&self, graph: &Graph, action: &Action) -> Result<(), String> {
-        let (uid, node, ident) = match action {
-            Action::Delete { uid, .. }
-            | Action::Release { uid, .. }
-            | Action::Finalize { uid, .. } => match graph.node(uid) {
-                Some(n) => match &n.ident {
-                    Some(ident) => (uid.clone(), n, ident),
-                    None => return Ok(()),
-                },
-                None => return Ok(()),
-            },
-        };
+/// One worker, as the collector always had: steps run one at a time, in the
+/// order their uids were queued.
+const WORKERS: usize = 1;
+
+/// The graph and the stores its decisions are carried out through; its keys
+/// are uids.
+struct Collector<R: Resources> {
+    resources: Arc<R>,
+    graph: Mutex<Graph>,
+}
+
+/// One decision, with what is needed to carry it out without the graph.
+struct Step {
+    action: Action,
+    namespace: Arc<str>,
+    ident: Ident,
+}
+
+impl<R: Resources> Collector<R> {
+    fn graph(&self) -> MutexGuard<'_, Graph> {
+        // No code panics while holding it; a poisoned graph is still consistent.
+        self.graph.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Apply every event to the graph and queue the uids it touched; a burst of
+    /// events is taken in whole before they are queued, so each uid is looked
+    /// at once.
+    async fn follow(self: Arc<Self>, mut reflector: Reflector, queue: Arc<WorkQueue<String>>) {
+        loop {
+            let event = reflector.next().await;
+            let touched = {
+                let mut graph = self.graph();
+                let mut touched = apply(&mut graph, event);
+                while let Some(event) = reflector.try_next() {
+                    touched.extend(apply(&mut graph, event));
+                }
+                touched
+            };
+            touched.into_iter().for_each(|uid| queue.add(uid));
+        }
+    }
+
+    /// The decisions for `uid` now.
+    fn plan(&self, uid: &str) -> Vec<Step> {
+        let graph = self.graph();
+        graph
+            .decide(uid)
+            .into_iter()
+            .filter_map(|action| {
+                let (Action::Delete { uid, .. }
+                | Action::Release { uid, .. }
+                | Action::Finalize { uid, .. }) = &action;
+                let node = graph.node(uid)?;
+                let ident = Ident::clone(node.ident.as_deref()?);
+                let namespace = node.namespace.clone();
+                Some(Step {
+                    action,
+                    namespace,
+                    ident,
+                })
+            })
+            .collect()
+    }
+
+    async fn execute(&self, step: &Step) -> Result<(), Error> {
+        let Step {
+            action,
+            namespace,
+            ident,
+        } = step;
         let Some(store) = self.resources.store_for_kind(&ident.group, &ident.kind) else {
             return Ok(()); // No longer served (its CRD went away).
         };
-        let ctx = system_context(&node.namespace, MANAGER);
-        let ignore_gone = |e: apimachinery::StatusError| match e.code() {
+        let ctx = system_context(namespace, MANAGER);
+        let failed = |status: apimachinery::StatusError| match status.code() {
             404 | 409 => Ok(()),
-            _ => Err(e.to_string()),
+            _ => Err(Error::Api {
+                what: format!("{action:?}"),
+                status,
+            }),
         };
         match action {
             Action::Delete {
+                uid,
                 foreground,
                 unblock,
-                ..
             } => {
                 if *unblock {
                     store
@@ -419,9 +454,9 @@ impl<R: Resources> GarbageCollector<R> {
                         })
                         .await
                         .map(|_| ())
-                        .or_else(ignore_gone)?;
+                        .or_else(failed)?;
                 }
-                tracing::info!(kind = %ident.kind, namespace = %node.namespace, name = %ident.name, "garbage collecting");
+                tracing::info!(kind = %ident.kind, %namespace, name = %ident.name, "garbage collecting");
                 let opts = DeleteOptions {
                     precondition_uid: Some(uid.clone()),
                     propagation_policy: Some(if *foreground {
@@ -435,9 +470,9 @@ impl<R: Resources> GarbageCollector<R> {
                     .delete(&ctx, &ident.name, &opts)
                     .await
                     .map(|_| ())
-                    .or_else(ignore_gone)
+                    .or_else(failed)
             }
-            Action::Release { owner, .. } => store
+            Action::Release { uid, owner } => store
                 .update_with(&ctx, &ident.name, |current| {
                     let mut next = current.clone();
                     if meta::uid(current) != uid {
@@ -456,8 +491,8 @@ impl<R: Resources> GarbageCollector<R> {
                 })
                 .await
                 .map(|_| ())
-                .or_else(ignore_gone),
-            Action::Finalize { finalizer, .. } => store
+                .or_else(failed),
+            Action::Finalize { uid, finalizer } => store
                 .update_with(&ctx, &ident.name, |current| {
                     let mut next = current.clone();
                     if meta::uid(current) != uid {
@@ -473,8 +508,26 @@ impl<R: Resources> GarbageCollector<R> {
                 })
                 .await
                 .map(|_| ())
-                .or_else(ignore_gone),
+                .or_else(failed),
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl<R: Resources> Reconciler for Collector<R> {
+    type Key = String;
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        "garbage-collector"
+    }
+
+    /// Carry out the decisions for the object with this uid.
+    async fn reconcile(&self, uid: &String) -> Result<(), Error> {
+        for step in self.plan(uid) {
+            self.execute(&step).await?;
+        }
+        Ok(())
     }
 }
 
@@ -490,15 +543,23 @@ fn unblock_owners(object: &mut Value) {
     }
 }
 
-/// Apply one event to the graph; the uids to look at again.
-fn apply(graph: &mut Graph, item: WatchItem<registry::Object>) -> Vec<String> {
-    match item {
-        WatchItem::Added(o) | WatchItem::Modified(o) => match graph.node_of(&o.head()) {
-            Some((uid, node)) => graph.upsert(uid, node),
-            None => Vec::new(),
-        },
-        WatchItem::Deleted(o) => graph.remove(&o.head().metadata.uid),
-        WatchItem::Bookmark(_) => Vec::new(),
+/// Apply one reflector event to the graph; the uids to look at again. After a
+/// relist the graph is built afresh from the complete state.
+fn apply(graph: &mut Graph, event: Event) -> Vec<String> {
+    match event {
+        Event::Restarted(all) => {
+            *graph = Graph::default();
+            all.iter().flat_map(|o| upsert(graph, o)).collect()
+        }
+        Event::Applied(o) => upsert(graph, &o),
+        Event::Deleted(o) => graph.remove(&o.head().metadata.uid),
+    }
+}
+
+fn upsert(graph: &mut Graph, object: &registry::Object) -> Vec<String> {
+    match graph.node_of(&object.head()) {
+        Some((uid, node)) => graph.upsert(uid, node),
+        None => Vec::new(),
     }
 }
 

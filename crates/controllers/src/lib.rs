@@ -11,3 +11,34 @@ pub mod identity;
 pub mod namespace;
 pub mod service_account_tokens;
 pub mod storage_protection;
+
+/// Why a controller's pass failed. The runtime logs it once and queues the key
+/// again after its backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A resource the controller reads or writes is not served.
+    #[error("{0} are not served")]
+    NotServed(&'static str),
+    /// A read or write through a store failed.
+    #[error("{what}: {status}")]
+    Api {
+        what: String,
+        status: apimachinery::StatusError,
+    },
+    /// A terminating namespace still holds objects (or some could not be
+    /// deleted): the next pass tries again.
+    #[error("{remaining} objects remaining, {failures} failures")]
+    NamespaceNotEmpty { remaining: usize, failures: usize },
+    /// A deleted CRD's instances are not all gone after a round (upstream's
+    /// condition message).
+    #[error("could not confirm zero CustomResources remaining: {0}")]
+    InstancesRemain(#[source] crd::InstancesRemain),
+    #[error(transparent)]
+    Sign(#[from] service_account_tokens::SignError),
+}
+
+/// `Error::Api` for a store call described by `what` (`map_err(api("…"))`).
+fn api(what: impl Into<String>) -> impl FnOnce(apimachinery::StatusError) -> Error {
+    let what = what.into();
+    move |status| Error::Api { what, status }
+}

@@ -11,6 +11,7 @@ use apimachinery::meta;
 use registry::options::DeleteOptions;
 use registry::{GenericStore, ListOptions, RequestContext};
 
+use crate::{Error, api};
 use runtime::{self, Event, Reconciler, WorkQueue};
 use runtime::{Resources, system_context};
 
@@ -67,14 +68,14 @@ impl<R: Resources> NamespaceController<R> {
 
     /// Empty a terminating namespace pass by pass, then let it go; make sure a
     /// live one has its default objects.
-    async fn reconcile_namespace(&self, name: &str) -> Result<(), String> {
+    async fn reconcile_namespace(&self, name: &str) -> Result<(), Error> {
         let Some(namespaces) = self.resources.store("", "namespaces") else {
-            return Err("namespaces are not served".into());
+            return Err(Error::NotServed("namespaces"));
         };
         let namespace = match namespaces.get(&system_context("", MANAGER), name).await {
             Ok(namespace) => namespace,
             Err(e) if e.code() == 404 => return Ok(()),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(api(format!("reading namespace {name}"))(e)),
         };
         if meta::deletion_timestamp(&namespace.value()).is_none() {
             self.populate(name).await;
@@ -83,11 +84,10 @@ impl<R: Resources> NamespaceController<R> {
         let pass = self.empty(name).await;
         self.report(name, &pass).await;
         if !pass.done() {
-            return Err(format!(
-                "{} objects remaining, {} failures",
-                pass.remaining.values().sum::<usize>(),
-                pass.failures.len()
-            ));
+            return Err(Error::NamespaceNotEmpty {
+                remaining: pass.remaining.values().sum(),
+                failures: pass.failures.len(),
+            });
         }
         self.finalize(name).await
     }
@@ -167,9 +167,9 @@ impl<R: Resources> NamespaceController<R> {
     }
 
     /// Remove the `kubernetes` finalizer of an emptied namespace.
-    async fn finalize(&self, namespace: &str) -> Result<(), String> {
+    async fn finalize(&self, namespace: &str) -> Result<(), Error> {
         let Some(namespaces) = self.resources.store("", "namespaces") else {
-            return Err("namespaces are not served".into());
+            return Err(Error::NotServed("namespaces"));
         };
         let mut ctx = system_context("", MANAGER);
         ctx.subresource = apimachinery::Subresource::Finalize;
@@ -194,7 +194,7 @@ impl<R: Resources> NamespaceController<R> {
                 Ok(())
             }
             Err(e) if e.code() == 404 => Ok(()),
-            Err(e) => Err(format!("cannot finalize namespace: {e}")),
+            Err(e) => Err(api(format!("finalizing namespace {namespace}"))(e)),
         }
     }
 
@@ -299,12 +299,13 @@ impl<R: Resources> NamespaceController<R> {
 #[async_trait::async_trait]
 impl<R: Resources> Reconciler for NamespaceController<R> {
     type Key = String;
+    type Error = Error;
 
     fn name(&self) -> &'static str {
         "namespace"
     }
 
-    async fn reconcile(&self, name: &String) -> Result<(), String> {
+    async fn reconcile(&self, name: &String) -> Result<(), Error> {
         self.reconcile_namespace(name).await
     }
 }

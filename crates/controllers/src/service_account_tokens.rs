@@ -22,6 +22,7 @@ use registry::options::DeleteOptions;
 use registry::{GenericStore, ListOptions, RequestContext};
 use serde_json::{Value, json};
 
+use crate::{Error, api};
 use runtime::{self, Event, Reconciler, WorkQueue};
 use runtime::{Resources, system_context};
 
@@ -54,25 +55,6 @@ pub struct SignError(pub String);
 /// the server's authenticator).
 pub trait TokenSigner: Send + Sync + 'static {
     fn sign(&self, subject: &TokenSubject) -> Result<String, SignError>;
-}
-
-/// What went wrong in a pass (the key is retried after its backoff).
-#[derive(Debug, thiserror::Error)]
-enum Error {
-    #[error("{0} are not served")]
-    NotServed(&'static str),
-    #[error("{what}: {status}")]
-    Api {
-        what: String,
-        status: apimachinery::StatusError,
-    },
-    #[error(transparent)]
-    Sign(#[from] SignError),
-}
-
-fn api(what: impl Into<String>) -> impl FnOnce(apimachinery::StatusError) -> Error {
-    let what = what.into();
-    move |status| Error::Api { what, status }
 }
 
 /// What a worker reconciles.
@@ -502,21 +484,21 @@ impl<R: Resources> TokensController<R> {
 #[async_trait::async_trait]
 impl<R: Resources> Reconciler for TokensController<R> {
     type Key = Key;
+    type Error = Error;
 
     fn name(&self) -> &'static str {
         "serviceaccount-token"
     }
 
-    async fn reconcile(&self, key: &Key) -> Result<(), String> {
-        let result = match key {
+    async fn reconcile(&self, key: &Key) -> Result<(), Error> {
+        match key {
             Key::Account {
                 namespace,
                 name,
                 uid,
             } => self.sync_account(namespace, name, uid).await,
             Key::Token { .. } => self.sync_token(key).await,
-        };
-        result.map_err(|e| e.to_string())
+        }
     }
 }
 

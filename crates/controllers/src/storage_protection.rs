@@ -27,6 +27,7 @@ use apimachinery::meta;
 use registry::{GenericStore, ListOptions, RequestContext};
 use serde_json::{Value, json};
 
+use crate::{Error, api};
 use runtime::{self, Event, Reconciler, WorkQueue};
 use runtime::{Resources, system_context};
 
@@ -445,11 +446,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn store<R: Resources>(
     resources: &R,
     group: &str,
-    plural: &str,
-) -> Result<Arc<GenericStore>, String> {
+    plural: &'static str,
+) -> Result<Arc<GenericStore>, Error> {
     resources
         .store(group, plural)
-        .ok_or_else(|| format!("{plural} are not served"))
+        .ok_or(Error::NotServed(plural))
 }
 
 /// The current `name`, or `None` when it is gone.
@@ -457,11 +458,11 @@ async fn current(
     store: &GenericStore,
     ctx: &RequestContext,
     name: &str,
-) -> Result<Option<Arc<Value>>, String> {
+) -> Result<Option<Arc<Value>>, Error> {
     match store.get(ctx, name).await {
         Ok(object) => Ok(Some(object.value())),
         Err(e) if e.code() == 404 => Ok(None),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(api(format!("reading {} {name}", store.rtype.plural))(e)),
     }
 }
 
@@ -474,7 +475,7 @@ async fn write_step(
     object: &Value,
     finalizer: &str,
     in_use: impl Fn(&Value) -> bool + Send + Sync,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let Some(step) = finalizer_step(object, finalizer, in_use(object)) else {
         return Ok(());
     };
@@ -504,7 +505,7 @@ async fn write_step(
             Ok(())
         }
         Err(e) if e.code() == 404 => Ok(()),
-        Err(e) => Err(format!("{name}: {e}")),
+        Err(e) => Err(api(format!("updating {} {name}", store.rtype.plural))(e)),
     }
 }
 
@@ -542,17 +543,17 @@ impl<R: Resources> ClaimProtection<R> {
     }
 
     /// The pods of `namespace`, as they are now.
-    async fn pods(&self, namespace: &str) -> Result<Vec<Arc<Value>>, String> {
+    async fn pods(&self, namespace: &str) -> Result<Vec<Arc<Value>>, Error> {
         let pods = store(&*self.resources, "", "pods")?;
         let ctx = system_context(namespace, CLAIM_MANAGER);
         let list = pods
             .list(&ctx, ListOptions::default())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(api(format!("listing pods of {namespace}")))?;
         Ok(list.items.iter().map(|p| p.value()).collect())
     }
 
-    async fn reconcile_claim(&self, (namespace, name): &ClaimKey) -> Result<(), String> {
+    async fn reconcile_claim(&self, (namespace, name): &ClaimKey) -> Result<(), Error> {
         let claims = store(&*self.resources, "", "persistentvolumeclaims")?;
         let ctx = system_context(namespace, CLAIM_MANAGER);
         let Some(claim) = current(&claims, &ctx, name).await? else {
@@ -584,7 +585,7 @@ impl<R: Resources> ClaimProtection<R> {
         ctx: &RequestContext,
         claim: &Value,
         used: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         if unused_change(claim, used).is_none() {
             return Ok(());
         }
@@ -607,7 +608,7 @@ impl<R: Resources> ClaimProtection<R> {
         match result {
             Ok(_) => Ok(()),
             Err(e) if e.code() == 404 => Ok(()),
-            Err(e) => Err(format!("Unused condition of {}: {e}", meta::name(claim))),
+            Err(e) => Err(api(format!("Unused condition of {}", meta::name(claim)))(e)),
         }
     }
 }
@@ -615,12 +616,13 @@ impl<R: Resources> ClaimProtection<R> {
 #[async_trait::async_trait]
 impl<R: Resources> Reconciler for ClaimProtection<R> {
     type Key = ClaimKey;
+    type Error = Error;
 
     fn name(&self) -> &'static str {
         "pvc-protection"
     }
 
-    async fn reconcile(&self, key: &ClaimKey) -> Result<(), String> {
+    async fn reconcile(&self, key: &ClaimKey) -> Result<(), Error> {
         self.reconcile_claim(key).await
     }
 }
@@ -663,12 +665,13 @@ impl<R: Resources> VolumeProtection<R> {
 #[async_trait::async_trait]
 impl<R: Resources> Reconciler for VolumeProtection<R> {
     type Key = String;
+    type Error = Error;
 
     fn name(&self) -> &'static str {
         "pv-protection"
     }
 
-    async fn reconcile(&self, name: &String) -> Result<(), String> {
+    async fn reconcile(&self, name: &String) -> Result<(), Error> {
         let volumes = store(&*self.resources, "", "persistentvolumes")?;
         let ctx = system_context("", VOLUME_MANAGER);
         let Some(volume) = current(&volumes, &ctx, name).await? else {
@@ -715,13 +718,13 @@ impl<R: Resources> ClassProtection<R> {
     }
 
     /// Whether a claim or a volume names the class `name` now.
-    async fn in_use(&self, name: &str) -> Result<bool, String> {
+    async fn in_use(&self, name: &str) -> Result<bool, Error> {
         let ctx = system_context("", CLASS_MANAGER);
         for plural in ["persistentvolumeclaims", "persistentvolumes"] {
             let list = store(&*self.resources, "", plural)?
                 .list(&ctx, ListOptions::default())
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(api(format!("listing {plural}")))?;
             if list
                 .items
                 .iter()
@@ -737,12 +740,13 @@ impl<R: Resources> ClassProtection<R> {
 #[async_trait::async_trait]
 impl<R: Resources> Reconciler for ClassProtection<R> {
     type Key = String;
+    type Error = Error;
 
     fn name(&self) -> &'static str {
         "vac-protection"
     }
 
-    async fn reconcile(&self, name: &String) -> Result<(), String> {
+    async fn reconcile(&self, name: &String) -> Result<(), Error> {
         let classes = store(&*self.resources, STORAGE_GROUP, "volumeattributesclasses")?;
         let ctx = system_context("", CLASS_MANAGER);
         let Some(class) = current(&classes, &ctx, name).await? else {

@@ -54,12 +54,19 @@ struct Aggregation {
 #[async_trait::async_trait]
 impl Reconciler for Aggregation {
     type Key = ();
+    type Error = runtime::TextError;
 
     fn name(&self) -> &'static str {
         "clusterrole-aggregation"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), String> {
+    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
+        self.aggregate().await.map_err(runtime::TextError)
+    }
+}
+
+impl Aggregation {
+    async fn aggregate(&self) -> Result<(), String> {
         let ctx = runtime::system_context("", MANAGER);
         let list = self
             .cluster_roles

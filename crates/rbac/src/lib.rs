@@ -202,13 +202,17 @@ struct Follower {
 #[async_trait::async_trait]
 impl Reconciler for Follower {
     type Key = ();
+    type Error = runtime::TextError;
 
     fn name(&self) -> &'static str {
         "rbac-policy"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), String> {
-        self.rbac.rebuild(&self.stores).await
+    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
+        self.rbac
+            .rebuild(&self.stores)
+            .await
+            .map_err(runtime::TextError)
     }
 }
 

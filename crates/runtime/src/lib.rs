@@ -53,12 +53,23 @@ pub fn system_context(namespace: &str, manager: &str) -> RequestContext {
 pub trait Reconciler: Send + Sync + 'static {
     type Key: Clone + Eq + Hash + Debug + Send + Sync + 'static;
 
+    /// Why a reconciliation failed: `run` logs it (the one place it is turned
+    /// into text) and queues the key again after its backoff.
+    type Error: std::error::Error + Send + Sync + 'static;
+
     /// Names the controller in logs.
     fn name(&self) -> &'static str;
 
     /// Reconcile `key`; an error queues it again after its backoff.
-    async fn reconcile(&self, key: &Self::Key) -> Result<(), String>;
+    async fn reconcile(&self, key: &Self::Key) -> Result<(), Self::Error>;
 }
+
+/// A reconciler's failure known only as text: for reconcilers whose steps do
+/// not return typed errors yet (rbac's and admission's rebuilds). Not for new
+/// code: give the failure a type.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TextError(pub String);
 
 /// Reconcile what `queue` holds with `workers` workers while `feed` fills it;
 /// ends when `feed` does.
@@ -137,10 +148,11 @@ const HEALTHY_RUN: Duration = Duration::from_secs(60);
 
 /// Run `attempt` forever: whenever it ends (a watch fell behind, storage
 /// restarted, an error) start it again after a backoff of 100 ms doubling to 30 s.
-pub async fn keep_running<F, Fut>(controller: &'static str, mut attempt: F)
+pub async fn keep_running<F, Fut, E>(controller: &'static str, mut attempt: F)
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
+    Fut: Future<Output = Result<(), E>>,
+    E: std::error::Error,
 {
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(30));
     loop {
@@ -168,7 +180,7 @@ mod tests {
         let counted = runs.clone();
         let task = tokio::spawn(keep_running("test", move || {
             counted.fetch_add(1, Ordering::SeqCst);
-            async { Err("boom".to_string()) }
+            async { Err(std::io::Error::other("boom")) }
         }));
         // 100 + 200 + 400 + 800 ms (plus jitter) fit in 2 s; the next 1.6 s do not.
         tokio::time::sleep(Duration::from_millis(2_000)).await;

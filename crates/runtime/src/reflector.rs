@@ -2,14 +2,16 @@
 //! watch ends (the cache gave up on a slow watcher, storage reconnected), resume
 //! after the last revision seen; when that revision was compacted (410), list
 //! again. kube-runtime's watcher, as an explicit state machine over a
-//! `GenericStore`. Failures wait with backoff; `next` never gives up.
+//! `GenericStore` (one resource) or a storage prefix (every object under it,
+//! whatever its type: the garbage collector's whole keyspace). Failures wait
+//! with backoff; `next` never gives up.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use registry::{GenericStore, Object, RequestContext, WatchOptions};
-use storage::{Backoff, WatchItem, Watcher};
+use registry::{GenericStore, Object, RequestContext, Storage, WatchOptions};
+use storage::{Backoff, WatchItem, WatchStart, Watcher};
 
 /// What the reflector saw.
 #[derive(Debug, Clone)]
@@ -36,8 +38,39 @@ enum State {
     Resuming { revision: i64 },
 }
 
+/// What a reflector follows.
+enum Source {
+    /// One resource's objects, through its store (the first list is a
+    /// consistent read).
+    Store(Arc<GenericStore>),
+    /// Every object stored under `prefix`, whatever its type.
+    Keyspace {
+        storage: Arc<Storage>,
+        prefix: String,
+    },
+}
+
+/// Why a watch could not start.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error(transparent)]
+    Store(apimachinery::StatusError),
+    #[error(transparent)]
+    Storage(storage::Error),
+}
+
+impl StartError {
+    /// The revision to resume after is no longer in the history (410 Gone).
+    fn compacted(&self) -> bool {
+        match self {
+            StartError::Store(e) => e.code() == 410,
+            StartError::Storage(e) => matches!(e, storage::Error::Compacted { .. }),
+        }
+    }
+}
+
 pub struct Reflector {
-    store: Arc<GenericStore>,
+    source: Source,
     ctx: RequestContext,
     state: State,
     backoff: Backoff,
@@ -46,11 +79,44 @@ pub struct Reflector {
 impl Reflector {
     /// Follow `store`; `manager` names the controller in logs.
     pub fn new(store: Arc<GenericStore>, manager: &str) -> Self {
+        Self::of(Source::Store(store), manager)
+    }
+
+    /// Follow every object `storage` holds under `prefix`.
+    pub fn keyspace(storage: Arc<Storage>, prefix: impl Into<String>, manager: &str) -> Self {
+        let prefix = prefix.into();
+        Self::of(Source::Keyspace { storage, prefix }, manager)
+    }
+
+    fn of(source: Source, manager: &str) -> Self {
         Reflector {
-            store,
+            source,
             ctx: crate::system_context("", manager),
             state: State::Empty,
             backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(30)),
+        }
+    }
+
+    /// Start watching: with the current state, or after `revision`.
+    async fn start(&self, after: Option<i64>) -> Result<Watcher<Object>, StartError> {
+        match &self.source {
+            Source::Store(store) => {
+                let opts = WatchOptions {
+                    resource_version: after,
+                    ..Default::default()
+                };
+                store
+                    .watch(&self.ctx, opts)
+                    .await
+                    .map_err(StartError::Store)
+            }
+            Source::Keyspace { storage, prefix } => {
+                let start = after.map_or(WatchStart::CurrentState, WatchStart::After);
+                storage
+                    .watch(prefix, start, Arc::new(|_| true), false)
+                    .await
+                    .map_err(StartError::Storage)
+            }
         }
     }
 
@@ -84,7 +150,7 @@ impl Reflector {
 
     async fn step(&mut self) -> Option<Event> {
         match &mut self.state {
-            State::Empty => match self.store.watch(&self.ctx, WatchOptions::default()).await {
+            State::Empty => match self.start(None).await {
                 Ok(mut watcher) => {
                     self.backoff.reset();
                     let objects = std::mem::take(&mut watcher.initial)
@@ -102,17 +168,13 @@ impl Reflector {
                     Some(Event::Restarted(objects))
                 }
                 Err(error) => {
-                    self.wait(&error.to_string()).await;
+                    self.wait(&error).await;
                     None
                 }
             },
             State::Resuming { revision } => {
                 let revision = *revision;
-                let opts = WatchOptions {
-                    resource_version: Some(revision),
-                    ..Default::default()
-                };
-                match self.store.watch(&self.ctx, opts).await {
+                match self.start(Some(revision)).await {
                     Ok(mut watcher) => {
                         self.backoff.reset();
                         self.state = State::Watching {
@@ -122,8 +184,8 @@ impl Reflector {
                         };
                     }
                     // History compacted: only a list knows the state now.
-                    Err(error) if error.code() == 410 => self.state = State::Empty,
-                    Err(error) => self.wait(&error.to_string()).await,
+                    Err(error) if error.compacted() => self.state = State::Empty,
+                    Err(error) => self.wait(&error).await,
                 }
                 None
             }
@@ -165,14 +227,13 @@ impl Reflector {
         event
     }
 
-    async fn wait(&mut self, error: &str) {
+    async fn wait(&mut self, error: &StartError) {
         let delay = self.backoff.next_delay();
-        tracing::warn!(
-            resource = %self.store.rtype.plural,
-            %error,
-            ?delay,
-            "reflector: cannot watch; retrying"
-        );
+        let following = match &self.source {
+            Source::Store(store) => store.rtype.plural.as_str(),
+            Source::Keyspace { prefix, .. } => prefix.as_str(),
+        };
+        tracing::warn!(following, %error, ?delay, "reflector: cannot watch; retrying");
         tokio::time::sleep(delay).await;
     }
 }
