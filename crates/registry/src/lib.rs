@@ -6,6 +6,7 @@
 
 pub mod apply;
 pub mod builtin;
+pub mod encoding;
 pub mod errors;
 pub mod managed_fields;
 pub mod object;

@@ -13,9 +13,10 @@ use apimachinery::validation::validate_object_meta;
 use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, Subresource, meta, time};
 use storage::{Entry, WatchStart, Watcher};
 
+use crate::encoding::encode_for_storage;
 use crate::errors::to_status;
 use crate::managed_fields;
-use crate::object::{JsonCodec, Object, encode_for_storage};
+use crate::object::{JsonCodec, Object};
 use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };

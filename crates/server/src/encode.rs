@@ -7,7 +7,7 @@ use bytes::{BufMut, Bytes};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-use registry::object::tls_copy_buffer;
+use registry::encoding::tls_copy_buffer;
 use registry::table;
 use registry::{Object, ResourceType};
 

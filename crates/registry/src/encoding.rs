@@ -1,0 +1,626 @@
+//! The cached encoding: the one place that knows the bytes of an object as
+//! this process writes, stores, caches and sends them, and reads them back
+//! without decoding.
+//!
+//! - Member order: `kind`, `apiVersion`, `metadata` first, then kube-apiserver's
+//!   order (`apimachinery::json` writes it; metadata in `ObjectMeta`'s order).
+//! - Stored bytes are the served encoding without `resourceVersion`
+//!   ([`encode_for_storage`]); the revision is spliced back in where
+//!   `ObjectMeta`'s order puts it, after `uid` ([`splice_revision`]), instead
+//!   of parsing and encoding again.
+//! - The head (type meta and the metadata controllers follow), the revision
+//!   and the apiVersion are scanned from the front of such bytes
+//!   ([`read_head`], [`read_revision`], [`read_api_version`]); bytes another
+//!   writer ordered differently are left to serde (`None` here).
+//! - Encodings kept for the cache start where rustls copies them fast
+//!   ([`tls_copy_buffer`]): watch events and GETs send them as they are.
+//!
+//! Each shortcut equals the plain way (serde over the whole object): the
+//! property tests below check it over generated objects.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::Value;
+
+use apimachinery::json;
+
+use crate::object::{Head, HeadMeta};
+
+/// The object's encoding as served and cached (every member, its
+/// `resourceVersion` included).
+pub(crate) fn encode_served(obj: &Value) -> Bytes {
+    kept_encoding(obj, json::MetadataMembers::All)
+}
+
+/// `stored` (as [`encode_for_storage`] wrote it) with `revision` spliced in as
+/// `resourceVersion` where `ObjectMeta`'s order puts it (after `uid`), so the
+/// result is byte for byte the object encoded at that revision. `None` if
+/// `stored` does not start as that encoding does.
+pub(crate) fn splice_revision(stored: &[u8], revision: i64) -> Option<Bytes> {
+    let slot = version_slot(stored)?;
+    let version = revision.to_string();
+    let mut json = tls_copy_buffer(stored.len() + version.len() + 22);
+    json.put_slice(&stored[..slot.at]);
+    if slot.after_member {
+        json.put_u8(b',');
+    }
+    json.put_slice(b"\"resourceVersion\":\"");
+    json.put_slice(version.as_bytes());
+    json.put_u8(b'"');
+    if !slot.after_member && stored.get(slot.at) != Some(&b'}') {
+        json.put_u8(b',');
+    }
+    json.put_slice(&stored[slot.at..]);
+    Some(json.freeze())
+}
+
+/// `metadata.resourceVersion` where [`splice_revision`] puts it, read without
+/// decoding; `None` when it is not there.
+pub(crate) fn read_revision(json: &[u8]) -> Option<i64> {
+    let slot = version_slot(json)?;
+    let rest = &json[slot.at..];
+    let rest = if slot.after_member {
+        rest.strip_prefix(b",")?
+    } else {
+        rest
+    };
+    let rest = rest.strip_prefix(b"\"resourceVersion\":\"")?;
+    let end = rest.iter().position(|b| *b == b'"')?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+/// Where `resourceVersion` goes in an encoding's metadata.
+struct VersionSlot {
+    at: usize,
+    /// Whether a member precedes it (then it follows a comma).
+    after_member: bool,
+}
+
+/// The members `ObjectMeta`'s order writes before `resourceVersion`.
+const BEFORE_VERSION: [&[u8]; 5] = [b"name", b"generateName", b"namespace", b"selfLink", b"uid"];
+
+/// Just past the members before `resourceVersion` in the metadata at the
+/// front of `json` (all strings: metadata is checked on every write).
+fn version_slot(json: &[u8]) -> Option<VersionSlot> {
+    let start = metadata_members_at(json)?;
+    let mut at = start;
+    loop {
+        let rest = &json[at..];
+        let member = rest
+            .strip_prefix(b",")
+            .filter(|_| at > start)
+            .unwrap_or(rest);
+        let Some((key, after_key)) = plain_bytes(member) else {
+            break;
+        };
+        if !BEFORE_VERSION.contains(&key) {
+            break;
+        }
+        let after_value = skip_string(after_key.strip_prefix(b":")?)?;
+        at = json.len() - after_value.len();
+    }
+    Some(VersionSlot {
+        at,
+        after_member: at > start,
+    })
+}
+
+/// What follows the JSON string (escapes and all) at the start of `bytes`.
+fn skip_string(bytes: &[u8]) -> Option<&[u8]> {
+    let mut rest = bytes.strip_prefix(b"\"")?;
+    loop {
+        let end = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[end] == b'"' {
+            return Some(&rest[end + 1..]);
+        }
+        rest = rest.get(end + 2..)?;
+    }
+}
+
+/// `apiVersion` from the front of the encoding (where this process writes it,
+/// after `kind`); `None` when it is not there as a plain string.
+pub(crate) fn read_api_version(json: &[u8]) -> Option<&str> {
+    leading(json).find_map(|member| match member {
+        Leading::ApiVersion(v) => Some(v),
+        _ => None,
+    })
+}
+
+/// The head from the front of an encoding that starts with its type meta
+/// and metadata (as this process writes every object): what follows
+/// `metadata` (the bulk of most objects) is not even scanned.
+pub(crate) fn read_head(json: &[u8]) -> Option<Head> {
+    let (mut kind, mut api_version) = (None, None);
+    let at = leading(json).find_map(|member| match member {
+        Leading::Kind(k) => {
+            kind = Some(k);
+            None
+        }
+        Leading::ApiVersion(v) => {
+            api_version = Some(v);
+            None
+        }
+        Leading::MetadataAt(at) => Some(at),
+    })?;
+    // Type meta written after metadata (another writer's order) would be
+    // missed: only a front with all three is read this way.
+    let (kind, api_version) = (kind?, api_version?);
+    // One value is read and the rest left unread: no end-of-input check.
+    let metadata = HeadMeta::read_front(&json[at..])?;
+    Some(Head {
+        kind: kind.to_string(),
+        api_version: api_version.to_string(),
+        metadata,
+    })
+}
+
+impl<'de> serde::Deserialize<'de> for HeadMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut meta = HeadMeta::default();
+        d.deserialize_map(HeadMetaReader {
+            meta: &mut meta,
+            stop_at_managed_fields: false,
+            stopped: &mut false,
+        })?;
+        Ok(meta)
+    }
+}
+
+impl HeadMeta {
+    /// Reads the metadata object at the front of `json`, stopping at
+    /// `managedFields` (the bulk of most metadata) when it comes after `uid`:
+    /// then it is last, as `ObjectMeta`'s order puts it and this process
+    /// writes it, with every member the head needs already read. The sorted
+    /// order of older encodings puts `uid` after it, and is read in full.
+    fn read_front(json: &[u8]) -> Option<HeadMeta> {
+        Self::scan_front(json).or_else(|| Self::parse_front(json))
+    }
+
+    /// [`HeadMeta::read_front`] for metadata as this process writes it:
+    /// members scanned in place, strings without escapes taken as they are,
+    /// only the lists the head keeps decoded and other containers skipped.
+    /// Anything else (escapes, `null`s, whitespace) is `None`, left to
+    /// [`HeadMeta::parse_front`].
+    fn scan_front(json: &[u8]) -> Option<HeadMeta> {
+        let mut meta = HeadMeta::default();
+        let mut uid_read = false;
+        let mut rest = json.strip_prefix(b"{")?;
+        if rest.first() == Some(&b'}') {
+            return Some(meta);
+        }
+        loop {
+            let (key, after_key) = plain_bytes(rest)?;
+            let value = after_key.strip_prefix(b":")?;
+            let plain = |slot: &mut String| -> Option<&[u8]> {
+                let (s, after) = plain_string(value)?;
+                *slot = s.to_string();
+                Some(after)
+            };
+            rest = match key {
+                b"managedFields" if uid_read => return Some(meta),
+                b"name" => plain(&mut meta.name)?,
+                b"namespace" => plain(&mut meta.namespace)?,
+                b"uid" => {
+                    uid_read = true;
+                    plain(&mut meta.uid)?
+                }
+                b"deletionTimestamp" => {
+                    let (s, after) = plain_string(value)?;
+                    meta.deletion_timestamp = Some(s.to_string());
+                    after
+                }
+                b"finalizers" => {
+                    let (list, after) = json_value_at(value)?;
+                    meta.finalizers = Some(list);
+                    after
+                }
+                b"ownerReferences" => {
+                    let (list, after) = json_value_at(value)?;
+                    meta.owner_references = Some(list);
+                    after
+                }
+                _ if value.first() == Some(&b'"') => plain_bytes(value)?.1,
+                _ => json_value_at::<serde::de::IgnoredAny>(value)?.1,
+            };
+            match rest.split_first()? {
+                (b',', after) => rest = after,
+                (b'}', _) => return Some(meta),
+                _ => return None,
+            }
+        }
+    }
+
+    /// [`HeadMeta::read_front`] by serde, for any member order and escapes.
+    fn parse_front(json: &[u8]) -> Option<HeadMeta> {
+        use serde::Deserializer;
+        let mut meta = HeadMeta::default();
+        let mut stopped = false;
+        let read = serde_json::Deserializer::from_slice(json).deserialize_map(HeadMetaReader {
+            meta: &mut meta,
+            stop_at_managed_fields: true,
+            stopped: &mut stopped,
+        });
+        // Stopping leaves the map unfinished, which serde_json reports.
+        (read.is_ok() || stopped).then_some(meta)
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum HeadMetaKey {
+    Name,
+    Namespace,
+    Uid,
+    DeletionTimestamp,
+    Finalizers,
+    OwnerReferences,
+    ManagedFields,
+    #[serde(other)]
+    Other,
+}
+
+struct HeadMetaReader<'a> {
+    meta: &'a mut HeadMeta,
+    stop_at_managed_fields: bool,
+    stopped: &'a mut bool,
+}
+
+impl<'de> serde::de::Visitor<'de> for HeadMetaReader<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("object metadata")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::IgnoredAny;
+        let mut uid_read = false;
+        while let Some(key) = map.next_key()? {
+            let meta = &mut *self.meta;
+            match key {
+                HeadMetaKey::Name => meta.name = map.next_value()?,
+                HeadMetaKey::Namespace => meta.namespace = map.next_value()?,
+                HeadMetaKey::Uid => {
+                    meta.uid = map.next_value()?;
+                    uid_read = true;
+                }
+                HeadMetaKey::DeletionTimestamp => meta.deletion_timestamp = map.next_value()?,
+                HeadMetaKey::Finalizers => meta.finalizers = map.next_value()?,
+                HeadMetaKey::OwnerReferences => meta.owner_references = map.next_value()?,
+                HeadMetaKey::ManagedFields if self.stop_at_managed_fields && uid_read => {
+                    *self.stopped = true;
+                    return Ok(());
+                }
+                HeadMetaKey::ManagedFields | HeadMetaKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One of the members this process writes first in every encoding
+/// (`{"kind":…,"apiVersion":…,"metadata":…`, either of the first two may be
+/// missing).
+enum Leading<'a> {
+    Kind(&'a str),
+    ApiVersion(&'a str),
+    /// Where metadata's value starts.
+    MetadataAt(usize),
+}
+
+/// The leading members at the front of `json`, in order, as far as they are
+/// there as plain strings; nothing else is read, and a caller stops reading
+/// once it has what it wants.
+fn leading(json: &[u8]) -> impl Iterator<Item = Leading<'_>> {
+    let mut rest = json.strip_prefix(b"{");
+    std::iter::from_fn(move || {
+        let (key, after_key) = plain_bytes(rest.take()?)?;
+        let value_at = after_key.strip_prefix(b":")?;
+        if key == b"metadata" {
+            return Some(Leading::MetadataAt(json.len() - value_at.len()));
+        }
+        let (value, after_value) = plain_string(value_at)?;
+        rest = after_value.strip_prefix(b",");
+        match key {
+            b"kind" => Some(Leading::Kind(value)),
+            b"apiVersion" => Some(Leading::ApiVersion(value)),
+            _ => None,
+        }
+    })
+}
+
+/// The JSON value at the start of `bytes` decoded as `T`, and what follows it.
+fn json_value_at<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Option<(T, &'de [u8])> {
+    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<T>();
+    let value = values.next()?.ok()?;
+    Some((value, &bytes[values.byte_offset()..]))
+}
+
+/// A JSON string without escapes at the start of `bytes`, and what follows it.
+fn plain_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let (body, rest) = plain_bytes(bytes)?;
+    Some((std::str::from_utf8(body).ok()?, rest))
+}
+
+/// [`plain_string`]'s bytes, for keys only compared.
+fn plain_bytes(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let body = bytes.strip_prefix(b"\"")?;
+    let end = memchr::memchr2(b'"', b'\\', body)?;
+    (body[end] == b'"').then(|| (&body[..end], &body[end + 1..]))
+}
+
+/// Whether stored bytes are well-formed JSON without a `resourceVersion` key
+/// anywhere (inside a JSON string the quotes would be escaped), so splicing one
+/// in cannot duplicate a key. Checked without building anything.
+pub(crate) fn spliceable(value: &[u8]) -> bool {
+    // Built once: building a searcher costs more than a search of most objects.
+    static VERSION_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"resourceVersion\":"));
+    VERSION_KEY.find(value).is_none()
+        && serde_json::from_slice::<serde::de::IgnoredAny>(value).is_ok()
+}
+
+/// The bytes stored for an object: everything but `resourceVersion`
+/// (the revision is the version; storing it would make every value stale).
+/// Serialized without copying the object, `kind`, `apiVersion` and `metadata`
+/// first so that [`Object::from_stored`] can splice the version back in.
+pub fn encode_for_storage(obj: &Value) -> Bytes {
+    kept_encoding(obj, json::MetadataMembers::WithoutResourceVersion)
+}
+
+/// `obj`'s encoding in bytes kept as long as the object is cached: exactly its
+/// size. It is written into a warm buffer of this thread's and copied out
+/// once, not grown by doubling (three reallocations for a 1.5 KiB object)
+/// and then shrunk.
+pub(crate) fn kept_encoding(obj: &Value, metadata: json::MetadataMembers) -> Bytes {
+    /// Larger buffers are not kept for the next object.
+    const KEPT_SCRATCH: usize = 256 * 1024;
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with_borrow_mut(|scratch| {
+        scratch.clear();
+        json::encode_object_into(scratch, obj, metadata);
+        let mut kept = tls_copy_buffer(scratch.len());
+        kept.put_slice(scratch);
+        let kept = kept.freeze();
+        if scratch.capacity() > KEPT_SCRATCH {
+            *scratch = Vec::new();
+        }
+        kept
+    })
+}
+
+/// An empty buffer of `capacity` for bytes that rustls will copy into a TLS
+/// record, starting 32 bytes past a 64-byte boundary.
+///
+/// Why: glibc's memcpy copies several KiB with `rep movsb`, which on AMD Zen runs
+/// about twenty times slower when the destination is 1 to 31 bytes ahead of the
+/// source modulo 4 KiB (2.1 against 43 GB/s for 16 KiB, measured on the project's
+/// machine). rustls' record buffers start on 64-byte (mostly page) boundaries and
+/// the plaintext goes in a few bytes after (the record header, hyper's chunk-size
+/// line), while a large buffer of ours would also start on a page boundary: the
+/// slow case, for a quarter of a LIST-all's server CPU. From 32 past a boundary a
+/// destination within the first 31 bytes of one is behind the source instead.
+/// Cached objects' encodings are made so too: watch events send them as they are.
+pub fn tls_copy_buffer(capacity: usize) -> BytesMut {
+    const LINE: usize = 64;
+    // glibc copies less than ~2 KiB (`x86_rep_movsb_threshold`) without `rep movsb`.
+    const SMALL: usize = 2048;
+    if capacity < SMALL {
+        return BytesMut::with_capacity(capacity);
+    }
+    let mut buf = BytesMut::with_capacity(capacity + LINE);
+    let skip = (LINE + LINE / 2 - buf.as_ptr() as usize % LINE) % LINE;
+    buf.put_bytes(0, skip);
+    bytes::Buf::advance(&mut buf, skip);
+    buf
+}
+
+/// Where the members of `metadata` begin in an encoding that starts
+/// `{"kind":…,"apiVersion":…,"metadata":{` (either of the first two may be
+/// missing), as [`encode_for_storage`] writes it.
+pub(crate) fn metadata_members_at(json: &[u8]) -> Option<usize> {
+    let at = leading(json).find_map(|member| match member {
+        Leading::MetadataAt(at) => Some(at),
+        _ => None,
+    })?;
+    (json.get(at) == Some(&b'{')).then_some(at + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apimachinery::meta;
+    use proptest::prelude::*;
+
+    #[test]
+    fn tls_copy_buffers_start_32_bytes_past_a_cache_line_with_the_capacity_asked_for() {
+        for capacity in [2048, 4096, 80 * 1024] {
+            let buf = tls_copy_buffer(capacity);
+            assert_eq!(buf.as_ptr() as usize % 64, 32, "{capacity}");
+            assert!(buf.capacity() >= capacity);
+            assert!(buf.is_empty());
+        }
+    }
+
+    #[test]
+    fn the_scanned_head_is_the_parsed_head_or_none() {
+        // This process's encodings are scanned; whatever the scan cannot
+        // take as it is (escapes, nulls, whitespace) is left to serde, and
+        // what it does take must be what serde reads.
+        let ours = [
+            serde_json::json!({"kind": "Pod", "apiVersion": "v1", "metadata": {
+                "name": "p", "namespace": "ns", "uid": "u1", "generation": 3,
+                "labels": {"a": "b", "c": "{\"}"}, "annotations": {},
+                "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["x", "y"],
+                "ownerReferences": [{"uid": "u0", "blockOwnerDeletion": false, "kind": "K"}],
+                "managedFields": [{"manager": "m"}], "zz": [1, {"b": null}]}}),
+            serde_json::json!({"kind": "Namespace", "apiVersion": "v1", "metadata": {}}),
+            serde_json::json!({"kind": "X", "apiVersion": "v1", "metadata": {"name": "no-uid", "labels": {"a": "b"}}}),
+        ];
+        for value in ours {
+            let json = kept_encoding(&value, json::MetadataMembers::All);
+            let at = metadata_members_at(&json).unwrap() - 1;
+            let scanned = HeadMeta::scan_front(&json[at..]);
+            assert!(scanned.is_some(), "{}", String::from_utf8_lossy(&json));
+            assert_eq!(scanned, HeadMeta::parse_front(&json[at..]));
+            assert_eq!(read_head(&json).unwrap(), Head::of(&value));
+        }
+        for foreign in [
+            &br#"{"name":"p\u0041","uid":"u"}"#[..],
+            br#"{"name":"p", "uid":"u"}"#,
+            br#"{"name":"p","deletionTimestamp":null,"uid":"u"}"#,
+            br#"{"finalizers":null,"uid":"u"}"#,
+            br#"{"uid":"u","name":"p","name":"q"}"#,
+            br#"{"uid":"u""#,
+            br#"{"uid":"u","labels":{"a":}}"#,
+            br#"{}"#,
+        ] {
+            if let Some(scanned) = HeadMeta::scan_front(foreign) {
+                assert_eq!(
+                    Some(scanned),
+                    HeadMeta::parse_front(foreign),
+                    "{}",
+                    String::from_utf8_lossy(foreign)
+                );
+            }
+        }
+        assert_eq!(HeadMeta::scan_front(br#"{"uid":"u""#), None);
+        assert_eq!(
+            HeadMeta::scan_front(br#"{"uid":"u","labels":{"a":}}"#),
+            None
+        );
+    }
+
+    /// Strings as clients send them: mostly plain, some with what JSON
+    /// escapes (quotes, backslashes, control characters) or multi-byte text,
+    /// some spelling this encoding's own markers.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "[a-z0-9.-]{0,12}",
+            1 => "[a-z\"\\\u{1}\u{7f}é€😀 ]{0,8}",
+            1 => Just("\"resourceVersion\":\"1\"".to_string()),
+            1 => Just("\"metadata\":{".to_string()),
+        ]
+    }
+
+    fn owner() -> impl Strategy<Value = Value> {
+        (text(), proptest::option::of(any::<bool>()), text()).prop_map(|(uid, block, kind)| {
+            let mut owner =
+                serde_json::json!({"apiVersion": "v1", "kind": kind, "name": "o", "uid": uid});
+            if let Some(block) = block {
+                owner["blockOwnerDeletion"] = block.into();
+            }
+            owner
+        })
+    }
+
+    /// Objects as the store writes them: type meta, metadata with what the
+    /// head reads (and what it skips), a body; no `resourceVersion`.
+    fn object() -> impl Strategy<Value = Value> {
+        let metadata = (
+            text(),
+            proptest::option::of(text()),
+            proptest::option::of(text()),
+            proptest::collection::btree_map("[a-z]{1,4}", text(), 0..3),
+            proptest::option::of(proptest::collection::vec(text(), 0..3)),
+            proptest::option::of(proptest::collection::vec(owner(), 0..3)),
+            proptest::option::of(Just("2026-11-28T00:00:00Z")),
+            any::<bool>(),
+        );
+        let body = proptest::collection::btree_map(text(), text(), 0..4);
+        (text(), text(), metadata, body).prop_map(
+            |(kind, api_version, (name, namespace, uid, labels, finalizers, owners, deleted, managed), body)| {
+                let mut md = serde_json::Map::new();
+                md.insert("name".into(), name.into());
+                if let Some(ns) = namespace {
+                    md.insert("namespace".into(), ns.into());
+                }
+                if let Some(uid) = uid {
+                    md.insert("uid".into(), uid.into());
+                }
+                if !labels.is_empty() {
+                    md.insert("labels".into(), serde_json::json!(labels));
+                }
+                if let Some(f) = finalizers {
+                    md.insert("finalizers".into(), serde_json::json!(f));
+                }
+                if let Some(o) = owners {
+                    md.insert("ownerReferences".into(), Value::Array(o));
+                }
+                if let Some(d) = deleted {
+                    md.insert("deletionTimestamp".into(), d.into());
+                }
+                if managed {
+                    md.insert(
+                        "managedFields".into(),
+                        serde_json::json!([{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]),
+                    );
+                }
+                serde_json::json!({"kind": kind, "apiVersion": api_version, "metadata": md, "data": body})
+            },
+        )
+    }
+
+    fn at_revision(object: &Value, revision: i64) -> Value {
+        let mut object = object.clone();
+        meta::set_resource_version(&mut object, revision);
+        object
+    }
+
+    proptest! {
+        /// Splicing the revision into the stored bytes gives exactly the
+        /// bytes of encoding the object at that revision.
+        #[test]
+        fn a_spliced_encoding_is_the_encoding_at_that_revision(object in object(), revision in 1..i64::MAX) {
+            let stored = encode_for_storage(&object);
+            let Some(spliced) = splice_revision(&stored, revision) else {
+                // Only type meta the front scan cannot take as it is (escaped)
+                // leaves the splice to the caller's decode.
+                let escaped = |s: &str| {
+                    let mut written = Vec::new();
+                    json::write_str(&mut written, s);
+                    written != format!("\"{s}\"").as_bytes()
+                };
+                prop_assert!(escaped(meta::kind(&object)) || escaped(meta::api_version(&object)));
+                return Ok(());
+            };
+            let encoded = encode_served(&at_revision(&object, revision));
+            prop_assert_eq!(&spliced, &encoded, "{}", String::from_utf8_lossy(&spliced));
+            let parsed: Value = serde_json::from_slice(&spliced).unwrap();
+            prop_assert_eq!(parsed, at_revision(&object, revision));
+        }
+
+        /// What the scans read is what serde reads from the whole object, or
+        /// nothing (then the caller decodes).
+        #[test]
+        fn scans_read_what_the_parsed_object_holds(object in object(), revision in 1..i64::MAX) {
+            let splices = splice_revision(&encode_for_storage(&object), revision).is_some();
+            let object = at_revision(&object, revision);
+            let encoded = encode_served(&object);
+            // Read in place wherever it was spliced in place.
+            let read = read_revision(&encoded);
+            prop_assert_eq!(read, splices.then_some(revision));
+            match read_head(&encoded) {
+                Some(head) => prop_assert_eq!(head, Head::of(&object)),
+                None => prop_assert!(!splices),
+            }
+            if let Some(version) = read_api_version(&encoded) {
+                prop_assert_eq!(version, meta::api_version(&object));
+            }
+        }
+
+        /// Stored bytes splice only when no `resourceVersion` key could be
+        /// duplicated; the codec's answer is the parsed object either way.
+        #[test]
+        fn stored_bytes_decode_to_the_object_at_their_revision(object in object(), revision in 1..i64::MAX) {
+            use storage::Codec;
+            let stored = encode_for_storage(&object);
+            let decoded = crate::object::JsonCodec.decode("k", &stored, revision).unwrap();
+            prop_assert_eq!(&*decoded.value(), &at_revision(&object, revision));
+            prop_assert_eq!(decoded.revision(), Some(revision));
+        }
+    }
+}
