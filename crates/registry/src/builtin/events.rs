@@ -42,7 +42,11 @@ impl Strategy for EventsV1 {
     }
 
     fn convert_from_storage(&self, obj: &Value) -> Option<Value> {
-        Some(rename(obj, false, "events.k8s.io/v1"))
+        let mut event = rename(obj, false, "events.k8s.io/v1");
+        // What Go writes of events.k8s.io/v1's own fields: core's empty
+        // reportingComponent and reportingInstance have omitempty here.
+        super::zero_fields::fill("events.k8s.io", "v1", "Event", &mut event);
+        Some(event)
     }
 
     fn to_storage(&self, obj: &Value) -> Option<Value> {
@@ -100,6 +104,21 @@ mod tests {
         assert_eq!(core["message"], "hi");
         assert_eq!(core["involvedObject"]["kind"], "Pod");
         assert_eq!(core["apiVersion"], "v1");
-        assert_eq!(EventsV1.convert_from_storage(&core).unwrap(), v1);
+        let mut shown = v1.clone();
+        super::super::zero_fields::fill("events.k8s.io", "v1", "Event", &mut shown);
+        assert_eq!(EventsV1.convert_from_storage(&core).unwrap(), shown);
+    }
+
+    /// A core Event's empty reportingComponent and reportingInstance (written
+    /// by Go in v1) are left out of events.k8s.io/v1 (omitempty), as
+    /// kube-apiserver 1.37.2 lists them.
+    #[test]
+    fn empty_reporters_are_left_out() {
+        let core = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod"}, "reportingComponent": "", "reportingInstance": ""});
+        let shown = EventsV1.convert_from_storage(&core).unwrap();
+        assert_eq!(shown.get("reportingController"), None);
+        assert_eq!(shown.get("reportingInstance"), None);
+        assert_eq!(shown["regarding"]["kind"], "Pod");
     }
 }
