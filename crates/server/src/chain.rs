@@ -44,6 +44,9 @@ use crate::request_info::{self, RequestInfo};
 use crate::response::{self, Body};
 use crate::{endpoints, handlers};
 
+#[cfg(test)]
+mod tests;
+
 /// A stage's early answer (an error `Status`, usually); boxed, as only the
 /// unhappy path builds one.
 type Rejected = Box<Response<Body>>;

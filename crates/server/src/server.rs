@@ -11,7 +11,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
-use apimachinery::StatusError;
 use registry::{JsonCodec, Storage};
 use storage::{Backend, StoreOptions};
 
@@ -568,8 +567,9 @@ impl AcceptBackoff {
     }
 }
 
-/// A panic in a handler becomes a 500 Status, not a dropped connection.
-async fn handle_catching_panics(
+/// A panic in a handler becomes a 500, not a dropped connection: upstream's
+/// `WithPanicRecovery` answers with `http.Error`'s plain text.
+pub(crate) async fn handle_catching_panics(
     api: Arc<Api>,
     req: hyper::Request<hyper::body::Incoming>,
     peer: Arc<crate::authn::PeerIdentity>,
@@ -579,9 +579,18 @@ async fn handle_catching_panics(
         .await
     {
         Ok(resp) => resp,
-        Err(_) => response::error(&StatusError::internal(
-            "the server panicked while handling the request",
-        )),
+        Err(_) => {
+            let mut resp = response::respond(
+                500,
+                "text/plain; charset=utf-8",
+                "This request caused apiserver to panic. Look in the logs for details.\n",
+            );
+            resp.headers_mut().insert(
+                http::header::X_CONTENT_TYPE_OPTIONS,
+                http::HeaderValue::from_static("nosniff"),
+            );
+            resp
+        }
     }
 }
 
