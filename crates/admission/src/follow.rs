@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use apimachinery::StatusError;
 use registry::{GenericStore, ListOptions};
 use runtime::{self, Event, Reconciler, WorkQueue};
 use serde_json::Value;
@@ -23,18 +24,17 @@ pub struct Stores {
 
 const MANAGER: &str = "kubext-admission";
 
-async fn list(store: &GenericStore) -> Result<Vec<Value>, String> {
+async fn list(store: &GenericStore) -> Result<Vec<Value>, StatusError> {
     let ctx = runtime::system_context("", MANAGER);
     store
         .list(&ctx, ListOptions::default())
         .await
         .map(|l| l.items.iter().map(|o| o.to_value()).collect())
-        .map_err(|e| e.to_string())
 }
 
 impl Policies {
     /// Recompile from what the stores hold now.
-    pub async fn rebuild(&self, stores: &Stores) -> Result<(), String> {
+    pub async fn rebuild(&self, stores: &Stores) -> Result<(), StatusError> {
         let policies = list(&stores.policies).await?;
         let bindings = list(&stores.bindings).await?;
         self.set(&policies, &bindings);
@@ -55,17 +55,14 @@ struct Follower {
 #[async_trait::async_trait]
 impl Reconciler for Follower {
     type Key = ();
-    type Error = runtime::TextError;
+    type Error = StatusError;
 
     fn name(&self) -> &'static str {
         "admission-policies"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
-        self.policies
-            .rebuild(&self.stores)
-            .await
-            .map_err(runtime::TextError)
+    async fn reconcile(&self, _: &()) -> Result<(), StatusError> {
+        self.policies.rebuild(&self.stores).await
     }
 }
 
@@ -107,7 +104,7 @@ pub struct WebhookStores {
 
 impl Webhooks {
     /// Recompile from what the stores hold now.
-    pub async fn rebuild(&self, stores: &WebhookStores) -> Result<(), String> {
+    pub async fn rebuild(&self, stores: &WebhookStores) -> Result<(), StatusError> {
         let validating = list(&stores.validating).await?;
         let mutating = list(&stores.mutating).await?;
         self.set(&validating, &mutating);
@@ -123,17 +120,14 @@ struct WebhookFollower {
 #[async_trait::async_trait]
 impl Reconciler for WebhookFollower {
     type Key = ();
-    type Error = runtime::TextError;
+    type Error = StatusError;
 
     fn name(&self) -> &'static str {
         "admission-webhooks"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
-        self.webhooks
-            .rebuild(&self.stores)
-            .await
-            .map_err(runtime::TextError)
+    async fn reconcile(&self, _: &()) -> Result<(), StatusError> {
+        self.webhooks.rebuild(&self.stores).await
     }
 }
 

@@ -8,15 +8,18 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use apimachinery::meta;
 use apimachinery::selector::LabelSelector;
+use apimachinery::{StatusError, meta};
 use registry::{GenericStore, ListOptions};
 use runtime::{self, Event, Reconciler, WorkQueue};
 
 const MANAGER: &str = "clusterrole-aggregation-controller";
 
 /// The rules `role`'s aggregationRule selects from `all`; `None` if it has none.
-pub fn aggregated_rules(role: &Value, all: &[&Value]) -> Result<Option<Vec<Value>>, String> {
+pub fn aggregated_rules(
+    role: &Value,
+    all: &[&Value],
+) -> Result<Option<Vec<Value>>, apimachinery::selector::SelectorError> {
     let Some(selectors) = role
         .pointer("/aggregationRule/clusterRoleSelectors")
         .and_then(Value::as_array)
@@ -27,7 +30,7 @@ pub fn aggregated_rules(role: &Value, all: &[&Value]) -> Result<Option<Vec<Value
     sorted.sort_by(|a, b| meta::name(a).cmp(meta::name(b)));
     let mut rules: Vec<Value> = Vec::new();
     for selector in selectors {
-        let selector = LabelSelector::from_json(selector).map_err(|e| e.to_string())?;
+        let selector = LabelSelector::from_json(selector)?;
         for other in &sorted {
             if meta::name(other) == meta::name(role) || !selector.matches(meta::labels(other)) {
                 continue;
@@ -47,6 +50,20 @@ pub fn aggregated_rules(role: &Value, all: &[&Value]) -> Result<Option<Vec<Value
     Ok(Some(rules))
 }
 
+/// Why a round of aggregation failed (logged by the runtime, then retried).
+#[derive(Debug, thiserror::Error)]
+pub enum AggregationError {
+    /// Listing the ClusterRoles failed.
+    #[error("{0}")]
+    List(StatusError),
+    /// An `aggregationRule` selector does not parse.
+    #[error(transparent)]
+    Selector(#[from] apimachinery::selector::SelectorError),
+    /// Writing a ClusterRole's aggregated rules failed.
+    #[error("aggregating clusterrole {name}: {error}")]
+    Update { name: String, error: StatusError },
+}
+
 struct Aggregation {
     cluster_roles: Arc<GenericStore>,
 }
@@ -54,25 +71,25 @@ struct Aggregation {
 #[async_trait::async_trait]
 impl Reconciler for Aggregation {
     type Key = ();
-    type Error = runtime::TextError;
+    type Error = AggregationError;
 
     fn name(&self) -> &'static str {
         "clusterrole-aggregation"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
-        self.aggregate().await.map_err(runtime::TextError)
+    async fn reconcile(&self, _: &()) -> Result<(), AggregationError> {
+        self.aggregate().await
     }
 }
 
 impl Aggregation {
-    async fn aggregate(&self) -> Result<(), String> {
+    async fn aggregate(&self) -> Result<(), AggregationError> {
         let ctx = runtime::system_context("", MANAGER);
         let list = self
             .cluster_roles
             .list(&ctx, ListOptions::default())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(AggregationError::List)?;
         let decoded: Vec<Arc<Value>> = list.items.iter().map(|o| o.value()).collect();
         let all: Vec<&Value> = decoded.iter().map(|v| v.as_ref()).collect();
         for role in &all {
@@ -96,7 +113,10 @@ impl Aggregation {
                     Ok(next)
                 })
                 .await
-                .map_err(|e| format!("aggregating clusterrole {name}: {e}"))?;
+                .map_err(|error| AggregationError::Update {
+                    name: name.to_string(),
+                    error,
+                })?;
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::{Value, json};
 
+use apimachinery::StatusError;
 use registry::{GenericStore, ListOptions};
 use runtime::{self, Event, Reconciler, WorkQueue};
 use server::authn::UserInfo;
@@ -61,7 +62,7 @@ impl Rbac {
     }
 
     /// Rebuild the snapshot from `stores` (and the pending bootstrap objects).
-    pub async fn rebuild(&self, stores: &Stores) -> Result<(), String> {
+    pub async fn rebuild(&self, stores: &Stores) -> Result<(), StatusError> {
         let pending = self.pending.read().clone();
         self.set(stores.policy(&pending).await?);
         Ok(())
@@ -133,7 +134,7 @@ impl Authorizer for Rbac {
             .decide(&user_of(a.user), a.namespace, &request)
         {
             Ok(reason) => Decision::Allow(reason),
-            Err(reason) => Decision::NoOpinion(reason),
+            Err(not_allowed) => Decision::NoOpinion(not_allowed.to_string()),
         }
     }
 }
@@ -152,7 +153,7 @@ const MANAGER: &str = "kubext-rbac";
 impl Stores {
     /// Build the policy from what the stores hold now, plus those of `pending`
     /// (objects with their `kind`) that are not stored yet.
-    pub async fn policy(&self, pending: &[Value]) -> Result<Policy, String> {
+    pub async fn policy(&self, pending: &[Value]) -> Result<Policy, StatusError> {
         let ctx = runtime::system_context("", MANAGER);
         let list = |store: &Arc<GenericStore>| {
             let (store, ctx) = (store.clone(), ctx.clone());
@@ -161,7 +162,6 @@ impl Stores {
                     .list(&ctx, ListOptions::default())
                     .await
                     .map(|l| l.items)
-                    .map_err(|e| e.to_string())
             }
         };
         let (cluster_roles, roles, crbs, rbs) = (
@@ -202,17 +202,14 @@ struct Follower {
 #[async_trait::async_trait]
 impl Reconciler for Follower {
     type Key = ();
-    type Error = runtime::TextError;
+    type Error = StatusError;
 
     fn name(&self) -> &'static str {
         "rbac-policy"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), runtime::TextError> {
-        self.rbac
-            .rebuild(&self.stores)
-            .await
-            .map_err(runtime::TextError)
+    async fn reconcile(&self, _: &()) -> Result<(), StatusError> {
+        self.rbac.rebuild(&self.stores).await
     }
 }
 

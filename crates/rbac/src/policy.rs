@@ -287,23 +287,20 @@ impl Policy {
     }
 
     /// The rules a binding grants, or upstream's lister error.
-    fn rules_of(&self, binding: &Binding) -> Result<&Rules, String> {
+    fn rules_of(&self, binding: &Binding) -> Result<&Rules, RoleRefError> {
         let r = &binding.role_ref;
         let found = match r.kind.as_str() {
             "ClusterRole" => self.cluster_roles.get(&r.name),
             "Role" => self.role(&binding.namespace, &r.name),
-            other => return Err(format!("unsupported role reference kind: {other:?}")),
+            other => return Err(RoleRefError::UnsupportedKind(other.to_string())),
         };
-        found.ok_or_else(|| {
-            let singular = if r.kind == "Role" {
+        found.ok_or_else(|| RoleRefError::NotFound {
+            resource: if r.kind == "Role" {
                 "role"
             } else {
                 "clusterrole"
-            };
-            format!(
-                "{singular}.rbac.authorization.k8s.io {:?} not found",
-                r.name
-            )
+            },
+            name: r.name.clone(),
         })
     }
 
@@ -314,8 +311,8 @@ impl Policy {
         user: &User<'_>,
         namespace: &str,
         request: &Request<'_>,
-    ) -> Result<String, String> {
-        let mut errors: Vec<String> = Vec::new();
+    ) -> Result<String, NotAllowed> {
+        let mut errors: Vec<RoleRefError> = Vec::new();
         for grant in self.applicable(user, namespace) {
             match self.rules_of(grant.binding) {
                 Ok(rules) if rules.iter().any(|rule| rule.allows(request)) => {
@@ -329,11 +326,7 @@ impl Policy {
                 }
             }
         }
-        Err(match errors.len() {
-            0 => String::new(),
-            1 => format!("RBAC: {}", errors[0]),
-            _ => format!("RBAC: [{}]", errors.join(", ")),
-        })
+        Err(NotAllowed(errors))
     }
 
     /// Every rule `user` holds in `namespace` (cluster-wide ones too), and the
@@ -344,7 +337,7 @@ impl Policy {
         for grant in self.applicable(user, namespace) {
             match self.rules_of(grant.binding) {
                 Ok(found) => rules.extend(found.iter().cloned()),
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(e.to_string()),
             }
         }
         (rules, errors)
@@ -356,23 +349,54 @@ impl Policy {
         &self,
         role_ref: &RoleRef,
         namespace: &str,
-    ) -> Result<Vec<PolicyRule>, String> {
+    ) -> Result<Vec<PolicyRule>, RoleRefError> {
         let found = match role_ref.kind.as_str() {
             "ClusterRole" => self.cluster_roles.get(&role_ref.name),
             "Role" => self.role(namespace, &role_ref.name),
-            other => return Err(format!("unsupported role reference kind: {other:?}")),
+            other => return Err(RoleRefError::UnsupportedKind(other.to_string())),
         };
-        found.map(|r| r.to_vec()).ok_or_else(|| {
-            let plural = if role_ref.kind == "Role" {
-                "roles"
-            } else {
-                "clusterroles"
-            };
-            format!(
-                "{plural}.rbac.authorization.k8s.io {:?} not found",
-                role_ref.name
-            )
-        })
+        found
+            .map(|r| r.to_vec())
+            .ok_or_else(|| RoleRefError::NotFound {
+                resource: if role_ref.kind == "Role" {
+                    "roles"
+                } else {
+                    "clusterroles"
+                },
+                name: role_ref.name.clone(),
+            })
+    }
+}
+
+/// A role reference that does not resolve (upstream's lister errors).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoleRefError {
+    #[error("unsupported role reference kind: {0:?}")]
+    UnsupportedKind(String),
+    /// `resource` as upstream names it there: `role`/`clusterrole` in a
+    /// decision's reason, `roles`/`clusterroles` for a role reference's rules.
+    #[error("{resource}.rbac.authorization.k8s.io {name:?} not found")]
+    NotFound {
+        resource: &'static str,
+        name: String,
+    },
+}
+
+/// Why RBAC allows nothing: the role references that did not resolve, none
+/// when no rule matched. Displayed as upstream's reason (`""`, `RBAC: …`,
+/// `RBAC: [a, b]`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", reason(.0))]
+pub struct NotAllowed(pub Vec<RoleRefError>);
+
+fn reason(errors: &[RoleRefError]) -> String {
+    match errors {
+        [] => String::new(),
+        [one] => format!("RBAC: {one}"),
+        many => {
+            let texts: Vec<String> = many.iter().map(ToString::to_string).collect();
+            format!("RBAC: [{}]", texts.join(", "))
+        }
     }
 }
 
@@ -464,11 +488,11 @@ mod tests {
         );
         assert_eq!(
             p.decide(&user("alice", &[]), "default", &get_pods("list")),
-            Err(String::new())
+            Err(NotAllowed(Vec::new()))
         );
         assert_eq!(
             p.decide(&user("alice", &devs), "default", &get_pods("create")),
-            Err(String::new())
+            Err(NotAllowed(Vec::new()))
         );
         let sa = "system:serviceaccount:default:builder";
         assert_eq!(
@@ -498,7 +522,8 @@ mod tests {
             "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]}),
         ]);
         assert_eq!(
-            p.decide(&user("alice", &[]), "default", &get_pods("get")),
+            p.decide(&user("alice", &[]), "default", &get_pods("get"))
+                .map_err(|e| e.to_string()),
             Err(r#"RBAC: role.rbac.authorization.k8s.io "missing" not found"#.into())
         );
     }
