@@ -754,3 +754,92 @@ async fn delete_instances(store: &GenericStore) -> Result<(), InstancesRemain> {
         delay = (delay * 2).min(Duration::from_secs(2));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd(uid: &str, deleting: bool, finalizers: &[&str]) -> Arc<registry::Object> {
+        let mut crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com", "uid": uid, "finalizers": finalizers},
+            "spec": {"group": "stable.example.com"},
+        });
+        if deleting {
+            crd["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        }
+        Arc::new(registry::Object::new(crd))
+    }
+
+    fn key(uid: &str) -> CleanupKey {
+        CleanupKey {
+            name: "crontabs.stable.example.com".into(),
+            uid: uid.into(),
+        }
+    }
+
+    // The cleanup of a deleted CRD is queued once when it is seen deleted, not
+    // again for each status its own rounds write (their backoff would be lost).
+    #[test]
+    fn a_deleted_crd_is_queued_for_cleanup_once_per_uid() {
+        let mut known = Known::default();
+        assert!(
+            known
+                .observe(Event::Applied(crd("u1", false, &[CLEANUP_FINALIZER])))
+                .is_empty()
+        );
+        let deleted = crd("u1", true, &[CLEANUP_FINALIZER]);
+        assert_eq!(known.observe(Event::Applied(deleted)), [key("u1")]);
+        // Its Terminating condition written: no new cleanup.
+        let status_written = crd("u1", true, &[CLEANUP_FINALIZER]);
+        assert!(known.observe(Event::Applied(status_written)).is_empty());
+        // A relist may have missed events: every CRD awaiting cleanup again.
+        let all = vec![crd("u1", true, &[CLEANUP_FINALIZER])];
+        assert_eq!(known.observe(Event::Restarted(all)), [key("u1")]);
+        // Released and gone, then re-created and deleted: another CRD.
+        assert!(
+            known
+                .observe(Event::Deleted(crd("u1", true, &[])))
+                .is_empty()
+        );
+        assert!(
+            known
+                .observe(Event::Applied(crd("u2", false, &[CLEANUP_FINALIZER])))
+                .is_empty()
+        );
+        assert_eq!(
+            known.observe(Event::Applied(crd("u2", true, &[CLEANUP_FINALIZER]))),
+            [key("u2")]
+        );
+        // Deleted without the finalizer: nothing to clean up.
+        let mut other = Known::default();
+        assert!(
+            other
+                .observe(Event::Applied(crd("u3", true, &[])))
+                .is_empty()
+        );
+        assert!(other.awaiting_cleanup().is_empty());
+    }
+
+    #[test]
+    fn a_failed_status_write_is_looked_at_again_at_the_next_sync() {
+        let mut known = Known::default();
+        known.observe(Event::Applied(crd("u1", false, &[])));
+        let (groups, names) = known.take_changes();
+        assert_eq!(groups, HashSet::from(["stable.example.com".to_string()]));
+        assert_eq!(
+            names,
+            HashSet::from(["crontabs.stable.example.com".to_string()])
+        );
+        assert_eq!(known.take_changes(), Default::default());
+        known.touch("crontabs.stable.example.com");
+        let (groups, names) = known.take_changes();
+        assert_eq!(groups.len(), 1);
+        assert_eq!(names.len(), 1);
+        // A CRD gone meanwhile is not brought back.
+        known.observe(Event::Deleted(crd("u1", false, &[])));
+        known.take_changes();
+        known.touch("crontabs.stable.example.com");
+        assert_eq!(known.take_changes(), Default::default());
+    }
+}

@@ -19,7 +19,9 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use registry::{GenericStore, RequestContext};
 use storage::Backoff;
@@ -171,24 +173,149 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    #[tokio::test(start_paused = true)]
-    async fn failed_runs_are_restarted_with_growing_delays() {
-        let runs = Arc::new(AtomicUsize::new(0));
-        let counted = runs.clone();
-        let task = tokio::spawn(keep_running("test", move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-            async { Err(std::io::Error::other("boom")) }
-        }));
-        // 100 + 200 + 400 + 800 ms (plus jitter) fit in 2 s; the next 1.6 s do not.
-        tokio::time::sleep(Duration::from_millis(2_000)).await;
-        let after_two_seconds = runs.load(Ordering::SeqCst);
+    #[derive(Debug, thiserror::Error)]
+    #[error("boom")]
+    struct Boom;
+
+    /// The time between each start and the next.
+    fn gaps(starts: &[Instant]) -> Vec<Duration> {
+        starts.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    /// `gap` is `base_ms` plus `storage::Backoff`'s jitter (up to a quarter).
+    fn assert_jittered(gap: Duration, base_ms: u64) {
+        let base = Duration::from_millis(base_ms);
         assert!(
-            (4..=5).contains(&after_two_seconds),
-            "{after_two_seconds} runs"
+            gap >= base && gap <= base.mul_f64(1.25),
+            "{gap:?} is not {base:?} plus up to 25%"
         );
+    }
+
+    /// Run `keep_running` over `attempt` until it has started `runs` times;
+    /// when each run started.
+    async fn starts_of<F, Fut>(runs: usize, mut attempt: F) -> Vec<Instant>
+    where
+        F: FnMut(usize) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), Boom>> + Send + 'static,
+    {
+        let starts = Arc::new(Mutex::new(Vec::new()));
+        let seen = starts.clone();
+        let task = tokio::spawn(keep_running("test", move || {
+            let run = {
+                let mut starts = seen.lock().unwrap();
+                starts.push(Instant::now());
+                starts.len() - 1
+            };
+            attempt(run)
+        }));
+        // Paused time jumps from timer to timer while every task waits.
+        while starts.lock().unwrap().len() < runs {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         task.abort();
+        let starts = starts.lock().unwrap();
+        starts[..runs].to_vec()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_runs_restart_after_delays_doubling_from_100_ms_to_30_s() {
+        let starts = starts_of(12, |_| async { Err(Boom) }).await;
+        let bases = [
+            100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 25_600, 30_000, 30_000,
+        ];
+        for (gap, base) in gaps(&starts).into_iter().zip(bases) {
+            assert_jittered(gap, base);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_that_lasted_a_minute_starts_the_delays_again() {
+        let starts = starts_of(6, |run| async move {
+            if run == 3 {
+                tokio::time::sleep(HEALTHY_RUN).await;
+            }
+            Err(Boom)
+        })
+        .await;
+        let gaps = gaps(&starts);
+        assert_jittered(gaps[0], 100);
+        assert_jittered(gaps[1], 200);
+        assert_jittered(gaps[2], 400);
+        // The fourth run was healthy: the delay after it is the first again.
+        assert_jittered(gaps[3] - HEALTHY_RUN, 100);
+        assert_jittered(gaps[4], 200);
+    }
+
+    /// Fails its first `failures` reconciliations, recording when each ran.
+    struct Flaky {
+        failures: AtomicUsize,
+        calls: Mutex<Vec<(u32, Instant)>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Reconciler for Flaky {
+        type Key = u32;
+        type Error = Boom;
+
+        fn name(&self) -> &'static str {
+            "flaky"
+        }
+
+        async fn reconcile(&self, key: &u32) -> Result<(), Boom> {
+            self.calls.lock().unwrap().push((*key, Instant::now()));
+            let failing = self
+                .failures
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if failing { Err(Boom) } else { Ok(()) }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn run_reconciles_a_failed_key_again_after_its_backoff_until_it_succeeds() {
+        let flaky = Arc::new(Flaky {
+            failures: AtomicUsize::new(2),
+            calls: Mutex::default(),
+        });
+        let queue = WorkQueue::new(Duration::from_millis(100), Duration::from_secs(1));
+        queue.add(7);
+        let start = Instant::now();
+        // The feed ends the run after 10 s.
+        run(
+            flaky.clone(),
+            queue,
+            2,
+            tokio::time::sleep(Duration::from_secs(10)),
+        )
+        .await;
+        let calls: Vec<(u32, Duration)> = flaky
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(key, at)| (*key, *at - start))
+            .collect();
+        // Failed at 0 and 100 ms, succeeded at 300 ms (100 + 200), never again.
+        assert_eq!(
+            calls,
+            [(7, 0), (7, 100), (7, 300)].map(|(k, ms)| (k, Duration::from_millis(ms)))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_queues_its_key_once_per_interval() {
+        let queue = WorkQueue::new(Duration::from_millis(100), Duration::from_secs(1));
+        let ticking = tokio::spawn(every(Duration::from_secs(2), queue.clone(), "tick"));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(queue.next().await, "tick", "the first tick is at once");
+        queue.done(&"tick");
+        tokio::time::sleep(Duration::from_millis(1_990)).await;
+        assert!(queue.is_empty());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(queue.len(), 1);
+        ticking.abort();
     }
 }

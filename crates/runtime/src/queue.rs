@@ -204,4 +204,36 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(60)).await;
         assert_eq!(q.len(), 1);
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_that_fails_after_being_added_again_waits_for_its_backoff() {
+        let q = queue();
+        q.add("a");
+        let key = q.next().await;
+        // Changed while being worked on, but the work failed: its backoff, not
+        // the change, decides when it comes back.
+        q.add("a");
+        q.retry(key);
+        assert!(q.is_empty());
+        tokio::time::sleep(Duration::from_millis(99)).await;
+        assert!(q.is_empty());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        assert_eq!(q.len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_added_while_it_waits_out_its_backoff_is_queued_once() {
+        let q = queue();
+        q.add("a");
+        let key = q.next().await;
+        q.retry(key);
+        // A new change queues it at once...
+        q.add("a");
+        assert_eq!(q.len(), 1);
+        // ...and the retry that comes due while it waits adds nothing.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.next().await, "a");
+        assert!(q.is_empty());
+    }
 }

@@ -43,7 +43,8 @@ enum Source {
     /// One resource's objects, through its store (the first list is a
     /// consistent read).
     Store(Arc<GenericStore>),
-    /// Every object stored under `prefix`, whatever its type.
+    /// Every object stored under `prefix`, whatever its type (the first list
+    /// is a consistent read too).
     Keyspace {
         storage: Arc<Storage>,
         prefix: String,
@@ -111,7 +112,14 @@ impl Reflector {
                     .map_err(StartError::Store)
             }
             Source::Keyspace { storage, prefix } => {
-                let start = after.map_or(WatchStart::CurrentState, WatchStart::After);
+                let start = match after {
+                    Some(revision) => WatchStart::After(revision),
+                    // A consistent list, as a store's.
+                    None => {
+                        storage.sync().await.map_err(StartError::Storage)?;
+                        WatchStart::CurrentState
+                    }
+                };
                 storage
                     .watch(prefix, start, Arc::new(|_| true), false)
                     .await
@@ -250,30 +258,43 @@ mod tests {
     use serde_json::json;
     use storage::StoreOptions;
 
-    /// ConfigMaps over an in-memory store whose watchers are ended after
-    /// `watcher_queue` unread events and whose history keeps `history_limit`.
-    async fn configmaps(watcher_queue: usize, history_limit: usize) -> Arc<GenericStore> {
+    /// An in-memory store whose watchers are ended after `watcher_queue` unread
+    /// events and whose history keeps `history_limit`.
+    async fn storage(watcher_queue: usize, history_limit: usize) -> Arc<Storage> {
         let backend = Arc::new(storage::memory::MemoryBackend::new());
         let options = StoreOptions {
             watcher_queue,
             history_limit,
             ..Default::default()
         };
-        let storage = Storage::open(backend, JsonCodec, options).await.unwrap();
+        Storage::open(backend, JsonCodec, options).await.unwrap()
+    }
+
+    /// The core resource `plural` in `storage`.
+    fn core(storage: &Arc<Storage>, plural: &str) -> Arc<GenericStore> {
         let mut rtype = registry::builtin::resource_types()
             .into_iter()
-            .find(|t| t.group.is_empty() && t.plural == "configmaps")
+            .find(|t| t.group.is_empty() && t.plural == plural)
             .and_then(Arc::into_inner)
             .unwrap();
         // No namespaces in this store.
         rtype.namespace_lifecycle = false;
-        Arc::new(GenericStore::new(Arc::new(rtype), storage, "/registry"))
+        Arc::new(GenericStore::new(
+            Arc::new(rtype),
+            storage.clone(),
+            "/registry",
+        ))
+    }
+
+    async fn configmaps(watcher_queue: usize, history_limit: usize) -> Arc<GenericStore> {
+        core(&storage(watcher_queue, history_limit).await, "configmaps")
     }
 
     async fn create(store: &GenericStore, name: &str) {
         let ctx = crate::system_context("default", "test");
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
-        store.create(&ctx, cm).await.unwrap();
+        let kind = &store.rtype.kind;
+        let object = json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}});
+        store.create(&ctx, object).await.unwrap();
     }
 
     fn names(objects: &[Arc<Object>]) -> Vec<String> {
@@ -292,7 +313,7 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn lists_then_follows() {
         let store = configmaps(1024, 1000).await;
         create(&store, "a").await;
@@ -305,7 +326,7 @@ mod tests {
         assert_eq!(applied_name(reflector.next().await), "b");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn resumes_after_an_ended_watch_without_listing_again() {
         let store = configmaps(4, 1000).await;
         let mut reflector = Reflector::new(store.clone(), "test");
@@ -327,7 +348,7 @@ mod tests {
         assert_eq!(seen, want);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn lists_again_when_its_revision_was_compacted() {
         let store = configmaps(4, 3).await;
         let mut reflector = Reflector::new(store.clone(), "test");
@@ -342,6 +363,36 @@ mod tests {
                 Event::Applied(_) => continue,
                 Event::Restarted(all) => {
                     assert_eq!(all.len(), 10);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_keyspace_reflector_follows_every_type_and_lists_again_after_410() {
+        let storage = storage(4, 3).await;
+        let (configmaps, secrets) = (core(&storage, "configmaps"), core(&storage, "secrets"));
+        create(&configmaps, "a").await;
+        create(&secrets, "s").await;
+        let mut reflector = Reflector::keyspace(storage.clone(), "/registry/", "test");
+        match reflector.next().await {
+            Event::Restarted(all) => assert_eq!(names(&all), ["a", "s"]),
+            other => panic!("{other:?}"),
+        }
+        create(&secrets, "t").await;
+        assert_eq!(applied_name(reflector.next().await), "t");
+        // As with a store: the watch is ended, its revision compacted (storage's
+        // own error, not a 410 Status), and the state comes as a new list.
+        for i in 0..10 {
+            create(&configmaps, &format!("cm-{i}")).await;
+        }
+        loop {
+            match reflector.next().await {
+                Event::Applied(_) => continue,
+                Event::Restarted(all) => {
+                    assert_eq!(all.len(), 13);
                     break;
                 }
                 other => panic!("{other:?}"),
