@@ -17,6 +17,8 @@
 //!
 //! Each shortcut equals the plain way (serde over the whole object): the
 //! property tests below check it over generated objects.
+//!
+//! Hot path: every write, cached read and watch event.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
