@@ -18,72 +18,12 @@ use serde_json::{Value, json};
 use apimachinery::options::PropagationPolicy;
 use apimachinery::{StatusError, Subresource};
 use registry::options::DeleteOptions;
-use registry::{GenericStore, Object, RequestContext, ResourceType, Storage, WatchOptions};
+use registry::{Object, RequestContext, Storage, WatchOptions};
 use storage::StoreOptions;
 use storage::WatchItem;
 
-const NAMESPACE: &str = "test";
-
-/// Stores of a few built-in types over one memory backend, with namespace
-/// `test` present.
-struct Fixture {
-    storage: Arc<Storage>,
-    types: Vec<Arc<ResourceType>>,
-}
-
-impl Fixture {
-    async fn new() -> Self {
-        Self::with_options(StoreOptions::default()).await
-    }
-
-    async fn with_options(options: StoreOptions) -> Self {
-        let backend = Arc::new(storage::memory::MemoryBackend::new());
-        let storage = Storage::open(backend, registry::JsonCodec, options)
-            .await
-            .unwrap();
-        let fixture = Fixture {
-            storage,
-            types: registry::builtin::resource_types(),
-        };
-        fixture
-            .store("", "namespaces")
-            .create(
-                &RequestContext::default(),
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-            )
-            .await
-            .unwrap();
-        fixture
-    }
-
-    fn store(&self, group: &str, plural: &str) -> GenericStore {
-        let rtype = self
-            .types
-            .iter()
-            .find(|t| t.group == group && t.plural == plural && t.is_stored())
-            .unwrap_or_else(|| panic!("no built-in {plural}.{group}"))
-            .clone();
-        GenericStore::new(rtype, self.storage.clone(), "/registry")
-    }
-
-    /// What is stored under `name` in namespace `test`, as served.
-    async fn stored(&self, store: &GenericStore, name: &str) -> Option<Value> {
-        store.get(&ctx(), name).await.ok().map(|o| value(&o))
-    }
-}
-
-fn value(object: &Object) -> Value {
-    object.to_value()
-}
-
-fn ctx() -> RequestContext {
-    RequestContext {
-        namespace: NAMESPACE.into(),
-        user: "admin".into(),
-        groups: vec!["system:masters".into()],
-        ..Default::default()
-    }
-}
+mod common;
+use common::{Fixture, ctx, value};
 
 fn dry_run() -> RequestContext {
     RequestContext {
