@@ -23,16 +23,19 @@ pub enum AuthorizationMode {
     Rbac,
 }
 
+/// An `--authorization-mode` kubext does not have (as written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("authorization-mode {0:?} is not supported (AlwaysAllow, AlwaysDeny, RBAC)")]
+pub struct UnsupportedAuthorizationMode(pub String);
+
 impl AuthorizationMode {
     /// kube-apiserver's spelling.
-    pub fn parse(mode: &str) -> Result<AuthorizationMode, String> {
+    pub fn parse(mode: &str) -> Result<AuthorizationMode, UnsupportedAuthorizationMode> {
         match mode {
             "AlwaysAllow" => Ok(AuthorizationMode::AlwaysAllow),
             "AlwaysDeny" => Ok(AuthorizationMode::AlwaysDeny),
             "RBAC" => Ok(AuthorizationMode::Rbac),
-            other => Err(format!(
-                "authorization-mode {other:?} is not supported (AlwaysAllow, AlwaysDeny, RBAC)"
-            )),
+            other => Err(UnsupportedAuthorizationMode(other.to_string())),
         }
     }
 }

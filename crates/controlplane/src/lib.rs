@@ -16,7 +16,7 @@ pub mod service_repair;
 mod webhook_services;
 
 pub use admission::in_tree::Plugins as AdmissionPlugins;
-pub use authorization::AuthorizationMode;
+pub use authorization::{AuthorizationMode, UnsupportedAuthorizationMode};
 pub use controllers::identity::Timings as IdentityLeaseTimings;
 pub use kubernetes_service::ReconcilerType;
 pub use replica::Replica;

@@ -166,10 +166,30 @@ pub fn join_host_port(host: &str, port: &str) -> String {
     }
 }
 
+/// Why a request sent on to a backend got no answer, in Go's transport's
+/// words (the text a 503's `error trying to reach service: …` carries).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ForwardError {
+    /// The backend's host name does not resolve.
+    #[error("dial tcp: lookup {host}: no such host")]
+    NoSuchHost { host: String },
+    /// No address of the host took the connection (the last one's cause).
+    #[error("dial tcp {authority}: {cause}")]
+    Dial { authority: String, cause: String },
+    #[error("net/http: TLS handshake timeout")]
+    HandshakeTimeout,
+    /// The TLS configuration or handshake failed.
+    #[error("tls: {0}")]
+    Tls(String),
+    /// The connection broke or closed without an answer (`EOF`).
+    #[error("{0}")]
+    Exchange(String),
+}
+
 /// Send `req` (origin-form URI, its own `Host`) to `backend` over a new
 /// HTTP/1.1 connection that allows upgrades; the answer with its body unread.
 /// The error is Go's transport's words for what failed.
-pub async fn send<B>(backend: &Backend, req: Request<B>) -> Result<Response<Incoming>, String>
+pub async fn send<B>(backend: &Backend, req: Request<B>) -> Result<Response<Incoming>, ForwardError>
 where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
@@ -185,14 +205,14 @@ where
     let handshake = tokio_rustls::TlsConnector::from(config).connect(name, tcp);
     let tls = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake)
         .await
-        .map_err(|_| "net/http: TLS handshake timeout".to_string())?
+        .map_err(|_| ForwardError::HandshakeTimeout)?
         .map_err(|e| tls_error(&e))?;
     exchange(tls, req).await
 }
 
 /// One request on a new connection, whose task ends with it (or with the
 /// upgraded connection).
-async fn exchange<IO, B>(io: IO, req: Request<B>) -> Result<Response<Incoming>, String>
+async fn exchange<IO, B>(io: IO, req: Request<B>) -> Result<Response<Incoming>, ForwardError>
 where
     IO: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     B: http_body::Body + Send + 'static,
@@ -201,7 +221,7 @@ where
 {
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ForwardError::Exchange(e.to_string()))?;
     tokio::spawn(async move {
         if let Err(e) = conn.with_upgrades().await {
             tracing::debug!(error = %e, "proxied connection ended");
@@ -214,24 +234,37 @@ where
 }
 
 /// A TCP connection to the first of the host's addresses that answers.
-async fn dial(backend: &Backend) -> Result<TcpStream, String> {
+async fn dial(backend: &Backend) -> Result<TcpStream, ForwardError> {
     let authority = backend.authority();
+    let no_such_host = || ForwardError::NoSuchHost {
+        host: backend.host.clone(),
+    };
     let addrs: Vec<SocketAddr> = match backend.host.parse::<IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, backend.port)],
         Err(_) => tokio::net::lookup_host((backend.host.as_str(), backend.port))
             .await
-            .map_err(|_| format!("dial tcp: lookup {}: no such host", backend.host))?
+            .map_err(|_| no_such_host())?
             .collect(),
     };
-    let mut last = format!("dial tcp: lookup {}: no such host", backend.host);
+    let mut last = no_such_host();
     for addr in addrs {
         match tokio::time::timeout(DIAL_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(Ok(tcp)) => {
                 let _ = tcp.set_nodelay(true);
                 return Ok(tcp);
             }
-            Ok(Err(e)) => last = format!("dial tcp {authority}: {}", dial_cause(&e)),
-            Err(_) => last = format!("dial tcp {authority}: i/o timeout"),
+            Ok(Err(e)) => {
+                last = ForwardError::Dial {
+                    authority: authority.clone(),
+                    cause: dial_cause(&e),
+                }
+            }
+            Err(_) => {
+                last = ForwardError::Dial {
+                    authority: authority.clone(),
+                    cause: "i/o timeout".into(),
+                }
+            }
         }
     }
     Err(last)
@@ -250,47 +283,47 @@ fn dial_cause(e: &std::io::Error) -> String {
 }
 
 /// Go's words for a failed TLS handshake, where rustls has an equivalent.
-fn tls_error(e: &std::io::Error) -> String {
+fn tls_error(e: &std::io::Error) -> ForwardError {
     let rustls = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>());
-    match rustls {
+    ForwardError::Tls(match rustls {
         Some(rustls::Error::InvalidMessage(_)) => {
-            "tls: first record does not look like a TLS handshake".into()
+            "first record does not look like a TLS handshake".into()
         }
         Some(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)) => {
-            "tls: failed to verify certificate: x509: certificate signed by unknown authority"
-                .into()
+            "failed to verify certificate: x509: certificate signed by unknown authority".into()
         }
-        Some(other) => format!("tls: {other}"),
-        None => format!("tls: {e}"),
-    }
+        Some(other) => other.to_string(),
+        None => e.to_string(),
+    })
 }
 
 /// Go's words for a backend that took the connection but gave no answer.
-fn response_error(e: &hyper::Error) -> String {
-    if e.is_incomplete_message() {
+fn response_error(e: &hyper::Error) -> ForwardError {
+    ForwardError::Exchange(if e.is_incomplete_message() {
         "EOF".into()
     } else {
         e.to_string()
-    }
+    })
 }
 
-fn server_name(host: &str) -> Result<ServerName<'static>, String> {
-    ServerName::try_from(host.to_string()).map_err(|e| format!("tls: {e}"))
+fn server_name(host: &str) -> Result<ServerName<'static>, ForwardError> {
+    ServerName::try_from(host.to_string()).map_err(|e| ForwardError::Tls(e.to_string()))
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-type Config = Result<Arc<rustls::ClientConfig>, String>;
+type Config = Result<Arc<rustls::ClientConfig>, ForwardError>;
 
 /// A client configuration of ring's default protocol versions.
-fn builder() -> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>, String> {
+fn builder()
+-> Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>, ForwardError> {
     rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("tls: {e}"))
+        .map_err(|e| ForwardError::Tls(e.to_string()))
 }
 
 /// The proxy transport's TLS: no certificate check (`InsecureSkipVerify`).
@@ -418,6 +451,13 @@ mod tests {
         let err = send(&backend, req).await.unwrap_err();
         assert_eq!(
             err,
+            ForwardError::Dial {
+                authority: format!("127.0.0.1:{port}"),
+                cause: "connect: connection refused".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
             format!("dial tcp 127.0.0.1:{port}: connect: connection refused")
         );
         assert_eq!(join_host_port("::1", "80"), "[::1]:80");
