@@ -64,6 +64,7 @@ var normalizers = []struct {
 	{regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`), "kube-api-access-XXXXX"},
 	{regexp.MustCompile(`"clusterIP":"[0-9.]+"`), `"clusterIP":"CLUSTER-IP"`},
 	{regexp.MustCompile(`"clusterIPs":\["[0-9.]+"\]`), `"clusterIPs":["CLUSTER-IP"]`},
+	{regexp.MustCompile(`"(nodePort|healthCheckNodePort)":[0-9]+`), `"$1":"NODE-PORT"`},
 }
 
 // normalize applies normalizers.

@@ -76,6 +76,14 @@ var knownDifferences = []knownDifference{
 	{"admissionregistration.k8s.io.v1.ValidatingAdmissionPolicyBinding.sparse", kubeAPIServer, "managedFields: " +
 		"upstream's schema makes spec.validationActions a set (v:\"Audit\" entries); kubext's field sets treat the " +
 		"list as atomic (registry::managed_fields)"},
+	{"admissionregistration.k8s.io.v1.ValidatingAdmissionPolicyBinding.params", kubeAPIServer, "managedFields: " +
+		"spec.validationActions is a set upstream (as for .sparse)"},
+	{"core.v1.PersistentVolume.nfs", kubeAPIServer, "managedFields: upstream's schema makes spec.claimRef " +
+		"granular (f:name, f:namespace); kubext's field sets treat it as atomic (registry::managed_fields)"},
+	{"autoscaling.v1.HorizontalPodAutoscaler.behavior", kubeAPIServer, "autoscaling/v1's annotations for what " +
+		"v1 cannot hold: upstream writes autoscaling.alpha.kubernetes.io/metrics in v2beta1's shape " +
+		"(targetAverageValue) and .../behavior as the internal Go struct (ScaleUp, StabilizationWindowSeconds…); " +
+		"kubext writes both in v2's shape (registry::builtin::hpa)"},
 	{"storage.k8s.io.v1.CSIDriver.csi.example.com", kubeAPIServer, "managedFields: spec.volumeLifecycleModes is a " +
 		"set upstream (v:\"Persistent\"); kubext's field sets treat the list as atomic (registry::managed_fields)"},
 	{"apps.v1.ControllerRevision.sparse", kubeAPIServer, "managedFields: upstream treats data (a RawExtension) as " +

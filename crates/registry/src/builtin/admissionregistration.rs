@@ -247,15 +247,12 @@ impl Strategy for Policies {
 }
 
 impl Strategy for PolicyBindings {
-    /// Upstream's v1 defaults, where it decodes (so managedFields list them).
+    /// Upstream's v1 defaults (`SetDefaults_MatchResources`; a paramRef's
+    /// parameterNotFoundAction has none: it is required), where it decodes
+    /// (so managedFields list them).
     fn default(&self, obj: &mut Value) {
-        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-            if let Some(m) = spec.get_mut("matchResources") {
-                default_match_resources(m);
-            }
-            if let Some(p) = spec.get_mut("paramRef").and_then(Value::as_object_mut) {
-                p.entry("parameterNotFoundAction").or_insert(json!("Deny"));
-            }
+        if let Some(m) = obj.pointer_mut("/spec/matchResources") {
+            default_match_resources(m);
         }
     }
 
@@ -298,12 +295,19 @@ impl Strategy for PolicyBindings {
                     "name and selector are mutually exclusive",
                 ));
             }
-            supported(
-                str_at(p, "/parameterNotFoundAction"),
-                &["Allow", "Deny"],
-                &at.child("parameterNotFoundAction"),
-                &mut errs,
-            );
+            // Required: v1 has no default for it.
+            match str_at(p, "/parameterNotFoundAction") {
+                "" => errs.push(FieldError::required(
+                    &at.child("parameterNotFoundAction"),
+                    "",
+                )),
+                action => supported(
+                    action,
+                    &["Allow", "Deny"],
+                    &at.child("parameterNotFoundAction"),
+                    &mut errs,
+                ),
+            }
         }
         if let Some(m) = obj.pointer("/spec/matchResources").filter(|v| !v.is_null()) {
             let at = spec.child("matchResources");
