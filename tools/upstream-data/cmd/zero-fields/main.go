@@ -1,5 +1,5 @@
 // Command zero-fields writes go-zero-fields.tsv: for every built-in kind of
-// kube-apiserver 1.33, the fields Go's encoding/json writes when they were
+// kube-apiserver 1.37, the fields Go's encoding/json writes when they were
 // absent from the input (non-omitempty fields and non-pointer structs), with
 // the JSON it writes for them, and the fields it drops when they were present
 // but empty (omitempty), with a token saying which values it drops.
@@ -26,7 +26,7 @@ import (
 
 const command = "go run ./cmd/zero-fields -o ../../crates/registry/data/go-zero-fields.tsv"
 
-const header = `# Fields kube-apiserver 1.33 writes although a request left them out, and
+const header = `# Fields kube-apiserver 1.37 writes although a request left them out, and
 # fields it leaves out although a request had them. kube-apiserver decodes
 # a request into Go types and encodes them with encoding/json, which
 # - writes every field without omitempty (string "", number 0, bool false,
@@ -59,8 +59,8 @@ const header = `# Fields kube-apiserver 1.33 writes although a request left them
 # schema like the outer one, and the schemas inside items,
 # additionalProperties, additionalItems and dependencies{} (types with
 # their own marshaller) have no rows.
-# Generated from k8s.io/api v0.33.13 (and apiextensions-apiserver,
-# kube-aggregator v0.33.13) by tools/upstream-data:
+# Generated from k8s.io/api v0.37.2 (and apiextensions-apiserver,
+# kube-aggregator v0.37.2) by tools/upstream-data:
 #   cd tools/upstream-data && ` + command + `
 # Columns: group (core for the legacy group), version, kind, path, zero.
 `
