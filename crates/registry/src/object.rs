@@ -33,12 +33,16 @@ pub struct Object {
     /// then shared by every GET, LIST and watcher of that version.
     /// `None`: that presentation is the stored form itself (checked once).
     presented: Mutex<Vec<(u64, Option<Arc<Object>>)>>,
+    /// `metadata.resourceVersion` as a revision, known when the object is
+    /// made (every controller's reflector asks it of every event).
+    revision: Option<i64>,
 }
 
 impl Object {
     /// The object `value` (encoded now; the tree itself is not kept).
     pub fn new(value: Value) -> Self {
-        Object::from_json(encoding::encode_served(&value))
+        let revision = revision_of(&value);
+        Object::with_revision(encoding::encode_served(&value), revision)
     }
 
     /// The object stored as `stored` (by [`encode_for_storage`](encoding::encode_for_storage)) at `revision`:
@@ -46,15 +50,27 @@ impl Object {
     /// instead of serializing the object again. `None` if `stored` does not
     /// start as that encoding does.
     pub fn from_stored(stored: &[u8], revision: i64) -> Option<Object> {
-        encoding::splice_revision(stored, revision).map(Object::from_json)
+        encoding::splice_revision(stored, revision)
+            .map(|json| Object::with_revision(json, Some(revision)))
     }
 
-    /// The object whose JSON encoding is `json`.
+    /// The object whose JSON encoding is `json` (another writer's bytes: its
+    /// revision is read from them now).
     pub fn from_json(json: Bytes) -> Self {
+        let revision = encoding::read_revision(&json).or_else(|| {
+            apimachinery::json::from_slice(&json)
+                .ok()
+                .and_then(|value| revision_of(&value))
+        });
+        Object::with_revision(json, revision)
+    }
+
+    fn with_revision(json: Bytes, revision: Option<i64>) -> Self {
         Object {
             json,
             decoded: Mutex::new(Weak::new()),
             presented: Mutex::new(Vec::new()),
+            revision,
         }
     }
 
@@ -117,17 +133,9 @@ impl Object {
         encoding::read_head(&self.json).unwrap_or_else(|| self.read().unwrap_or_default())
     }
 
-    /// `metadata.resourceVersion` as a revision: read where
-    /// [`Object::from_stored`] splices it (after `uid`) without
-    /// decoding the object, which every watch event of a controller needs;
-    /// decoded from the whole object otherwise.
+    /// `metadata.resourceVersion` as a revision.
     pub fn revision(&self) -> Option<i64> {
-        let spliced = encoding::read_revision(&self.json);
-        spliced.or_else(|| {
-            meta::parse_resource_version(meta::resource_version(&self.value()))
-                .ok()
-                .flatten()
-        })
+        self.revision
     }
 
     /// A typed view of some of the object's fields, decoded from its JSON
@@ -174,6 +182,13 @@ pub struct HeadMeta {
 pub struct HeadOwner {
     pub uid: String,
     pub block_owner_deletion: Option<bool>,
+}
+
+/// `metadata.resourceVersion` of a decoded object, as a revision.
+fn revision_of(value: &Value) -> Option<i64> {
+    meta::parse_resource_version(meta::resource_version(value))
+        .ok()
+        .flatten()
 }
 
 impl Head {
