@@ -6,13 +6,13 @@
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apimachinery::meta;
 use registry::{GenericStore, ResourceType};
 
-use crate::{Error, api};
+use crate::{Error, api, lock};
 use runtime::leader::Leadership;
 use runtime::{Event, Reconciler, Reflector, WorkQueue, system_context};
 
@@ -52,11 +52,6 @@ const CLEANUP_MAX_RETRY: Duration = Duration::from_secs(30);
 /// Deleted CRDs cleaned up at once (upstream's finalizing controller runs 5
 /// workers).
 const CLEANUP_WORKERS: usize = 5;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // No code panics while holding these; the state is still consistent.
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 impl CrdController {
     pub fn new(crds: Arc<GenericStore>, publish: Publish, leadership: Leadership) -> Self {
@@ -665,6 +660,11 @@ impl Reconciler for Cleaner {
         key.set_terminating(crds, "False", "InstanceDeletionCompleted", completed, true)
             .await;
         Ok(())
+    }
+
+    /// Instances still going is reported in the CRD's condition.
+    fn in_progress(&self, error: &Error) -> bool {
+        matches!(error, Error::InstancesRemain(_))
     }
 }
 

@@ -12,7 +12,7 @@
 //! resumed; a relist rebuilds the graph), a work queue of uids.
 
 use foldhash::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apimachinery::meta;
@@ -20,7 +20,7 @@ use registry::Head;
 use registry::options::{DeleteOptions, PropagationPolicy};
 use serde_json::Value;
 
-use crate::Error;
+use crate::{Error, lock};
 use runtime::{Event, Reconciler, Reflector, Resources, WorkQueue, system_context};
 
 const MANAGER: &str = "kubext-garbage-collector";
@@ -375,11 +375,6 @@ struct Step {
 }
 
 impl<R: Resources> Collector<R> {
-    fn graph(&self) -> MutexGuard<'_, Graph> {
-        // No code panics while holding it; a poisoned graph is still consistent.
-        self.graph.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Apply every event to the graph and queue the uids it touched; a burst of
     /// events is taken in whole before they are queued, so each uid is looked
     /// at once.
@@ -387,7 +382,7 @@ impl<R: Resources> Collector<R> {
         loop {
             let event = reflector.next().await;
             let touched = {
-                let mut graph = self.graph();
+                let mut graph = lock(&self.graph);
                 let mut touched = apply(&mut graph, event);
                 while let Some(event) = reflector.try_next() {
                     touched.extend(apply(&mut graph, event));
@@ -400,7 +395,7 @@ impl<R: Resources> Collector<R> {
 
     /// The decisions for `uid` now.
     fn plan(&self, uid: &str) -> Vec<Step> {
-        let graph = self.graph();
+        let graph = lock(&self.graph);
         graph
             .decide(uid)
             .into_iter()

@@ -42,3 +42,9 @@ fn api(what: impl Into<String>) -> impl FnOnce(apimachinery::StatusError) -> Err
     let what = what.into();
     move |status| Error::Api { what, status }
 }
+
+/// Lock state a feed and a controller's workers share. No code panics while
+/// holding it, so a poisoned lock still guards consistent state.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -308,6 +308,10 @@ impl<R: Resources> Reconciler for NamespaceController<R> {
     async fn reconcile(&self, name: &String) -> Result<(), Error> {
         self.reconcile_namespace(name).await
     }
+
+    fn in_progress(&self, error: &Error) -> bool {
+        matches!(error, Error::NamespaceNotEmpty { .. })
+    }
 }
 
 /// Namespaces are reconciled independently; a few at once keep one slow

@@ -64,6 +64,14 @@ pub trait Reconciler: Send + Sync + 'static {
 
     /// Reconcile `key`; an error queues it again after its backoff.
     async fn reconcile(&self, key: &Self::Key) -> Result<(), Self::Error>;
+
+    /// Whether `error` only says the work is not done yet (a namespace still
+    /// holding objects), logged at debug level, rather than that something
+    /// failed, logged as a warning (upstream's controllers tell the two apart
+    /// the same way).
+    fn in_progress(&self, _error: &Self::Error) -> bool {
+        false
+    }
 }
 
 /// A reconciler's failure known only as text: for reconcilers whose steps do
@@ -91,7 +99,12 @@ pub async fn run<R: Reconciler>(
                     Ok(()) => queue.done(&key),
                     Err(error) => {
                         let delay = queue.retry(key.clone());
-                        tracing::debug!(controller = reconciler.name(), ?key, %error, ?delay, "reconcile failed; retrying");
+                        let controller = reconciler.name();
+                        if reconciler.in_progress(&error) {
+                            tracing::debug!(controller, ?key, %error, ?delay, "not done yet; retrying");
+                        } else {
+                            tracing::warn!(controller, ?key, %error, ?delay, "reconcile failed; retrying");
+                        }
                     }
                 }
             }
