@@ -142,7 +142,14 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
                     }
                     write_str(out, key);
                     out.push(b':');
-                    write_typed(out, value, object_meta.and_then(|m| m.member(key)), orders);
+                    // Only these two of ObjectMeta's members hold structs.
+                    let typed = match key.as_str() {
+                        "ownerReferences" | "managedFields" => {
+                            object_meta.and_then(|m| m.member(key))
+                        }
+                        _ => None,
+                    };
+                    write_typed(out, value, typed, orders);
                 }
                 out.push(b'}');
             }
@@ -357,18 +364,41 @@ fn metadata_in_order(
 /// Where `resourceVersion` is in [`OBJECT_META_ORDER`].
 const RESOURCE_VERSION_RANK: usize = 5;
 
+/// Whether `bytes` hold `<`, `>`, `&` or the lead byte of U+2028 and U+2029
+/// (E2 80 A8/A9), a word at a time: most strings have none, and calls to
+/// `memchr` cost more than this scan for strings this short.
+fn has_html_unsafe_byte(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Whether some byte of `word` is `byte` (exact: a byte of `x` is zero).
+    let holds = |word: u64, byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGHS != 0
+    };
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        // `<` (3C) and `>` (3E) differ in one bit.
+        if holds(word | (ONES * 0x02), b'>') | holds(word, b'&') | holds(word, 0xE2) {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| matches!(b, b'<' | b'>' | b'&' | 0xE2))
+}
+
 /// Writes `s` as a JSON string, escaped as Go's `encoding/json` escapes (what
 /// kube-apiserver writes): `"` and `\\`, control characters (short forms
 /// where JSON has them, else `\u00xx`), as serde_json does, and also `<`,
 /// `>`, `&`, U+2028 and U+2029 as `\u003c`, `\u003e`, `\u0026`,
 /// `\u2028` and `\u2029` (Go's HTML-safe escaping, on by default). The scan
 /// for what needs escaping is SIMD (`json-escape-simd`, sonic-rs's kernel:
-/// ten times fewer instructions than a table lookup per byte; `memchr` for
-/// the HTML-safe characters, which most strings lack).
+/// ten times fewer instructions than a table lookup per byte; a vectorized
+/// scan for the HTML-unsafe characters, which most strings lack).
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
-    if memchr::memchr3(b'<', b'>', b'&', bytes).is_none() && memchr::memchr(0xE2, bytes).is_none() {
+    if !has_html_unsafe_byte(s.as_bytes()) {
         json_escape_simd::escape_into(s, out);
         return;
     }
