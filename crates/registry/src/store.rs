@@ -755,10 +755,10 @@ impl GenericStore {
         let md = meta::metadata_mut(obj);
         md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         md.insert("creationTimestamp".into(), json!(time::now_rfc3339()));
+        // Kinds that do not track generation keep what the client sent:
+        // upstream's `BeforeCreate` leaves it to the strategy.
         if generation {
             md.insert("generation".into(), json!(1));
-        } else {
-            md.remove("generation");
         }
     }
 

@@ -142,12 +142,15 @@ async fn create() {
             input: with_metadata(
                 configmap("foo", json!({"a": "b"})),
                 json!({"uid": "client-uid", "creationTimestamp": "2001-01-01T00:00:00Z",
-                    "deletionTimestamp": "2001-01-01T00:00:00Z", "deletionGracePeriodSeconds": 5}),
+                    "deletionTimestamp": "2001-01-01T00:00:00Z", "deletionGracePeriodSeconds": 5,
+                    "generation": 7}),
             ),
             stored: Some(json!({
                 "apiVersion": "v1", "kind": "ConfigMap",
+                // A kind without a spec does not track generation: upstream's
+                // BeforeCreate leaves the client's to the strategy, which keeps it.
                 "metadata": {"name": "foo", "namespace": "test", "uid": "<uid>",
-                    "creationTimestamp": "<time>", "resourceVersion": "<rv>"},
+                    "creationTimestamp": "<time>", "resourceVersion": "<rv>", "generation": 7},
                 "data": {"a": "b"},
             })),
             refused: None,
