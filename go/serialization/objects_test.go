@@ -3,6 +3,7 @@ package serialization
 import (
 	"bytes"
 	"context"
+	stdjson "encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,3 +278,76 @@ func (s *server) readAll(t testing.TB, objects []object) []read {
 
 // settle is how long a server is left after the creates before the GETs.
 const settle = 2 * time.Second
+
+// watched is what a watch of one kind's resource at one version sent.
+type watched struct {
+	gk      schema.GroupKind
+	version servedVersion
+	// failure describes the first event that is not Go's encoding ("" if none).
+	failure string
+}
+
+// watchAll watches, at once, every served version of every kind with a
+// compared object from resourceVersion 0 for a second, and checks each
+// event line is `{"type":…,"object":…}` with the object as Go re-encodes it.
+func (s *server) watchAll(t testing.TB, objects []object) []watched {
+	var out []watched
+	seen := map[schema.GroupKind]bool{}
+	for _, o := range objects {
+		gk := o.gvk.GroupKind()
+		if !o.compare || seen[gk] {
+			continue
+		}
+		seen[gk] = true
+		for _, v := range s.kinds[gk] {
+			out = append(out, watched{gk: gk, version: v})
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func(w *watched) {
+			defer wg.Done()
+			w.failure = s.checkWatch(w.version)
+		}(&out[i])
+	}
+	wg.Wait()
+	return out
+}
+
+func (s *server) checkWatch(v servedVersion) string {
+	status, body, err := s.do(http.MethodGet, s.path(v, "", "")+"?watch=1&resourceVersion=0&timeoutSeconds=1", nil)
+	if err != nil || status != http.StatusOK {
+		return fmt.Sprintf("watch: %d %v %s", status, err, body)
+	}
+	events := 0
+	for _, line := range bytes.SplitAfter(body, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var event struct {
+			Type   string             `json:"type"`
+			Object stdjson.RawMessage `json:"object"`
+		}
+		if err := stdjson.Unmarshal(line, &event); err != nil {
+			return fmt.Sprintf("event %d: %v: %s", events, err, line)
+		}
+		events++
+		framed := `{"type":"` + event.Type + `","object":` + string(event.Object) + "}\n"
+		if string(line) != framed {
+			return "event framing:\n" + diff([]byte(framed), line)
+		}
+		object := append(append([]byte{}, event.Object...), '\n')
+		encoded, err := reencode(object)
+		if err != nil {
+			return fmt.Sprintf("event %d: %v", events, err)
+		}
+		if !bytes.Equal(encoded, object) {
+			return fmt.Sprintf("event %d:\n%s", events, diff(encoded, object))
+		}
+	}
+	if events == 0 {
+		return "no events"
+	}
+	return ""
+}

@@ -193,6 +193,15 @@ func TestBuiltinKindsAsGoWrites(t *testing.T) {
 		}
 	}
 
+	// Watch events (ADDED, from resourceVersion 0) of every kind with an
+	// object: each line is Go's WatchEvent encoding around the object's.
+	watches := srv.watchAll(t, objects)
+	for _, w := range watches {
+		kindsCompared[w.gk] = true
+		r := read{obj: object{gvk: w.version.gv.WithKind(w.gk.Kind + "WatchEvent"), name: "all"}, version: w.version}
+		compare(r, goEncoding, nil, w.failure)
+	}
+
 	for id := range upstream {
 		t.Errorf("kube-apiserver answered %s, which kubext was not asked for (a kind or version kubext does not serve?)", id)
 	}
@@ -201,8 +210,8 @@ func TestBuiltinKindsAsGoWrites(t *testing.T) {
 			t.Errorf("known difference %q names no read (%s)", key, k.reason)
 		}
 	}
-	t.Logf("%d kinds, %d objects, %d reads and %d lists; %d match Go's encoding, %d kube-apiserver's answer; %d known differences",
-		len(kindsCompared), countCompared(objects), len(reads), lists, results[goEncoding], results[kubeAPIServer], len(knownDifferences))
+	t.Logf("%d kinds, %d objects: %d reads, %d lists, %d watches; %d match Go's encoding, %d kube-apiserver's answer; %d known differences",
+		len(kindsCompared), countCompared(objects), len(reads), lists, len(watches), results[goEncoding], results[kubeAPIServer], len(knownDifferences))
 }
 
 func countCompared(objects []object) int {
