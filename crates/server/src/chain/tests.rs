@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use crate::api::{Api, Serving};
 use crate::authn::{Authenticator, PeerIdentity};
 use crate::authz::{Attributes, Authorizer, Decision, NoRules};
-use crate::config::FrontProxyConfig;
-use crate::lifecycle::{Lifecycle, ShutdownOptions};
+use crate::front_proxy::FrontProxyConfig;
+use crate::lifecycle::{Lifecycle, Phase, ShutdownOptions};
 
 /// Tokens the harness knows: an administrator and a user with no rights.
 const TOKENS: &str = "admin-token,admin,1,\"system:masters\"\nalice-token,alice,2,\"\"\n";
@@ -98,6 +98,10 @@ impl Harness {
     }
 
     async fn with(configure: impl FnOnce(Api) -> Api) -> Harness {
+        Self::build(ShutdownOptions::default(), configure).await
+    }
+
+    async fn build(shutdown: ShutdownOptions, configure: impl FnOnce(Api) -> Api) -> Harness {
         let tokens = tempfile::NamedTempFile::new().expect("token file");
         std::fs::write(tokens.path(), TOKENS).expect("token file");
         let ca = ca_pem();
@@ -124,7 +128,7 @@ impl Harness {
             delegation: None,
             admission: None,
         };
-        let lifecycle = Arc::new(Lifecycle::new(ShutdownOptions::default()));
+        let lifecycle = Arc::new(Lifecycle::new(shutdown));
         let api = Arc::new(configure(Api::new(
             storage,
             "/registry",
@@ -463,6 +467,67 @@ async fn a_panic_is_500_and_the_server_goes_on() {
         ))
         .await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// Once a terminating server stops accepting requests: upstream's
+/// `WithWaitGroup` answers 503 with `Retry-After: 1`, or with
+/// `--shutdown-send-retry-after` its `WithRetryAfter` answers 429 (retry in
+/// 5 s, and the HTTP/1 connection closes); health probes and metrics are
+/// served to the end.
+#[tokio::test]
+async fn a_server_that_stopped_accepting_refuses_new_requests() {
+    let harness = Harness::new().await;
+    harness.api.lifecycle.advance(Phase::NotAcceptingNewRequest);
+    let (status, headers, body) = harness
+        .send(request(
+            Method::GET,
+            "/api/v1/namespaces",
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        headers.get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    assert_eq!(
+        body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"apiserver is shutting down\",\"reason\":\"ServiceUnavailable\",\"code\":503}\n"
+    );
+    let (status, _, _) = harness
+        .send(request(Method::GET, "/healthz", Some(ADMIN), None))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let retry_after = ShutdownOptions {
+        send_retry_after: true,
+        ..Default::default()
+    };
+    let harness = Harness::build(retry_after, |api| api).await;
+    harness.api.lifecycle.advance(Phase::NotAcceptingNewRequest);
+    let (status, headers, body) = harness
+        .send(request(
+            Method::GET,
+            "/api/v1/namespaces",
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(content_type(&headers), "text/plain; charset=utf-8");
+    assert_eq!(
+        headers.get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"5"[..])
+    );
+    assert_eq!(
+        headers.get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
+    assert_eq!(
+        body,
+        "The apiserver is shutting down, please try again later.\n"
+    );
 }
 
 /// One watch event's type and resourceVersion, and when (since the watch
