@@ -44,7 +44,7 @@ pub async fn serve(
         }
         Subresource::Eviction => {
             let asked = decode(content_type, &body)?;
-            let budgets = store_of(call, "policy", "v1", "poddisruptionbudgets");
+            let budgets = served(call, "policy", "v1", "poddisruptionbudgets");
             let evicted = eviction::evict(
                 pods,
                 budgets.as_ref().map(|b| &b.store),
@@ -63,7 +63,7 @@ pub async fn serve(
         Subresource::Attach => connection::Connection::Attach,
         _ => connection::Connection::PortForward,
     };
-    let nodes = store_of(call, "", "v1", "nodes");
+    let nodes = served(call, "", "v1", "nodes");
     let container = call.query.get("container");
     connection::connect(
         nodes.as_ref().map(|n| &n.store),
@@ -78,7 +78,7 @@ pub async fn serve(
 }
 
 /// Another resource, when it is served.
-fn store_of(
+fn served(
     call: &Call<'_>,
     group: &str,
     version: &str,
@@ -108,7 +108,7 @@ pub async fn legacy_binding(
         ));
     }
     let binding = decode(content_type, &body)?;
-    let pods = store_of(call, "", "v1", "pods")
+    let pods = served(call, "", "v1", "pods")
         .ok_or_else(|| StatusError::internal("pods are not served"))?;
     binding::bind_legacy(&pods.store, &call.ctx, &binding).await?;
     Ok(created_status())
