@@ -18,10 +18,10 @@ use registry::{GenericStore, Object};
 use runtime::{self, Event, Reconciler, WorkQueue};
 
 use crate::proxy::{Remote, Remotes};
-use server::authn::UserInfo;
-use server::config::FrontProxyConfig;
+use server::front_proxy::FrontProxyConfig;
 use server::pki::CertPair;
 use server::remote_discovery::RemoteGroupVersion;
+use server::user::UserInfo;
 use webhook::Backend;
 use webhook::service::{Unresolved, slice_of, slices_of_endpoints};
 

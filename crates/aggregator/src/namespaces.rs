@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::proxy::{Remote, Remotes, add_identity};
 use server::api::Api;
-use server::authn::UserInfo;
+use server::user::UserInfo;
 
 /// One bounded call per collection.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -27,7 +27,7 @@ impl RemoteNamespaceContent {
     pub fn new(
         api: Weak<Api>,
         remotes: Remotes,
-        headers: &server::config::FrontProxyConfig,
+        headers: &server::front_proxy::FrontProxyConfig,
     ) -> Self {
         let mut identity = http::HeaderMap::new();
         let user = UserInfo {

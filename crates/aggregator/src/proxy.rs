@@ -14,13 +14,13 @@ use parking_lot::RwLock;
 
 use apimachinery::StatusError;
 
-use server::authn::UserInfo;
-use server::config::FrontProxyConfig;
 use server::delegation::{Claim, Delegation};
 use server::forward::{
     UID_HEADER, bridge, streamed, strip_hop_by_hop, strip_identity, wants_upgrade,
 };
+use server::front_proxy::FrontProxyConfig;
 use server::response::{self, Body};
+use server::user::UserInfo;
 use webhook::Backend;
 use webhook::client::BoxError;
 

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, anyhow};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use server::authz::{Attributes, Authorizer, Decision};
-use server::config::FrontProxyConfig;
+use server::front_proxy::FrontProxyConfig;
 
 /// The main server's trust settings, with its CAs written to files.
 pub struct Trust {
@@ -179,7 +179,7 @@ impl Authorizer for SubjectAccessReviews {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use server::authn::UserInfo;
+    use server::user::UserInfo;
 
     #[test]
     fn reviews_carry_the_user_and_the_request() {

@@ -10,8 +10,8 @@ use apimachinery::selector::LabelSelector;
 use registry::{ListOptions, RequestContext, ResourceType};
 use serde_json::Value;
 use server::api::Api;
-use server::authn::UserInfo;
 use server::authz::{Authorizer, Decision};
+use server::user::UserInfo;
 
 use admission::Chain;
 

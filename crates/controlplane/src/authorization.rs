@@ -12,8 +12,8 @@ use rbac::Rbac;
 use rbac::escalation::{EscalationCheck, Kind};
 use registry::ResourceType;
 use server::api::Api;
-use server::authn::UserInfo;
 use server::authz::{AlwaysAllow, AlwaysDeny, Authorizer, PrivilegedGroups, RuleResolver, Union};
+use server::user::UserInfo;
 
 /// One `--authorization-mode` entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

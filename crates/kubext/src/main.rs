@@ -392,7 +392,7 @@ async fn serve(args: ServeArgs) -> Result<()> {
             token_auth_file: args.token_auth_file,
             compaction_interval: args.compaction_interval,
             bookmark_interval: args.bookmark_interval,
-            front_proxy: server::config::FrontProxyConfig {
+            front_proxy: server::front_proxy::FrontProxyConfig {
                 proxy_client_cert_file: args.proxy_client_cert_file,
                 proxy_client_key_file: args.proxy_client_key_file,
                 requestheader_client_ca_file: args.requestheader_client_ca_file,

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use apimachinery::{GroupResource, StatusError, meta};
 use registry::{Admission, Operation, RequestContext};
-use server::authn::UserInfo;
 use server::authz::{Attributes, Authorizer};
+use server::user::UserInfo;
 
 use crate::Rbac;
 use crate::policy::{RoleRef, User};

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use apimachinery::StatusError;
 use registry::{GenericStore, ListOptions};
 use runtime::{self, Event, Reconciler, WorkQueue};
-use server::authn::UserInfo;
 use server::authz::{Attributes, Authorizer, Decision, RuleResolver};
+use server::user::UserInfo;
 
 pub use policy::Policy;
 use policy::{Objects, User};

@@ -20,7 +20,8 @@ pub mod table;
 
 pub use table::resource_age;
 
-pub use object::{Head, HeadMeta, HeadOwner, JsonCodec, Object};
+pub use encoding::{Head, HeadMeta, HeadOwner};
+pub use object::{JsonCodec, Object};
 pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
     Admission, Allocation, AllocationPool, Allocator, Attributes, Converter, ExtraSubresource,

@@ -16,7 +16,7 @@ use std::sync::{Arc, Weak};
 
 use apimachinery::meta;
 
-use crate::encoding;
+use crate::encoding::{self, Head};
 
 /// How many served versions' presentations an object keeps.
 const MAX_PRESENTATIONS: usize = 4;
@@ -154,49 +154,11 @@ impl Object {
     }
 }
 
-/// The fields controllers read of every object, decoded straight from its
-/// JSON: the rest is skipped, not built into a tree (a fraction of the cost
-/// of [`Object::value`]). Metadata is validated on every write, so these
-/// shapes hold for every kind.
-#[derive(Debug, Default, PartialEq, serde::Deserialize)]
-#[serde(default)]
-pub struct Head {
-    pub kind: String,
-    #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    pub metadata: HeadMeta,
-}
-
-#[derive(Debug, Default, PartialEq)]
-pub struct HeadMeta {
-    pub name: String,
-    pub namespace: String,
-    pub uid: String,
-    pub deletion_timestamp: Option<String>,
-    pub finalizers: Option<Vec<String>>,
-    pub owner_references: Option<Vec<HeadOwner>>,
-}
-
-#[derive(Debug, Default, PartialEq, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct HeadOwner {
-    pub uid: String,
-    pub block_owner_deletion: Option<bool>,
-}
-
 /// `metadata.resourceVersion` of a decoded object, as a revision.
 fn revision_of(value: &Value) -> Option<i64> {
     meta::parse_resource_version(meta::resource_version(value))
         .ok()
         .flatten()
-}
-
-impl Head {
-    /// The head of a decoded object, as [`Object::head`] reads it from JSON.
-    pub fn of(value: &Value) -> Head {
-        use serde::Deserialize;
-        Head::deserialize(value).unwrap_or_default()
-    }
 }
 
 /// Decodes stored JSON and stamps the revision in as `resourceVersion`.

@@ -7,8 +7,8 @@
 
 use apimachinery::{GroupResource, StatusError};
 
-use crate::authn::UserInfo;
 use crate::request_info::RequestInfo;
+use crate::user::UserInfo;
 
 /// What is asked, in SubjectAccessReview's terms.
 #[derive(Debug, Clone, Copy)]

@@ -34,7 +34,7 @@ use apimachinery::{StatusError, Subresource, Verb};
 
 use crate::api::Api;
 use crate::audit;
-use crate::authn::{Authenticated, PeerIdentity, UserInfo};
+use crate::authn::{Authenticated, PeerIdentity};
 use crate::authz::{self, Attributes, Decision};
 use crate::delegation::Claim;
 use crate::impersonation::{self, Refused};
@@ -42,6 +42,7 @@ use crate::lifecycle::{self, Phase};
 use crate::query::Query;
 use crate::request_info::{self, RequestInfo};
 use crate::response::{self, Body};
+use crate::user::UserInfo;
 use crate::{endpoints, handlers};
 
 #[cfg(test)]

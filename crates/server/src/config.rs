@@ -3,6 +3,8 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+
+use crate::front_proxy::FrontProxyConfig;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,39 +52,6 @@ pub struct Config {
 pub struct AuditConfig {
     pub policy_file: Option<PathBuf>,
     pub log: Option<crate::audit::LogOptions>,
-}
-
-/// How this server proves itself to extension API servers (the aggregator's client
-/// certificate) and what it tells them to trust: kube-apiserver's
-/// `--proxy-client-*` and `--requestheader-*` flags. Files left unset are generated
-/// in the data dir at first start, from a front-proxy CA of their own.
-#[derive(Debug, Clone)]
-pub struct FrontProxyConfig {
-    pub proxy_client_cert_file: Option<PathBuf>,
-    pub proxy_client_key_file: Option<PathBuf>,
-    pub requestheader_client_ca_file: Option<PathBuf>,
-    pub allowed_names: Vec<String>,
-    pub username_headers: Vec<String>,
-    pub group_headers: Vec<String>,
-    pub extra_headers_prefix: Vec<String>,
-    /// Headers carrying the user's UID (`--requestheader-uid-headers`; empty by
-    /// default, as upstream). The aggregator always sends `X-Remote-Uid`.
-    pub uid_headers: Vec<String>,
-}
-
-impl Default for FrontProxyConfig {
-    fn default() -> Self {
-        FrontProxyConfig {
-            proxy_client_cert_file: None,
-            proxy_client_key_file: None,
-            requestheader_client_ca_file: None,
-            allowed_names: vec!["front-proxy-client".into()],
-            username_headers: vec!["X-Remote-User".into()],
-            group_headers: vec!["X-Remote-Group".into()],
-            extra_headers_prefix: vec!["X-Remote-Extra-".into()],
-            uid_headers: Vec::new(),
-        }
-    }
 }
 
 /// PEM files for TLS to etcd; without `ca_file` the system's roots are trusted.

@@ -6,8 +6,8 @@
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use crate::authn::UserInfo;
 use crate::response::Body;
+use crate::user::UserInfo;
 
 /// What another server's claim on a group-version looks like right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
-use crate::config::FrontProxyConfig;
+use crate::front_proxy::FrontProxyConfig;
 use crate::response::{Body, Chunk};
 
 /// Go's dialer timeout (`utilnet.SetTransportDefaults`).

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use http::{HeaderMap, HeaderName};
 
-use crate::authn::{UserInfo, percent_decode};
+use crate::authn::percent_decode;
+use crate::user::UserInfo;
 use apimachinery::StatusError;
 
 use crate::authz::{Attributes, Authorizer, Decision, forbidden};

@@ -32,6 +32,7 @@ pub mod server;
 pub mod serviceaccounts;
 pub mod strict;
 pub mod tls;
+pub mod user;
 
 pub use api::Serving;
 pub use config::{Config, StorageKind};

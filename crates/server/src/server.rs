@@ -204,8 +204,15 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
             .with_anonymous(config.anonymous_auth)
             .with_audit(open_audit(&config)?),
     );
+    let weak_api = Arc::downgrade(&api);
+    let secrets: crate::serviceaccounts::legacy::SecretsStore = Arc::new(move || {
+        let api = weak_api.upgrade()?;
+        let catalog = api.catalog();
+        let served = catalog.lookup("", "v1", "secrets")?;
+        Some(served.store.clone_handle())
+    });
     tokens.record_legacy_use(Arc::new(
-        crate::serviceaccounts::legacy::LastUsedLabel::new(Arc::downgrade(&api)),
+        crate::serviceaccounts::legacy::LastUsedLabel::new(secrets),
     ));
     Ok(Prepared {
         api,

@@ -18,8 +18,8 @@ pub struct UserInfo {
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
-impl From<&crate::authn::UserInfo> for UserInfo {
-    fn from(u: &crate::authn::UserInfo) -> Self {
+impl From<&crate::user::UserInfo> for UserInfo {
+    fn from(u: &crate::user::UserInfo) -> Self {
         UserInfo {
             username: u.name.clone(),
             uid: u.uid.clone(),

@@ -22,8 +22,8 @@ pub use backend::{LogBackend, LogOptions};
 use event::{Event, ObjectRef, ResponseStatus, micro_time};
 pub use policy::{Level, Policy, Stage};
 
-use crate::authn::UserInfo;
 use crate::request_info::RequestInfo;
+use crate::user::UserInfo;
 
 /// The policy and where events go; one per server.
 pub struct Auditor {

@@ -25,13 +25,13 @@ use apimachinery::{StatusError, Subresource, Verb};
 use registry::{Object, RequestContext, ResourceType};
 
 use crate::api::Api;
-use crate::authn::UserInfo;
 use crate::catalog::Served;
 use crate::encode::TableOptions;
 use crate::negotiate;
 use crate::query::Query;
 use crate::request_info::RequestInfo;
 use crate::response::{self, Body};
+use crate::user::UserInfo;
 use call::{Call, Result, decode_object, object_response};
 
 pub async fn serve(

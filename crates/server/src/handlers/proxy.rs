@@ -22,11 +22,11 @@ use registry::{RequestContext, ResourceType};
 
 use super::call::Result;
 use crate::api::Api;
-use crate::authn::UserInfo;
 use crate::catalog::Served;
 use crate::forward::{self, Backend, ClientIp, Tls};
 use crate::request_info::RequestInfo;
 use crate::response::{self, Body};
+use crate::user::UserInfo;
 
 /// The kubelet's port when a Node reports none (`ports.KubeletPort`).
 const DEFAULT_KUBELET_PORT: i64 = 10250;

@@ -10,8 +10,8 @@ use registry::RequestContext;
 use registry::reviews::{AccessAnswer, AccessQuestion, ReviewAuthority, ReviewedUser};
 
 use crate::api::Api;
-use crate::authn::UserInfo;
 use crate::authz::{Attributes, Decision};
+use crate::user::UserInfo;
 
 pub async fn review(api: &Api, ctx: &RequestContext, obj: Value) -> Result<Value, StatusError> {
     registry::reviews::review(&ServerAuthority(api), ctx, obj).await

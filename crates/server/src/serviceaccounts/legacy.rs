@@ -14,7 +14,7 @@
 //! token stops at once).
 
 use std::collections::HashSet;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use base64::Engine;
 use jsonwebtoken::{Algorithm, Validation};
@@ -24,8 +24,7 @@ use serde_json::{Value, json};
 use apimachinery::meta;
 
 use super::Tokens;
-use crate::api::Api;
-use crate::authn::UserInfo;
+use crate::user::UserInfo;
 
 /// The issuer of legacy tokens.
 pub const ISSUER: &str = "kubernetes/serviceaccount";
@@ -308,15 +307,19 @@ fn needs_last_used(current: Option<&str>, now: jiff::Timestamp) -> bool {
 /// a merge patch: in the background, one write per Secret at a time, only while
 /// the Secret (same uid) still needs it.
 pub(crate) struct LastUsedLabel {
-    api: Weak<Api>,
+    secrets: SecretsStore,
     /// Secrets (`namespace/name`) being labelled.
     pending: Arc<parking_lot::Mutex<HashSet<String>>>,
 }
 
+/// The Secrets store as of now (`None` once the server is gone or when it
+/// serves no Secrets): the catalog changes, so it is looked up per write.
+pub(crate) type SecretsStore = Arc<dyn Fn() -> Option<registry::GenericStore> + Send + Sync>;
+
 impl LastUsedLabel {
-    pub fn new(api: Weak<Api>) -> Self {
+    pub fn new(secrets: SecretsStore) -> Self {
         LastUsedLabel {
-            api,
+            secrets,
             pending: Default::default(),
         }
     }
@@ -331,10 +334,10 @@ impl LegacyTokenUse for LastUsedLabel {
         if !self.pending.lock().insert(key.clone()) {
             return;
         }
-        let (api, pending) = (self.api.clone(), self.pending.clone());
+        let (secrets, pending) = (self.secrets.clone(), self.pending.clone());
         let (namespace, secret, uid) = (namespace.to_string(), secret.to_string(), uid.to_string());
         runtime.spawn(async move {
-            if let Err(error) = label_last_used(api, &namespace, &secret, &uid).await {
+            if let Err(error) = label_last_used(&secrets, &namespace, &secret, &uid).await {
                 tracing::warn!(%namespace, %secret, %error, "labelling a legacy token's last use");
             }
             pending.lock().remove(&key);
@@ -343,16 +346,12 @@ impl LegacyTokenUse for LastUsedLabel {
 }
 
 async fn label_last_used(
-    api: Weak<Api>,
+    secrets: &SecretsStore,
     namespace: &str,
     name: &str,
     uid: &str,
 ) -> Result<(), apimachinery::StatusError> {
-    let Some(api) = api.upgrade() else {
-        return Ok(());
-    };
-    let catalog = api.catalog();
-    let Some(secrets) = catalog.lookup("", "v1", "secrets") else {
+    let Some(secrets) = secrets() else {
         return Ok(());
     };
     let ctx = registry::RequestContext {
@@ -364,7 +363,6 @@ async fn label_last_used(
     };
     let now = jiff::Timestamp::now();
     let result = secrets
-        .store
         .update_with(&ctx, name, |current| {
             let mut next = current.clone();
             if meta::uid(current) == uid && needs_last_used(label(current, LAST_USED_LABEL), now) {

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 
 use apimachinery::{ErrorList, FieldError, FieldPath, StatusError};
 
-use crate::authn::UserInfo;
 use crate::pki::KeyPairPem;
+use crate::user::UserInfo;
 
 /// The `--service-account-*` and `--api-audiences` flags.
 #[derive(Debug, Clone)]
