@@ -338,12 +338,8 @@ func (s *server) checkWatch(v servedVersion) string {
 			return "event framing:\n" + diff([]byte(framed), line)
 		}
 		object := append(append([]byte{}, event.Object...), '\n')
-		encoded, err := reencode(object)
-		if err != nil {
-			return fmt.Sprintf("event %d: %v", events, err)
-		}
-		if !bytes.Equal(encoded, object) {
-			return fmt.Sprintf("event %d:\n%s", events, diff(encoded, object))
+		if failure := goEncodingFailure(object); failure != "" {
+			return fmt.Sprintf("event %d: %s", events, failure)
 		}
 	}
 	if events == 0 {
