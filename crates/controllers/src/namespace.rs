@@ -335,10 +335,10 @@ fn namespaces_of(event: &Event, name: &str) -> Vec<String> {
     let (Event::Applied(obj) | Event::Deleted(obj)) = event else {
         return Vec::new();
     };
-    // Every ConfigMap write passes here: read the head, not the object.
-    let head = obj.head();
-    if head.metadata.name == name {
-        vec![head.metadata.namespace]
+    // Every ConfigMap write passes here: read the name, not the object.
+    let (object_name, namespace) = obj.name_and_namespace();
+    if object_name == name {
+        vec![namespace.into_owned()]
     } else {
         Vec::new()
     }

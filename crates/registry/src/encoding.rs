@@ -119,6 +119,32 @@ const BEFORE_VERSION: [&[u8]; 5] = [b"name", b"generateName", b"namespace", b"se
 /// Just past the members before `resourceVersion` in the metadata at the
 /// front of `json` (all strings: metadata is checked on every write).
 fn version_slot(json: &[u8]) -> Option<VersionSlot> {
+    scan_identity(json, |_, _| {})
+}
+
+/// `metadata.name` and `metadata.namespace` (`""` when absent) from the
+/// front of the encoding, without decoding; `None` when they are not there
+/// as plain strings (escaped: the caller decodes).
+pub(crate) fn read_name_and_namespace(json: &[u8]) -> Option<(&str, &str)> {
+    let (mut name, mut namespace) = (Some(""), Some(""));
+    scan_identity(json, |key, value| {
+        let plain = plain_string(value).map(|(s, _)| s);
+        match key {
+            b"name" => name = plain,
+            b"namespace" => namespace = plain,
+            _ => {}
+        }
+    })?;
+    Some((name?, namespace?))
+}
+
+/// Walks the members before `resourceVersion` (`name` … `uid`) in the
+/// metadata at the front of `json`, handing each key and its raw string to
+/// `each`; where they end.
+fn scan_identity<'a>(
+    json: &'a [u8],
+    mut each: impl FnMut(&'a [u8], &'a [u8]),
+) -> Option<VersionSlot> {
     let start = metadata_members_at(json)?;
     let mut at = start;
     loop {
@@ -133,7 +159,9 @@ fn version_slot(json: &[u8]) -> Option<VersionSlot> {
         if !BEFORE_VERSION.contains(&key) {
             break;
         }
-        let after_value = skip_string(after_key.strip_prefix(b":")?)?;
+        let value = after_key.strip_prefix(b":")?;
+        let after_value = skip_string(value)?;
+        each(key, &value[..value.len() - after_value.len()]);
         at = json.len() - after_value.len();
     }
     Some(VersionSlot {
@@ -602,6 +630,14 @@ mod tests {
         )
     }
 
+    /// Whether Go's encoder escapes something in `s` (the front scans then
+    /// leave it to serde).
+    fn escaped(s: &str) -> bool {
+        let mut written = Vec::new();
+        json::write_str(&mut written, s);
+        written != format!("\"{s}\"").as_bytes()
+    }
+
     fn at_revision(object: &Value, revision: i64) -> Value {
         let mut object = object.clone();
         meta::set_resource_version(&mut object, revision);
@@ -617,11 +653,6 @@ mod tests {
             let Some(spliced) = splice_revision(&stored, revision) else {
                 // Only type meta the front scan cannot take as it is (escaped)
                 // leaves the splice to the caller's decode.
-                let escaped = |s: &str| {
-                    let mut written = Vec::new();
-                    json::write_str(&mut written, s);
-                    written != format!("\"{s}\"").as_bytes()
-                };
                 prop_assert!(escaped(meta::kind(&object)) || escaped(meta::api_version(&object)));
                 return Ok(());
             };
@@ -641,6 +672,13 @@ mod tests {
             // Read in place wherever it was spliced in place.
             let read = read_revision(&encoded);
             prop_assert_eq!(read, splices.then_some(revision));
+            if let Some((name, namespace)) = read_name_and_namespace(&encoded) {
+                prop_assert_eq!(name, meta::name(&object));
+                prop_assert_eq!(namespace, meta::namespace(&object));
+            } else {
+                let escaped = escaped(meta::name(&object)) || escaped(meta::namespace(&object));
+                prop_assert!(!splices || escaped);
+            }
             match read_head(&encoded) {
                 Some(head) => prop_assert_eq!(head, Head::of(&object)),
                 None => prop_assert!(!splices),

@@ -133,6 +133,22 @@ impl Object {
         encoding::read_head(&self.json).unwrap_or_else(|| self.read().unwrap_or_default())
     }
 
+    /// `metadata.name` and `metadata.namespace`, read from the encoding's
+    /// front where it can be (a controller filtering every event by name).
+    pub fn name_and_namespace(&self) -> (std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>) {
+        use std::borrow::Cow;
+        match encoding::read_name_and_namespace(&self.json) {
+            Some((name, namespace)) => (Cow::Borrowed(name), Cow::Borrowed(namespace)),
+            None => {
+                let head = self.head();
+                (
+                    Cow::Owned(head.metadata.name),
+                    Cow::Owned(head.metadata.namespace),
+                )
+            }
+        }
+    }
+
     /// `metadata.resourceVersion` as a revision.
     pub fn revision(&self) -> Option<i64> {
         self.revision
