@@ -28,7 +28,7 @@ struct Cli {
 enum Command {
     /// Serve the Kubernetes API over HTTPS.
     #[command(
-        after_help = "Every other flag of kube-apiserver 1.33 is accepted too (started as kube-apiserver, --help lists them): each is logged as changing nothing in kubext. The README lists them."
+        after_help = "Every other flag of kube-apiserver 1.33 is accepted too (started as kube-apiserver, --help lists them): each is logged as changing nothing in kubext. docs/serving.md lists them."
     )]
     Serve(Box<ServeArgs>),
 }

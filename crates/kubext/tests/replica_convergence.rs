@@ -1,7 +1,7 @@
 //! Configuration written through one replica takes effect on another sharing its
 //! etcd, within a bound: admission policies, webhook configurations and
-//! APIServices (CRDs and RBAC rules: `ha.rs`). Each time is printed; the README's
-//! HA section quotes them.
+//! APIServices (CRDs and RBAC rules: `ha.rs`). Each time is printed; docs/high-availability.md
+//! quotes them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
