@@ -126,12 +126,7 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
     out.push(b'{');
     let mut written = 0;
     for (key, value) in leading.into_iter().flatten() {
-        if written > 0 {
-            out.push(b',');
-        }
-        written += 1;
-        write_str(out, key);
-        out.push(b':');
+        member_key(out, &mut written, key);
         match value {
             Value::Object(md) if key == "metadata" => {
                 let object_meta = root.and_then(|_| orders.object_meta());
@@ -163,12 +158,7 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
                     continue;
                 }
                 if let Some(value) = map.get(*name) {
-                    if written > 0 {
-                        out.push(b',');
-                    }
-                    written += 1;
-                    write_str(out, name);
-                    out.push(b':');
+                    member_key(out, &mut written, name);
                     write_typed(out, value, *typed, orders);
                 }
             }
@@ -177,24 +167,14 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
                     .iter()
                     .filter(|(k, _)| leading_rank(k).is_none() && !root.has(k));
                 for (key, value) in unknown {
-                    if written > 0 {
-                        out.push(b',');
-                    }
-                    written += 1;
-                    write_str(out, key);
-                    out.push(b':');
+                    member_key(out, &mut written, key);
                     write_value(out, value);
                 }
             }
         }
         None => {
             for (key, value) in map.iter().filter(|(k, _)| leading_rank(k).is_none()) {
-                if written > 0 {
-                    out.push(b',');
-                }
-                written += 1;
-                write_str(out, key);
-                out.push(b':');
+                member_key(out, &mut written, key);
                 write_value(out, value);
             }
         }
@@ -285,27 +265,28 @@ fn write_struct(
             map.get(*name)
         };
         if let Some(value) = value {
-            if written > 0 {
-                out.push(b',');
-            }
-            written += 1;
-            write_str(out, name);
-            out.push(b':');
+            member_key(out, &mut written, name);
             write_typed(out, value, *typed, orders);
         }
     }
     if unknown || (!merged && written < map.len()) {
         for (key, value) in map.iter().filter(|(k, _)| !order.has(k)) {
-            if written > 0 {
-                out.push(b',');
-            }
-            written += 1;
-            write_str(out, key);
-            out.push(b':');
+            member_key(out, &mut written, key);
             write_value(out, value);
         }
     }
     out.push(b'}');
+}
+
+/// Starts an object member: the comma after the `written` ones, `"key":`.
+#[inline]
+fn member_key(out: &mut Vec<u8>, written: &mut usize, key: &str) {
+    if *written > 0 {
+        out.push(b',');
+    }
+    *written += 1;
+    write_str(out, key);
+    out.push(b':');
 }
 
 /// Where `key` is in [`LEADING_MEMBERS`].
