@@ -1,8 +1,9 @@
 //! Rules of the code base that no compiler checks: each crate depends only on the
 //! crates ARCHITECTURE.md allows it, every source file says what it is for,
 //! the hot-path modules ARCHITECTURE.md names are marked and keep its rules,
-//! public signatures give their errors a type (no `Result<_, String>`), and
-//! the modules of a crate do not import each other in a cycle.
+//! public signatures give their errors a type (no `Result<_, String>`), the
+//! modules of a crate do not import each other in a cycle, and objects'
+//! `metadata` is read through the object model, not as raw JSON.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -234,6 +235,18 @@ fn unsafe_code_is_allowed_only_for_the_global_allocator() {
 /// `code` with comments and the contents of string and char literals blanked
 /// (same length, newlines kept), so braces and paths in them count for nothing.
 fn code_only(code: &str) -> String {
+    blank_code(code, true)
+}
+
+/// `code` with comments blanked and literals kept (same length, newlines
+/// kept): for rules whose patterns are string literals.
+fn without_comments(code: &str) -> String {
+    blank_code(code, false)
+}
+
+/// `code` with comments blanked, and the contents of string and char
+/// literals too when `literals` is true.
+fn blank_code(code: &str, literals: bool) -> String {
     let bytes = code.as_bytes();
     let mut out = bytes.to_vec();
     let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
@@ -264,14 +277,18 @@ fn code_only(code: &str) -> String {
             let end = code[start..]
                 .find(&close)
                 .map_or(bytes.len(), |n| start + n + close.len());
-            blank(&mut out, start, end.saturating_sub(close.len()));
+            if literals {
+                blank(&mut out, start, end.saturating_sub(close.len()));
+            }
             i = end;
         } else if rest[0] == b'"' {
             let mut j = i + 1;
             while j < bytes.len() && bytes[j] != b'"' {
                 j += if bytes[j] == b'\\' { 2 } else { 1 };
             }
-            blank(&mut out, i + 1, j.min(bytes.len()));
+            if literals {
+                blank(&mut out, i + 1, j.min(bytes.len()));
+            }
             i = j + 1;
         } else if rest[0] == b'\'' && (rest.get(1) == Some(&b'\\') || rest.get(2) == Some(&b'\'')) {
             // A char literal (`'{'`, `'\n'`), not a lifetime.
@@ -279,7 +296,9 @@ fn code_only(code: &str) -> String {
                 .iter()
                 .position(|b| *b == b'\'')
                 .map_or(bytes.len(), |n| i + n + 3);
-            blank(&mut out, i + 1, end.saturating_sub(1));
+            if literals {
+                blank(&mut out, i + 1, end.saturating_sub(1));
+            }
             i = end;
         } else {
             i += 1;
@@ -293,11 +312,27 @@ fn code_only(code: &str) -> String {
 /// `*_tests.rs`) have none; in others, each `#[cfg(test)]` item is blanked
 /// (up to its `;`, or through its braces).
 fn non_test_code(file: &Path) -> String {
+    non_test(file, true)
+}
+
+/// [`non_test_code`] with string and char literals kept (comments blanked):
+/// the test items are found in the blanked code, then blanked in this.
+fn non_test_code_with_literals(file: &Path) -> String {
+    non_test(file, false)
+}
+
+fn non_test(file: &Path, blank_literals: bool) -> String {
     let name = file.file_name().unwrap().to_string_lossy();
     if name == "tests.rs" || name.ends_with("_tests.rs") {
         return String::new();
     }
-    let mut code = code_only(&std::fs::read_to_string(file).unwrap()).into_bytes();
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut code = code_only(&text).into_bytes();
+    let mut kept = if blank_literals {
+        None
+    } else {
+        Some(without_comments(&text).into_bytes())
+    };
     let mark = b"#[cfg(test)]";
     let mut from = 0;
     while let Some(found) = code[from..].windows(mark.len()).position(|w| w == mark) {
@@ -319,14 +354,16 @@ fn non_test_code(file: &Path) -> String {
             end += 1;
         }
         let end = (end + 1).min(code.len());
-        for b in &mut code[start..end] {
-            if *b != b'\n' {
-                *b = b' ';
+        for out in [Some(&mut code), kept.as_mut()].into_iter().flatten() {
+            for b in &mut out[start..end] {
+                if *b != b'\n' {
+                    *b = b' ';
+                }
             }
         }
         from = end;
     }
-    String::from_utf8(code).unwrap()
+    String::from_utf8(kept.unwrap_or(code)).unwrap()
 }
 
 /// Whether a type mentions `Result<…, String>`: a result whose error is only a
@@ -733,6 +770,144 @@ fn modules_of_a_crate_do_not_import_in_a_cycle() {
         if !needed.contains(&i) {
             problems.push(format!(
                 "{name}: {modules:?} no longer import in a cycle; remove it from MODULE_CYCLES_ALLOWED"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The object model: the modules that read and write an object's `metadata`
+/// as JSON (`apimachinery::meta`'s accessors, the typed `ObjectMeta`, its
+/// decoding and validation, the registry's encoding, object, managed fields
+/// and apply) and the patch crate (whole documents by design). A path ending
+/// in `/` is a directory.
+const OBJECT_MODEL: &[&str] = &[
+    "crates/apimachinery/src/meta.rs",
+    "crates/apimachinery/src/meta_decode.rs",
+    "crates/apimachinery/src/object_meta.rs",
+    "crates/apimachinery/src/validation.rs",
+    "crates/apimachinery/src/validation/",
+    "crates/registry/src/apply.rs",
+    "crates/registry/src/encoding.rs",
+    "crates/registry/src/managed_fields.rs",
+    "crates/registry/src/object.rs",
+    "crates/patch/",
+];
+
+/// Raw access to `metadata` in code (comments blanked, literals kept):
+/// indexing, `get`/`get_mut`/`entry` on the member, and JSON pointers into it
+/// (`"/metadata` opens any pointer literal: `pointer`, `pointer_mut`, helpers
+/// such as `str_at` and `format!`ed pointers).
+const RAW_METADATA: &[&str] = &[
+    r#"["metadata"]"#,
+    r#".get("metadata")"#,
+    r#".get_mut("metadata")"#,
+    r#".entry("metadata")"#,
+    r#""/metadata"#,
+];
+
+/// How many raw `metadata` accesses ([`RAW_METADATA`]) `code` has.
+fn raw_metadata_accesses(code: &str) -> usize {
+    RAW_METADATA.iter().map(|p| code.matches(p).count()).sum()
+}
+
+/// Files still reading `metadata` as raw JSON outside the object model, with
+/// how many accesses each has. Shrinking: use `apimachinery::meta`'s accessors
+/// (on the nested object for a template's or a review's object) or a typed
+/// `ObjectMeta`, and lower the count (the test fails on a count that grows
+/// and on one that drops below its entry; remove an entry at zero).
+const RAW_METADATA_ALLOWED: &[(&str, usize)] = &[
+    ("crates/admission/src/in_tree/default_class.rs", 2),
+    ("crates/admission/src/in_tree/limit_ranger.rs", 2),
+    ("crates/admission/src/in_tree/mod.rs", 1),
+    ("crates/admission/src/in_tree/priority.rs", 1),
+    ("crates/admission/src/in_tree/service_account.rs", 1),
+    ("crates/admission/src/lib.rs", 3),
+    ("crates/admission/src/matching.rs", 1),
+    ("crates/admission/src/policy.rs", 1),
+    ("crates/admission/src/type_checking.rs", 2),
+    ("crates/admission/src/webhooks/mod.rs", 2),
+    ("crates/apiextensions/src/conversion.rs", 6),
+    ("crates/apiextensions/src/crd.rs", 1),
+    ("crates/bench/src/raw.rs", 1),
+    ("crates/cel/src/values.rs", 1),
+    ("crates/controllers/src/apiservices.rs", 1),
+    ("crates/controllers/src/crd.rs", 2),
+    ("crates/controllers/src/gc.rs", 3),
+    ("crates/controllers/src/identity.rs", 4),
+    ("crates/controllers/src/namespace.rs", 2),
+    ("crates/controllers/src/storage_protection.rs", 2),
+    ("crates/controlplane/src/flowcontrol.rs", 1),
+    ("crates/controlplane/src/kubernetes_service.rs", 6),
+    ("crates/controlplane/src/service_repair.rs", 2),
+    ("crates/rbac/src/bootstrap.rs", 1),
+    ("crates/registry/src/builtin/apiregistration.rs", 1),
+    ("crates/registry/src/builtin/certificates.rs", 2),
+    ("crates/registry/src/builtin/core.rs", 4),
+    ("crates/registry/src/builtin/defaults.rs", 1),
+    ("crates/registry/src/builtin/dra/claims.rs", 1),
+    ("crates/registry/src/builtin/hpa.rs", 3),
+    ("crates/registry/src/builtin/pod_resize.rs", 1),
+    ("crates/registry/src/builtin/rbac.rs", 1),
+    ("crates/registry/src/builtin/strategy_rules.rs", 2),
+    ("crates/registry/src/builtin/validation.rs", 4),
+    ("crates/registry/src/pods/binding.rs", 1),
+    ("crates/registry/src/resource.rs", 2),
+    ("crates/registry/src/scale.rs", 1),
+    ("crates/registry/src/store.rs", 11),
+    ("crates/registry/src/table.rs", 1),
+    ("crates/schema/src/pruning.rs", 1),
+    ("crates/schema/src/validate.rs", 1),
+    ("crates/server/src/audit/mod.rs", 3),
+    ("crates/server/src/handlers/call.rs", 1),
+    ("crates/server/src/handlers/computed.rs", 1),
+    ("crates/server/src/handlers/proxy.rs", 1),
+    ("crates/server/src/strict.rs", 1),
+    ("crates/webhook/src/service.rs", 1),
+    ("examples/wardle-apiserver/src/ban_flunder.rs", 1),
+];
+
+/// Issue 35: no JSON-pointer access to `metadata` outside the object model.
+#[test]
+fn metadata_is_read_through_the_object_model() {
+    let root = workspace_root();
+    let mut found = BTreeMap::new();
+    for file in workspace_sources(&root) {
+        let name = file.strip_prefix(&root).unwrap().display().to_string();
+        if OBJECT_MODEL
+            .iter()
+            .any(|m| name == *m || (m.ends_with('/') && name.starts_with(m)))
+        {
+            continue;
+        }
+        let count = raw_metadata_accesses(&non_test_code_with_literals(&file));
+        if count > 0 {
+            found.insert(name, count);
+        }
+    }
+    let allowed: BTreeMap<String, usize> = RAW_METADATA_ALLOWED
+        .iter()
+        .map(|(f, n)| (f.to_string(), *n))
+        .collect();
+    assert_eq!(
+        allowed.len(),
+        RAW_METADATA_ALLOWED.len(),
+        "a file listed twice"
+    );
+    let mut problems = Vec::new();
+    for (name, count) in &found {
+        let allowed = allowed.get(name).copied().unwrap_or(0);
+        if *count > allowed {
+            problems.push(format!(
+                "{name}: {count} raw `metadata` accesses (allowed {allowed}); use apimachinery::meta's accessors or a typed ObjectMeta"
+            ));
+        }
+    }
+    for (name, allowed) in &allowed {
+        let count = found.get(name).copied().unwrap_or(0);
+        if count < *allowed {
+            problems.push(format!(
+                "{name}: {count} raw `metadata` accesses, fewer than the {allowed} allowed; lower its entry in RAW_METADATA_ALLOWED (remove it at 0)"
             ));
         }
     }
