@@ -544,6 +544,49 @@ async fn watch_list_ends_initial_events_with_annotated_bookmark() {
     );
 }
 
+/// kube-apiserver still serves the deprecated `watch/` paths: a collection's
+/// events, or one object's by name (its name as the field selector; a
+/// field selector as well is a 400 with upstream's message).
+#[tokio::test]
+async fn legacy_watch_paths_watch_a_collection_or_one_object() {
+    let (_s, client) = setup().await;
+    let names = |body: &[u8]| -> Vec<String> {
+        body.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice::<Value>(l).unwrap())
+            .inspect(|e| assert_eq!(e["type"], "ADDED", "{e}"))
+            .map(|e| {
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let path = "/api/v1/watch/namespaces/kube-system/configmaps?timeoutSeconds=1";
+    let (code, _, body) = raw(&client, "GET", path, "", vec![], "application/json").await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        names(&body),
+        [
+            "extension-apiserver-authentication",
+            "kube-apiserver-legacy-service-account-token-tracking",
+            "kube-root-ca.crt"
+        ]
+    );
+    let path = "/api/v1/watch/namespaces/kube-system/configmaps/kube-root-ca.crt?timeoutSeconds=1";
+    let (code, _, body) = raw(&client, "GET", path, "", vec![], "application/json").await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(names(&body), ["kube-root-ca.crt"]);
+    let path = "/api/v1/watch/namespaces/kube-system/configmaps/kube-root-ca.crt?fieldSelector=metadata.name%3Dx";
+    let (code, _, body) = raw(&client, "GET", path, "", vec![], "application/json").await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        status_of(&body)["message"],
+        "both a name and a field selector provided; please provide one or the other."
+    );
+}
+
 #[tokio::test]
 async fn finalizers_hold_deletion_until_removed() {
     let (_s, client) = setup().await;

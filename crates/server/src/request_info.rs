@@ -47,6 +47,12 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
     if rest.is_empty() {
         return info;
     }
+    // The deprecated `watch/` paths (`/api/v1/watch/namespaces/{ns}/pods[/{name}]`),
+    // which kube-apiserver still serves: a watch, of one object when named.
+    let (rest, legacy_watch) = match rest {
+        ["watch", tail @ ..] if !tail.is_empty() => (tail, true),
+        other => (other, false),
+    };
     info.is_resource = true;
     // `namespaces/{ns}/{resource}...` addresses namespaced resources; `namespaces/{name}`
     // and `namespaces/{name}/{status|finalize}` address the namespace itself.
@@ -75,6 +81,11 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
     // `proxy`, whose path goes on to the backend (upstream's connect routes).
     info.verb = if rest.len() > 3 && info.subresource != Subresource::Proxy {
         Verb::Unknown
+    } else if legacy_watch {
+        match method {
+            "GET" | "HEAD" if rest.len() <= 2 => Verb::Watch,
+            _ => Verb::Unknown,
+        }
     } else {
         Verb::of(method, !info.name.is_empty(), is_watch)
     };
@@ -104,6 +115,51 @@ mod tests {
             ),
             expect,
             "{method} {path}"
+        );
+    }
+
+    /// Upstream's `RequestInfoFactory` takes `watch` after the version as the
+    /// verb (its deprecated routes): a collection, or one object by name.
+    #[test]
+    fn legacy_watch_paths_are_watches() {
+        check(
+            "GET",
+            "/api/v1/watch/namespaces/default/configmaps",
+            false,
+            ("watch", "", "v1", "default", "configmaps", "", ""),
+        );
+        check(
+            "GET",
+            "/apis/apps/v1/watch/namespaces/ns/deployments/web",
+            false,
+            ("watch", "apps", "v1", "ns", "deployments", "web", ""),
+        );
+        check(
+            "GET",
+            "/api/v1/watch/namespaces/kube-system",
+            false,
+            (
+                "watch",
+                "",
+                "v1",
+                "kube-system",
+                "namespaces",
+                "kube-system",
+                "",
+            ),
+        );
+        check(
+            "GET",
+            "/api/v1/watch/configmaps",
+            false,
+            ("watch", "", "v1", "", "configmaps", "", ""),
+        );
+        // Only a resource named `watch` is a plain path.
+        check(
+            "GET",
+            "/api/v1/watch",
+            false,
+            ("list", "", "v1", "", "watch", "", ""),
         );
     }
 

@@ -19,6 +19,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use apimachinery::StatusError;
+use apimachinery::selector::field::{FieldOp, FieldRequirement, FieldSelector};
 use registry::Object;
 use storage::{WatchItem, Watcher};
 
@@ -48,6 +49,22 @@ fn watch_timeout(seconds: Option<i64>) -> Duration {
     }
 }
 
+/// A watch of one object by name (the deprecated `watch/…/{name}` path):
+/// upstream's `ListResource` turns the name into the field selector, and
+/// refuses a request that also has one.
+fn one_object(name: &str, selector: Option<FieldSelector>) -> Result<FieldSelector> {
+    if selector.is_some_and(|s| !s.is_empty()) {
+        return Err(StatusError::bad_request(
+            "both a name and a field selector provided; please provide one or the other.",
+        ));
+    }
+    Ok(FieldSelector::new(vec![FieldRequirement {
+        field: "metadata.name".into(),
+        op: FieldOp::Eq,
+        value: name.into(),
+    }]))
+}
+
 /// `now + timeout`, saturating: `timeoutSeconds` may be as large as `i64::MAX`.
 fn deadline_after(timeout: Duration) -> tokio::time::Instant {
     let now = tokio::time::Instant::now();
@@ -56,7 +73,10 @@ fn deadline_after(timeout: Duration) -> tokio::time::Instant {
 }
 
 pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
-    let opts = call.query.watch_options()?;
+    let mut opts = call.query.watch_options()?;
+    if !call.info.name.is_empty() {
+        opts.field_selector = Some(one_object(&call.info.name, opts.field_selector)?);
+    }
     let timeout = watch_timeout(call.query.timeout_seconds()?);
     let initial_events_end = opts.send_initial_events;
     let encoder = EventEncoder {
