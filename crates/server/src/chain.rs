@@ -79,11 +79,29 @@ impl Scope {
     }
 }
 
-/// Run `req` through the chain.
-pub async fn handle(api: Arc<Api>, req: Request<Incoming>, peer: &PeerIdentity) -> Response<Body> {
+/// The request's audit ID: the client's `Audit-ID`, kept as given, or a new
+/// UUID. Taken before the chain runs, as upstream's outermost filter
+/// (`WithAuditInit`) takes it: even a panic's answer carries it.
+pub fn audit_id(req: &Request<Incoming>) -> String {
+    Audit::id(req)
+}
+
+/// The `Audit-Id` header of the request's answer.
+pub fn set_audit_id(resp: &mut Response<Body>, audit_id: &str) {
+    if let Ok(id) = http::HeaderValue::from_str(audit_id) {
+        resp.headers_mut().insert(AUDIT_ID, id);
+    }
+}
+
+/// Run `req`, whose audit ID is `audit_id` ([`audit_id`]), through the chain.
+pub async fn handle(
+    api: Arc<Api>,
+    req: Request<Incoming>,
+    peer: &PeerIdentity,
+    audit_id: String,
+) -> Response<Body> {
     let started = Instant::now();
     let mut scope = Scope::of(&req);
-    let audit_id = Audit::id(&req);
     let long_running = Timeout::is_long_running(&scope.info, &req);
     let refused = match api.lifecycle.phase() {
         Phase::NotAcceptingNewRequest => ShuttingDown::refuse(&api, &req, &scope, long_running),
@@ -99,9 +117,7 @@ pub async fn handle(api: Arc<Api>, req: Request<Incoming>, peer: &PeerIdentity) 
         },
     };
     response::add_standard_headers(&mut resp);
-    if let Ok(id) = http::HeaderValue::from_str(&audit_id) {
-        resp.headers_mut().insert(AUDIT_ID, id);
-    }
+    set_audit_id(&mut resp, &audit_id);
     let code = resp.status().as_u16();
     api.metrics.observe(&scope.info, code, started.elapsed());
     if !matches!(scope.info.verb, Verb::None | Verb::Watch) {

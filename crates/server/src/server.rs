@@ -581,10 +581,9 @@ pub(crate) async fn handle_catching_panics(
     req: hyper::Request<hyper::body::Incoming>,
     peer: Arc<crate::authn::PeerIdentity>,
 ) -> hyper::Response<response::Body> {
-    match std::panic::AssertUnwindSafe(crate::chain::handle(api, req, &peer))
-        .catch_unwind()
-        .await
-    {
+    let audit_id = crate::chain::audit_id(&req);
+    let handled = crate::chain::handle(api, req, &peer, audit_id.clone());
+    match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
         Ok(resp) => resp,
         Err(_) => {
             let mut resp = response::respond(
@@ -596,6 +595,7 @@ pub(crate) async fn handle_catching_panics(
                 http::header::X_CONTENT_TYPE_OPTIONS,
                 http::HeaderValue::from_static("nosniff"),
             );
+            crate::chain::set_audit_id(&mut resp, &audit_id);
             resp
         }
     }

@@ -454,6 +454,12 @@ async fn a_panic_is_500_and_the_server_goes_on() {
         headers.get("x-content-type-options").map(|v| v.as_bytes()),
         Some(&b"nosniff"[..])
     );
+    // `WithAuditInit` is outside the panic recovery: the answer has its ID.
+    let audit_id = headers.get("audit-id").map(|v| v.to_str().unwrap());
+    assert!(
+        audit_id.is_some_and(|id| uuid::Uuid::parse_str(id).is_ok()),
+        "{audit_id:?}"
+    );
     assert_eq!(
         body,
         "This request caused apiserver to panic. Look in the logs for details.\n"
