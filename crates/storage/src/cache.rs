@@ -155,6 +155,35 @@ pub struct Watcher<O> {
     _guard: WatcherGuard<O>,
 }
 
+impl<O: Send + Sync + 'static> Watcher<O> {
+    /// A handle that queues a bookmark for this watcher when asked, and does
+    /// nothing once the watcher is gone.
+    pub fn bookmarker(&self) -> Bookmarker {
+        let guard = &self._guard;
+        let registry = Arc::downgrade(&guard.registry);
+        let (prefix, id) = (guard.prefix.clone(), guard.id);
+        Bookmarker(Box::new(move || {
+            if let Some(registry) = registry.upgrade() {
+                registry.lock().bookmark(&prefix, id);
+            }
+        }))
+    }
+}
+
+/// Queues a bookmark for one watcher ([`Watcher::bookmarker`]): upstream
+/// sends one 2 s before a watch's deadline, so a client resumes from the
+/// latest revision, not from its last event's.
+pub struct Bookmarker(Box<dyn Fn() + Send + Sync>);
+
+impl Bookmarker {
+    /// A bookmark at the last revision offered to every watcher, behind the
+    /// events already queued; nothing if the watch did not ask for
+    /// bookmarks, has not reached that revision, or is gone.
+    pub fn send(&self) {
+        (self.0)();
+    }
+}
+
 /// Unregisters the watcher when the receiving side goes away.
 struct WatcherGuard<O> {
     id: u64,
@@ -192,6 +221,21 @@ impl<O> Watchers<O> {
             by_prefix: HashMap::default(),
             dispatched,
             count: 0,
+        }
+    }
+
+    /// Queue a bookmark at the dispatched revision for one watcher (see
+    /// [`Bookmarker::send`]); a full queue skips it, as upstream skips a
+    /// bookmark a busy watcher cannot take.
+    fn bookmark(&mut self, prefix: &str, id: u64) {
+        let revision = self.dispatched;
+        if let Some(slot) = self
+            .by_prefix
+            .get(prefix)
+            .and_then(|slots| slots.iter().find(|s| s.id == id))
+            .filter(|s| s.bookmarks && revision >= s.start)
+        {
+            let _ = slot.sender.try_send(WatchItem::Bookmark(revision));
         }
     }
 

@@ -20,7 +20,9 @@ pub mod sqlite;
 
 pub use backend::{Backend, Error, Event, KeyValue, Range, Result};
 pub use backoff::Backoff;
-pub use cache::{Codec, DecodeError, Entry, Store, StoreOptions, WatchItem, WatchStart, Watcher};
+pub use cache::{
+    Bookmarker, Codec, DecodeError, Entry, Store, StoreOptions, WatchItem, WatchStart, Watcher,
+};
 
 /// The exclusive end of the key range that starts with `prefix`
 /// (etcd's "prefix end": increment the last byte that is not 0xff).

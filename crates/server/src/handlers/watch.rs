@@ -65,6 +65,35 @@ fn one_object(name: &str, selector: Option<FieldSelector>) -> Result<FieldSelect
     }]))
 }
 
+/// How long before its deadline a watch that allows bookmarks gets one
+/// (upstream's cacher: `deadline - 2s`, when that is still to come).
+const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// A timer that sends the watch a bookmark [`BOOKMARK_BEFORE_DEADLINE`]
+/// before `deadline`; `None` when that time has passed already. Aborted
+/// with the watch's body.
+fn bookmark_before(
+    deadline: tokio::time::Instant,
+    bookmarker: storage::Bookmarker,
+) -> Option<AbortOnDrop> {
+    let at = deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE)?;
+    (at > tokio::time::Instant::now()).then(|| {
+        AbortOnDrop(tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            bookmarker.send();
+        }))
+    })
+}
+
+/// A task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// `now + timeout`, saturating: `timeoutSeconds` may be as large as `i64::MAX`.
 fn deadline_after(timeout: Duration) -> tokio::time::Instant {
     let now = tokio::time::Instant::now();
@@ -85,15 +114,20 @@ pub async fn serve(call: &Call<'_>) -> Result<Response<Body>> {
         table: call.table.clone(),
     };
     tracing::debug!(resource = %call.served.rtype.plural, namespace = %call.ctx.namespace, rv = ?opts.resource_version, ?timeout, "watch");
+    let bookmarks = opts.bookmarks;
     let body = match call.served.store.watch(&call.ctx, opts).await {
         Ok(watcher) => {
+            let deadline = deadline_after(timeout);
+            let pre_deadline = bookmarks.then(|| bookmark_before(deadline, watcher.bookmarker()));
             let ends = Ends {
-                deadline: Box::pin(tokio::time::sleep_until(deadline_after(timeout))),
+                deadline: Box::pin(tokio::time::sleep_until(deadline)),
                 shutdown: call.api.lifecycle.subscribe(),
                 lifecycle: call.api.lifecycle.clone(),
                 retired: call.served.retired.subscribe(),
             };
-            Pump::new(watcher, encoder, initial_events_end, ends).body()
+            let mut pump = Pump::new(watcher, encoder, initial_events_end, ends);
+            pump.pre_deadline = pre_deadline.flatten();
+            pump.body()
         }
         // A resume point that is too old is reported in-stream, as upstream does.
         Err(e) if e.code() == 410 => {
@@ -169,6 +203,8 @@ struct Pump {
     /// The waker `ends` is polled with: made once.
     ends_waker: Waker,
     done: bool,
+    /// The bookmark before the deadline, still to come (its timer).
+    pre_deadline: Option<AbortOnDrop>,
 }
 
 impl Pump {
@@ -192,6 +228,7 @@ impl Pump {
             ends_waker: Waker::from(ends_wake.clone()),
             ends_wake,
             done: false,
+            pre_deadline: None,
         }
     }
 
