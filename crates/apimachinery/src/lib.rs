@@ -10,6 +10,7 @@ pub mod json;
 mod json_order;
 pub mod meta;
 pub mod meta_decode;
+pub mod object_meta;
 pub mod options;
 pub mod quantity;
 pub mod selector;
@@ -23,6 +24,7 @@ pub mod webhook_config;
 
 pub use field::{ErrorList, FieldError, FieldPath};
 pub use gvk::{GroupResource, GroupVersion, GroupVersionKind};
+pub use object_meta::{DynamicObject, ObjectMeta};
 pub use status::{Status, StatusCause, StatusError};
 pub use subresource::Subresource;
 pub use verb::Verb;
