@@ -162,6 +162,18 @@ async fn built_in_metadata_of_the_wrong_type_is_a_decode_error() {
         status["message"],
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.annotations of type string"
     );
+    // Not an object at all: Go names the kind's field (kube-apiserver 1.37.2's text).
+    let (code, status) = post(
+        &client,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "c"}),
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(
+        status["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta"
+    );
 }
 
 /// `/version` names the release whose API is served (1.37), with the

@@ -151,6 +151,21 @@ async fn metadata_of_the_wrong_type_is_a_decode_error() {
         status["message"],
         "Gadget in version \"v1\" cannot be handled as a Gadget: json: cannot unmarshal number into Go struct field ObjectMeta.labels of type string"
     );
+    // Not an object at all: the CRD handler decodes `metadata` alone
+    // (kube-apiserver 1.37.2's text).
+    let (code, body) = send_body(
+        &client,
+        "POST",
+        "/apis/fidelity.example.com/v1/namespaces/default/gadgets",
+        "application/json",
+        &json!({"apiVersion": "fidelity.example.com/v1", "kind": "Gadget", "metadata": ["g"]}),
+    )
+    .await;
+    assert_eq!(code, 400, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        json_of(&body)["message"],
+        "Gadget in version \"v1\" cannot be handled as a Gadget: json: cannot unmarshal array into Go value of type v1.ObjectMeta"
+    );
 }
 
 /// Gateway API's GatewayClass declares `Age` (type date) before a wide

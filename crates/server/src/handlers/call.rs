@@ -251,10 +251,17 @@ pub async fn decode_body(
 /// is a 400 decode error, not a validation error.
 fn check_metadata_decodes(rtype: &ResourceType, obj: &Value) -> Result<()> {
     let prefix = if rtype.structured { "metadata." } else { "" };
-    match obj
-        .get("metadata")
-        .and_then(|m| apimachinery::meta_decode::decode_error(m, prefix))
-    {
+    let error = match obj.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(metadata @ Value::Object(_)) => {
+            apimachinery::meta_decode::decode_error(metadata, prefix)
+        }
+        // Not an object at all (a string, an array): Go's message names the kind.
+        Some(other) => apimachinery::ObjectMeta::from_value_in(other.clone(), prefix, &rtype.kind)
+            .err()
+            .map(|e| e.0),
+    };
+    match error {
         None => Ok(()),
         Some(err) => Err(StatusError::bad_request(format!(
             "{kind} in version \"{version}\" cannot be handled as a {kind}: {err}",
