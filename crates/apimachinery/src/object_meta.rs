@@ -579,6 +579,43 @@ fn time_value(text: &str) -> Value {
     }
 }
 
+/// Rewrite the time members of a decoded `metadata` (checked already by
+/// [`crate::meta_decode::decode_error`]) as Go writes them back after its
+/// decode: UTC, whole seconds; a zero `creationTimestamp` gone (`omitzero`),
+/// a zero `deletionTimestamp` or managedFields `time` `null`. For code that
+/// keeps objects as JSON: [`ObjectMeta::from_value`] does the same.
+pub fn normalize_times(object: &mut Value) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(created) = metadata.get_mut("creationTimestamp") {
+        match time(created.take()).filter(|t| t != ZERO_TIME) {
+            Some(t) => *created = t.into(),
+            None => {
+                metadata.remove("creationTimestamp");
+            }
+        }
+    }
+    if let Some(deleted) = metadata.get_mut("deletionTimestamp") {
+        normalize_pointer_time(deleted);
+    }
+    let entries = metadata
+        .get_mut("managedFields")
+        .and_then(Value::as_array_mut);
+    for entry in entries.into_iter().flatten() {
+        if let Some(at) = entry.get_mut("time") {
+            normalize_pointer_time(at);
+        }
+    }
+}
+
+/// A `*metav1.Time` member as Go writes it back (see [`normalize_times`]).
+fn normalize_pointer_time(value: &mut Value) {
+    if value.is_string() {
+        *value = time(value.take()).map_or(Value::Null, |t| time_value(&t));
+    }
+}
+
 fn int64(value: &Value, custom: bool) -> Option<i64> {
     crate::meta_decode::int64(value.as_number()?, custom).ok()
 }
@@ -1120,5 +1157,43 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Times kept as JSON read back as Go writes them (kube-apiserver 1.37.2
+    /// answers a managedFields `time` of `2024-01-01T00:00:00.5+02:00` with
+    /// `2023-12-31T22:00:00Z`, a zero one with `null`), the same as through
+    /// the typed decode.
+    #[test]
+    fn times_kept_as_json_are_normalized_as_go_normalizes_them() {
+        let metadata = serde_json::json!({
+            "name": "a",
+            "creationTimestamp": "0001-01-01T00:00:00Z",
+            "deletionTimestamp": "2024-01-01T00:00:00.5+02:00",
+            "managedFields": [
+                {"manager": "m", "time": "2024-01-01T00:00:00.5+02:00"},
+                {"manager": "z", "time": "0001-01-01T00:00:00.5Z"},
+                {"manager": "n"}
+            ]
+        });
+        let typed = ObjectMeta::from_value(metadata.clone(), "").unwrap();
+        let mut object = serde_json::json!({ "metadata": metadata });
+        normalize_times(&mut object);
+        let metadata = object["metadata"].take();
+        assert_eq!(
+            metadata,
+            serde_json::json!({
+                "name": "a",
+                "deletionTimestamp": "2023-12-31T22:00:00Z",
+                "managedFields": [
+                    {"manager": "m", "time": "2023-12-31T22:00:00Z"},
+                    {"manager": "z", "time": null},
+                    {"manager": "n"}
+                ]
+            })
+        );
+        let mut written = Vec::new();
+        typed.write_json(&mut written);
+        let reparsed: Value = serde_json::from_slice(&written).unwrap();
+        assert_eq!(reparsed, metadata);
     }
 }

@@ -176,6 +176,65 @@ async fn built_in_metadata_of_the_wrong_type_is_a_decode_error() {
     );
 }
 
+/// Times in metadata are Go's `metav1.Time`: kube-apiserver 1.37.2 answers
+/// a managedFields `time` of `2024-01-01T00:00:00.5+02:00` with
+/// `2023-12-31T22:00:00Z` (UTC, whole seconds), and refuses a time Go's
+/// parser refuses with its message.
+#[tokio::test]
+async fn metadata_times_are_written_back_as_go_writes_them() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    let entry = |time: &str| {
+        json!([{"manager": "other", "operation": "Update", "apiVersion": "v1", "time": time,
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}])
+    };
+    let (code, created) = post(
+        &client,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "times"},
+               "data": {"a": "1"}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    // An update's managedFields, when valid, replace the live ones.
+    let mut update = created.clone();
+    update["metadata"]["managedFields"] = entry("2024-01-01T00:00:00.5+02:00");
+    update["data"]["b"] = json!("2");
+    let (code, body) = send_body(
+        &client,
+        "PUT",
+        "/api/v1/namespaces/default/configmaps/times?fieldManager=test",
+        "application/json",
+        &update,
+    )
+    .await;
+    assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    let updated = json_of(&body);
+    let other = updated["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "other")
+        .cloned();
+    assert_eq!(
+        other.map(|e| e["time"].clone()),
+        Some(json!("2023-12-31T22:00:00Z")),
+        "{updated}"
+    );
+    let (code, status) = post(
+        &client,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "bad-time", "managedFields": entry("x")}}),
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(
+        status["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: parsing time \"x\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"x\" as \"2006\""
+    );
+}
+
 /// `/version` names the release whose API is served (1.37), with the
 /// compatibility-version fields kube-apiserver 1.37.2 fills.
 #[tokio::test]

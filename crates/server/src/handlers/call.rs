@@ -240,6 +240,7 @@ pub async fn decode_body(
     default_type(call.rtype(), &mut obj);
     check_type(call.rtype(), &obj)?;
     check_metadata_decodes(call.rtype(), &obj)?;
+    apimachinery::object_meta::normalize_times(&mut obj);
     if let Some(capture) = &call.audit_body {
         capture.keep(&obj);
     }
