@@ -24,7 +24,7 @@ mod webhooks;
 
 use std::sync::Arc;
 
-use apimachinery::{GroupResource, StatusCause, StatusError};
+use apimachinery::{GroupResource, StatusCause, StatusError, meta};
 use cel_rules::{Bindings, Evaluated};
 use parking_lot::RwLock;
 use serde_json::{Value, json};
@@ -110,11 +110,7 @@ fn entries<P>(
     policies
         .iter()
         .map(|p| {
-            let name = p
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
+            let name = meta::name(p).to_string();
             let ignore_failures =
                 p.pointer("/spec/failurePolicy").and_then(Value::as_str) == Some("Ignore");
             let compiled = compile(p, true).map_err(|errs| {
@@ -126,12 +122,7 @@ fn entries<P>(
             let bindings = bindings
                 .iter()
                 .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(&name))
-                .map(|b| {
-                    policy::compile_binding(b).map_err(|e| {
-                        let n = b.pointer("/metadata/name").and_then(Value::as_str);
-                        (n.unwrap_or("").to_string(), e)
-                    })
-                })
+                .map(|b| policy::compile_binding(b).map_err(|e| (meta::name(b).to_string(), e)))
                 .collect();
             Entry {
                 name,
@@ -791,10 +782,7 @@ impl Admission for PolicyCheck {
         match errs {
             None => Ok(()),
             Some(errs) => {
-                let name = new
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                let name = meta::name(new);
                 Err(StatusError::invalid(
                     "admissionregistration.k8s.io",
                     kind,

@@ -3,6 +3,7 @@
 //! resources with `*` and subresources, scope), exclusions, and namespace and
 //! object label selectors — as upstream's matcher decides.
 
+use apimachinery::meta;
 use apimachinery::selector::LabelSelector;
 use serde_json::{Map, Value};
 
@@ -158,7 +159,7 @@ impl Matcher {
 }
 
 fn labels(v: Option<&Value>) -> Option<&Map<String, Value>> {
-    v?.pointer("/metadata/labels")?.as_object()
+    meta::labels(v?)
 }
 
 /// The request as rules see it.

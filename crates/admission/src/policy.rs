@@ -2,6 +2,7 @@
 //! variables, validations and audit annotations as CEL expressions, compiled
 //! once per policy generation; and its bindings.
 
+use apimachinery::meta;
 use apimachinery::selector::LabelSelector;
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use cel_rules::{Expected, Expression, ObjectTypes};
@@ -319,7 +320,7 @@ pub fn compile_binding(obj: &Value) -> Result<Binding, BindingError> {
         .filter_map(Value::as_str)
         .collect();
     Ok(Binding {
-        name: str_at(obj, "/metadata/name").to_string(),
+        name: meta::name(obj).to_string(),
         matcher,
         param_ref,
         allow_missing_params: str_at(obj, "/spec/paramRef/parameterNotFoundAction") == "Allow",

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use apimachinery::meta;
 use serde_json::{Value, json};
 
 use cel_rules::Expression;
@@ -195,8 +196,8 @@ pub(crate) async fn write(
     objects: Option<&Arc<dyn Objects>>,
 ) {
     for policy in policies {
-        let generation = policy
-            .pointer("/metadata/generation")
+        let generation = meta::metadata(policy)
+            .and_then(|m| m.get("generation"))
             .cloned()
             .unwrap_or(json!(1));
         let wanted = type_checking(policy, crds, objects);
@@ -205,7 +206,7 @@ pub(crate) async fn write(
         {
             continue;
         }
-        let name = str_at(policy, "/metadata/name");
+        let name = meta::name(policy);
         let mut ctx = runtime::system_context("", "kubext-admission");
         ctx.subresource = apimachinery::Subresource::Status;
         let result = store

@@ -327,13 +327,12 @@ fn check_converted(
 
 /// Kind, name, namespace and UID are the input's.
 fn validate_identity(input: &Value, output: &Value) -> Result<(), String> {
-    for (what, pointer) in [
-        ("kind", "/kind"),
-        ("name", "/metadata/name"),
-        ("namespace", "/metadata/namespace"),
-        ("UID", "/metadata/uid"),
+    for (what, e, a) in [
+        ("kind", meta::kind(input), meta::kind(output)),
+        ("name", meta::name(input), meta::name(output)),
+        ("namespace", meta::namespace(input), meta::namespace(output)),
+        ("UID", meta::uid(input), meta::uid(output)),
     ] {
-        let (e, a) = (text(input, pointer), text(output, pointer));
         if e != a {
             return Err(format!("must have the same {what}: {e} != {a}"));
         }
@@ -367,11 +366,7 @@ fn restore_metadata(input: &Value, output: &mut Value) -> Result<(), String> {
             ));
         }
     };
-    let mut restored = input
-        .get("metadata")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let mut restored = meta::metadata(input).cloned().unwrap_or_default();
     let mut errs = ErrorList::new();
     for (field, path) in [
         ("labels", "metadata.labels"),
@@ -408,7 +403,7 @@ fn restore_metadata(input: &Value, output: &mut Value) -> Result<(), String> {
     if !errs.is_empty() {
         return Err(aggregate(&errs));
     }
-    output["metadata"] = Value::Object(restored);
+    *meta::metadata_mut(output) = restored;
     Ok(())
 }
 

@@ -125,7 +125,7 @@ impl Strategy for Crds {
         vec![
             json!(str_at(obj, "/spec/scope")),
             json!(versions.join(",")),
-            json!(str_at(obj, "/metadata/creationTimestamp")),
+            json!(meta::str_field(obj, "creationTimestamp").unwrap_or("")),
             json!(str_at(obj, "/spec/group")),
             json!(str_at(obj, "/spec/names/kind")),
             json!(short_names.join(",")),

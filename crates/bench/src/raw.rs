@@ -2,6 +2,7 @@
 //! (in this process, no HTTP, no API machinery), with the same concurrency.
 
 use anyhow::{Context, Result};
+use apimachinery::meta;
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,11 +39,12 @@ pub struct RawResult {
 /// the metadata the server adds.
 pub fn stored_value(payload: &str) -> Result<Bytes> {
     let mut value = serde_json::to_value(config_map("cm-000000", payload))?;
-    if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-        meta.insert("namespace".into(), "bench".into());
-        meta.insert("uid".into(), "8a3c1f7e-5b2d-4e0a-9c61-2f4b7d9e1a05".into());
-        meta.insert("creationTimestamp".into(), "2025-01-01T00:00:00Z".into());
-        meta.insert(
+    if meta::metadata(&value).is_some() {
+        let md = meta::metadata_mut(&mut value);
+        md.insert("namespace".into(), "bench".into());
+        md.insert("uid".into(), "8a3c1f7e-5b2d-4e0a-9c61-2f4b7d9e1a05".into());
+        md.insert("creationTimestamp".into(), "2025-01-01T00:00:00Z".into());
+        md.insert(
             "managedFields".into(),
             serde_json::json!([{"apiVersion": "v1", "fieldsType": "FieldsV1",
                 "fieldsV1": {"f:data": {".": {}, "f:payload": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}},

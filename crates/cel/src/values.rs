@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use apimachinery::meta;
 use cel::common::types::{
     CelBool, CelBytes, CelDouble, CelDuration, CelInt, CelList, CelMap, CelMapKey, CelNull,
     CelString, CelTimestamp,
@@ -90,7 +91,7 @@ pub(crate) fn to_val<'a>(
                 let embedded = child.is_some_and(|c| c.extensions.embedded_resource);
                 map.insert(key_of(key), to_val(val, child, embedded));
             }
-            if resource_root && let Some(md) = o.get("metadata").and_then(Value::as_object) {
+            if resource_root && let Some(md) = meta::metadata(v) {
                 let mut visible: HashMap<CelMapKey<'a>, Box<dyn Val + 'a>> = HashMap::new();
                 for k in ["name", "generateName"] {
                     if let Some((key, v)) = md.get_key_value(k) {

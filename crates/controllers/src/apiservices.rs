@@ -56,7 +56,7 @@ pub fn desired(served: &[LocalGroupVersion]) -> BTreeMap<String, Value> {
 }
 
 fn is_automanaged(obj: &Value) -> bool {
-    obj.pointer("/metadata/labels")
+    meta::labels(obj)
         .and_then(|l| l.get(AUTOMANAGED_LABEL))
         .is_some()
 }

@@ -438,9 +438,7 @@ fn compile_key(crd: &Value, status: Option<&Value>) -> String {
     format!(
         "{}/{}/{established}/{}",
         meta::uid(crd),
-        crd.pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or(0),
+        meta::generation(crd),
         meta::deletion_timestamp(crd).is_some(),
     )
 }
@@ -702,8 +700,8 @@ impl CleanupKey {
                         reason,
                         message,
                     );
-                } else if let Some(list) = next
-                    .pointer_mut("/metadata/finalizers")
+                } else if let Some(list) = meta::metadata_mut(&mut next)
+                    .get_mut("finalizers")
                     .and_then(Value::as_array_mut)
                 {
                     list.retain(|f| f != CLEANUP_FINALIZER);

@@ -473,8 +473,8 @@ impl<R: Resources> Collector<R> {
                     if meta::uid(current) != uid {
                         return Ok(next);
                     }
-                    if let Some(refs) = next
-                        .pointer_mut("/metadata/ownerReferences")
+                    if let Some(refs) = meta::metadata_mut(&mut next)
+                        .get_mut("ownerReferences")
                         .and_then(Value::as_array_mut)
                     {
                         refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner));
@@ -493,8 +493,8 @@ impl<R: Resources> Collector<R> {
                     if meta::uid(current) != uid {
                         return Ok(next);
                     }
-                    if let Some(list) = next
-                        .pointer_mut("/metadata/finalizers")
+                    if let Some(list) = meta::metadata_mut(&mut next)
+                        .get_mut("finalizers")
                         .and_then(Value::as_array_mut)
                     {
                         list.retain(|f| f.as_str() != Some(finalizer));
@@ -528,8 +528,8 @@ impl<R: Resources> Reconciler for Collector<R> {
 
 /// Every blocking owner reference becomes non-blocking.
 fn unblock_owners(object: &mut Value) {
-    let refs = object
-        .pointer_mut("/metadata/ownerReferences")
+    let refs = meta::metadata_mut(object)
+        .get_mut("ownerReferences")
         .and_then(Value::as_array_mut);
     for owner in refs.into_iter().flatten() {
         if owner.get("blockOwnerDeletion") == Some(&Value::Bool(true)) {

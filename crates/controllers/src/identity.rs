@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use apimachinery::meta;
 use registry::options::DeleteOptions;
 use serde_json::{Value, json};
 
@@ -210,10 +211,12 @@ impl<R: Resources> IdentityLease<R> {
     fn stamp(&self, lease: &mut Value) {
         lease["spec"]["leaseDurationSeconds"] = json!(self.timings.duration.as_secs());
         lease["spec"]["renewTime"] = json!(micro_time(jiff::Timestamp::now()));
-        let metadata = &mut lease["metadata"];
-        metadata["labels"][IDENTITY_LABEL] = json!(COMPONENT);
-        metadata["labels"][HOSTNAME_LABEL] = json!(self.hostname);
-        metadata["annotations"][PEER_ADDRESS_ANNOTATION] = json!(self.advertised.to_string());
+        let metadata = meta::metadata_mut(lease);
+        let labels = metadata.entry("labels").or_insert(Value::Null);
+        labels[IDENTITY_LABEL] = json!(COMPONENT);
+        labels[HOSTNAME_LABEL] = json!(self.hostname);
+        metadata.entry("annotations").or_insert(Value::Null)[PEER_ADDRESS_ANNOTATION] =
+            json!(self.advertised.to_string());
     }
 }
 
@@ -237,8 +240,7 @@ async fn collect_once<R: Resources>(resources: &R) -> Result<(), apimachinery::S
     let now = jiff::Timestamp::now();
     for lease in listed.items {
         let lease = lease.to_value();
-        if lease
-            .pointer("/metadata/labels")
+        if meta::labels(&lease)
             .and_then(|l| l.get(IDENTITY_LABEL))
             .and_then(Value::as_str)
             != Some(COMPONENT)
@@ -246,11 +248,10 @@ async fn collect_once<R: Resources>(resources: &R) -> Result<(), apimachinery::S
         {
             continue;
         }
-        let name = lease["metadata"]["name"].as_str().unwrap_or_default();
+        let name = meta::name(&lease);
         // Only the version judged expired: a renewal since then keeps it.
         let opts = DeleteOptions {
-            precondition_resource_version: lease["metadata"]["resourceVersion"]
-                .as_str()
+            precondition_resource_version: meta::str_field(&lease, "resourceVersion")
                 .map(String::from),
             ..Default::default()
         };

@@ -132,8 +132,7 @@ impl<R: Resources> NamespaceController<R> {
     /// description annotation is there.
     async fn restore_root_ca(&self, store: &GenericStore, ctx: &RequestContext, current: &Value) {
         let data = json!({"ca.crt": self.root_ca});
-        let described = current
-            .pointer("/metadata/annotations")
+        let described = meta::annotations(current)
             .and_then(|a| a.get(DESCRIPTION_ANNOTATION))
             .and_then(Value::as_str)
             .is_some_and(|d| !d.is_empty());
@@ -144,9 +143,9 @@ impl<R: Resources> NamespaceController<R> {
             .update_with(ctx, ROOT_CA_CONFIG_MAP, |current| {
                 let mut next = current.clone();
                 next["data"] = data.clone();
-                let metadata = &mut next["metadata"];
+                let metadata = meta::metadata_mut(&mut next);
                 if !metadata.get("annotations").is_some_and(Value::is_object) {
-                    metadata["annotations"] = json!({});
+                    metadata.insert("annotations".into(), json!({}));
                 }
                 let annotations = &mut metadata["annotations"];
                 if annotations

@@ -136,7 +136,11 @@ pub fn claims_of(pod: &Value) -> Vec<String> {
 
 /// The uid of `object`'s controller, if any (upstream's `GetControllerOf`).
 fn controller_uid(object: &Value) -> Option<&str> {
-    items(object, "/metadata/ownerReferences")
+    meta::metadata(object)
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
         .and_then(|r| str_at(r, "/uid"))
 }
@@ -167,8 +171,8 @@ fn names_claim(pod: &Value, claim: &Value) -> (bool, bool) {
 /// grace period of 0 (upstream's `podIsShutDown`).
 fn shut_down(pod: &Value) -> bool {
     meta::deletion_timestamp(pod).is_some()
-        && pod
-            .pointer("/metadata/deletionGracePeriodSeconds")
+        && meta::metadata(pod)
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
             .and_then(Value::as_i64)
             == Some(0)
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
-use apimachinery::Subresource;
+use apimachinery::{Subresource, meta};
 use registry::{GenericStore, ListOptions, RequestContext};
 use serde_json::{Value, json};
 use server::api::Api;
@@ -140,8 +140,7 @@ async fn ensure_object(store: &GenericStore, wanted: Value, kind: Kind) -> Resul
 }
 
 fn annotation(object: &Value) -> Option<&str> {
-    object
-        .pointer("/metadata/annotations")
+    meta::annotations(object)
         .and_then(|a| a.get(AUTO_UPDATE))
         .and_then(Value::as_str)
 }

@@ -21,6 +21,7 @@
 //! they agree on one port instead of overwriting each other.
 
 use anyhow::{Result, anyhow};
+use apimachinery::meta;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -259,8 +260,7 @@ impl EndpointReconciler {
         let ctx = runtime::system_context(NAMESPACE, "kube-apiserver");
         let want = endpoints(published.as_ref());
         let changed = upsert(&self.endpoints, &ctx, want, |current, want| {
-            current.get("subsets") != want.get("subsets")
-                || current.pointer("/metadata/labels") != want.pointer("/metadata/labels")
+            current.get("subsets") != want.get("subsets") || labels(current) != labels(want)
         })
         .await?;
         if changed {
@@ -277,7 +277,7 @@ impl EndpointReconciler {
                 ["endpoints", "ports", "addressType"]
                     .iter()
                     .any(|k| current.get(*k) != want.get(*k))
-                    || current.pointer("/metadata/labels") != want.pointer("/metadata/labels")
+                    || labels(current) != labels(want)
             },
         )
         .await?;
@@ -309,12 +309,16 @@ fn lease_entry(address: SocketAddr, expires: jiff::Timestamp) -> Value {
     })
 }
 
+/// An object's `metadata.labels` member, whatever its JSON type.
+fn labels(object: &Value) -> Option<&Value> {
+    meta::metadata(object).and_then(|m| m.get("labels"))
+}
+
 fn read_entry(key: &str, revision: i64, value: &Value) -> Option<Entry> {
     let subset = value.pointer("/subsets/0")?;
     let ip: IpAddr = subset.pointer("/addresses/0/ip")?.as_str()?.parse().ok()?;
     let port = u16::try_from(subset.pointer("/ports/0/port")?.as_u64()?).ok()?;
-    let expires = value
-        .pointer("/metadata/annotations")
+    let expires = meta::annotations(value)
         .and_then(|a| a.get(EXPIRES_ANNOTATION))
         .and_then(Value::as_str)
         .and_then(|t| t.parse().ok());
@@ -479,7 +483,10 @@ async fn upsert(
             let mut next = current.clone();
             for (key, value) in want.as_object().into_iter().flatten() {
                 match key.as_str() {
-                    "metadata" => next["metadata"]["labels"] = value["labels"].clone(),
+                    "metadata" => {
+                        meta::metadata_mut(&mut next)
+                            .insert("labels".into(), value["labels"].clone());
+                    }
                     _ => next[key] = value.clone(),
                 }
             }

@@ -192,7 +192,7 @@ impl ServiceRepair {
     /// may be turning into a ClusterIP), a few seconds when it exists but
     /// holds another address (a create answered 409 is reverting).
     fn orphaned(&self, address: &Value, services: &HashMap<(&str, &str), &Value>) -> bool {
-        let labels = address.pointer("/metadata/labels");
+        let labels = meta::labels(address);
         let managed = labels
             .and_then(|l| l.get(MANAGED_BY_LABEL))
             .and_then(Value::as_str)
@@ -285,8 +285,7 @@ fn refers_to(address: &Value, svc: &Value) -> bool {
 }
 
 fn age(obj: &Value) -> Duration {
-    obj.pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
+    meta::str_field(obj, "creationTimestamp")
         .and_then(apimachinery::time::age)
         .unwrap_or_default()
 }

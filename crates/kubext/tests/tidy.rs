@@ -489,15 +489,7 @@ fn public_string_errors(code: &str) -> Vec<String> {
 /// server's config/authn/serviceaccounts/audit) are moving to typed errors
 /// with their owners; remove an entry when its signature is typed (the test
 /// fails on entries that no longer match).
-const STRING_ERRORS_ALLOWED: &[&str] = &[
-    "crates/registry/src/builtin/service_allocation.rs: fn parse",
-    "crates/registry/src/managed_fields.rs: fn decode_managed_fields",
-    "crates/registry/src/managed_fields.rs: fn from_fields_v1",
-    "crates/registry/src/managed_fields.rs: fn from_json",
-    "crates/registry/src/managed_fields.rs: fn parse",
-    "crates/registry/src/resource.rs: fn check_field_label",
-    "crates/server/src/audit/policy.rs: fn parse",
-];
+const STRING_ERRORS_ALLOWED: &[&str] = &["crates/server/src/audit/policy.rs: fn parse"];
 
 #[test]
 fn public_signatures_have_typed_errors() {
@@ -795,20 +787,25 @@ const OBJECT_MODEL: &[&str] = &[
 ];
 
 /// Raw access to `metadata` in code (comments blanked, literals kept):
-/// indexing, `get`/`get_mut`/`entry` on the member, and JSON pointers into it
-/// (`"/metadata` opens any pointer literal: `pointer`, `pointer_mut`, helpers
-/// such as `str_at` and `format!`ed pointers).
+/// indexing, and `get`/`get_mut`/`entry` on the member.
 const RAW_METADATA: &[&str] = &[
     r#"["metadata"]"#,
     r#".get("metadata")"#,
     r#".get_mut("metadata")"#,
     r#".entry("metadata")"#,
-    r#""/metadata"#,
 ];
 
-/// How many raw `metadata` accesses ([`RAW_METADATA`]) `code` has.
+/// How many raw `metadata` accesses `code` has: [`RAW_METADATA`]'s, and JSON
+/// pointers through it (a `/metadata` segment in a literal: `"/metadata/name"`
+/// for `pointer`, `pointer_mut`, helpers such as `str_at` and `format!`ed
+/// pointers, and nested objects' `"/spec/template/metadata/labels"`).
 fn raw_metadata_accesses(code: &str) -> usize {
-    RAW_METADATA.iter().map(|p| code.matches(p).count()).sum()
+    let indexed: usize = RAW_METADATA.iter().map(|p| code.matches(p).count()).sum();
+    let pointers = code
+        .match_indices("/metadata")
+        .filter(|(at, m)| matches!(code.as_bytes().get(at + m.len()), Some(b'/' | b'"')))
+        .count();
+    indexed + pointers
 }
 
 /// Files still reading `metadata` as raw JSON outside the object model, with
@@ -817,34 +814,11 @@ fn raw_metadata_accesses(code: &str) -> usize {
 /// `ObjectMeta`, and lower the count (the test fails on a count that grows
 /// and on one that drops below its entry; remove an entry at zero).
 const RAW_METADATA_ALLOWED: &[(&str, usize)] = &[
-    ("crates/admission/src/in_tree/default_class.rs", 2),
-    ("crates/admission/src/in_tree/limit_ranger.rs", 2),
-    ("crates/admission/src/in_tree/mod.rs", 1),
-    ("crates/admission/src/in_tree/priority.rs", 1),
-    ("crates/admission/src/in_tree/service_account.rs", 1),
-    ("crates/admission/src/lib.rs", 3),
-    ("crates/admission/src/matching.rs", 1),
-    ("crates/admission/src/policy.rs", 1),
-    ("crates/admission/src/type_checking.rs", 2),
-    ("crates/admission/src/webhooks/mod.rs", 2),
-    ("crates/apiextensions/src/conversion.rs", 6),
-    ("crates/apiextensions/src/crd.rs", 1),
-    ("crates/bench/src/raw.rs", 1),
-    ("crates/cel/src/values.rs", 1),
-    ("crates/controllers/src/apiservices.rs", 1),
-    ("crates/controllers/src/crd.rs", 2),
-    ("crates/controllers/src/gc.rs", 3),
-    ("crates/controllers/src/identity.rs", 4),
-    ("crates/controllers/src/namespace.rs", 2),
-    ("crates/controllers/src/storage_protection.rs", 2),
-    ("crates/controlplane/src/flowcontrol.rs", 1),
-    ("crates/controlplane/src/kubernetes_service.rs", 6),
-    ("crates/controlplane/src/service_repair.rs", 2),
-    ("crates/rbac/src/bootstrap.rs", 1),
+    ("crates/apiextensions/src/conversion.rs", 1),
     ("crates/registry/src/builtin/apiregistration.rs", 1),
     ("crates/registry/src/builtin/certificates.rs", 2),
     ("crates/registry/src/builtin/core.rs", 4),
-    ("crates/registry/src/builtin/defaults.rs", 1),
+    ("crates/registry/src/builtin/defaults.rs", 4),
     ("crates/registry/src/builtin/dra/claims.rs", 1),
     ("crates/registry/src/builtin/hpa.rs", 3),
     ("crates/registry/src/builtin/pod_resize.rs", 1),
@@ -858,11 +832,7 @@ const RAW_METADATA_ALLOWED: &[(&str, usize)] = &[
     ("crates/registry/src/table.rs", 1),
     ("crates/schema/src/pruning.rs", 1),
     ("crates/schema/src/validate.rs", 1),
-    ("crates/server/src/audit/mod.rs", 3),
     ("crates/server/src/handlers/call.rs", 1),
-    ("crates/server/src/handlers/computed.rs", 1),
-    ("crates/server/src/handlers/proxy.rs", 1),
-    ("crates/server/src/strict.rs", 1),
     ("crates/webhook/src/service.rs", 1),
     ("examples/wardle-apiserver/src/ban_flunder.rs", 1),
 ];

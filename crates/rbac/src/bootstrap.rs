@@ -146,8 +146,8 @@ async fn ensure(store: &GenericStore, expected: Value, reconcile: Reconcile) -> 
 fn merge_metadata(expected: &Value, next: &mut Value) -> bool {
     let mut changed = false;
     for field in ["labels", "annotations"] {
-        let Some(wanted) = expected
-            .pointer(&format!("/metadata/{field}"))
+        let Some(wanted) = meta::metadata(expected)
+            .and_then(|m| m.get(field))
             .and_then(Value::as_object)
         else {
             continue;

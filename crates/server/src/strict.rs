@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use apimachinery::StatusError;
 use apimachinery::gofmt;
+use apimachinery::meta;
 use apimachinery::strict::{ValueSeed, field_path, push_strict_error};
 use registry::ResourceType;
 
@@ -572,13 +573,7 @@ pub fn apply_typed_check(rtype: &ResourceType, config: &Value) -> Result<(), Sta
     } else {
         format!("errors:\n  {}", texts.join("\n  "))
     };
-    let str_at = |field: &str| {
-        config
-            .get("metadata")
-            .and_then(|m| m.get(field))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
+    let str_at = |field: &str| meta::str_field(config, field).unwrap_or("");
     Err(StatusError::new(
         500,
         "",

@@ -2,6 +2,7 @@
 //! names no class gets the class annotated as the default; of several, the
 //! newest (then the first by name).
 
+use apimachinery::meta;
 use serde_json::{Value, json};
 
 use crate::Objects;
@@ -70,12 +71,7 @@ async fn set_default(object: &mut Value, objects: &dyn Objects, kind: &ClassKind
 }
 
 fn default_of(classes: &[Value], kind: &ClassKind) -> Option<String> {
-    let field = |c: &Value, f: &str| {
-        c.pointer(&format!("/metadata/{f}"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let field = |c: &Value, f: &str| meta::str_field(c, f).unwrap_or("").to_string();
     classes
         .iter()
         .filter(|c| {
@@ -90,8 +86,7 @@ fn default_of(classes: &[Value], kind: &ClassKind) -> Option<String> {
 }
 
 fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
-    object
-        .pointer("/metadata/annotations")
+    meta::annotations(object)
         .and_then(|a| a.get(key))
         .and_then(Value::as_str)
 }

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use apimachinery::meta;
 use apimachinery::quantity::{MAX_MILLI_VALUE, Quantity};
 use registry::{Attributes, Operation};
 use serde_json::{Map, Value};
@@ -47,7 +48,8 @@ pub(super) fn applies(a: &Attributes<'_>) -> bool {
     };
     supported
         && a.old_object.is_none_or(|old| {
-            old.pointer("/metadata/deletionTimestamp")
+            meta::metadata(old)
+                .and_then(|m| m.get("deletionTimestamp"))
                 .is_none_or(Value::is_null)
         })
 }
@@ -165,10 +167,10 @@ fn merge_pod(pod: &mut Value, requests: &Resources, limits: &Resources) {
     if notes.is_empty() {
         return;
     }
-    let Some(metadata) = pod.get_mut("metadata").and_then(Value::as_object_mut) else {
+    if meta::metadata(pod).is_none() {
         return;
-    };
-    let annotations = metadata
+    }
+    let annotations = meta::metadata_mut(pod)
         .entry("annotations")
         .or_insert_with(|| Value::Object(Map::new()));
     if !annotations.is_object() {

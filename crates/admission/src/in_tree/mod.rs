@@ -24,7 +24,7 @@ mod tolerations;
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
-use apimachinery::{StatusError, Subresource};
+use apimachinery::{StatusError, Subresource, meta};
 use registry::{Attributes, Operation};
 use serde_json::Value;
 
@@ -246,10 +246,10 @@ fn protect_in_use(plural: &str, object: &mut Value) {
         "persistentvolumes" => "kubernetes.io/pv-protection",
         _ => "kubernetes.io/vac-protection",
     };
-    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+    if meta::metadata(object).is_none() {
         return;
-    };
-    let finalizers = metadata
+    }
+    let finalizers = meta::metadata_mut(object)
         .entry("finalizers")
         .or_insert_with(|| Value::Array(Vec::new()));
     if finalizers.is_null() {

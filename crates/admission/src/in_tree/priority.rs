@@ -2,6 +2,7 @@
 //! PriorityClass it names, or from the global default class, else 0; a value
 //! the pod sets itself must agree. Updates keep what creation set.
 
+use apimachinery::meta;
 use registry::Operation;
 use serde_json::{Value, json};
 
@@ -64,7 +65,7 @@ async fn set_on_create(pod: &mut Value, objects: &dyn Objects) -> Result<(), Str
         }
         None => match global_default(objects).await? {
             Some(class) => (
-                class.pointer("/metadata/name").cloned(),
+                meta::metadata(&class).and_then(|m| m.get("name")).cloned(),
                 value_of(&class),
                 preemption_of(&class),
             ),

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use apimachinery::meta;
 use serde_json::{Map, Value, json};
 
 use crate::Objects;
@@ -27,8 +28,7 @@ pub(super) async fn admit(
     namespace: &str,
     objects: &dyn Objects,
 ) -> Result<(), String> {
-    if pod
-        .pointer("/metadata/annotations")
+    if meta::annotations(pod)
         .and_then(|a| a.get(MIRROR_POD))
         .is_some()
     {

@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use apimachinery::status::StatusDetails;
-use apimachinery::{GroupResource, Status, StatusError};
+use apimachinery::{GroupResource, Status, StatusError, meta};
 use cel_rules::Bindings;
 use parking_lot::RwLock;
 use serde_json::{Value, json};
@@ -52,13 +52,10 @@ pub struct Webhooks {
 
 fn compile_all(configurations: &[Value]) -> Vec<Hook> {
     let mut sorted: Vec<&Value> = configurations.iter().collect();
-    sorted.sort_by_key(|c| c.pointer("/metadata/name").and_then(Value::as_str));
+    sorted.sort_by_key(|c| meta::str_field(c, "name"));
     let mut hooks = Vec::new();
     for configuration in sorted {
-        let name = configuration
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let name = meta::name(configuration);
         let listed = configuration.get("webhooks").and_then(Value::as_array);
         for hook in listed.into_iter().flatten() {
             let index = hooks.len();

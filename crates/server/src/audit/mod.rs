@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use apimachinery::meta;
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -344,20 +345,15 @@ impl Audit {
             e.response_status = Some(response_status(code, parsed.as_ref().filter(|_| is_status)));
             let request_object = request_body;
             if let (Some(object), Some(object_ref)) = (&request_object, e.object_ref.as_mut()) {
-                let meta = |k: &str| {
-                    object
-                        .pointer(&format!("/metadata/{k}"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                };
+                let field = |k: &str| meta::str_field(object, k).unwrap_or("");
                 if object_ref.name.is_empty() {
-                    object_ref.name = meta("name").to_string();
+                    object_ref.name = field("name").to_string();
                 }
                 if object_ref.uid.is_empty() {
-                    object_ref.uid = meta("uid").to_string();
+                    object_ref.uid = field("uid").to_string();
                 }
                 if object_ref.resource_version.is_empty() {
-                    object_ref.resource_version = meta("resourceVersion").to_string();
+                    object_ref.resource_version = field("resourceVersion").to_string();
                 }
             }
             if level >= Level::Request {
@@ -384,14 +380,10 @@ impl Audit {
 /// `omitManagedFields`: drop `metadata.managedFields` (of list items too).
 fn strip(mut object: Value, omit_managed_fields: bool) -> Value {
     if omit_managed_fields {
-        if let Some(md) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            md.remove("managedFields");
-        }
+        meta::remove(&mut object, "managedFields");
         if let Some(items) = object.get_mut("items").and_then(Value::as_array_mut) {
             for item in items {
-                if let Some(md) = item.get_mut("metadata").and_then(Value::as_object_mut) {
-                    md.remove("managedFields");
-                }
+                meta::remove(item, "managedFields");
             }
         }
     }

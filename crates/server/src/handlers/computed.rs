@@ -38,15 +38,16 @@ pub async fn serve(call: &Call<'_>, provider: &dyn Provider) -> Result<http::Res
                 .into_iter()
                 .map(|o| typed(call, o))
                 .filter(|o| {
-                    opts.label_selector.as_ref().is_none_or(|s| {
-                        s.matches(o.pointer("/metadata/labels").and_then(Value::as_object))
-                    }) && opts.field_selector.as_ref().is_none_or(|s| {
-                        s.matches(|field| match field {
-                            "metadata.name" => Some(meta::name(o).to_string()),
-                            "metadata.namespace" => Some(meta::namespace(o).to_string()),
-                            _ => None,
+                    opts.label_selector
+                        .as_ref()
+                        .is_none_or(|s| s.matches(meta::labels(o)))
+                        && opts.field_selector.as_ref().is_none_or(|s| {
+                            s.matches(|field| match field {
+                                "metadata.name" => Some(meta::name(o).to_string()),
+                                "metadata.namespace" => Some(meta::namespace(o).to_string()),
+                                _ => None,
+                            })
                         })
-                    })
                 })
                 .map(|o| Arc::new(Object::new(o)))
                 .collect();

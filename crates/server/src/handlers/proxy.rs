@@ -17,7 +17,7 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Uri, h
 use hyper::body::Incoming;
 use serde_json::Value;
 
-use apimachinery::{StatusError, Subresource};
+use apimachinery::{StatusError, Subresource, meta};
 use registry::{RequestContext, ResourceType};
 
 use super::call::Result;
@@ -225,7 +225,13 @@ async fn endpoint_slices(api: &Api, ctx: &RequestContext, service: &str) -> Resu
         .items
         .iter()
         .map(|o| o.to_value())
-        .filter(|s| str_at(s, "/metadata/labels/kubernetes.io~1service-name") == service)
+        .filter(|s| {
+            meta::labels(s)
+                .and_then(|l| l.get("kubernetes.io/service-name"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                == service
+        })
         .collect();
     slices.sort_by_key(|s| str_at(s, "/addressType") != "IPv4");
     Ok(slices)
