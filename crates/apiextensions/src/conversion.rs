@@ -356,7 +356,7 @@ fn go_type(v: &Value) -> &'static str {
 /// as upstream's `restoreObjectMeta`: anything else a webhook changes in
 /// metadata is silently undone.
 fn restore_metadata(input: &Value, output: &mut Value) -> Result<(), String> {
-    let converted = match output.get("metadata") {
+    let converted = match meta::member(output) {
         None | Some(Value::Null) => return Err("missing metadata in converted object".into()),
         Some(Value::Object(m)) => m.clone(),
         Some(other) => {

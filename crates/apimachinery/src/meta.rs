@@ -5,6 +5,22 @@
 
 use serde_json::{Map, Value};
 
+/// The `metadata` member as sent, whatever its JSON type (for the checks
+/// that tell a missing, `null` or non-object `metadata` apart).
+pub fn member(obj: &Value) -> Option<&Value> {
+    obj.get("metadata")
+}
+
+/// [`member`] of an object's map.
+pub fn member_of(obj: &Map<String, Value>) -> Option<&Value> {
+    obj.get("metadata")
+}
+
+/// [`member`], mutable; never created.
+pub fn member_mut(obj: &mut Value) -> Option<&mut Value> {
+    obj.get_mut("metadata")
+}
+
 pub fn metadata(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata")?.as_object()
 }

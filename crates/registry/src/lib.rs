@@ -25,7 +25,7 @@ pub use object::{JsonCodec, Object};
 pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
     Admission, Allocation, AllocationPool, Allocator, Attributes, Converter, ExtraSubresource,
-    FieldLabelRefusal, FieldLabels, GlobalAdmission, Operation, Provider, READ_VERBS, Reservation,
-    ResourceType, ScalePaths, StorageVersion, Strategy, TableColumn,
+    FieldLabelError, FieldLabelRefusal, FieldLabels, GlobalAdmission, Operation, Provider,
+    READ_VERBS, Reservation, ResourceType, ScalePaths, StorageVersion, Strategy, TableColumn,
 };
 pub use store::{DeleteOutcome, GenericStore, ListResult, Storage, random_suffix};

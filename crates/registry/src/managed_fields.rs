@@ -29,6 +29,41 @@ use apimachinery::time;
 use patch::{FieldMeta, PatchMeta, Strategy};
 use serde_json::{Map, Value, json};
 
+/// Why `metadata.managedFields` (or a `FieldsV1` set in it) could not be
+/// decoded. Never a client's error: upstream's field manager, as this one,
+/// then starts again from the live object's entries.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagedFieldsError {
+    #[error("invalid path element {0:?}")]
+    PathElement(String),
+    #[error("invalid key path element {0:?}")]
+    KeyPathElement(String),
+    #[error("unknown path element type")]
+    PathElementType,
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Index(#[from] std::num::ParseIntError),
+    #[error("FieldsV1 must be an object")]
+    FieldsV1NotAnObject,
+    #[error("expected an object for {0:?}")]
+    NotAnObject(String),
+    #[error("operation must be `Apply` or `Update`")]
+    Operation,
+    #[error("apiVersion must not be empty")]
+    EmptyApiVersion,
+    #[error("missing fieldsType in managed fields entry")]
+    MissingFieldsType,
+    #[error("invalid fieldsType {0:?} in managed fields entry")]
+    FieldsType(String),
+    /// One of the entries, by its position.
+    #[error("entry {index}: {source}")]
+    Entry {
+        index: usize,
+        source: Box<ManagedFieldsError>,
+    },
+}
+
 /// The manager upstream credits with everything an object had before its
 /// first apply, when it carried no managedFields.
 pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
@@ -95,29 +130,24 @@ impl PathElement {
     }
 
     /// Parse a `FieldsV1` key (upstream's `DeserializePathElement`).
-    pub fn parse(s: &str) -> Result<PathElement, String> {
+    pub fn parse(s: &str) -> Result<PathElement, ManagedFieldsError> {
         let (kind, rest) = s
             .split_once(':')
             .filter(|(k, _)| k.len() == 1)
-            .ok_or_else(|| format!("invalid path element {s:?}"))?;
+            .ok_or_else(|| ManagedFieldsError::PathElement(s.to_string()))?;
         match kind {
             "f" => Ok(PathElement::Field(rest.into())),
-            "v" => serde_json::from_str(rest)
-                .map(PathElement::Value)
-                .map_err(|e| e.to_string()),
-            "k" => match serde_json::from_str::<Value>(rest).map_err(|e| e.to_string())? {
+            "v" => Ok(PathElement::Value(serde_json::from_str(rest)?)),
+            "k" => match serde_json::from_str::<Value>(rest)? {
                 Value::Object(m) => {
                     let mut fields: Vec<(String, Value)> = m.into_iter().collect();
                     fields.sort_by(|a, b| a.0.cmp(&b.0));
                     Ok(PathElement::Key(fields))
                 }
-                _ => Err(format!("invalid key path element {s:?}")),
+                _ => Err(ManagedFieldsError::KeyPathElement(s.to_string())),
             },
-            "i" => rest
-                .parse()
-                .map(PathElement::Index)
-                .map_err(|e| format!("{e}")),
-            _ => Err("unknown path element type".into()),
+            "i" => Ok(PathElement::Index(rest.parse()?)),
+            _ => Err(ManagedFieldsError::PathElementType),
         }
     }
 }
@@ -496,16 +526,16 @@ impl FieldSet {
     }
 
     /// Decode `FieldsV1` (upstream's `Set.FromJSON`).
-    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
+    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, ManagedFieldsError> {
         match v {
             Value::Object(m) => Ok(Self::read_v1(m)?.0),
             Value::Null => Ok(FieldSet::new()),
-            _ => Err("FieldsV1 must be an object".into()),
+            _ => Err(ManagedFieldsError::FieldsV1NotAnObject),
         }
     }
 
     /// The set under one node, and whether the node itself is a member.
-    fn read_v1(m: &Map<String, Value>) -> Result<(FieldSet, bool), String> {
+    fn read_v1(m: &Map<String, Value>) -> Result<(FieldSet, bool), ManagedFieldsError> {
         let mut set = FieldSet::new();
         let mut is_member = false;
         for (key, value) in m {
@@ -516,7 +546,7 @@ impl FieldSet {
             let pe = PathElement::parse(key)?;
             let (sub, member) = match value {
                 Value::Object(child) => Self::read_v1(child)?,
-                _ => return Err(format!("expected an object for {key:?}")),
+                _ => return Err(ManagedFieldsError::NotAnObject(key.clone())),
             };
             if member {
                 set.insert_member(&pe);
@@ -1416,24 +1446,20 @@ impl ManagedEntry {
         )
     }
 
-    pub fn from_json(v: &Value) -> Result<ManagedEntry, String> {
+    pub fn from_json(v: &Value) -> Result<ManagedEntry, ManagedFieldsError> {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let operation = s("operation");
         if operation != "Apply" && operation != "Update" {
-            return Err("operation must be `Apply` or `Update`".into());
+            return Err(ManagedFieldsError::Operation);
         }
         let api_version = s("apiVersion");
         if api_version.is_empty() {
-            return Err("apiVersion must not be empty".into());
+            return Err(ManagedFieldsError::EmptyApiVersion);
         }
         match s("fieldsType").as_str() {
             "FieldsV1" => {}
-            "" => return Err("missing fieldsType in managed fields entry".into()),
-            other => {
-                return Err(format!(
-                    "invalid fieldsType {other:?} in managed fields entry"
-                ));
-            }
+            "" => return Err(ManagedFieldsError::MissingFieldsType),
+            other => return Err(ManagedFieldsError::FieldsType(other.to_string())),
         }
         Ok(ManagedEntry {
             manager: s("manager"),
@@ -1535,10 +1561,13 @@ pub(crate) fn describe_manager(
 
 /// Decode `metadata.managedFields` (upstream's `DecodeManagedFields`); a later
 /// entry with the same identifier replaces an earlier one.
-pub fn decode_managed_fields(entries: &[Value]) -> Result<Vec<ManagedEntry>, String> {
+pub fn decode_managed_fields(entries: &[Value]) -> Result<Vec<ManagedEntry>, ManagedFieldsError> {
     let mut out: Vec<ManagedEntry> = Vec::with_capacity(entries.len());
-    for (i, e) in entries.iter().enumerate() {
-        let entry = ManagedEntry::from_json(e).map_err(|err| format!("entry {i}: {err}"))?;
+    for (index, e) in entries.iter().enumerate() {
+        let entry = ManagedEntry::from_json(e).map_err(|err| ManagedFieldsError::Entry {
+            index,
+            source: Box::new(err),
+        })?;
         let id = entry.identifier();
         match out.iter_mut().find(|x| x.identifier() == id) {
             Some(existing) => *existing = entry,
@@ -1581,7 +1610,7 @@ pub fn set_managed_fields(obj: &mut Value, entries: Vec<ManagedEntry>) {
 }
 
 /// The managedFields of `obj` decoded; errors and absence are `None`.
-pub(crate) fn managed_of(obj: &Value) -> Option<Result<Vec<ManagedEntry>, String>> {
+pub(crate) fn managed_of(obj: &Value) -> Option<Result<Vec<ManagedEntry>, ManagedFieldsError>> {
     managed_fields_of(obj)
         .and_then(Value::as_array)
         .map(|a| decode_managed_fields(a))

@@ -302,6 +302,26 @@ pub enum FieldLabelRefusal {
     NotSupportedForKind,
 }
 
+/// A field selector's label a type does not accept, in the words of the
+/// conversion function that refuses it (see [`FieldLabelRefusal`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldLabelError {
+    /// No conversion function registered.
+    #[error("{0:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"")]
+    NotKnown(String),
+    #[error("field label {label:?} not supported for {kind}")]
+    NotSupportedForKind { label: String, kind: String },
+    #[error("field label not supported: {0}")]
+    NotSupported(String),
+}
+
+/// Where it reaches a client (a list's or watch's field selector): 400.
+impl From<FieldLabelError> for apimachinery::StatusError {
+    fn from(err: FieldLabelError) -> Self {
+        apimachinery::StatusError::bad_request(err.to_string())
+    }
+}
+
 /// Everything the server and generic store need to serve one resource at one version.
 pub struct ResourceType {
     /// Unique per constructed type (a CRD change builds new ones): the key under
@@ -791,8 +811,8 @@ impl ResourceType {
     }
 
     /// Whether `field` may be used in a field selector; if not, upstream's
-    /// message (a 400 BadRequest).
-    pub fn check_field_label(&self, field: &str) -> Result<(), String> {
+    /// refusal (a 400 BadRequest).
+    pub fn check_field_label(&self, field: &str) -> Result<(), FieldLabelError> {
         let listed = || self.selectable_fields.iter().any(|f| f == field);
         let accepted = match self.field_labels {
             FieldLabels::Metadata => matches!(field, "metadata.name" | "metadata.namespace"),
@@ -806,14 +826,16 @@ impl ResourceType {
         if accepted {
             return Ok(());
         }
+        let label = field.to_string();
         Err(match self.field_labels {
-            FieldLabels::Metadata => format!(
-                "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-            ),
+            FieldLabels::Metadata => FieldLabelError::NotKnown(label),
             FieldLabels::Registered(FieldLabelRefusal::NotSupportedForKind) => {
-                format!("field label {field:?} not supported for {}", self.kind)
+                FieldLabelError::NotSupportedForKind {
+                    label,
+                    kind: self.kind.clone(),
+                }
             }
-            _ => format!("field label not supported: {field}"),
+            _ => FieldLabelError::NotSupported(label),
         })
     }
 

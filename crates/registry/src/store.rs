@@ -400,9 +400,7 @@ impl GenericStore {
     ) -> Result<()> {
         if let Some(f) = fields {
             for field in f.fields() {
-                self.rtype
-                    .check_field_label(field)
-                    .map_err(StatusError::bad_request)?;
+                self.rtype.check_field_label(field)?;
             }
         }
         Ok(())

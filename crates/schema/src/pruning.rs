@@ -187,7 +187,7 @@ pub fn prune_root_metadata(obj: &mut Value) -> Vec<String> {
         root: false,
         path: String::new(),
     };
-    if let Some(metadata) = obj.get_mut("metadata") {
+    if let Some(metadata) = apimachinery::meta::member_mut(obj) {
         p.embedded_meta("metadata", metadata);
     }
     p.meta_paths.sort();

@@ -1001,7 +1001,7 @@ fn validate_embedded_resource(m: &Map<String, Value>, path: &FieldPath) -> Error
             "must be a string",
         )),
     }
-    if let Some(meta) = m.get("metadata") {
+    if let Some(meta) = apimachinery::meta::member_of(m) {
         let mp = path.child("metadata");
         if let Some(mo) = meta.as_object() {
             let mut mo = mo.clone();

@@ -27,7 +27,7 @@ pub mod validation;
 pub mod webhook_configurations;
 pub(crate) mod zero_fields;
 
-pub use service_allocation::{ServiceAllocator, ServiceRanges};
+pub use service_allocation::{RangeError, ServiceAllocator, ServiceRanges};
 
 use std::sync::Arc;
 

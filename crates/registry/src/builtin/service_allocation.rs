@@ -54,31 +54,37 @@ impl Default for ServiceRanges {
     }
 }
 
+/// Why `--service-cluster-ip-range` or `--service-node-port-range` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    #[error("--service-cluster-ip-range {0:?}: expected an IPv4 CIDR such as 10.0.0.0/24")]
+    NotACidr(String),
+    #[error("--service-cluster-ip-range {0:?}: only IPv4 ranges are supported")]
+    NotIpv4(String),
+    #[error("--service-cluster-ip-range {0:?}: the prefix must be between /8 and /30")]
+    Prefix(String),
+    #[error("--service-node-port-range {0:?}: expected a range such as 30000-32767")]
+    NodePorts(String),
+}
+
 impl ServiceRanges {
     /// `10.0.0.0/24` and `30000-32767`.
-    pub fn parse(cluster_ip_range: &str, node_port_range: &str) -> Result<Self, String> {
-        let (addr, prefix) = cluster_ip_range.split_once('/').ok_or_else(|| {
-            format!("--service-cluster-ip-range {cluster_ip_range:?}: expected an IPv4 CIDR such as 10.0.0.0/24")
-        })?;
-        let addr: Ipv4Addr = addr.parse().map_err(|_| {
-            format!(
-                "--service-cluster-ip-range {cluster_ip_range:?}: only IPv4 ranges are supported"
-            )
-        })?;
+    pub fn parse(cluster_ip_range: &str, node_port_range: &str) -> Result<Self, RangeError> {
+        let cidr = || cluster_ip_range.to_string();
+        let (addr, prefix) = cluster_ip_range
+            .split_once('/')
+            .ok_or_else(|| RangeError::NotACidr(cidr()))?;
+        let addr: Ipv4Addr = addr.parse().map_err(|_| RangeError::NotIpv4(cidr()))?;
         let prefix: u8 = prefix
             .parse()
             .ok()
             .filter(|p| (8..=30).contains(p))
-            .ok_or_else(|| {
-                format!("--service-cluster-ip-range {cluster_ip_range:?}: the prefix must be between /8 and /30")
-            })?;
+            .ok_or_else(|| RangeError::Prefix(cidr()))?;
         let (low, high) = node_port_range
             .split_once('-')
             .and_then(|(a, b)| Some((a.trim().parse::<u16>().ok()?, b.trim().parse::<u16>().ok()?)))
             .filter(|(a, b)| a <= b)
-            .ok_or_else(|| {
-                format!("--service-node-port-range {node_port_range:?}: expected a range such as 30000-32767")
-            })?;
+            .ok_or_else(|| RangeError::NodePorts(node_port_range.to_string()))?;
         let mask = u32::MAX << (32 - prefix);
         Ok(ServiceRanges {
             network: u32::from(addr) & mask,
@@ -1225,8 +1231,24 @@ mod tests {
         assert_eq!(r.cluster_cidr(), "10.96.0.0/12");
         assert!(r.contains(Ipv4Addr::new(10, 111, 255, 254)));
         assert!(!r.contains(Ipv4Addr::new(10, 111, 255, 255)));
-        assert!(ServiceRanges::parse("fd00::/108", "30000-32767").is_err());
-        assert!(ServiceRanges::parse("10.0.0.0/24", "32767-30000").is_err());
+        let refused =
+            |cidr: &str, ports: &str| ServiceRanges::parse(cidr, ports).unwrap_err().to_string();
+        assert_eq!(
+            refused("fd00::/108", "30000-32767"),
+            "--service-cluster-ip-range \"fd00::/108\": only IPv4 ranges are supported"
+        );
+        assert_eq!(
+            refused("10.0.0.0", "30000-32767"),
+            "--service-cluster-ip-range \"10.0.0.0\": expected an IPv4 CIDR such as 10.0.0.0/24"
+        );
+        assert_eq!(
+            refused("10.0.0.0/31", "30000-32767"),
+            "--service-cluster-ip-range \"10.0.0.0/31\": the prefix must be between /8 and /30"
+        );
+        assert_eq!(
+            refused("10.0.0.0/24", "32767-30000"),
+            "--service-node-port-range \"32767-30000\": expected a range such as 30000-32767"
+        );
     }
 
     #[tokio::test]

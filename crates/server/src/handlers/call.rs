@@ -252,7 +252,7 @@ pub async fn decode_body(
 /// is a 400 decode error, not a validation error.
 fn check_metadata_decodes(rtype: &ResourceType, obj: &Value) -> Result<()> {
     let prefix = if rtype.structured { "metadata." } else { "" };
-    let error = match obj.get("metadata") {
+    let error = match apimachinery::meta::member(obj) {
         None | Some(Value::Null) => None,
         Some(metadata @ Value::Object(_)) => {
             apimachinery::meta_decode::decode_error(metadata, prefix)
