@@ -346,6 +346,9 @@ pub struct ResourceType {
     /// PUT may leave out `metadata.resourceVersion` (upstream's
     /// `AllowUnconditionalUpdate`; custom resources, CRDs and APIServices may not).
     pub allow_unconditional_update: bool,
+    /// PUT of a missing object creates it (upstream's `AllowCreateOnUpdate`;
+    /// for built-in kinds `builtin::strategy_rules::creates_on_update`).
+    pub allow_create_on_update: bool,
     /// Columns after `Name` for `as=Table`; `Age` is added unless `age_column` is off.
     /// Built-in kinds' definitions (texts, types, formats) are upstream's measured
     /// ones (`data/printer-columns.json`, see [`crate::table::column_definitions`]);
@@ -674,6 +677,7 @@ impl ResourceType {
             return_deleted_object: false,
             field_labels: FieldLabels::Metadata,
             allow_unconditional_update: true,
+            allow_create_on_update: false,
             allocator: None,
             converter: None,
             columns: Vec::new(),

@@ -404,6 +404,40 @@ async fn update() {
             }),
         },
         UpdateRow {
+            // TestStoreUpdate: not even a body naming a uid and a
+            // resourceVersion ("created previously") is a 409 then.
+            name: "an object that does not exist is 404 whatever the body names",
+            existing: None,
+            ctx: ctx(),
+            change: Change::PutObject(with_metadata(
+                configmap("foo", json!({})),
+                json!({"uid": "A", "resourceVersion": "7"}),
+            )),
+            written: false,
+            generation: None,
+            refused: Some(Refusal {
+                code: 404,
+                reason: "NotFound",
+                message: "configmaps \"foo\" not found",
+            }),
+        },
+        UpdateRow {
+            // Upstream's checkName: `metadata.name` is how the object is named.
+            name: "a body without a name is 400",
+            existing: Some(configmap("foo", json!({}))),
+            ctx: ctx(),
+            change: Change::Put(|o| {
+                o["metadata"].as_object_mut().unwrap().remove("name");
+            }),
+            written: false,
+            generation: None,
+            refused: Some(Refusal {
+                code: 400,
+                reason: "BadRequest",
+                message: "the name of the object (foo based on URL) was undeterminable: name must be provided",
+            }),
+        },
+        UpdateRow {
             name: "the body's name must be the URL's",
             existing: Some(configmap("foo", json!({}))),
             ctx: ctx(),
@@ -558,6 +592,280 @@ async fn update_with_another_uid_is_a_precondition_conflict() {
         )
     );
     assert_eq!(fixture.stored(&store, "foo").await, Some(created));
+}
+
+// ------------------------------------------------------ create on update
+
+fn lease(name: &str, holder: &str) -> Value {
+    json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
+        "spec": {"holderIdentity": holder}})
+}
+
+/// A PUT ([`registry::GenericStore::replace`]) of a kind that may create on
+/// update (upstream's `AllowCreateOnUpdate`), in the style of upstream's
+/// `TestStoreUpdate` and `TestStoreCreateOnUpdateHooks`.
+struct PutRow {
+    name: &'static str,
+    /// The store written: group and resource.
+    resource: (&'static str, &'static str),
+    existing: Option<Value>,
+    ctx: RequestContext,
+    input: Value,
+    /// Whether the answer says it created the object (HTTP 201).
+    created: bool,
+    /// The stored object afterwards (normalized); `None`: nothing is stored.
+    stored: Option<Value>,
+    refused: Option<Refusal>,
+}
+
+fn stored_lease(holder: &str) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "l", "namespace": "test", "uid": "<uid>",
+            "creationTimestamp": "<time>", "resourceVersion": "<rv>"},
+        "spec": {"holderIdentity": holder},
+    })
+}
+
+#[tokio::test]
+async fn create_on_update() {
+    const LEASES: (&str, &str) = ("coordination.k8s.io", "leases");
+    let rows = vec![
+        PutRow {
+            name: "a missing Lease is created",
+            resource: LEASES,
+            existing: None,
+            ctx: ctx(),
+            input: lease("l", "a"),
+            created: true,
+            stored: Some(stored_lease("a")),
+            refused: None,
+        },
+        PutRow {
+            // The storage's GuaranteedUpdate checks only the uid; the
+            // resourceVersion is cleared before the object is stored
+            // (kube-apiserver 1.37.2 answers 201).
+            name: "a resourceVersion in the body is no precondition: created without it",
+            resource: LEASES,
+            existing: None,
+            ctx: ctx(),
+            input: with_metadata(lease("l", "a"), json!({"resourceVersion": "7"})),
+            created: true,
+            stored: Some(stored_lease("a")),
+            refused: None,
+        },
+        PutRow {
+            name: "system metadata the client sent is wiped, as on a create",
+            resource: LEASES,
+            existing: None,
+            ctx: ctx(),
+            input: with_metadata(
+                lease("l", "a"),
+                json!({"creationTimestamp": "2001-01-01T00:00:00Z",
+                    "deletionTimestamp": "2001-01-01T00:00:00Z", "deletionGracePeriodSeconds": 3,
+                    "generation": 5}),
+            ),
+            created: true,
+            // Leases track no generation: the client's is kept (as POST keeps it).
+            stored: Some(with_metadata(stored_lease("a"), json!({"generation": 5}))),
+            refused: None,
+        },
+        PutRow {
+            // Preconditions.Check against the empty object GuaranteedUpdate
+            // starts from. The text is kubext's shorter one for every uid
+            // precondition of an update (upstream's wraps it in its storage
+            // error: see `GenericStore::uid_precondition_failed`).
+            name: "a uid in the body is a precondition the missing object fails",
+            resource: LEASES,
+            existing: None,
+            ctx: ctx(),
+            input: with_metadata(lease("l", "a"), json!({"uid": "A"})),
+            created: false,
+            stored: None,
+            refused: Some(Refusal {
+                code: 409,
+                reason: "Conflict",
+                message: "Operation cannot be fulfilled on leases.coordination.k8s.io \"l\": Precondition failed: UID in precondition: A, UID in object meta: ",
+            }),
+        },
+        PutRow {
+            name: "the create is validated as a create",
+            resource: LEASES,
+            existing: None,
+            ctx: ctx(),
+            input: json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": -1}}),
+            created: false,
+            stored: None,
+            refused: Some(Refusal {
+                code: 422,
+                reason: "Invalid",
+                message: "Lease.coordination.k8s.io \"l\" is invalid: spec.leaseDurationSeconds: Invalid value: -1: must be greater than 0",
+            }),
+        },
+        PutRow {
+            name: "a namespace that does not exist is 404, as on a create",
+            resource: LEASES,
+            existing: None,
+            ctx: RequestContext {
+                namespace: "nope".into(),
+                ..ctx()
+            },
+            input: lease("l", "a"),
+            created: false,
+            stored: None,
+            refused: Some(Refusal {
+                code: 404,
+                reason: "NotFound",
+                message: "namespaces \"nope\" not found",
+            }),
+        },
+        PutRow {
+            name: "dry run answers the object it would create and stores nothing",
+            resource: LEASES,
+            existing: None,
+            ctx: dry_run(),
+            input: lease("l", "a"),
+            created: true,
+            stored: None,
+            refused: None,
+        },
+        PutRow {
+            name: "an existing Lease is updated",
+            resource: LEASES,
+            existing: Some(lease("l", "a")),
+            ctx: ctx(),
+            input: lease("l", "b"),
+            created: false,
+            stored: Some(stored_lease("b")),
+            refused: None,
+        },
+        PutRow {
+            name: "a Role (rbac's strategy) is created",
+            resource: ("rbac.authorization.k8s.io", "roles"),
+            existing: None,
+            ctx: ctx(),
+            input: json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "l"}, "rules": []}),
+            created: true,
+            stored: Some(json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "l", "namespace": "test", "uid": "<uid>",
+                    "creationTimestamp": "<time>", "resourceVersion": "<rv>"},
+                "rules": [],
+            })),
+            refused: None,
+        },
+        PutRow {
+            // TestStoreUpdate: a type that does not create on update.
+            name: "a missing ConfigMap is 404",
+            resource: ("", "configmaps"),
+            existing: None,
+            ctx: ctx(),
+            input: configmap("l", json!({})),
+            created: false,
+            stored: None,
+            refused: Some(Refusal {
+                code: 404,
+                reason: "NotFound",
+                message: "configmaps \"l\" not found",
+            }),
+        },
+    ];
+    for row in rows {
+        let fixture = Fixture::new().await;
+        let store = fixture.store(row.resource.0, row.resource.1);
+        if let Some(obj) = row.existing {
+            store.create(&ctx(), obj).await.unwrap();
+        }
+        let result = store.replace(&row.ctx, "l", row.input).await;
+        let after = fixture.stored(&store, "l").await;
+        assert_eq!(
+            after.as_ref().map(normalized),
+            row.stored,
+            "row {:?}: stored",
+            row.name
+        );
+        match (&row.refused, result) {
+            (Some(want), Err(err)) => assert_refused(row.name, &err, want, None),
+            (Some(_), Ok(put)) => panic!("row {:?}: answered {}", row.name, value(&put.object)),
+            (None, Err(err)) => panic!("row {:?}: {err:?}", row.name),
+            (None, Ok(put)) => {
+                assert_eq!(put.created, row.created, "row {:?}: created", row.name);
+                let answered = value(&put.object);
+                if row.ctx.dry_run {
+                    // Named and stamped as it would be, without a revision.
+                    assert!(answered["metadata"]["uid"].is_string(), "{answered}");
+                    assert!(answered["metadata"].get("resourceVersion").is_none());
+                } else {
+                    assert_eq!(Some(&answered), after.as_ref(), "row {:?}", row.name);
+                }
+            }
+        }
+    }
+}
+
+/// A Service created by a PUT takes its cluster IP as a POST's does.
+#[tokio::test]
+async fn a_service_created_on_update_is_allocated_a_cluster_ip() {
+    let fixture = Fixture::new().await;
+    let store = fixture.store("", "services");
+    let input = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80}]}});
+    let put = store.replace(&ctx(), "s", input).await.unwrap();
+    assert!(put.created);
+    let service = value(&put.object);
+    let ip = service["spec"]["clusterIP"].as_str().unwrap();
+    assert!(ip.starts_with("10.0.0."), "{service}");
+    assert_eq!(service["spec"]["clusterIPs"], json!([ip]));
+    let addresses = fixture.store("networking.k8s.io", "ipaddresses");
+    assert!(addresses.get(&ctx(), ip).await.is_ok(), "IPAddress {ip}");
+}
+
+/// Upstream's patcher passes no create on update: a PATCH of a missing
+/// Lease is 404.
+#[tokio::test]
+async fn a_patch_never_creates() {
+    let fixture = Fixture::new().await;
+    let store = fixture.store("coordination.k8s.io", "leases");
+    let err = store
+        .update_with(&ctx(), "l", |_| Ok(lease("l", "a")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), err.status().message.as_str()),
+        (404, "leases.coordination.k8s.io \"l\" not found")
+    );
+    assert_eq!(fixture.stored(&store, "l").await, None);
+}
+
+/// The built-in kinds whose strategies' `AllowCreateOnUpdate` is true
+/// (kube-apiserver 1.37's `pkg/registry`), as served; LeaseCandidates are
+/// not served.
+#[test]
+fn the_kinds_that_create_on_update_are_upstreams() {
+    let mut kinds: Vec<(String, String)> = registry::builtin::resource_types()
+        .iter()
+        .filter(|t| t.allow_create_on_update)
+        .map(|t| (t.group.clone(), t.kind.clone()))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    let want = [
+        ("", "Endpoints"),
+        ("", "Event"),
+        ("", "LimitRange"),
+        ("", "Service"),
+        ("coordination.k8s.io", "Lease"),
+        ("events.k8s.io", "Event"),
+        ("node.k8s.io", "RuntimeClass"),
+        ("rbac.authorization.k8s.io", "ClusterRole"),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+        ("rbac.authorization.k8s.io", "Role"),
+        ("rbac.authorization.k8s.io", "RoleBinding"),
+    ]
+    .map(|(g, k)| (g.to_string(), k.to_string()));
+    assert_eq!(kinds, want);
 }
 
 // ---------------------------------------------------------------- delete

@@ -419,6 +419,7 @@ pub fn resource_types_with(service_ranges: ServiceRanges) -> Vec<Arc<ResourceTyp
         .chain(kinds::resource_types())
         .chain([hpa::resource_type()])
         .map(|mut t| {
+            t.allow_create_on_update = strategy_rules::creates_on_update(&t.group, &t.kind);
             if let Some((group, version)) = stored_elsewhere(&t.group, &t.version, &t.kind) {
                 t.storage_version = StorageVersion::Other {
                     group: group.into(),

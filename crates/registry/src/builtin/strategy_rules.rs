@@ -116,6 +116,26 @@ pub fn returns_deleted_object(group: &str, kind: &str) -> bool {
     )
 }
 
+/// Whether a PUT of a missing object of `group`/`kind` creates it: upstream's
+/// strategies whose `AllowCreateOnUpdate` is true (`pkg/registry/core/{endpoint,
+/// event,limitrange,service}`, `coordination/{lease,leasecandidate}`,
+/// `rbac/{role,rolebinding,clusterrole,clusterrolebinding}`,
+/// `node/runtimeclass`; events.k8s.io's Events are core's strategy). Every
+/// other strategy, CRDs', custom resources' and APIServices' answer false.
+pub fn creates_on_update(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("", "Endpoints" | "Event" | "LimitRange" | "Service")
+            | ("events.k8s.io", "Event")
+            | ("coordination.k8s.io", "Lease" | "LeaseCandidate")
+            | (
+                "rbac.authorization.k8s.io",
+                "Role" | "RoleBinding" | "ClusterRole" | "ClusterRoleBinding"
+            )
+            | ("node.k8s.io", "RuntimeClass")
+    )
+}
+
 /// Why `name` of `group`/`kind` may not be deleted (upstream's PriorityClass
 /// store: the two system classes).
 pub fn refuse_delete(group: &str, kind: &str, name: &str) -> Option<&'static str> {
