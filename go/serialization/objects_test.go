@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -33,6 +34,24 @@ const userAgent = "serialization.test/v0"
 // compareAnnotation set to "false" creates an object without comparing it.
 const compareAnnotation = "serialization.kubext.dev/compare"
 
+// stepAnnotation makes a document a write to an object an earlier document
+// created, its answer compared as the read <id>.<step>:
+//
+//   - "status": the document's status PUT through the status subresource
+//     onto the object as last answered;
+//   - "apply": the document sent as a server-side apply (field manager
+//     applyManager).
+const stepAnnotation = "serialization.kubext.dev/step"
+
+// applyManager is the field manager of the "apply" steps.
+const applyManager = "serialization-apply"
+
+// uidPlaceholder in a manifest, as $(uid <Kind> <namespace>/<name>), is
+// replaced by the uid of the object an earlier document created (an owner
+// reference must name a live owner, or the garbage collector deletes the
+// dependent).
+var uidPlaceholder = regexp.MustCompile(`\$\(uid ([A-Za-z]+) ([a-z0-9.-]*)/([a-z0-9.-]+)\)`)
+
 // dataDir is docs/research/serialization: the manifests (objects/) and
 // kube-apiserver's recorded answers (upstream/).
 func dataDir(t testing.TB) string {
@@ -47,10 +66,15 @@ type object struct {
 	name      string
 	namespace string
 	compare   bool
+	// step is a write to the object an earlier document created
+	// (stepAnnotation), "" for a create.
+	step string
 }
 
 // loadObjects reads objects/*.yaml in file order, documents in order:
-// the order they are created in.
+// the order they are created in. A document that is a JSON object is sent
+// as written (a YAML document's numbers pass through Go's float64, so only
+// JSON keeps a number's text, 1.0 or 1e2, for the servers to see).
 func loadObjects(t testing.TB) []object {
 	files, err := filepath.Glob(filepath.Join(dataDir(t), "objects", "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -68,6 +92,12 @@ func loadObjects(t testing.TB) []object {
 				continue
 			}
 			js, err := yaml.YAMLToJSON([]byte(doc))
+			if raw := strings.TrimSpace(stripComments(doc)); strings.HasPrefix(raw, "{") {
+				js, err = []byte(raw), nil
+				if !stdjson.Valid(js) {
+					err = fmt.Errorf("not valid JSON")
+				}
+			}
 			if err != nil {
 				t.Fatalf("%s document %d: %v", file, i, err)
 			}
@@ -94,6 +124,7 @@ func loadObjects(t testing.TB) []object {
 				name:      head.Metadata.Name,
 				namespace: head.Metadata.Namespace,
 				compare:   head.Metadata.Annotations[compareAnnotation] != "false",
+				step:      head.Metadata.Annotations[stepAnnotation],
 			})
 		}
 	}
@@ -155,6 +186,7 @@ func servedKinds(t testing.TB, cfg *rest.Config) map[schema.GroupKind][]servedVe
 type server struct {
 	name   string
 	base   string
+	cfg    *rest.Config
 	client *http.Client
 	kinds  map[schema.GroupKind][]servedVersion
 }
@@ -166,7 +198,7 @@ func newServer(t testing.TB, name string, cfg *rest.Config) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{name: name, base: strings.TrimSuffix(cfg.Host, "/"), client: client, kinds: servedKinds(t, cfg)}
+	return &server{name: name, base: strings.TrimSuffix(cfg.Host, "/"), cfg: cfg, client: client, kinds: servedKinds(t, cfg)}
 }
 
 func (s *server) path(v servedVersion, ns, name string) string {
@@ -185,6 +217,14 @@ func (s *server) path(v servedVersion, ns, name string) string {
 }
 
 func (s *server) do(method, path string, body []byte) (int, []byte, error) {
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return s.send(method, path, contentType, body)
+}
+
+func (s *server) send(method, path, contentType string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
@@ -193,8 +233,8 @@ func (s *server) do(method, path string, body []byte) (int, []byte, error) {
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -205,33 +245,115 @@ func (s *server) do(method, path string, body []byte) (int, []byte, error) {
 	return resp.StatusCode, out, err
 }
 
-// version is the served version of o's kind in o's own group-version.
-func (s *server) version(o object) (servedVersion, bool) {
-	for _, v := range s.kinds[o.gvk.GroupKind()] {
-		if v.gv == o.gvk.GroupVersion() {
-			return v, true
+// version is the served version of o's kind in o's own group-version,
+// waiting up to half a minute for discovery to list it (the kind of a
+// custom resource is served once its CRD, created before it, is
+// established).
+func (s *server) version(t testing.TB, o object) (servedVersion, bool) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, v := range s.kinds[o.gvk.GroupKind()] {
+			if v.gv == o.gvk.GroupVersion() {
+				return v, true
+			}
 		}
+		if time.Now().After(deadline) {
+			return servedVersion{}, false
+		}
+		time.Sleep(200 * time.Millisecond)
+		s.kinds = servedKinds(t, s.cfg)
 	}
-	return servedVersion{}, false
 }
 
-// createAll creates the objects in order; the default ServiceAccount may
-// exist already (kubext's controller makes it).
-func (s *server) createAll(t testing.TB, objects []object) {
+// createAll creates the objects in order, and makes the writes the step
+// documents ask for; the default ServiceAccount may exist already
+// (kubext's controller makes it). It returns the answers of the writes
+// compared: every custom resource's create (its kind is in no Go scheme:
+// kube-apiserver writes it as unstructured JSON) and every step's.
+func (s *server) createAll(t testing.TB, objects []object) []read {
+	uids := map[string]string{}
+	last := map[string][]byte{}
+	var answers []read
 	for _, o := range objects {
-		v, ok := s.version(o)
+		v, ok := s.version(t, o)
 		if !ok {
 			t.Fatalf("%s: %s serves no %v (%s)", s.name, s.name, o.gvk, o.file)
 		}
-		status, body, err := s.do(http.MethodPost, s.path(v, o.namespace, ""), o.json)
+		key := o.gvk.Kind + " " + o.namespace + "/" + o.name
+		body := uidPlaceholder.ReplaceAllFunc(o.json, func(m []byte) []byte {
+			sub := uidPlaceholder.FindSubmatch(m)
+			uid, ok := uids[string(sub[1])+" "+string(sub[2])+"/"+string(sub[3])]
+			if !ok {
+				t.Fatalf("%s: %s names no object created before it", o.file, m)
+			}
+			return []byte(uid)
+		})
+		var status int
+		var answer []byte
+		var err error
+		// A custom resource's kind is in discovery a moment before its
+		// handler serves it (kube-apiserver answers 503 meanwhile).
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			switch o.step {
+			case "":
+				status, answer, err = s.do(http.MethodPost, s.path(v, o.namespace, ""), body)
+			case "status":
+				status, answer, err = s.putStatus(v, o, last[key], body)
+			case "apply":
+				status, answer, err = s.send(http.MethodPatch, s.path(v, o.namespace, o.name)+"?fieldManager="+applyManager,
+					"application/apply-patch+yaml", body)
+			default:
+				t.Fatalf("%s: %s %s: unknown step %q", o.file, o.gvk.Kind, o.name, o.step)
+			}
+			if err != nil || status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				break
+			}
+		}
 		switch {
 		case err != nil:
-			t.Fatalf("%s: creating %v %s: %v", s.name, o.gvk, o.name, err)
+			t.Fatalf("%s: writing %v %s: %v", s.name, o.gvk, o.name, err)
 		case status == http.StatusConflict && !o.compare:
+			continue
 		case status != http.StatusCreated && status != http.StatusOK:
-			t.Fatalf("%s: creating %v %s (%s): %d %s", s.name, o.gvk, o.name, o.file, status, body)
+			t.Fatalf("%s: writing %v %s (%s, step %q): %d %s", s.name, o.gvk, o.name, o.file, o.step, status, answer)
+		}
+		var head struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+		}
+		if err := stdjson.Unmarshal(answer, &head); err != nil {
+			t.Fatalf("%s: the answer to %v %s: %v", s.name, o.gvk, o.name, err)
+		}
+		uids[key] = head.Metadata.UID
+		last[key] = answer
+		if o.compare && (o.step != "" || !scheme.Recognizes(o.gvk)) {
+			step := o.step
+			if step == "" {
+				step = "create"
+			}
+			answers = append(answers, read{obj: o, version: v, step: step, body: answer})
 		}
 	}
+	return answers
+}
+
+// putStatus writes the status of doc onto the object as last answered,
+// through its status subresource.
+func (s *server) putStatus(v servedVersion, o object, last, doc []byte) (int, []byte, error) {
+	var current, step map[string]any
+	if err := stdjson.Unmarshal(last, &current); err != nil {
+		return 0, nil, fmt.Errorf("no earlier answer for %s: %w", o.name, err)
+	}
+	if err := stdjson.Unmarshal(doc, &step); err != nil {
+		return 0, nil, err
+	}
+	current["status"] = step["status"]
+	body, err := stdjson.Marshal(current)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.do(http.MethodPut, s.path(v, o.namespace, o.name)+"/status", body)
 }
 
 // get is o read at version v, the body as served.
@@ -243,20 +365,27 @@ func (s *server) get(t testing.TB, o object, v servedVersion) []byte {
 	return body
 }
 
-// read is one GET of a compared object at one served version of its kind.
+// read is one GET of a compared object at one served version of its kind,
+// or the answer to a write (step: "create", or the document's step).
 type read struct {
 	obj     object
 	version servedVersion
+	step    string
 	body    []byte
 }
 
-// id names a read: <group|core>.<version>.<Kind>.<name>, the golden file's name.
+// id names a read: <group|core>.<version>.<Kind>.<name>[.<step>], the
+// golden file's name.
 func (r read) id() string {
 	group := r.version.gv.Group
 	if group == "" {
 		group = "core"
 	}
-	return fmt.Sprintf("%s.%s.%s.%s", group, r.version.gv.Version, r.obj.gvk.Kind, r.obj.name)
+	id := fmt.Sprintf("%s.%s.%s.%s", group, r.version.gv.Version, r.obj.gvk.Kind, r.obj.name)
+	if r.step != "" {
+		id += "." + r.step
+	}
+	return id
 }
 
 // readAll GETs every compared object at every version of its kind the
@@ -266,11 +395,38 @@ func (s *server) readAll(t testing.TB, objects []object) []read {
 	time.Sleep(settle)
 	var out []read
 	for _, o := range objects {
-		if !o.compare {
+		if !o.compare || o.step != "" {
 			continue
 		}
 		for _, v := range s.kinds[o.gvk.GroupKind()] {
 			out = append(out, read{obj: o, version: v, body: s.get(t, o, v)})
+		}
+	}
+	return out
+}
+
+// customLists LISTs each kind of custom resource with a compared object in
+// the objects' namespace, at every version serving it: reads named
+// <group>.<version>.<Kind>List.<namespace>, compared with kube-apiserver's
+// answer too (a list's own members are kube-apiserver's unstructured
+// list's).
+func (s *server) customLists(t testing.TB, objects []object) []read {
+	var out []read
+	seen := map[schema.GroupKind]bool{}
+	for _, o := range objects {
+		gk := o.gvk.GroupKind()
+		if !o.compare || seen[gk] || scheme.Recognizes(o.gvk) {
+			continue
+		}
+		seen[gk] = true
+		for _, v := range s.kinds[gk] {
+			path := s.path(v, o.namespace, "")
+			status, body, err := s.do(http.MethodGet, path, nil)
+			if err != nil || status != http.StatusOK {
+				t.Fatalf("%s: LIST %s: %d %v %s", s.name, path, status, err, body)
+			}
+			list := object{file: o.file, gvk: v.gv.WithKind(gk.Kind + "List"), name: o.namespace}
+			out = append(out, read{obj: list, version: v, body: body})
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -38,7 +39,23 @@ var (
 
 // reencode decodes body into its k8s.io/api type and encodes it again with
 // upstream's serializer: the bytes kube-apiserver writes for that object.
+// A kind no scheme knows (a custom resource, or a list of them) is what
+// kube-apiserver holds as unstructured.Unstructured: decoded into maps
+// (integers kept as int64, other numbers float64) and encoded by
+// encoding/json (every object's members sorted by name, Go's float text,
+// HTML-safe escapes).
 func reencode(body []byte) ([]byte, error) {
+	if gvk, err := json.DefaultMetaFactory.Interpret(body); err == nil && gvk.Kind != "" && !scheme.Recognizes(*gvk) {
+		obj, _, err := unstructured.UnstructuredJSONScheme.Decode(body, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decoding as unstructured: %w", err)
+		}
+		var out bytes.Buffer
+		if err := unstructured.UnstructuredJSONScheme.Encode(obj, &out); err != nil {
+			return nil, err
+		}
+		return out.Bytes(), nil
+	}
 	obj, _, err := strictJSON.Decode(body, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("strict decoding: %w", err)
