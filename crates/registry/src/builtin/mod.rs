@@ -9,6 +9,7 @@ pub mod defaults;
 mod dra;
 mod events;
 mod field_labels;
+mod flowcontrol;
 mod gojson;
 mod hpa;
 pub mod kinds;

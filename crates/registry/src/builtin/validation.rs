@@ -25,7 +25,7 @@ use apimachinery::validation::{
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
-use super::{dra, pod_certificates, storage, trust_bundles};
+use super::{dra, flowcontrol, pod_certificates, storage, trust_bundles};
 
 /// Validation of a new object of `group`/`kind` (after defaulting).
 pub fn on_create(group: &str, kind: &str) -> Option<fn(&Value) -> ErrorList> {
@@ -59,6 +59,10 @@ pub fn on_create(group: &str, kind: &str) -> Option<fn(&Value) -> ErrorList> {
         ("storage.k8s.io", "CSINode") => storage::csi_node,
         ("storagemigration.k8s.io", "StorageVersionMigration") => {
             storage::storage_version_migration
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => flowcontrol::flow_schema,
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            flowcontrol::priority_level_configuration
         }
         _ => return None,
     };
@@ -141,6 +145,10 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&Value, &Value) -> ErrorL
         ("storage.k8s.io", "CSINode") => storage::csi_node_update,
         ("storagemigration.k8s.io", "StorageVersionMigration") => {
             storage::storage_version_migration_update
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => flowcontrol::flow_schema_update,
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            flowcontrol::priority_level_configuration_update
         }
         _ => return None,
     };
