@@ -133,7 +133,6 @@ async fn a_patch_of_a_missing_lease_is_404() {
 
 /// kube-apiserver answers a PUT that created its object 201 Created.
 #[tokio::test]
-#[ignore = "server's handlers/write.rs answers every PUT 200: it must call GenericStore::replace and answer 201 when `created`"]
 async fn a_put_that_creates_is_answered_201() {
     let (_server, client) = client().await;
     let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/l";
@@ -147,5 +146,68 @@ async fn a_put_that_creates_is_answered_201() {
     let created = client.send(put()).await.unwrap();
     assert_eq!(created.status().as_u16(), 201);
     let updated = client.send(put()).await.unwrap();
+    assert_eq!(updated.status().as_u16(), 200);
+}
+
+/// A PUT that would create needs `create` permission as well (upstream's
+/// update handler asks the authorizer, `withAuthorization`): a user who may
+/// only get and update Leases is refused with a Forbidden naming the Lease,
+/// and may still update one that exists.
+#[tokio::test]
+async fn a_put_that_creates_needs_create_permission() {
+    let (_server, client) = client().await;
+    let rbac = |kind: &str, body: serde_json::Value| {
+        let path = match kind {
+            "Role" => "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+            _ => "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        };
+        http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(kube::client::Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap()
+    };
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "lease-updater"},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                   "verbs": ["get", "update"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "lease-updater"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease-updater"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "jane"}]});
+    for (kind, body) in [("Role", role), ("RoleBinding", binding)] {
+        let answer = client.send(rbac(kind, body)).await.unwrap();
+        assert_eq!(answer.status().as_u16(), 201, "{kind}");
+    }
+    let put_as_jane = |name: &str| {
+        let body = serde_json::to_vec(&lease(json!({"name": name}), "a")).unwrap();
+        http::Request::put(format!(
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases/{name}"
+        ))
+        .header("content-type", "application/json")
+        .header("impersonate-user", "jane")
+        .body(kube::client::Body::from(body))
+        .unwrap()
+    };
+    let refused = client.send(put_as_jane("l")).await.unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    let body = http_body_util::BodyExt::collect(refused.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status["reason"], "Forbidden", "{status}");
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("leases.coordination.k8s.io \"l\" is forbidden:"),
+        "{message}"
+    );
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    assert_eq!(refusal(leases.get("l").await).0, 404);
+    // The Lease exists: an update is all jane asks for.
+    leases
+        .create(&PostParams::default(), &lease(json!({"name": "l"}), "a"))
+        .await
+        .unwrap();
+    let updated = client.send(put_as_jane("l")).await.unwrap();
     assert_eq!(updated.status().as_u16(), 200);
 }
