@@ -999,9 +999,11 @@ async fn deletecollection_preconditions_and_yaml_bodies() {
     };
     let err = api_error(api.delete("d1", &dp).await.unwrap_err());
     assert_eq!(err.code, 409);
+    // Upstream's `BeforeDelete` names the kind (a GroupResource of the kind).
     assert!(
-        err.message
-            .contains("Precondition failed: UID in precondition: not-the-uid"),
+        err.message.starts_with(
+            "Operation cannot be fulfilled on ConfigMap \"d1\": the UID in the precondition (not-the-uid) does not match the UID in record ("
+        ),
         "{}",
         err.message
     );

@@ -28,7 +28,8 @@ async fn config_maps() -> (Server, Api<ConfigMap>) {
     (server, Api::namespaced(client, "default"))
 }
 
-/// Upstream's `GuaranteedUpdate` takes the body's uid as a precondition.
+/// Upstream's `GuaranteedUpdate` takes the body's uid as a precondition; its
+/// storage error is the conflict's text (kube-apiserver 1.37.2's).
 #[tokio::test]
 async fn an_update_naming_another_uid_is_a_conflict() {
     let (_server, cms) = config_maps().await;
@@ -46,7 +47,7 @@ async fn an_update_naming_another_uid_is_a_conflict() {
             409,
             "Conflict".to_string(),
             format!(
-                "Operation cannot be fulfilled on configmaps \"foo\": Precondition failed: UID in precondition: A, UID in object meta: {uid}"
+                "Operation cannot be fulfilled on configmaps \"foo\": StorageError: invalid object, Code: 4, Key: /registry/configmaps/default/foo, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: A, UID in object meta: {uid}"
             )
         )
     );

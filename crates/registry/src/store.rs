@@ -817,7 +817,12 @@ impl GenericStore {
         let mutate = |current: &Value| -> Result<Value> {
             // Upstream's update preconditions: a uid in the body must be the object's.
             if !requested_uid.is_empty() && requested_uid != meta::uid(current) {
-                return Err(self.uid_precondition_failed(name, &requested_uid, meta::uid(current)));
+                return Err(self.uid_precondition_failed(
+                    ctx,
+                    name,
+                    &requested_uid,
+                    meta::uid(current),
+                ));
             }
             if unconditional && !self.rtype.allow_unconditional_update {
                 // Upstream names the resource (plural) here, not the kind.
@@ -850,7 +855,7 @@ impl GenericStore {
             // the empty object it starts from; a resourceVersion in the body
             // is no precondition there.
             if !requested_uid.is_empty() {
-                return Err(self.uid_precondition_failed(name, &requested_uid, ""));
+                return Err(self.uid_precondition_failed(ctx, name, &requested_uid, ""));
             }
             let mut new = obj.clone();
             self.set_namespace(ctx, &mut new)?;
@@ -869,17 +874,22 @@ impl GenericStore {
     }
 
     /// The 409 when the body's uid is not the stored object's (`actual`:
-    /// empty when there is none). Upstream's text is its storage layer's
-    /// error, `StorageError: invalid object, Code: 4, Key: <key>,
-    /// ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: …`
-    /// (kube-apiserver 1.37.2); kubext's black-box tests still hold the
-    /// shorter text, so the two change together.
-    fn uid_precondition_failed(&self, name: &str, wanted: &str, actual: &str) -> StatusError {
+    /// empty when there is none): upstream's storage layer checks it, and its
+    /// `StorageError` (an invalid object, code 4, at the object's key) is the
+    /// conflict's text (kube-apiserver 1.37.2).
+    fn uid_precondition_failed(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        wanted: &str,
+        actual: &str,
+    ) -> StatusError {
         StatusError::conflict(
             &self.rtype.group_resource(),
             name,
             &format!(
-                "Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}"
+                "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}",
+                self.key(&ctx.namespace, name)
             ),
         )
     }
@@ -1187,7 +1197,7 @@ impl GenericStore {
         for _ in 0..MAX_CONFLICT_RETRIES {
             let current = self.current(ctx, name).await?;
             let mut served = self.present(&current.object).await?.to_value();
-            check_preconditions(&served, opts, &gr, name)?;
+            check_preconditions(&served, opts, &self.rtype, name)?;
             self.admit_globally(Operation::Delete, name, None, Some(&served), ctx)
                 .await?;
             if meta::deletion_timestamp(&served).is_none()
@@ -1412,17 +1422,19 @@ fn expired_list() -> StatusError {
 fn check_preconditions(
     obj: &Value,
     opts: &DeleteOptions,
-    gr: &apimachinery::GroupResource,
+    rtype: &ResourceType,
     name: &str,
 ) -> Result<()> {
+    // Upstream's `BeforeDelete`, which names the kind where a resource goes.
+    let gr = apimachinery::GroupResource::new(&rtype.group, &rtype.kind);
     if let Some(uid) = &opts.precondition_uid
         && uid != meta::uid(obj)
     {
         return Err(StatusError::conflict(
-            gr,
+            &gr,
             name,
             &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                 meta::uid(obj)
             ),
         ));
@@ -1431,10 +1443,10 @@ fn check_preconditions(
         && rv != meta::resource_version(obj)
     {
         return Err(StatusError::conflict(
-            gr,
+            &gr,
             name,
             &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
                 meta::resource_version(obj)
             ),
         ));

@@ -587,7 +587,7 @@ async fn update_with_another_uid_is_a_precondition_conflict() {
             409,
             "Conflict",
             format!(
-                "Operation cannot be fulfilled on configmaps \"foo\": Precondition failed: UID in precondition: A, UID in object meta: {uid}"
+                "Operation cannot be fulfilled on configmaps \"foo\": StorageError: invalid object, Code: 4, Key: /registry/configmaps/test/foo, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: A, UID in object meta: {uid}"
             )
         )
     );
@@ -672,9 +672,7 @@ async fn create_on_update() {
         },
         PutRow {
             // Preconditions.Check against the empty object GuaranteedUpdate
-            // starts from. The text is kubext's shorter one for every uid
-            // precondition of an update (upstream's wraps it in its storage
-            // error: see `GenericStore::uid_precondition_failed`).
+            // starts from, in upstream's storage error.
             name: "a uid in the body is a precondition the missing object fails",
             resource: LEASES,
             existing: None,
@@ -685,7 +683,7 @@ async fn create_on_update() {
             refused: Some(Refusal {
                 code: 409,
                 reason: "Conflict",
-                message: "Operation cannot be fulfilled on leases.coordination.k8s.io \"l\": Precondition failed: UID in precondition: A, UID in object meta: ",
+                message: "Operation cannot be fulfilled on leases.coordination.k8s.io \"l\": StorageError: invalid object, Code: 4, Key: /registry/leases/test/l, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: A, UID in object meta: ",
             }),
         },
         PutRow {
@@ -935,7 +933,7 @@ async fn delete() {
             refused: Some(Refusal {
                 code: 409,
                 reason: "Conflict",
-                message: "Operation cannot be fulfilled on configmaps \"foo\": Precondition failed: UID in precondition: wrong, UID in object meta: {uid}",
+                message: "Operation cannot be fulfilled on ConfigMap \"foo\": the UID in the precondition (wrong) does not match the UID in record ({uid}). The object might have been deleted and then recreated",
             }),
             ..Default::default()
         },
@@ -947,7 +945,7 @@ async fn delete() {
             refused: Some(Refusal {
                 code: 409,
                 reason: "Conflict",
-                message: "Operation cannot be fulfilled on configmaps \"foo\": Precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: {rv}",
+                message: "Operation cannot be fulfilled on ConfigMap \"foo\": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record ({rv}). The object might have been modified",
             }),
             ..Default::default()
         },
