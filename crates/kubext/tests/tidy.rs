@@ -714,16 +714,6 @@ const MODULE_CYCLES_ALLOWED: &[(&str, &[&str])] = &[
         "crates/registry",
         &["builtin", "resource", "store", "table"],
     ),
-    (
-        "crates/registry",
-        &[
-            "builtin::dra",
-            "builtin::pod_certificates",
-            "builtin::storage",
-            "builtin::trust_bundles",
-            "builtin::validation",
-        ],
-    ),
     ("crates/bench", &["handle", "upstream"]),
     ("crates/bench", &["kubext", "slow_watchers"]),
 ];

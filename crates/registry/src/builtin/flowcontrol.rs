@@ -24,7 +24,7 @@ use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Value, json};
 
 use super::gojson::{self, BOOL, Form, Go, INT, INT_PTR, Member, STR, STRINGS};
-use super::validation::{field, int_of, list, semantic_eq, spec_of, str_of};
+use super::json_fields::{field, int_of, list, semantic_eq, spec_of, str_of};
 
 /// `flowcontrol.FlowSchemaMaxMatchingPrecedence`.
 const MAX_MATCHING_PRECEDENCE: i64 = 10_000;
@@ -260,7 +260,7 @@ fn present<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 }
 
 fn name_of(obj: &Value) -> &str {
-    obj.get("metadata").map_or("", |m| str_of(m, "name"))
+    apimachinery::meta::name(obj)
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
@@ -705,9 +705,7 @@ fn merge(handwritten: Handwritten, declarative: ErrorList) -> ErrorList {
 fn plc_handwritten(obj: &Value) -> Handwritten {
     let name = name_of(obj);
     let mut errs = Handwritten::new();
-    let annotations = obj
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object);
+    let annotations = apimachinery::meta::annotations(obj);
     if annotations.is_some_and(|a| a.contains_key(PRESERVE_ZERO_SHARES)) {
         errs.push((
             FieldError::forbidden(

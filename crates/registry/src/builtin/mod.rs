@@ -12,6 +12,7 @@ mod field_labels;
 mod flowcontrol;
 mod gojson;
 mod hpa;
+mod json_fields;
 pub mod kinds;
 mod pod_certificates;
 mod pod_ephemeral_containers;

@@ -18,7 +18,7 @@ use x509_parser::public_key::PublicKey;
 
 use super::certificates::validate_signer_name;
 use super::gojson::{self, Form, Go, INT_PTR, Member, RAW, STR, STRING_MAP};
-use super::validation::{field, object, spec_of, str_of};
+use super::json_fields::{field, object, spec_of, str_of};
 
 const MIN_MAX_EXPIRATION: i64 = 60 * 60;
 const KUBERNETES_MAX_MAX_EXPIRATION: i64 = 24 * 60 * 60;

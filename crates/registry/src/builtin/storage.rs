@@ -16,7 +16,7 @@ use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
 use super::gojson::{self, Form, Go, INT_PTR, Member, STR, STRINGS};
-use super::validation::{field, int_of, list, object, semantic_eq, spec_of, str_of};
+use super::json_fields::{field, int_of, list, object, semantic_eq, spec_of, str_of};
 
 const MAX_PARAMETERS: usize = 512;
 const CSI_NODE_ID_MAX_LENGTH: usize = 256;

@@ -9,7 +9,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use super::certificates::validate_signer_name;
-use super::validation::{spec_of, str_of};
+use super::json_fields::{spec_of, str_of};
 
 const MAX_TRUST_BUNDLE_SIZE: usize = 1024 * 1024;
 

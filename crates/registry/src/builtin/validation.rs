@@ -25,6 +25,9 @@ use apimachinery::validation::{
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
+use super::json_fields::{
+    field, immutable, int_of, list, normalized, object, semantic_eq, spec_of, str_of,
+};
 use super::{dra, flowcontrol, pod_certificates, storage, trust_bundles};
 
 /// Validation of a new object of `group`/`kind` (after defaulting).
@@ -156,74 +159,13 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&Value, &Value) -> ErrorL
 }
 
 // ---------------------------------------------------------------------------
-// Reading JSON of any shape
-
-pub(super) fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    v.get(key).filter(|x| !x.is_null())
-}
-
-pub(super) fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-pub(super) fn int_of(v: &Value, key: &str) -> Option<i64> {
-    v.get(key).and_then(Value::as_i64)
-}
-
-pub(super) fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-pub(super) fn object<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
-    v.get(key).and_then(Value::as_object)
-}
-
-pub(super) fn spec_of(obj: &Value) -> &Value {
-    static EMPTY: Value = Value::Null;
-    obj.get("spec").unwrap_or(&EMPTY)
-}
+// Reading JSON of any shape: `json_fields`
 
 fn template_labels(template: &Value) -> Option<&Map<String, Value>> {
     template
         .get("metadata")
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
-}
-
-/// Go's `reflect.DeepEqual` as `apiequality.Semantic` applies it to decoded
-/// objects: absent, `null` and empty values (Go's zero values, nil and empty
-/// slices and maps) compare equal.
-pub(super) fn semantic_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
-    normalized(a) == normalized(b)
-}
-
-fn normalized(v: Option<&Value>) -> Value {
-    match v {
-        Some(Value::Object(map)) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), normalized(Some(v))))
-                .filter(|(_, v)| !is_zero(v))
-                .collect(),
-        ),
-        Some(Value::Array(items)) => {
-            Value::Array(items.iter().map(|v| normalized(Some(v))).collect())
-        }
-        Some(other) if !is_zero(other) => other.clone(),
-        _ => Value::Null,
-    }
-}
-
-pub(super) fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        Value::Array(a) => a.is_empty(),
-        Value::Object(m) => m.is_empty(),
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -328,24 +270,6 @@ pub(super) fn one_of(value: &str, supported: &[&str], path: &FieldPath, errs: &m
         errs.push(FieldError::required(path, ""));
     } else if !supported.contains(&value) {
         errs.push(FieldError::not_supported(path, json!(value), supported));
-    }
-}
-
-/// `ValidateImmutableField`: `field is immutable` with the new value.
-pub(super) fn immutable(
-    new: &Value,
-    old: &Value,
-    key: &str,
-    path: &FieldPath,
-    errs: &mut ErrorList,
-) {
-    if !semantic_eq(new.get(key), old.get(key)) {
-        let value = new.get(key).cloned().unwrap_or(Value::Null);
-        errs.push(FieldError::invalid(
-            &path.child(key),
-            value,
-            FIELD_IMMUTABLE_ERROR_MSG,
-        ));
     }
 }
 

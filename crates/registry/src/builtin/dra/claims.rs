@@ -9,7 +9,7 @@ use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
 use super::super::gojson::{self, Form};
-use super::super::validation::{field, int_of, is_zero, list, semantic_eq, spec_of, str_of};
+use super::super::json_fields::{field, int_of, is_zero, list, semantic_eq, spec_of, str_of};
 use super::taints::toleration;
 use super::{
     Errs, dns_label, dns_subdomain, driver_name_tagged, duplicates, fully_qualified_name,

@@ -27,8 +27,8 @@ use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Value, json};
 
 use super::gojson::{self, Form, Go};
+use super::json_fields::str_of;
 use super::storage::csi_driver_name as driver_name;
-use super::validation::str_of;
 
 pub(super) use claims::{
     claim_template, claim_template_update, default_claim, default_claim_template, device_class,

@@ -11,7 +11,7 @@ use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
 use super::super::gojson::{self, Form};
-use super::super::validation::{field, immutable, list, object, semantic_eq, spec_of, str_of};
+use super::super::json_fields::{field, immutable, list, object, semantic_eq, spec_of, str_of};
 use super::taints::{default_taint, taint};
 use super::{
     Errs, dns_label, dns_subdomain, driver_name, duplicates, invalid_each, pool_name,

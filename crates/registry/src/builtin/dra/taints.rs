@@ -5,7 +5,7 @@ use apimachinery::validation::{is_qualified_name, is_valid_label_value};
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
-use super::super::validation::{field, spec_of, str_of};
+use super::super::json_fields::{field, spec_of, str_of};
 use super::{Errs, dns_label, driver_name, invalid_each, pool_name};
 
 const EFFECTS: [&str; 3] = ["NoExecute", "NoSchedule", "None"];
