@@ -117,47 +117,76 @@ pub struct Request<'a> {
     pub path: &'a str,
 }
 
+/// Why a policy file is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("invalid audit policy: {0}")]
+    Decode(String),
+    #[error(
+        "unknown group version field {0:?} in policy (want apiVersion audit.k8s.io/v1, kind Policy)"
+    )]
+    UnknownVersion(String),
+    #[error("loaded illegal policy with 0 rules")]
+    NoRules,
+    #[error("rules[{0}]{1}")]
+    Rule(usize, RuleProblem),
+}
+
+/// What is wrong with one rule; its text follows `rules[i]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleProblem {
+    #[error(": rules cannot apply to both regular resources and non-resource URLs")]
+    ResourcesAndUrls,
+    #[error(".nonResourceURLs: non-resource URL rules must begin with a '/' character")]
+    UrlWithoutSlash,
+    #[error(
+        ".nonResourceURLs: non-resource URL wildcards '*' must be the final character of the rule"
+    )]
+    InnerWildcard,
+    #[error(".resources[{0}].resourceNames: using resourceNames requires at least one resource")]
+    NamesWithoutResource(usize),
+}
+
+impl Rule {
+    fn check(&self) -> Result<(), RuleProblem> {
+        if !self.non_resource_urls.is_empty()
+            && (!self.resources.is_empty() || !self.namespaces.is_empty())
+        {
+            return Err(RuleProblem::ResourcesAndUrls);
+        }
+        for url in &self.non_resource_urls {
+            if !url.starts_with('/') && url != "*" {
+                return Err(RuleProblem::UrlWithoutSlash);
+            }
+            if url.trim_end_matches('*').contains('*') {
+                return Err(RuleProblem::InnerWildcard);
+            }
+        }
+        match self
+            .resources
+            .iter()
+            .position(|gr| !gr.resource_names.is_empty() && gr.resources.is_empty())
+        {
+            Some(j) => Err(RuleProblem::NamesWithoutResource(j)),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Policy {
     /// Parse and check a policy file's content (YAML or JSON).
-    pub fn parse(text: &str) -> Result<Policy, String> {
+    pub fn parse(text: &str) -> Result<Policy, PolicyError> {
         let policy: Policy =
-            serde_saphyr::from_str(text).map_err(|e| format!("invalid audit policy: {e}"))?;
+            serde_saphyr::from_str(text).map_err(|e| PolicyError::Decode(e.to_string()))?;
         if policy.api_version != "audit.k8s.io/v1" || policy.kind != "Policy" {
-            return Err(format!(
-                "unknown group version field {:?} in policy (want apiVersion audit.k8s.io/v1, kind Policy)",
-                policy.api_version
-            ));
+            return Err(PolicyError::UnknownVersion(policy.api_version));
         }
         if policy.rules.is_empty() {
-            return Err("loaded illegal policy with 0 rules".into());
+            return Err(PolicyError::NoRules);
         }
         for (i, rule) in policy.rules.iter().enumerate() {
-            if !rule.non_resource_urls.is_empty()
-                && (!rule.resources.is_empty() || !rule.namespaces.is_empty())
-            {
-                return Err(format!(
-                    "rules[{i}]: rules cannot apply to both regular resources and non-resource URLs"
-                ));
-            }
-            for url in &rule.non_resource_urls {
-                if !url.starts_with('/') && url != "*" {
-                    return Err(format!(
-                        "rules[{i}].nonResourceURLs: non-resource URL rules must begin with a '/' character"
-                    ));
-                }
-                if url.trim_end_matches('*').contains('*') {
-                    return Err(format!(
-                        "rules[{i}].nonResourceURLs: non-resource URL wildcards '*' must be the final character of the rule"
-                    ));
-                }
-            }
-            for (j, gr) in rule.resources.iter().enumerate() {
-                if !gr.resource_names.is_empty() && gr.resources.is_empty() {
-                    return Err(format!(
-                        "rules[{i}].resources[{j}].resourceNames: using resourceNames requires at least one resource"
-                    ));
-                }
-            }
+            rule.check()
+                .map_err(|problem| PolicyError::Rule(i, problem))?;
         }
         Ok(policy)
     }
@@ -372,12 +401,23 @@ rules:
     #[test]
     fn bad_policies_are_refused_with_upstreams_messages() {
         assert_eq!(
-            Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: []\n").unwrap_err(),
+            Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: []\n")
+                .unwrap_err()
+                .to_string(),
             "loaded illegal policy with 0 rules"
         );
-        assert!(Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  nonResourceURLs: [healthz]\n")
-            .unwrap_err()
-            .contains("non-resource URL rules must begin with a '/' character"));
+        assert_eq!(
+            Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n- level: None\n  nonResourceURLs: [healthz]\n")
+                .unwrap_err()
+                .to_string(),
+            "rules[1].nonResourceURLs: non-resource URL rules must begin with a '/' character"
+        );
+        assert_eq!(
+            Policy::parse("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources: [{group: '', resources: [pods]}, {resourceNames: [a]}]\n")
+                .unwrap_err()
+                .to_string(),
+            "rules[0].resources[1].resourceNames: using resourceNames requires at least one resource"
+        );
         assert!(
             Policy::parse(
                 "apiVersion: audit.k8s.io/v1beta1\nkind: Policy\nrules:\n- level: Metadata\n"
