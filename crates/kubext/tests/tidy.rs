@@ -710,10 +710,6 @@ fn module_cycles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<BT
 /// cycle found must lie within one. Shrinking: remove an entry when its cycle
 /// is cut (the test fails on entries no cycle needs).
 const MODULE_CYCLES_ALLOWED: &[(&str, &[&str])] = &[
-    (
-        "crates/registry",
-        &["builtin", "resource", "store", "table"],
-    ),
     ("crates/bench", &["handle", "upstream"]),
     ("crates/bench", &["kubext", "slow_watchers"]),
 ];

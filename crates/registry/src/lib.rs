@@ -17,8 +17,9 @@ pub mod reviews;
 pub mod scale;
 pub mod store;
 pub mod table;
+pub(crate) mod zero_fields;
 
-pub use table::resource_age;
+pub use apimachinery::time::resource_age;
 
 pub use encoding::{Head, HeadMeta, HeadOwner};
 pub use object::{JsonCodec, Object};

@@ -2293,7 +2293,7 @@ mod tests {
         ) {
             let schema = patch::builtin_schema("", "v1", "Pod");
             let mut pod = json!({});
-            crate::builtin::zero_fields::fill("", "v1", "Pod", &mut pod);
+            crate::zero_fields::fill("", "v1", "Pod", &mut pod);
             // Built-in types compare with their empty structs (as Go encodes
             // them), custom resources with nothing; reset fields are nobody's.
             for base in [empty_object(&obj), json!({}), pod, zero] {

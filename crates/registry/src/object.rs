@@ -180,6 +180,9 @@ fn revision_of(value: &Value) -> Option<i64> {
 /// Decodes stored JSON and stamps the revision in as `resourceVersion`.
 pub struct JsonCodec;
 
+/// The watch cache of one storage prefix, over [`JsonCodec`]'s objects.
+pub type Storage = storage::Store<JsonCodec>;
+
 impl storage::Codec for JsonCodec {
     type Object = Object;
 

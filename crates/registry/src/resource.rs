@@ -438,7 +438,7 @@ pub trait Converter: Send + Sync + 'static {
 /// type is stored in, shared by every replica on one etcd.
 #[derive(Clone)]
 pub struct AllocationPool {
-    pub storage: std::sync::Arc<crate::store::Storage>,
+    pub storage: std::sync::Arc<crate::object::Storage>,
     pub prefix: String,
 }
 
@@ -740,12 +740,7 @@ impl ResourceType {
         self.new_object.get_or_init(|| {
             let mut empty = Value::Object(Default::default());
             if self.structured {
-                crate::builtin::zero_fields::fill(
-                    &self.group,
-                    &self.version,
-                    &self.kind,
-                    &mut empty,
-                );
+                crate::zero_fields::fill(&self.group, &self.version, &self.kind, &mut empty);
                 // A Go type the table does not know (an extension server's):
                 // its non-pointer `metadata`, `spec` and `status` structs.
                 if empty.as_object().is_some_and(|m| m.is_empty()) {

@@ -16,7 +16,7 @@ use storage::{Entry, WatchStart, Watcher};
 use crate::encoding::encode_for_storage;
 use crate::errors::to_status;
 use crate::managed_fields;
-use crate::object::{JsonCodec, Object};
+use crate::object::Object;
 use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };
@@ -24,7 +24,7 @@ use crate::resource::{
     Allocation, AllocationPool, Attributes, GlobalAdmission, Operation, ResourceType,
 };
 
-pub type Storage = storage::Store<JsonCodec>;
+pub use crate::object::Storage;
 
 type Result<T> = std::result::Result<T, StatusError>;
 
@@ -131,7 +131,7 @@ impl GenericStore {
 
     fn write_zero_fields(&self, object: &mut Value) {
         if self.rtype.structured {
-            crate::builtin::zero_fields::fill(
+            crate::zero_fields::fill(
                 &self.rtype.group,
                 &self.rtype.version,
                 &self.rtype.kind,

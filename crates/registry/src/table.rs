@@ -5,42 +5,7 @@ use std::sync::LazyLock;
 use serde_json::{Map, Value, json};
 
 use crate::resource::{ResourceType, TableColumn};
-
-/// Go's `duration.HumanDuration`, which kubectl's AGE column uses.
-pub fn human_duration(seconds: i64) -> String {
-    if seconds < -1 {
-        return "<invalid>".into();
-    }
-    let s = seconds.max(0);
-    let (m, h) = (s / 60, s / 3600);
-    let (d, y) = (h / 24, h / (24 * 365));
-    let pair = |a: i64, ua: &str, b: i64, ub: &str| {
-        if b == 0 {
-            format!("{a}{ua}")
-        } else {
-            format!("{a}{ua}{b}{ub}")
-        }
-    };
-    match () {
-        _ if s < 120 => format!("{s}s"),
-        _ if m < 10 => pair(m, "m", s % 60, "s"),
-        _ if m < 180 => format!("{m}m"),
-        _ if h < 8 => pair(h, "h", m % 60, "m"),
-        _ if h < 48 => format!("{h}h"),
-        _ if h < 24 * 8 => pair(d, "d", h % 24, "h"),
-        _ if h < 24 * 365 * 2 => format!("{d}d"),
-        _ if h < 24 * 365 * 8 => pair(y, "y", d % 365, "d"),
-        _ => format!("{y}y"),
-    }
-}
-
-/// Age of an RFC 3339 timestamp; `<unknown>` if absent.
-pub fn resource_age(timestamp: &str) -> String {
-    match apimachinery::time::parse(timestamp) {
-        Some(ts) => human_duration(jiff::Timestamp::now().as_second() - ts.as_second()),
-        None => "<unknown>".into(),
-    }
-}
+use apimachinery::time::resource_age;
 
 /// Upstream's column definitions of every built-in resource, group → resource →
 /// columns, as kube-apiserver serves them (`tools/printer-columns.py`).
@@ -245,24 +210,5 @@ mod tests {
             }
         }
         assert!(mismatched.is_empty(), "{mismatched:#?}");
-    }
-
-    #[test]
-    fn human_durations_match_kubectl() {
-        for (s, want) in [
-            (0, "0s"),
-            (59, "59s"),
-            (119, "119s"),
-            (125, "2m5s"),
-            (600, "10m"),
-            (3 * 3600, "3h"),
-            (3 * 3600 + 60, "3h1m"),
-            (47 * 3600, "47h"),
-            (50 * 3600, "2d2h"),
-            (10 * 86400, "10d"),
-            (3 * 365 * 86400, "3y"),
-        ] {
-            assert_eq!(human_duration(s), want, "{s}s");
-        }
     }
 }

@@ -45,7 +45,7 @@ impl Strategy for EventsV1 {
         let mut event = rename(obj, false, "events.k8s.io/v1");
         // What Go writes of events.k8s.io/v1's own fields: core's empty
         // reportingComponent and reportingInstance have omitempty here.
-        super::zero_fields::fill("events.k8s.io", "v1", "Event", &mut event);
+        crate::zero_fields::fill("events.k8s.io", "v1", "Event", &mut event);
         Some(event)
     }
 
@@ -105,7 +105,7 @@ mod tests {
         assert_eq!(core["involvedObject"]["kind"], "Pod");
         assert_eq!(core["apiVersion"], "v1");
         let mut shown = v1.clone();
-        super::super::zero_fields::fill("events.k8s.io", "v1", "Event", &mut shown);
+        crate::zero_fields::fill("events.k8s.io", "v1", "Event", &mut shown);
         assert_eq!(EventsV1.convert_from_storage(&core).unwrap(), shown);
     }
 

@@ -66,7 +66,7 @@ impl Strategy for HpaV1 {
         let mut v1 = to_v1(obj);
         // What Go writes for v1's fields although they are zero (a status's
         // currentReplicas has no omitempty in v1).
-        super::zero_fields::fill("autoscaling", "v1", "HorizontalPodAutoscaler", &mut v1);
+        crate::zero_fields::fill("autoscaling", "v1", "HorizontalPodAutoscaler", &mut v1);
         Some(v1)
     }
 

@@ -27,7 +27,6 @@ mod strategy_rules;
 mod trust_bundles;
 pub mod validation;
 pub mod webhook_configurations;
-pub(crate) mod zero_fields;
 
 pub use service_allocation::{RangeError, ServiceAllocator, ServiceRanges};
 

@@ -12,7 +12,7 @@ use apimachinery::selector::label::LabelSelector;
 use serde_json::{Map, Value, json};
 
 use crate::resource::TableColumn;
-use crate::table::human_duration;
+use apimachinery::time::human_duration;
 
 /// A kind's columns after `Name` (with [`TableColumn::age`] where upstream puts
 /// `Age`) and the cells of one object (without Name and Age).

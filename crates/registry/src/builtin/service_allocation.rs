@@ -305,7 +305,7 @@ fn from_random(range: std::ops::Range<u32>) -> impl Iterator<Item = u32> {
 /// The node port bitmap (upstream's RangeAllocation at `ranges/servicenodeports`).
 #[derive(Clone)]
 pub struct NodePortPool {
-    storage: Arc<crate::store::Storage>,
+    storage: Arc<crate::object::Storage>,
     key: String,
     ranges: ServiceRanges,
 }

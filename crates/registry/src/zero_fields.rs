@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-const TABLE: &str = include_str!("../../data/go-zero-fields.tsv");
+const TABLE: &str = include_str!("../data/go-zero-fields.tsv");
 
 /// What Go writes inside one JSON value of a kind.
 #[derive(Debug, Default)]
