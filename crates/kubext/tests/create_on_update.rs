@@ -188,6 +188,20 @@ async fn a_put_that_creates_needs_create_permission() {
         .body(kube::client::Body::from(body))
         .unwrap()
     };
+    // The authorizer follows RBAC objects as they are written: wait until jane
+    // may get the Lease (a 404, not a 403), so the refusal below is create's.
+    let get_as_jane = || {
+        http::Request::get("/apis/coordination.k8s.io/v1/namespaces/default/leases/l")
+            .header("impersonate-user", "jane")
+            .body(kube::client::Body::empty())
+            .unwrap()
+    };
+    let mut tries = 0;
+    while client.send(get_as_jane()).await.unwrap().status().as_u16() != 404 {
+        tries += 1;
+        assert!(tries < 100, "jane's Role never applied");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let refused = client.send(put_as_jane("l")).await.unwrap();
     assert_eq!(refused.status().as_u16(), 403);
     let body = http_body_util::BodyExt::collect(refused.into_body())
