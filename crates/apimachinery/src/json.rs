@@ -593,6 +593,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A DELETE's answer, a `metav1.Status`, in its Go struct's order as
+    /// kube-apiserver 1.37.2 writes it (`status` before `details`; the
+    /// details' `name`, `group`, `kind`, `uid`; `code` last).
+    #[test]
+    fn a_status_is_written_in_its_go_struct_order() {
+        let status = json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": "delme", "group": "apps", "kind": "deployments", "uid": "u"},
+            "code": 200,
+        });
+        assert_eq!(
+            String::from_utf8(encode_object(&status, MetadataMembers::All)).unwrap(),
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","details":{"name":"delme","group":"apps","kind":"deployments","uid":"u"},"code":200}"#
+        );
+    }
+
     /// The short path writes what the SIMD path writes, for every short
     /// string over bytes that escape and bytes that do not (every pair, and
     /// pseudo-random strings up to and past [`SHORT`]).
@@ -754,13 +770,14 @@ mod tests {
                 r#""status":{"phase":"Pending","qosClass":"BestEffort"},"aa":2,"zz":1}"#
             )
         );
-        // A kind of a built-in group the table does not have keeps type
-        // meta and metadata first, then its members' own order.
-        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Success",
+        // A kind of a built-in group the table does not have (an aggregated
+        // server's) keeps type meta and metadata first, then its members'
+        // own order.
+        let unknown = json!({"kind": "Gadget", "apiVersion": "v1", "status": "Success",
             "details": {"name": "w", "kind": "widgets"}, "metadata": {}});
         assert_eq!(
-            String::from_utf8(encode_object(&status, MetadataMembers::All)).unwrap(),
-            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"details":{"kind":"widgets","name":"w"},"status":"Success"}"#
+            String::from_utf8(encode_object(&unknown, MetadataMembers::All)).unwrap(),
+            r#"{"kind":"Gadget","apiVersion":"v1","metadata":{},"details":{"kind":"widgets","name":"w"},"status":"Success"}"#
         );
     }
 

@@ -587,6 +587,45 @@ async fn legacy_watch_paths_watch_a_collection_or_one_object() {
     );
 }
 
+/// A DELETE answers upstream's `Status` (the generic store's: `Success`, the
+/// resource, name and uid as details) in its Go struct's member order, as
+/// kube-apiserver writes it.
+#[tokio::test]
+async fn a_delete_answers_a_status_in_go_member_order() {
+    let (_s, client) = setup().await;
+    let body = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "delme"}}))
+    .unwrap();
+    let (code, _, created) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        body,
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 201);
+    let created: Value = serde_json::from_slice(&created).unwrap();
+    let uid = created["metadata"]["uid"].as_str().unwrap();
+    let (code, _, answer) = raw(
+        &client,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/delme",
+        "",
+        vec![],
+        "application/json",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        String::from_utf8(answer).unwrap(),
+        format!(
+            "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"status\":\"Success\",\"details\":{{\"name\":\"delme\",\"kind\":\"configmaps\",\"uid\":\"{uid}\"}}}}\n"
+        )
+    );
+}
+
 #[tokio::test]
 async fn finalizers_hold_deletion_until_removed() {
     let (_s, client) = setup().await;

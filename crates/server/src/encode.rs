@@ -93,7 +93,8 @@ pub fn value(output: &Output, value: &Value) -> Bytes {
     match output {
         Output::Yaml => Bytes::from(to_yaml(value)),
         Output::Protobuf => protobuf_bytes(value),
-        _ => with_newline(&to_bytes(value)),
+        // `to_bytes` ends with the one newline Go's encoder writes.
+        _ => to_bytes(value),
     }
 }
 

@@ -125,6 +125,8 @@ func writeOrder(out io.Writer, kinds []schema.GroupVersionKind) error {
 	o := &orderTable{types: map[string][]string{}, byName: map[string]reflect.Type{}}
 	bw := bufio.NewWriter(out)
 	bw.WriteString(orderHeader)
+	// metav1.Status too: every DELETE answers one (and every error is one).
+	kinds = append(kinds[:len(kinds):len(kinds)], schema.GroupVersionKind{Version: "v1", Kind: "Status"})
 	for _, gvk := range kinds {
 		root, err := o.add(types[gvk])
 		if err != nil {
