@@ -176,7 +176,7 @@ pub(crate) fn orders() -> &'static Orders {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Rows from k8s.io/api v0.37.2's types: every struct type a member names
@@ -287,7 +287,7 @@ mod tests {
     }
 
     /// `$GOMODCACHE` (or `$GOPATH/pkg/mod`, `~/go/pkg/mod`)'s k8s.io/api v0.37.2 fixtures.
-    fn fixtures_dir() -> Option<std::path::PathBuf> {
+    pub(crate) fn fixtures_dir() -> Option<std::path::PathBuf> {
         let cache = std::env::var_os("GOMODCACHE")
             .map(std::path::PathBuf::from)
             .or_else(|| {
@@ -301,7 +301,7 @@ mod tests {
     }
 
     /// Go's indented JSON without the indentation (whitespace outside strings).
-    fn compact(indented: &str) -> String {
+    pub(crate) fn compact(indented: &str) -> String {
         let mut out = String::with_capacity(indented.len());
         let (mut in_string, mut escaped) = (false, false);
         for c in indented.chars() {

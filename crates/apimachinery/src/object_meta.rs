@@ -666,6 +666,7 @@ fn put_map(map: &mut Map<String, Value>, key: &str, entries: &BTreeMap<String, S
 mod tests {
     use super::*;
     use crate::json::{MetadataMembers, encode_object};
+    use crate::json_order::tests::{compact, fixtures_dir};
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -1121,42 +1122,6 @@ mod tests {
             }
             i += 1;
         }
-    }
-
-    /// `$GOMODCACHE` (or `$GOPATH/pkg/mod`, `~/go/pkg/mod`)'s k8s.io/api
-    /// v0.37.2 fixtures (as `json_order`'s fixture test finds them).
-    fn fixtures_dir() -> Option<std::path::PathBuf> {
-        let cache = std::env::var_os("GOMODCACHE")
-            .map(std::path::PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("GOPATH").map(|p| std::path::Path::new(&p).join("pkg/mod"))
-            })
-            .or_else(|| {
-                std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join("go/pkg/mod"))
-            })?;
-        let dir = cache.join("k8s.io/api@v0.37.2/testdata/HEAD");
-        dir.is_dir().then_some(dir)
-    }
-
-    /// Go's indented JSON without the indentation (whitespace outside strings).
-    fn compact(indented: &str) -> String {
-        let mut out = String::with_capacity(indented.len());
-        let (mut in_string, mut escaped) = (false, false);
-        for c in indented.chars() {
-            if in_string {
-                out.push(c);
-                match c {
-                    _ if escaped => escaped = false,
-                    '\\' => escaped = true,
-                    '"' => in_string = false,
-                    _ => {}
-                }
-            } else if !c.is_whitespace() {
-                in_string = c == '"';
-                out.push(c);
-            }
-        }
-        out
     }
 
     /// Times kept as JSON read back as Go writes them (kube-apiserver 1.37.2
