@@ -1,5 +1,6 @@
 //! The CustomResourceDefinition resource itself and its validation.
 
+use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath, meta};
 use registry::{ResourceType, Strategy};
 use serde_json::{Value, json};
@@ -48,11 +49,11 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 impl Strategy for Crds {
     /// Upstream's v1 defaults run where a body is decoded: what they set is
     /// the writer's in managedFields.
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         default_spec(obj);
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         default_spec(obj);
         obj["status"] = json!({
             "conditions": null,
@@ -61,20 +62,21 @@ impl Strategy for Crds {
         });
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         default_spec(new);
         new["status"] = old.get("status").cloned().unwrap_or(json!({}));
         record_storage_version(new);
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
-        validate_crd(obj)
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
+        validate_crd_with(obj, &obj.metadata.name, &cel_rules::Preexisting::default())
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         // Rules the stored CRD already had compile in the environment of
         // stored expressions (upstream's ratcheting of CEL environments).
-        let mut errs = validate_crd_with(new, &cel_rules::Preexisting::of_crd(old));
+        let preexisting = cel_rules::Preexisting::of_crd(old);
+        let mut errs = validate_crd_with(new, &new.metadata.name, &preexisting);
         let spec = FieldPath::new("spec");
         for field in ["group", "scope"] {
             if new.pointer(&format!("/spec/{field}")) != old.pointer(&format!("/spec/{field}")) {
@@ -134,17 +136,14 @@ impl Strategy for Crds {
     }
 
     /// The first DELETE only marks the CRD: its instances must go first.
-    fn deletion_blocked(&self, obj: &Value) -> bool {
-        meta::deletion_timestamp(obj).is_none()
+    fn deletion_blocked(&self, obj: &DynamicObject) -> bool {
+        obj.metadata.deletion_timestamp.is_none()
     }
 
-    fn prepare_delete(&self, obj: &mut Value) {
-        let md = meta::metadata_mut(obj);
-        let finalizers = md.entry("finalizers").or_insert_with(|| json!([]));
-        if let Some(list) = finalizers.as_array_mut()
-            && !list.iter().any(|f| f == CLEANUP_FINALIZER)
-        {
-            list.push(json!(CLEANUP_FINALIZER));
+    fn prepare_delete(&self, obj: &mut DynamicObject) {
+        let finalizers = &mut obj.metadata.finalizers;
+        if !finalizers.iter().any(|f| f == CLEANUP_FINALIZER) {
+            finalizers.push(CLEANUP_FINALIZER.into());
         }
         set_condition(
             obj,
@@ -262,12 +261,12 @@ pub fn set_condition_status(
 }
 
 pub fn validate_crd(obj: &Value) -> ErrorList {
-    validate_crd_with(obj, &cel_rules::Preexisting::default())
+    validate_crd_with(obj, meta::name(obj), &cel_rules::Preexisting::default())
 }
 
-/// `validate_crd`, `preexisting` the CEL expressions of the stored CRD when
-/// updating it.
-fn validate_crd_with(obj: &Value, preexisting: &cel_rules::Preexisting) -> ErrorList {
+/// `validate_crd` of a CRD (its body) named `name`, `preexisting` the CEL
+/// expressions of the stored CRD when updating it.
+fn validate_crd_with(obj: &Value, name: &str, preexisting: &cel_rules::Preexisting) -> ErrorList {
     let mut errs = Vec::new();
     let spec = FieldPath::new("spec");
     let group = str_at(obj, "/spec/group");
@@ -306,7 +305,6 @@ fn validate_crd_with(obj: &Value, preexisting: &cel_rules::Preexisting) -> Error
         ));
     }
     let expected = format!("{plural}.{group}");
-    let name = meta::name(obj);
     if !plural.is_empty() && !group.is_empty() && name != expected {
         errs.push(FieldError::invalid(
             &FieldPath::new("metadata").child("name"),

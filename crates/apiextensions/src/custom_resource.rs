@@ -1,6 +1,7 @@
 //! Resource types that serve the instances of a CRD, one per served version.
 
 use crate::conversion::WebhookConverter;
+use apimachinery::DynamicObject;
 use registry::{ResourceType, Strategy, TableColumn};
 use schema::Structural;
 use schema::jsonpath::JsonPath;
@@ -325,15 +326,17 @@ impl Strategy for CustomResources {
         Some(unknown)
     }
 
-    fn validate(&self, obj: &Value) -> apimachinery::ErrorList {
-        let mut errs = self.validate_object(obj, None);
+    /// The schema and its rules see the whole object, metadata included
+    /// (`self.metadata.name` in a rule).
+    fn validate(&self, obj: &DynamicObject) -> apimachinery::ErrorList {
+        let mut errs = self.validate_object(&obj.to_value(), None);
         errs.extend(self.validate_scale(obj));
         errs
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> apimachinery::ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> apimachinery::ErrorList {
         // Ratcheting: unchanged invalid values may stay.
-        let mut errs = self.validate_object(new, Some(old));
+        let mut errs = self.validate_object(&new.to_value(), Some(&old.to_value()));
         errs.extend(self.validate_scale(new));
         errs
     }
@@ -395,7 +398,7 @@ impl Strategy for CustomResources {
             .collect()
     }
 
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         if let Some(schema) = &self.schema {
             schema::default(obj, schema);
             schema::defaulting::prune_non_nullable_nulls(obj, schema);
@@ -405,7 +408,7 @@ impl Strategy for CustomResources {
     /// Defaults were applied where the body was decoded ([`Self::default`],
     /// and again after a mutating admission), as upstream's decoder does:
     /// only `status` is dropped here, as upstream's `PrepareForCreate`.
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         if self.has_status
             && let Some(map) = obj.as_object_mut()
         {
@@ -413,7 +416,7 @@ impl Strategy for CustomResources {
         }
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         if let Some(schema) = &self.schema {
             schema::default(new, schema);
             schema::defaulting::prune_non_nullable_nulls(new, schema);

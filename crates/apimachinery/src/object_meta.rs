@@ -171,6 +171,44 @@ impl ObjectMeta {
         Ok(meta)
     }
 
+    /// [`ObjectMeta::to_value`], moving the members rather than copying.
+    pub fn into_value(self) -> Value {
+        let mut map = Map::new();
+        put_string(&mut map, "name", self.name);
+        put_string(&mut map, "generateName", self.generate_name);
+        put_string(&mut map, "namespace", self.namespace);
+        put_string(&mut map, "selfLink", self.self_link);
+        put_string(&mut map, "uid", self.uid);
+        put_string(&mut map, "resourceVersion", self.resource_version);
+        if self.generation != 0 {
+            map.insert("generation".into(), self.generation.into());
+        }
+        if let Some(t) = self.creation_timestamp.filter(|t| t != ZERO_TIME) {
+            map.insert("creationTimestamp".into(), t.into());
+        }
+        if let Some(t) = &self.deletion_timestamp {
+            map.insert("deletionTimestamp".into(), time_value(t));
+        }
+        if let Some(s) = self.deletion_grace_period_seconds {
+            map.insert("deletionGracePeriodSeconds".into(), s.into());
+        }
+        put_string_map(&mut map, "labels", self.labels);
+        put_string_map(&mut map, "annotations", self.annotations);
+        if !self.owner_references.is_empty() {
+            let refs = self.owner_references.iter().map(OwnerReference::to_value);
+            map.insert("ownerReferences".into(), Value::Array(refs.collect()));
+        }
+        if !self.finalizers.is_empty() {
+            let list = self.finalizers.into_iter().map(Value::String);
+            map.insert("finalizers".into(), Value::Array(list.collect()));
+        }
+        if !self.managed_fields.is_empty() {
+            let list = self.managed_fields.iter().map(ManagedFieldsEntry::to_value);
+            map.insert("managedFields".into(), Value::Array(list.collect()));
+        }
+        Value::Object(map)
+    }
+
     /// The metadata as a JSON object with the members Go would write.
     pub fn to_value(&self) -> Value {
         let mut map = Map::new();
@@ -496,12 +534,29 @@ impl DynamicObject {
         object
     }
 
+    /// [`DynamicObject::to_value`], moving the members rather than copying.
     pub fn into_value(self) -> Value {
         let mut object = self.body;
         if let Some(map) = object.as_object_mut() {
-            map.insert("metadata".into(), self.metadata.to_value());
+            map.insert("metadata".into(), self.metadata.into_value());
         }
         object
+    }
+
+    /// Set a member of the body (`status`, `spec`, …); a body that is not a
+    /// JSON object becomes one.
+    pub fn insert(&mut self, key: &str, value: Value) {
+        if !self.body.is_object() {
+            self.body = Value::Object(Map::new());
+        }
+        if let Value::Object(map) = &mut self.body {
+            map.insert(key.to_owned(), value);
+        }
+    }
+
+    /// Remove a member of the body.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.body.as_object_mut()?.remove(key)
     }
 
     pub fn api_version(&self) -> &str {
@@ -514,19 +569,21 @@ impl DynamicObject {
     pub fn kind(&self) -> &str {
         self.body.get("kind").and_then(Value::as_str).unwrap_or("")
     }
+}
 
-    /// A member of the body (`spec`, `status`, …).
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.body.get(key)
+/// The body's JSON, read and written as any `Value` (`object.pointer("/spec")`,
+/// `object["status"]`). The metadata is not in it: read `object.metadata`.
+impl std::ops::Deref for DynamicObject {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.body
     }
+}
 
-    /// A JSON pointer into the body (`/spec/replicas`).
-    pub fn pointer(&self, pointer: &str) -> Option<&Value> {
-        self.body.pointer(pointer)
-    }
-
-    pub fn pointer_mut(&mut self, pointer: &str) -> Option<&mut Value> {
-        self.body.pointer_mut(pointer)
+impl std::ops::DerefMut for DynamicObject {
+    fn deref_mut(&mut self) -> &mut Value {
+        &mut self.body
     }
 }
 
@@ -650,6 +707,19 @@ fn structs<T: Default>(value: Value, from_map: fn(Map<String, Value>) -> T) -> V
 fn put_str(map: &mut Map<String, Value>, key: &str, value: &str) {
     if !value.is_empty() {
         map.insert(key.into(), value.into());
+    }
+}
+
+fn put_string(map: &mut Map<String, Value>, key: &str, value: String) {
+    if !value.is_empty() {
+        map.insert(key.into(), Value::String(value));
+    }
+}
+
+fn put_string_map(map: &mut Map<String, Value>, key: &str, entries: BTreeMap<String, String>) {
+    if !entries.is_empty() {
+        let object = entries.into_iter().map(|(k, v)| (k, Value::String(v)));
+        map.insert(key.into(), Value::Object(object.collect()));
     }
 }
 
@@ -1052,6 +1122,7 @@ mod tests {
         #[test]
         fn written_and_read_back(meta in object_meta()) {
             let value = meta.to_value();
+            prop_assert_eq!(&meta.clone().into_value(), &value);
             prop_assert_eq!(&ObjectMeta::from_value(value.clone(), "metadata.").unwrap(), &meta);
             prop_assert_eq!(&ObjectMeta::from_value(value.clone(), "").unwrap(), &meta);
             let mut out = b"[".to_vec();

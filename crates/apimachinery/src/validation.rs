@@ -4,9 +4,11 @@
 
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::field::{ErrorList, FieldError, FieldPath};
+use crate::object_meta::{ManagedFieldsEntry, ObjectMeta, OwnerReference, ZERO_TIME};
 
 mod pattern;
 
@@ -378,17 +380,38 @@ fn mask_trailing_dash(name: &str) -> Cow<'_, str> {
 }
 
 // ---------------------------------------------------------------------------
-// ObjectMeta validation on unstructured JSON.
+// ObjectMeta validation, on unstructured JSON and on the typed `ObjectMeta`.
+//
+// The checks take plain values (strings, numbers, slices of either form) and
+// are called by both entry points: the JSON ones read the members (and report
+// wrong JSON types), the typed ones pass their fields. For a typed `meta`
+// they report what the JSON ones report for `meta.to_value()`.
+
+/// A string map's entry as validation reads it: the key and its value, a
+/// string or (in unstructured JSON only) a value of another type.
+type MapEntry<'a> = (&'a str, Result<&'a str, &'a Value>);
+
+fn json_entries(map: &Map<String, Value>) -> impl Iterator<Item = MapEntry<'_>> {
+    map.iter().map(|(k, v)| (k.as_str(), v.as_str().ok_or(v)))
+}
+
+fn typed_entries(map: &BTreeMap<String, String>) -> impl Iterator<Item = MapEntry<'_>> {
+    map.iter().map(|(k, v)| (k.as_str(), Ok(v.as_str())))
+}
 
 /// Labels: each key a qualified name, each value a label value. Errors sit on
 /// `path` itself (not per key), as upstream reports them.
 pub fn validate_labels(labels: &Map<String, Value>, path: &FieldPath) -> ErrorList {
+    check_labels(json_entries(labels), path)
+}
+
+fn check_labels<'a>(labels: impl Iterator<Item = MapEntry<'a>>, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
     for (key, value) in labels {
         errs.extend(validate_label_name(key, path));
-        match value.as_str() {
-            Some(v) => errs.extend(invalid_each(path, v, is_valid_label_value(v))),
-            None => errs.push(not_a_string(&path.key(key), value)),
+        match value {
+            Ok(v) => errs.extend(invalid_each(path, v, is_valid_label_value(v))),
+            Err(value) => errs.push(not_a_string(&path.key(key), value)),
         }
     }
     errs
@@ -450,18 +473,21 @@ fn validate_selector_requirement(expr: &Value, path: &FieldPath) -> ErrorList {
 /// Annotations: keys are case-insensitive qualified names; the total size of
 /// keys and values is capped (reported as `Too long`, value omitted).
 pub fn validate_annotations(annotations: &Map<String, Value>, path: &FieldPath) -> ErrorList {
+    check_annotations(json_entries(annotations), path)
+}
+
+fn check_annotations<'a>(
+    annotations: impl Iterator<Item = MapEntry<'a>>,
+    path: &FieldPath,
+) -> ErrorList {
     let mut errs = ErrorList::new();
     let mut total = 0usize;
     for (key, value) in annotations {
-        errs.extend(invalid_each(
-            path,
-            key,
-            is_qualified_name(&key.to_lowercase()),
-        ));
+        errs.extend(invalid_each(path, key, is_qualified_name(&lowercase(key))));
         total += key.len();
-        match value.as_str() {
-            Some(v) => total += v.len(),
-            None => errs.push(not_a_string(&path.key(key), value)),
+        match value {
+            Ok(v) => total += v.len(),
+            Err(value) => errs.push(not_a_string(&path.key(key), value)),
         }
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT_B {
@@ -470,53 +496,113 @@ pub fn validate_annotations(annotations: &Map<String, Value>, path: &FieldPath) 
     errs
 }
 
+/// `str::to_lowercase`, borrowed where that changes nothing (ASCII with no
+/// capital: most annotation keys).
+fn lowercase(s: &str) -> Cow<'_, str> {
+    if s.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(s.to_lowercase())
+    }
+}
+
 /// A finalizer name is a qualified name (upstream's `ValidateFinalizerName`).
 pub fn validate_finalizer_name(name: &str, path: &FieldPath) -> ErrorList {
     invalid_each(path, name, is_qualified_name(name))
 }
 
 /// Finalizers are qualified names; `orphan` and `foregroundDeletion` conflict.
-pub fn validate_finalizers(finalizers: &[&str], path: &FieldPath) -> ErrorList {
+pub fn validate_finalizers<S: AsRef<str>>(finalizers: &[S], path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
     for f in finalizers {
-        errs.extend(validate_finalizer_name(f, path));
+        errs.extend(validate_finalizer_name(f.as_ref(), path));
     }
-    let has = |name: &str| finalizers.contains(&name);
+    let has = |name: &str| finalizers.iter().any(|f| f.as_ref() == name);
     if has(FINALIZER_ORPHAN_DEPENDENTS) && has(FINALIZER_DELETE_DEPENDENTS) {
         let detail = format!(
             "finalizer {FINALIZER_ORPHAN_DEPENDENTS} and {FINALIZER_DELETE_DEPENDENTS} cannot be both set"
         );
-        errs.push(FieldError::invalid(
-            path,
-            Value::from(finalizers.to_vec()),
-            &detail,
-        ));
+        errs.push(FieldError::invalid(path, string_array(finalizers), &detail));
     }
     errs
+}
+
+/// A JSON array of strings.
+fn string_array<S: AsRef<str>>(items: &[S]) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|s| Value::String(s.as_ref().to_owned()))
+            .collect(),
+    )
+}
+
+/// The members of an owner reference that validation reads.
+#[derive(Clone, Copy)]
+struct OwnerRefFields<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    uid: &'a str,
+    /// `controller` is `true`.
+    controller: bool,
+}
+
+impl<'a> OwnerRefFields<'a> {
+    /// Missing strings (or strings of another JSON type) read as `""`.
+    fn of_json(r: &'a Value) -> Self {
+        Self {
+            api_version: str_of(r, "apiVersion"),
+            kind: str_of(r, "kind"),
+            name: str_of(r, "name"),
+            uid: str_of(r, "uid"),
+            controller: r.get("controller").and_then(Value::as_bool) == Some(true),
+        }
+    }
+
+    fn of_typed(r: &'a OwnerReference) -> Self {
+        Self {
+            api_version: &r.api_version,
+            kind: &r.kind,
+            name: &r.name,
+            uid: &r.uid,
+            controller: r.controller == Some(true),
+        }
+    }
 }
 
 /// Owner references: apiVersion (with a version), kind, name and uid are
 /// required, Events may not own anything, and at most one is the controller.
 /// Upstream reports these on `ownerReferences.<field>`, without an index.
 pub fn validate_owner_references(refs: &[Value], path: &FieldPath) -> ErrorList {
+    check_owner_references(refs, OwnerRefFields::of_json, Value::clone, path)
+}
+
+/// [`validate_owner_references`] over references of either form: `fields`
+/// reads one's members, `to_value` gives its JSON (only for the errors that
+/// show a whole reference, or the whole list).
+fn check_owner_references<'a, R>(
+    refs: &'a [R],
+    fields: impl Fn(&'a R) -> OwnerRefFields<'a>,
+    to_value: impl Fn(&R) -> Value,
+    path: &FieldPath,
+) -> ErrorList {
     let mut errs = ErrorList::new();
-    let mut first_controller: Option<String> = None;
+    let mut first_controller: Option<OwnerRefFields<'a>> = None;
     for r in refs {
-        errs.extend(validate_owner_reference(r, path));
-        if r.get("controller").and_then(Value::as_bool) != Some(true) {
+        let current = fields(r);
+        errs.extend(validate_owner_reference(&current, || to_value(r), path));
+        if !current.controller {
             continue;
         }
-        let current = format!("{}/{}", str_of(r, "kind"), str_of(r, "name"));
-        match &first_controller {
+        match first_controller {
             Some(first) => {
                 let detail = format!(
-                    "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}"
+                    "Only one reference can have Controller set to true. Found \"true\" in references for {}/{} and {}/{}",
+                    first.kind, first.name, current.kind, current.name
                 );
-                errs.push(FieldError::invalid(
-                    path,
-                    Value::from(refs.to_vec()),
-                    &detail,
-                ));
+                let all = Value::Array(refs.iter().map(&to_value).collect());
+                errs.push(FieldError::invalid(path, all, &detail));
             }
             None => first_controller = Some(current),
         }
@@ -524,39 +610,40 @@ pub fn validate_owner_references(refs: &[Value], path: &FieldPath) -> ErrorList 
     errs
 }
 
-fn validate_owner_reference(r: &Value, path: &FieldPath) -> ErrorList {
+fn validate_owner_reference(
+    r: &OwnerRefFields<'_>,
+    to_value: impl FnOnce() -> Value,
+    path: &FieldPath,
+) -> ErrorList {
     let mut errs = ErrorList::new();
-    let api_version = str_of(r, "apiVersion");
-    let kind = str_of(r, "kind");
-    let (group, version) = split_api_version(api_version);
+    let (group, version) = split_api_version(r.api_version);
     if version.is_empty() {
         errs.push(FieldError::invalid(
             &path.child("apiVersion"),
-            api_version.into(),
+            r.api_version.into(),
             "version must not be empty",
         ));
     }
-    if kind.is_empty() {
+    if r.kind.is_empty() {
         errs.push(FieldError::invalid(
             &path.child("kind"),
-            kind.into(),
+            r.kind.into(),
             "kind must not be empty",
         ));
     }
-    for (field, what) in [("name", "name"), ("uid", "uid")] {
-        let v = str_of(r, field);
+    for (field, v) in [("name", r.name), ("uid", r.uid)] {
         if v.is_empty() {
             errs.push(FieldError::invalid(
                 &path.child(field),
                 v.into(),
-                &format!("{what} must not be empty"),
+                &format!("{field} must not be empty"),
             ));
         }
     }
-    if group.is_empty() && version == "v1" && kind == "Event" {
+    if group.is_empty() && version == "v1" && r.kind == "Event" {
         errs.push(FieldError::invalid(
             path,
-            r.clone(),
+            to_value(),
             "/v1, Kind=Event is disallowed from being an owner",
         ));
     }
@@ -576,32 +663,64 @@ fn split_api_version(api_version: &str) -> (&str, &str) {
     }
 }
 
+/// The members of a managedFields entry that validation reads.
+#[derive(Clone, Copy)]
+struct ManagedFieldsEntryFields<'a> {
+    manager: &'a str,
+    operation: &'a str,
+    fields_type: &'a str,
+    subresource: &'a str,
+}
+
+impl<'a> ManagedFieldsEntryFields<'a> {
+    /// Missing strings (or strings of another JSON type) read as `""`.
+    fn of_json(entry: &'a Value) -> Self {
+        Self {
+            manager: str_of(entry, "manager"),
+            operation: str_of(entry, "operation"),
+            fields_type: str_of(entry, "fieldsType"),
+            subresource: str_of(entry, "subresource"),
+        }
+    }
+
+    fn of_typed(entry: &'a ManagedFieldsEntry) -> Self {
+        Self {
+            manager: &entry.manager,
+            operation: &entry.operation,
+            fields_type: &entry.fields_type,
+            subresource: &entry.subresource,
+        }
+    }
+}
+
 /// managedFields entries: operation, fieldsType, manager and subresource.
 pub fn validate_managed_fields(entries: &[Value], path: &FieldPath) -> ErrorList {
+    check_managed_fields(entries.iter().map(ManagedFieldsEntryFields::of_json), path)
+}
+
+fn check_managed_fields<'a>(
+    entries: impl Iterator<Item = ManagedFieldsEntryFields<'a>>,
+    path: &FieldPath,
+) -> ErrorList {
     let mut errs = ErrorList::new();
-    for (i, entry) in entries.iter().enumerate() {
+    for (i, entry) in entries.enumerate() {
         let p = path.index(i);
-        let operation = str_of(entry, "operation");
-        if operation != "Apply" && operation != "Update" {
+        if entry.operation != "Apply" && entry.operation != "Update" {
             errs.push(FieldError::invalid(
                 &p.child("operation"),
-                operation.into(),
+                entry.operation.into(),
                 "must be `Apply` or `Update`",
             ));
         }
-        let fields_type = str_of(entry, "fieldsType");
-        if !fields_type.is_empty() && fields_type != "FieldsV1" {
+        if !entry.fields_type.is_empty() && entry.fields_type != "FieldsV1" {
             errs.push(FieldError::invalid(
                 &p.child("fieldsType"),
-                fields_type.into(),
+                entry.fields_type.into(),
                 "must be `FieldsV1`",
             ));
         }
-        errs.extend(validate_field_manager(
-            str_of(entry, "manager"),
-            &p.child("manager"),
-        ));
-        if str_of(entry, "subresource").len() > MAX_SUBRESOURCE_NAME_LENGTH {
+        errs.extend(validate_field_manager(entry.manager, &p.child("manager")));
+        if entry.subresource.len() > MAX_SUBRESOURCE_NAME_LENGTH {
             errs.push(FieldError::too_long(
                 &p.child("subresource"),
                 MAX_SUBRESOURCE_NAME_LENGTH,
@@ -639,6 +758,7 @@ fn is_go_printable(c: char) -> bool {
 /// happened. `namespaced` says whether the resource requires a namespace.
 /// `name_validator` is a [`NameValidator`], or a closure where the rule
 /// depends on the object (ClusterTrustBundles are named after their signer).
+/// For typed metadata see [`validate_typed_object_meta`].
 pub fn validate_object_meta(
     meta: &Value,
     namespaced: bool,
@@ -647,40 +767,13 @@ pub fn validate_object_meta(
 ) -> ErrorList {
     let mut errs = validate_meta_types(meta, path);
     let members = Members::of(meta);
-    let generate_name = Members::str(members.generate_name);
-    if !generate_name.is_empty() {
-        let msgs = name_validator(generate_name, true);
-        errs.extend(invalid_each(
-            &path.child("generateName"),
-            generate_name,
-            msgs,
-        ));
-    }
-    let name = Members::str(members.name);
-    if name.is_empty() {
-        errs.push(FieldError::required(
-            &path.child("name"),
-            "name or generateName is required",
-        ));
-    } else {
-        let msgs = name_validator(name, false);
-        if !msgs.is_empty() {
-            errs.extend(invalid_each(&path.child("name"), name, msgs));
-        }
-    }
-    errs.extend(validate_namespace_scope(
-        Members::str(members.namespace),
-        namespaced,
-        path,
-    ));
-    let generation = members.generation.and_then(Value::as_i64).unwrap_or(0);
-    if generation < 0 {
-        errs.push(FieldError::invalid(
-            &path.child("generation"),
-            generation.into(),
-            IS_NEGATIVE_ERROR_MSG,
-        ));
-    }
+    let identity = Identity {
+        name: Members::str(members.name),
+        generate_name: Members::str(members.generate_name),
+        namespace: Members::str(members.namespace),
+        generation: members.generation.and_then(Value::as_i64).unwrap_or(0),
+    };
+    errs.extend(identity.validate(namespaced, name_validator, path));
     errs.extend(validate_meta_collections(&members, path));
     // Empty lists have nothing to report: their paths are not even built.
     let finalizers = Members::strings(members.finalizers);
@@ -695,6 +788,89 @@ pub fn validate_object_meta(
         ));
     }
     errs
+}
+
+/// [`validate_object_meta`] for typed metadata: the same errors as for
+/// `meta.to_value()` (whose JSON types the decoder has checked already).
+pub fn validate_typed_object_meta(
+    meta: &ObjectMeta,
+    namespaced: bool,
+    name_validator: impl Fn(&str, bool) -> Vec<String>,
+    path: &FieldPath,
+) -> ErrorList {
+    let identity = Identity {
+        name: &meta.name,
+        generate_name: &meta.generate_name,
+        namespace: &meta.namespace,
+        generation: meta.generation,
+    };
+    let mut errs = identity.validate(namespaced, name_validator, path);
+    errs.extend(validate_typed_meta_collections(meta, path));
+    if !meta.finalizers.is_empty() {
+        errs.extend(validate_finalizers(
+            &meta.finalizers,
+            &path.child("finalizers"),
+        ));
+    }
+    if !meta.managed_fields.is_empty() {
+        errs.extend(check_managed_fields(
+            meta.managed_fields
+                .iter()
+                .map(ManagedFieldsEntryFields::of_typed),
+            &path.child("managedFields"),
+        ));
+    }
+    errs
+}
+
+/// The scalar members checked on create (`""` and 0 when missing).
+struct Identity<'a> {
+    name: &'a str,
+    generate_name: &'a str,
+    namespace: &'a str,
+    generation: i64,
+}
+
+impl Identity<'_> {
+    /// generateName, name, namespace and generation, in upstream's order.
+    fn validate(
+        &self,
+        namespaced: bool,
+        name_validator: impl Fn(&str, bool) -> Vec<String>,
+        path: &FieldPath,
+    ) -> ErrorList {
+        let mut errs = ErrorList::new();
+        if !self.generate_name.is_empty() {
+            let msgs = name_validator(self.generate_name, true);
+            if !msgs.is_empty() {
+                errs.extend(invalid_each(
+                    &path.child("generateName"),
+                    self.generate_name,
+                    msgs,
+                ));
+            }
+        }
+        if self.name.is_empty() {
+            errs.push(FieldError::required(
+                &path.child("name"),
+                "name or generateName is required",
+            ));
+        } else {
+            let msgs = name_validator(self.name, false);
+            if !msgs.is_empty() {
+                errs.extend(invalid_each(&path.child("name"), self.name, msgs));
+            }
+        }
+        errs.extend(validate_namespace_scope(self.namespace, namespaced, path));
+        if self.generation < 0 {
+            errs.push(FieldError::invalid(
+                &path.child("generation"),
+                self.generation.into(),
+                IS_NEGATIVE_ERROR_MSG,
+            ));
+        }
+        errs
+    }
 }
 
 /// The members of `metadata` that validation reads, found in one pass over
@@ -791,61 +967,79 @@ fn validate_meta_collections(members: &Members<'_>, path: &FieldPath) -> ErrorLi
     errs
 }
 
+/// [`validate_meta_collections`] for typed metadata (empty maps and lists
+/// have nothing to report, and their paths are not built).
+fn validate_typed_meta_collections(meta: &ObjectMeta, path: &FieldPath) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if !meta.labels.is_empty() {
+        errs.extend(check_labels(
+            typed_entries(&meta.labels),
+            &path.child("labels"),
+        ));
+    }
+    if !meta.annotations.is_empty() {
+        errs.extend(check_annotations(
+            typed_entries(&meta.annotations),
+            &path.child("annotations"),
+        ));
+    }
+    if !meta.owner_references.is_empty() {
+        errs.extend(check_owner_references(
+            &meta.owner_references,
+            OwnerRefFields::of_typed,
+            OwnerReference::to_value,
+            &path.child("ownerReferences"),
+        ));
+    }
+    errs
+}
+
 /// `metadata` validation on update, as upstream's `ValidateObjectMetaAccessorUpdate`.
 ///
 /// As upstream, the caller is expected to have applied `BeforeUpdate`'s
 /// defaulting first (uid, creationTimestamp, resourceVersion for unconditional
 /// updates copied from `old`), so what remains here are real user changes.
+/// For typed metadata see [`validate_typed_object_meta_update`].
 pub fn validate_object_meta_update(new: &Value, old: &Value, path: &FieldPath) -> ErrorList {
     let mut errs = validate_meta_types(new, path);
-    if !old
-        .get("deletionTimestamp")
-        .unwrap_or(&Value::Null)
-        .is_null()
-    {
+    if TimeMember::of_json(old.get("deletionTimestamp")).is_set() {
         errs.extend(validate_no_new_finalizers(
-            new,
-            old,
+            &string_list(new, "finalizers"),
+            &string_list(old, "finalizers"),
             &path.child("finalizers"),
         ));
     }
-    if str_of(new, "resourceVersion").is_empty() {
-        errs.push(FieldError::invalid(
-            &path.child("resourceVersion"),
-            "".into(),
-            "must be specified for an update",
-        ));
-    }
-    let (new_gen, old_gen) = (int_of(new, "generation"), int_of(old, "generation"));
-    if new_gen < old_gen {
-        errs.push(FieldError::invalid(
-            &path.child("generation"),
-            new_gen.into(),
-            "must not be decremented",
-        ));
-    }
+    errs.extend(validate_versions_update(
+        str_of(new, "resourceVersion"),
+        int_of(new, "generation"),
+        int_of(old, "generation"),
+        path,
+    ));
     for field in ["name", "namespace", "uid"] {
         errs.extend(immutable(
-            new.get(field),
-            old.get(field),
-            &path.child(field),
-            render_string,
+            normalize(new.get(field)),
+            normalize(old.get(field)),
+            path,
+            field,
+            |v| render_string(v.cloned()),
         ));
     }
-    for field in ["creationTimestamp", "deletionTimestamp"] {
+    for (field, required) in [("creationTimestamp", true), ("deletionTimestamp", false)] {
         errs.extend(immutable_time(
-            new.get(field),
-            old.get(field),
-            &path.child(field),
-            field == "creationTimestamp",
+            TimeMember::of_json(new.get(field)),
+            TimeMember::of_json(old.get(field)),
+            path,
+            field,
+            required,
         ));
     }
     let grace = "deletionGracePeriodSeconds";
     errs.extend(immutable(
-        new.get(grace),
-        old.get(grace),
-        &path.child(grace),
-        render_optional,
+        normalize(new.get(grace)),
+        normalize(old.get(grace)),
+        path,
+        grace,
+        |v| render_optional(v.cloned()),
     ));
     errs.extend(validate_meta_collections(&Members::of(new), path));
     errs.extend(validate_managed_fields(
@@ -855,11 +1049,111 @@ pub fn validate_object_meta_update(new: &Value, old: &Value, path: &FieldPath) -
     errs
 }
 
-fn validate_no_new_finalizers(new: &Value, old: &Value, path: &FieldPath) -> ErrorList {
-    let old_list = string_list(old, "finalizers");
-    let mut extra: Vec<&str> = string_list(new, "finalizers")
-        .into_iter()
-        .filter(|f| !old_list.contains(f))
+/// [`validate_object_meta_update`] for typed metadata: the same errors as
+/// for `new.to_value()` and `old.to_value()`.
+pub fn validate_typed_object_meta_update(
+    new: &ObjectMeta,
+    old: &ObjectMeta,
+    path: &FieldPath,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if TimeMember::of_typed(old.deletion_timestamp.as_deref()).is_set() {
+        errs.extend(validate_no_new_finalizers(
+            &new.finalizers,
+            &old.finalizers,
+            &path.child("finalizers"),
+        ));
+    }
+    errs.extend(validate_versions_update(
+        &new.resource_version,
+        new.generation,
+        old.generation,
+        path,
+    ));
+    for (field, n, o) in [
+        ("name", &new.name, &old.name),
+        ("namespace", &new.namespace, &old.namespace),
+        ("uid", &new.uid, &old.uid),
+    ] {
+        errs.extend(immutable(
+            non_empty(n),
+            non_empty(o),
+            path,
+            field,
+            render_string,
+        ));
+    }
+    for (field, n, o, required) in [
+        (
+            "creationTimestamp",
+            &new.creation_timestamp,
+            &old.creation_timestamp,
+            true,
+        ),
+        (
+            "deletionTimestamp",
+            &new.deletion_timestamp,
+            &old.deletion_timestamp,
+            false,
+        ),
+    ] {
+        errs.extend(immutable_time(
+            TimeMember::of_typed(n.as_deref()),
+            TimeMember::of_typed(o.as_deref()),
+            path,
+            field,
+            required,
+        ));
+    }
+    errs.extend(immutable(
+        new.deletion_grace_period_seconds,
+        old.deletion_grace_period_seconds,
+        path,
+        "deletionGracePeriodSeconds",
+        render_optional,
+    ));
+    errs.extend(validate_typed_meta_collections(new, path));
+    if !new.managed_fields.is_empty() {
+        errs.extend(check_managed_fields(
+            new.managed_fields
+                .iter()
+                .map(ManagedFieldsEntryFields::of_typed),
+            &path.child("managedFields"),
+        ));
+    }
+    errs
+}
+
+/// An update names the version it replaces; generation never goes down.
+fn validate_versions_update(
+    resource_version: &str,
+    new_generation: i64,
+    old_generation: i64,
+    path: &FieldPath,
+) -> ErrorList {
+    let mut errs = ErrorList::new();
+    if resource_version.is_empty() {
+        errs.push(FieldError::invalid(
+            &path.child("resourceVersion"),
+            "".into(),
+            "must be specified for an update",
+        ));
+    }
+    if new_generation < old_generation {
+        errs.push(FieldError::invalid(
+            &path.child("generation"),
+            new_generation.into(),
+            "must not be decremented",
+        ));
+    }
+    errs
+}
+
+fn validate_no_new_finalizers<S: AsRef<str>>(new: &[S], old: &[S], path: &FieldPath) -> ErrorList {
+    let mut extra: Vec<&str> = new
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|f| !old.iter().any(|o| o.as_ref() == *f))
         .collect();
     if extra.is_empty() {
         return ErrorList::new();
@@ -879,55 +1173,98 @@ fn go_string_slice(items: &[&str]) -> String {
     format!("[]string{{{}}}", quoted.join(", "))
 }
 
-/// `Invalid value: <new>: field is immutable` when a field changed.
-fn immutable(
-    new: Option<&Value>,
-    old: Option<&Value>,
+/// `<path>.<field>: Invalid value: <new>: field is immutable` when a field
+/// changed; `None` (missing, or `null`) is Go's zero value.
+fn immutable<T: PartialEq>(
+    new: Option<T>,
+    old: Option<T>,
     path: &FieldPath,
-    render: fn(Option<&Value>) -> Value,
-) -> ErrorList {
-    if normalize(new) == normalize(old) {
-        return ErrorList::new();
+    field: &str,
+    render: impl FnOnce(Option<T>) -> Value,
+) -> Option<FieldError> {
+    (new != old)
+        .then(|| FieldError::invalid(&path.child(field), render(new), FIELD_IMMUTABLE_ERROR_MSG))
+}
+
+/// A timestamp member as the immutability check reads it.
+#[derive(Clone, Copy, PartialEq)]
+enum TimeMember<'a> {
+    /// Missing or `null`: Go's nil (or zero) time.
+    Unset,
+    Text(&'a str),
+    /// A JSON value of another type (only in unstructured JSON).
+    Other(&'a Value),
+}
+
+impl<'a> TimeMember<'a> {
+    fn of_json(member: Option<&'a Value>) -> Self {
+        match normalize(member) {
+            None => Self::Unset,
+            Some(Value::String(text)) => Self::Text(text),
+            Some(other) => Self::Other(other),
+        }
     }
-    vec![FieldError::invalid(
-        path,
-        render(new),
-        FIELD_IMMUTABLE_ERROR_MSG,
-    )]
+
+    /// Go's zero time is written as no member (`creationTimestamp`) or as
+    /// `null` (`deletionTimestamp`): unset.
+    fn of_typed(time: Option<&'a str>) -> Self {
+        match time {
+            Some(text) if text != ZERO_TIME => Self::Text(text),
+            _ => Self::Unset,
+        }
+    }
+
+    fn is_set(self) -> bool {
+        self != Self::Unset
+    }
+
+    fn instant(self) -> Option<jiff::Timestamp> {
+        match self {
+            Self::Text(text) => crate::time::parse(text),
+            _ => None,
+        }
+    }
 }
 
 /// Timestamps compare by instant (upstream's semantic equality), not by text.
+/// A `required` one (`creationTimestamp`) shows Go's zero time when unset.
 fn immutable_time(
-    new: Option<&Value>,
-    old: Option<&Value>,
+    new: TimeMember<'_>,
+    old: TimeMember<'_>,
     path: &FieldPath,
+    field: &str,
     required: bool,
-) -> ErrorList {
-    let instant = |v: Option<&Value>| v.and_then(Value::as_str).and_then(crate::time::parse);
-    let (n, o) = (instant(new), instant(old));
+) -> Option<FieldError> {
+    let (n, o) = (new.instant(), old.instant());
     let same = match (n, o) {
         (Some(a), Some(b)) => a == b,
-        _ => normalize(new) == normalize(old),
+        _ => new == old,
     };
     if same {
-        return ErrorList::new();
+        return None;
     }
-    let shown = match (n, normalize(new)) {
+    let shown = match (n, new) {
         (Some(ts), _) => go_time_string(ts),
-        (None, Some(raw)) => raw.as_str().unwrap_or_default().to_string(),
-        (None, None) if required => "0001-01-01 00:00:00 +0000 UTC".into(),
-        (None, None) => "null".into(),
+        (None, TimeMember::Text(raw)) => raw.to_string(),
+        (None, TimeMember::Other(_)) => String::new(),
+        (None, TimeMember::Unset) if required => "0001-01-01 00:00:00 +0000 UTC".into(),
+        (None, TimeMember::Unset) => "null".into(),
     };
-    vec![FieldError::invalid(
-        path,
+    Some(FieldError::invalid(
+        &path.child(field),
         Value::String(shown),
         FIELD_IMMUTABLE_ERROR_MSG,
-    )]
+    ))
 }
 
 /// Go's `time.Time.String()` for a UTC instant: `2024-01-02 03:04:05 +0000 UTC`.
 fn go_time_string(ts: jiff::Timestamp) -> String {
     ts.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string()
+}
+
+/// A typed string as its JSON member: `""` is one `to_value` leaves out.
+fn non_empty(s: &str) -> Option<&str> {
+    Some(s).filter(|s| !s.is_empty())
 }
 
 /// Missing and `null` are the same (Go's zero value) for comparisons.
@@ -936,17 +1273,13 @@ fn normalize(v: Option<&Value>) -> Option<&Value> {
 }
 
 /// A string field's value as upstream shows it: missing is `""`.
-fn render_string(v: Option<&Value>) -> Value {
-    normalize(v)
-        .cloned()
-        .unwrap_or_else(|| Value::String(String::new()))
+fn render_string<T: Into<Value>>(v: Option<T>) -> Value {
+    v.map_or_else(|| Value::String(String::new()), Into::into)
 }
 
 /// A pointer field's value as upstream shows it: nil is the string `"null"`.
-fn render_optional(v: Option<&Value>) -> Value {
-    normalize(v)
-        .cloned()
-        .unwrap_or_else(|| Value::String("null".into()))
+fn render_optional<T: Into<Value>>(v: Option<T>) -> Value {
+    v.map_or_else(|| Value::String("null".into()), Into::into)
 }
 
 /// Wrong JSON types in well-known metadata fields (the typed decoder would
@@ -1368,12 +1701,22 @@ mod tests {
         );
     }
 
+    /// The JSON version's messages; the typed version, where `meta`
+    /// decodes, must give what the JSON one gives for its `to_value()`.
     fn meta_errors(meta: Value, namespaced: bool) -> Vec<String> {
+        let path = FieldPath::new("metadata");
+        if let Ok(typed) = ObjectMeta::from_value(meta.clone(), "metadata.") {
+            assert_eq!(
+                validate_typed_object_meta(&typed, namespaced, name_is_dns_subdomain, &path),
+                validate_object_meta(&typed.to_value(), namespaced, name_is_dns_subdomain, &path),
+                "{meta}"
+            );
+        }
         messages(&validate_object_meta(
             &meta,
             namespaced,
             name_is_dns_subdomain,
-            &FieldPath::new("metadata"),
+            &path,
         ))
     }
 
@@ -1535,12 +1878,18 @@ mod tests {
         );
     }
 
+    /// As [`meta_errors`], on update.
     fn update_errors(new: Value, old: Value) -> Vec<String> {
-        messages(&validate_object_meta_update(
-            &new,
-            &old,
-            &FieldPath::new("metadata"),
-        ))
+        let path = FieldPath::new("metadata");
+        let decode = |v: &Value| ObjectMeta::from_value(v.clone(), "metadata.");
+        if let (Ok(typed_new), Ok(typed_old)) = (decode(&new), decode(&old)) {
+            assert_eq!(
+                validate_typed_object_meta_update(&typed_new, &typed_old, &path),
+                validate_object_meta_update(&typed_new.to_value(), &typed_old.to_value(), &path),
+                "{new} {old}"
+            );
+        }
+        messages(&validate_object_meta_update(&new, &old, &path))
     }
 
     #[test]
@@ -1644,5 +1993,414 @@ mod tests {
                 "metadata.labels: Invalid value: \"-x\": name part {QNAME_MSG}"
             )]
         );
+    }
+
+    /// The typed validations against the JSON ones, on arbitrary metadata
+    /// (as JSON, decoded as the registry decodes it).
+    mod typed {
+        use super::*;
+        use proptest::prelude::*;
+        use proptest::strategy::ValueTree;
+        use proptest::test_runner::TestRunner;
+        use std::collections::BTreeSet;
+
+        const NAMES: &[&str] = &[
+            "", "a", "b", "my-name", "Bad_Name", "a.b", "abc-", "-", "a-", ".", "..", "x/y", "%",
+        ];
+        const UIDS: &[&str] = &["", "u-1", "u-2"];
+        const VERSIONS: &[&str] = &["", "1", "2"];
+        const KEYS: &[&str] = &[
+            "app",
+            "tier",
+            "-bad",
+            "example.com/app",
+            "Example.COM/Key",
+            "a/b/c",
+            "/a",
+            "a/",
+            "",
+            "ÄB",
+            "İ",
+        ];
+        const VALUES: &[&str] = &["", "web", "-v", "a b", "x.y_z"];
+        const API_VERSIONS: &[&str] = &[
+            "v1",
+            "apps/v1",
+            "apps/",
+            "/",
+            "/v1",
+            "a/b/c",
+            "",
+            "events.k8s.io/v1",
+        ];
+        const KINDS: &[&str] = &["Event", "ConfigMap", "Secret", ""];
+        const FINALIZERS: &[&str] = &[
+            "orphan",
+            "foregroundDeletion",
+            "kubernetes.io/pv-protection",
+            "bad/final/izer",
+            "a",
+            "b",
+            "",
+        ];
+        const MANAGERS: &[&str] = &["m", "", "a\u{7}b", "tab\there", "kubectl"];
+        const OPERATIONS: &[&str] = &["Apply", "Update", "Patch", ""];
+        const FIELDS_TYPES: &[&str] = &["FieldsV1", "FieldsV2", ""];
+        const SUBRESOURCES: &[&str] = &["", "status", "scale"];
+        const TIMES: &[&str] = &[
+            "2024-01-02T03:04:05Z",
+            "2024-01-02T03:04:05.000Z",
+            "2024-01-02T05:04:05+02:00",
+            "2024-01-02T03:04:05.9Z",
+            "2025-01-02T03:04:05Z",
+            ZERO_TIME,
+            "0001-01-01T00:00:00.5Z",
+            "0500-06-07T08:09:10Z",
+            "9999-12-31T23:59:59Z",
+        ];
+        /// `metav1.ObjectMeta`'s members, in the order [`metadata`] generates them.
+        const MEMBERS: &[&str] = &[
+            "name",
+            "generateName",
+            "namespace",
+            "selfLink",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "labels",
+            "annotations",
+            "ownerReferences",
+            "finalizers",
+            "managedFields",
+        ];
+        const VALIDATORS: [NameValidator; 5] = [
+            name_is_dns_subdomain,
+            name_is_dns_label,
+            name_is_dns1035_label,
+            name_is_path_segment,
+            validate_namespace_name,
+        ];
+
+        /// A string from `pool` (so old and new metadata often agree and the
+        /// interesting values come up), or one about a length limit, or any.
+        fn text(pool: &'static [&'static str]) -> BoxedStrategy<String> {
+            prop_oneof![
+                12 => prop::sample::select(pool).prop_map(str::to_owned),
+                1 => "[-a-zA-Z0-9./_]{0,12}",
+                1 => "[a-z]{60,66}",
+                1 => "[a-z]{125,131}",
+                1 => "[a-z]{250,260}",
+                1 => prop::collection::vec(any::<char>(), 0..6)
+                    .prop_map(|chars| chars.into_iter().collect::<String>()),
+            ]
+            .boxed()
+        }
+
+        fn string(pool: &'static [&'static str]) -> BoxedStrategy<Value> {
+            text(pool).prop_map(Value::String).boxed()
+        }
+
+        /// Absent, `null` (which the decoder drops) or a value.
+        fn member(value: BoxedStrategy<Value>) -> BoxedStrategy<Option<Value>> {
+            prop_oneof![
+                3 => Just(None),
+                1 => Just(Some(Value::Null)),
+                6 => value.prop_map(Some),
+            ]
+            .boxed()
+        }
+
+        fn object(
+            keys: &'static [&'static str],
+            members: Vec<BoxedStrategy<Option<Value>>>,
+        ) -> BoxedStrategy<Value> {
+            members
+                .prop_map(move |values| {
+                    let members = keys.iter().zip(values);
+                    Value::Object(
+                        members
+                            .filter_map(|(k, v)| Some(((*k).to_owned(), v?)))
+                            .collect(),
+                    )
+                })
+                .boxed()
+        }
+
+        fn int(pool: &'static [i64]) -> BoxedStrategy<Value> {
+            prop_oneof![
+                4 => prop::sample::select(pool).prop_map(Value::from),
+                1 => any::<i64>().prop_map(Value::from),
+                // A custom resource's float, which only its decoder takes.
+                1 => Just(serde_json::json!(2.0)),
+            ]
+            .boxed()
+        }
+
+        fn time() -> BoxedStrategy<Value> {
+            let any_time =
+                (crate::meta_decode::ZERO_TIME_SECONDS..253_402_300_800).prop_map(|seconds| {
+                    let mut out = Vec::new();
+                    crate::meta_decode::append_time(&mut out, seconds);
+                    Value::String(String::from_utf8(out).unwrap())
+                });
+            prop_oneof![
+                6 => prop::sample::select(TIMES).prop_map(Value::from),
+                1 => any_time,
+            ]
+            .boxed()
+        }
+
+        fn string_map(values: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+            prop::collection::btree_map(text(KEYS), values, 0..4)
+                .prop_map(|map| Value::Object(map.into_iter().collect()))
+                .boxed()
+        }
+
+        fn annotation_value() -> BoxedStrategy<Value> {
+            let limit = TOTAL_ANNOTATION_SIZE_LIMIT_B;
+            prop_oneof![
+                20 => string(VALUES),
+                1 => Just(Value::String("v".repeat(limit - 4))),
+                1 => Just(Value::String("v".repeat(limit))),
+            ]
+            .boxed()
+        }
+
+        fn owner_reference() -> BoxedStrategy<Value> {
+            let controller = prop_oneof![2 => Just(true), 1 => Just(false)].prop_map(Value::Bool);
+            object(
+                &[
+                    "apiVersion",
+                    "kind",
+                    "name",
+                    "uid",
+                    "controller",
+                    "blockOwnerDeletion",
+                ],
+                vec![
+                    member(string(API_VERSIONS)),
+                    member(string(KINDS)),
+                    member(string(NAMES)),
+                    member(string(UIDS)),
+                    member(controller.boxed()),
+                    member(any::<bool>().prop_map(Value::Bool).boxed()),
+                ],
+            )
+        }
+
+        fn managed_fields_entry() -> BoxedStrategy<Value> {
+            let fields_v1 = Just(serde_json::json!({"f:metadata": {"f:labels": {}}}));
+            object(
+                &[
+                    "manager",
+                    "operation",
+                    "apiVersion",
+                    "time",
+                    "fieldsType",
+                    "fieldsV1",
+                    "subresource",
+                ],
+                vec![
+                    member(string(MANAGERS)),
+                    member(string(OPERATIONS)),
+                    member(string(API_VERSIONS)),
+                    member(time()),
+                    member(string(FIELDS_TYPES)),
+                    member(fields_v1.boxed()),
+                    member(string(SUBRESOURCES)),
+                ],
+            )
+        }
+
+        fn list(item: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+            prop::collection::vec(item, 0..4)
+                .prop_map(Value::Array)
+                .boxed()
+        }
+
+        /// A `metadata` object, every member of its Go type (but for the
+        /// occasional float, which only a custom resource's decoder takes).
+        fn metadata() -> BoxedStrategy<Value> {
+            object(
+                MEMBERS,
+                vec![
+                    member(string(NAMES)),
+                    member(string(NAMES)),
+                    member(string(NAMES)),
+                    member(string(NAMES)),
+                    member(string(UIDS)),
+                    member(string(VERSIONS)),
+                    member(int(&[0, 1, 2, 3, -1, i64::MIN, i64::MAX])),
+                    member(time()),
+                    member(time()),
+                    member(int(&[0, 30, -5])),
+                    member(string_map(string(VALUES))),
+                    member(string_map(annotation_value())),
+                    member(list(owner_reference())),
+                    member(list(string(FINALIZERS))),
+                    member(list(managed_fields_entry())),
+                ],
+            )
+        }
+
+        /// `(new, old)`: `new` is `old` with a few members from another metadata.
+        fn update() -> BoxedStrategy<(Value, Value)> {
+            let changed = prop::collection::vec(prop::bool::weighted(0.2), MEMBERS.len());
+            (metadata(), metadata(), changed)
+                .prop_map(|(old, other, changed)| {
+                    let mut new = old.clone();
+                    for (key, _) in MEMBERS.iter().zip(changed).filter(|(_, c)| *c) {
+                        match other.get(*key) {
+                            Some(v) => new[*key] = v.clone(),
+                            None => {
+                                new.as_object_mut().unwrap().remove(*key);
+                            }
+                        }
+                    }
+                    (new, old)
+                })
+                .boxed()
+        }
+
+        /// As the registry decodes a built-in kind's metadata, or a custom
+        /// resource's (which takes the floats); `None` if neither does.
+        fn decode(metadata: &Value) -> Option<ObjectMeta> {
+            ObjectMeta::from_value(metadata.clone(), "metadata.")
+                .or_else(|_| ObjectMeta::from_value(metadata.clone(), ""))
+                .ok()
+        }
+
+        fn create_errors(meta: &ObjectMeta, namespaced: bool, validator: usize) -> [ErrorList; 2] {
+            let path = FieldPath::new("metadata");
+            let name_validator = VALIDATORS[validator];
+            [
+                validate_typed_object_meta(meta, namespaced, name_validator, &path),
+                validate_object_meta(&meta.to_value(), namespaced, name_validator, &path),
+            ]
+        }
+
+        fn update_errors(new: &ObjectMeta, old: &ObjectMeta) -> [ErrorList; 2] {
+            let path = FieldPath::new("metadata");
+            [
+                validate_typed_object_meta_update(new, old, &path),
+                validate_object_meta_update(&new.to_value(), &old.to_value(), &path),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1000))]
+
+            #[test]
+            fn create_is_json_create(
+                metadata in metadata(),
+                namespaced in any::<bool>(),
+                validator in 0..VALIDATORS.len(),
+            ) {
+                if let Some(meta) = decode(&metadata) {
+                    let [typed, json] = create_errors(&meta, namespaced, validator);
+                    prop_assert_eq!(typed, json);
+                }
+            }
+
+            #[test]
+            fn update_is_json_update((new, old) in update()) {
+                if let (Some(new), Some(old)) = (decode(&new), decode(&old)) {
+                    let [typed, json] = update_errors(&new, &old);
+                    prop_assert_eq!(typed, json);
+                }
+            }
+        }
+
+        fn samples<T: std::fmt::Debug>(strategy: BoxedStrategy<T>, n: usize) -> Vec<T> {
+            let mut runner = TestRunner::deterministic();
+            (0..n)
+                .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+                .collect()
+        }
+
+        /// The generators reach every check, so the properties above compare
+        /// something: each message (part) below comes up in a fixed sample.
+        #[test]
+        fn generators_reach_every_check() {
+            let mut seen = BTreeSet::new();
+            let mut decoded = 0;
+            for (i, metadata) in samples(metadata(), 3000).iter().enumerate() {
+                let Some(meta) = decode(metadata) else {
+                    continue;
+                };
+                decoded += 1;
+                let [errs, _] = create_errors(&meta, i % 2 == 0, i % VALIDATORS.len());
+                seen.extend(messages(&errs));
+            }
+            let (mut clean_updates, mut zero_deletion) = (0, 0);
+            for (new, old) in samples(update(), 3000) {
+                let (Some(new), Some(old)) = (decode(&new), decode(&old)) else {
+                    continue;
+                };
+                let [errs, _] = update_errors(&new, &old);
+                clean_updates += usize::from(errs.is_empty());
+                zero_deletion += usize::from(
+                    old.deletion_timestamp.as_deref() == Some(ZERO_TIME)
+                        && new.finalizers.iter().any(|f| !old.finalizers.contains(f)),
+                );
+                seen.extend(messages(&errs).into_iter().map(|m| format!("update {m}")));
+            }
+            assert!(decoded > 2500, "{decoded}");
+            assert!(clean_updates > 20, "{clean_updates}");
+            assert!(zero_deletion > 5, "{zero_deletion}");
+            let wanted = [
+                "metadata.name: Required value: name or generateName is required",
+                "metadata.name: Invalid value",
+                "metadata.generateName: Invalid value",
+                "metadata.namespace: Required value",
+                "metadata.namespace: Invalid value",
+                "metadata.namespace: Forbidden: not allowed on this type",
+                "metadata.generation: Invalid value: -1: must be greater than or equal to 0",
+                "metadata.labels: Invalid value: \"-bad\"",
+                "metadata.labels: Invalid value: \"-v\"",
+                "metadata.labels: Invalid value: \"İ\"",
+                "metadata.annotations: Invalid value: \"a/b/c\"",
+                "metadata.annotations: Too long",
+                "metadata.ownerReferences.apiVersion: Invalid value: \"apps/\": version must not be empty",
+                "metadata.ownerReferences.kind: Invalid value: \"\"",
+                "metadata.ownerReferences.name: Invalid value: \"\"",
+                "metadata.ownerReferences.uid: Invalid value: \"\"",
+                "metadata.ownerReferences: Invalid value: {\"apiVersion\":\"v1\"",
+                "metadata.ownerReferences: Invalid value: [",
+                "Only one reference can have Controller set to true",
+                "metadata.finalizers: Invalid value: \"bad/final/izer\"",
+                "finalizer orphan and foregroundDeletion cannot be both set",
+                "metadata.managedFields[0].operation: Invalid value: \"Patch\"",
+                "metadata.managedFields[1].fieldsType: Invalid value: \"FieldsV2\"",
+                "metadata.managedFields[0].manager: Too long",
+                "metadata.managedFields[0].manager: Invalid value: \"a\\u{7}b\"",
+                "metadata.managedFields[0].subresource: Too long",
+                "update metadata.finalizers: Forbidden: no new finalizers",
+                "update metadata.resourceVersion: Invalid value: \"\": must be specified",
+                "update metadata.generation: Invalid value",
+                "update metadata.name: Invalid value",
+                "update metadata.namespace: Invalid value",
+                "update metadata.uid: Invalid value",
+                "update metadata.creationTimestamp: Invalid value: \"0001-01-01 00:00:00 +0000 UTC\"",
+                "update metadata.creationTimestamp: Invalid value: \"2024-01-02 03:04:05 +0000 UTC\"",
+                "update metadata.deletionTimestamp: Invalid value: \"null\"",
+                "update metadata.deletionTimestamp: Invalid value: \"0500-06-07",
+                "update metadata.deletionGracePeriodSeconds: Invalid value: \"null\"",
+                "update metadata.deletionGracePeriodSeconds: Invalid value: 30",
+                "update metadata.labels: Invalid value",
+                "update metadata.annotations: Too long",
+                "update metadata.ownerReferences: Invalid value",
+                "update metadata.managedFields[0].operation: Invalid value",
+            ];
+            let missing: Vec<&str> = wanted
+                .iter()
+                .copied()
+                .filter(|w| !seen.iter().any(|m| m.starts_with(w) || m.contains(w)))
+                .collect();
+            assert!(missing.is_empty(), "never seen: {missing:#?}");
+        }
     }
 }

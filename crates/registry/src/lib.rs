@@ -29,4 +29,6 @@ pub use resource::{
     FieldLabelError, FieldLabelRefusal, FieldLabels, GlobalAdmission, Operation, Provider,
     READ_VERBS, Reservation, ResourceType, ScalePaths, StorageVersion, Strategy, TableColumn,
 };
-pub use store::{DeleteOutcome, GenericStore, ListResult, Replaced, Storage, random_suffix};
+pub use store::{
+    DeleteOutcome, GenericStore, Incoming, ListResult, Replaced, Storage, random_suffix,
+};

@@ -2,49 +2,53 @@
 
 use crate::managed_fields::{FieldSet, Tracking};
 use crate::options::RequestContext;
-use apimachinery::{ErrorList, GroupResource, GroupVersionKind};
+use apimachinery::{DynamicObject, ErrorList, GroupResource, GroupVersionKind};
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// Per-type behaviour (upstream's `RESTCreateStrategy`/`RESTUpdateStrategy`),
-/// on unstructured JSON. Defaults fit types without special rules.
+/// Per-type behaviour (upstream's `RESTCreateStrategy`/`RESTUpdateStrategy`).
+/// Writes hand the strategy the object as the registry holds it: typed
+/// metadata and the JSON body ([`DynamicObject`]). What reads stored objects
+/// (field selectors, table rows, version conversion) and what checks a body
+/// as decoded ([`Strategy::prune`]) read JSON. Defaults fit types without
+/// special rules.
 pub trait Strategy: Send + Sync + 'static {
     /// Defaults applied where upstream decodes a body: before mutating
     /// admission (webhooks see defaulted objects) and again on what it
     /// returns. `prepare_*` may default once more after their own changes.
-    fn default(&self, _obj: &mut Value) {}
+    fn default(&self, _obj: &mut DynamicObject) {}
 
     /// Normalize a new object before validation (e.g. drop `status`).
-    fn prepare_create(&self, _obj: &mut Value) {}
+    fn prepare_create(&self, _obj: &mut DynamicObject) {}
 
     /// [`Strategy::prepare_create`] for types that record who asked
     /// (CertificateSigningRequests' `spec.username`).
-    fn prepare_create_for(&self, obj: &mut Value, _ctx: &RequestContext) {
+    fn prepare_create_for(&self, obj: &mut DynamicObject, _ctx: &RequestContext) {
         self.prepare_create(obj);
     }
 
     /// Carry over what a main-resource update must not change (e.g. `status`).
-    fn prepare_update(&self, _new: &mut Value, _old: &Value) {}
+    fn prepare_update(&self, _new: &mut DynamicObject, _old: &DynamicObject) {}
 
     /// The messages for a `name` (`prefix`: a `generateName`) where the rule
     /// depends on the object itself (ClusterTrustBundles are named after their
     /// signer); `None` applies the type's `name_validation`.
-    fn name_errors(&self, _obj: &Value, _name: &str, _prefix: bool) -> Option<Vec<String>> {
+    fn name_errors(&self, _obj: &DynamicObject, _name: &str, _prefix: bool) -> Option<Vec<String>> {
         None
     }
 
     /// Type-specific validation of a new object (metadata is validated generically).
-    fn validate(&self, _obj: &Value) -> ErrorList {
+    fn validate(&self, _obj: &DynamicObject) -> ErrorList {
         Vec::new()
     }
 
     /// Type-specific validation of an update (immutable fields and the like).
-    fn validate_update(&self, new: &Value, _old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, _old: &DynamicObject) -> ErrorList {
         self.validate(new)
     }
 
     /// Non-fatal warnings returned as `Warning` headers.
-    fn warnings(&self, _obj: &Value) -> Vec<String> {
+    fn warnings(&self, _obj: &DynamicObject) -> Vec<String> {
         Vec::new()
     }
 
@@ -86,7 +90,7 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// Whether something besides `metadata.finalizers` holds up deletion
     /// (namespaces: `spec.finalizers`).
-    fn deletion_blocked(&self, _obj: &Value) -> bool {
+    fn deletion_blocked(&self, _obj: &DynamicObject) -> bool {
         false
     }
 
@@ -103,7 +107,7 @@ pub trait Strategy: Send + Sync + 'static {
     }
 
     /// Adjust an object whose deletion is pending (namespaces: phase Terminating).
-    fn prepare_delete(&self, _obj: &mut Value) {}
+    fn prepare_delete(&self, _obj: &mut DynamicObject) {}
 
     /// An update through a subresource this type prepares and validates
     /// itself (pods' `resize`): `new` made what that subresource may write,
@@ -111,8 +115,8 @@ pub trait Strategy: Send + Sync + 'static {
     fn subresource_update(
         &self,
         _subresource: &apimachinery::Subresource,
-        _new: &mut Value,
-        _old: &Value,
+        _new: &mut DynamicObject,
+        _old: &DynamicObject,
     ) -> Option<ErrorList> {
         None
     }
@@ -133,12 +137,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// the seconds `obj` is kept, marked, before it goes (`requested` is the
     /// DeleteOptions' `gracePeriodSeconds`); 0 deletes it at once. `None` for
     /// types deleted at once.
-    fn graceful_delete_period(&self, _obj: &Value, _requested: Option<i64>) -> Option<i64> {
+    fn graceful_delete_period(&self, _obj: &DynamicObject, _requested: Option<i64>) -> Option<i64> {
         None
     }
 
     /// On a status-subresource update: take only `status` from `new`.
-    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_status_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         take_status(new, old);
     }
 }
@@ -147,26 +151,20 @@ pub trait Strategy: Send + Sync + 'static {
 /// make it: the old `spec` (and every other field) back, the new metadata
 /// kept, so a status patch may change labels and annotations (custom
 /// resources' and admission policies' may not: [`take_status`]).
-pub fn take_status_and_metadata(new: &mut Value, old: &Value) {
-    let metadata = new.get_mut("metadata").map(Value::take);
+pub fn take_status_and_metadata(new: &mut DynamicObject, old: &DynamicObject) {
+    let metadata = std::mem::take(&mut new.metadata);
     take_status(new, old);
-    if let (Some(metadata), Some(object)) = (metadata, new.as_object_mut()) {
-        object.insert("metadata".into(), metadata);
-    }
+    new.metadata = metadata;
 }
 
 /// `new` becomes `old` with `new`'s status (a status-subresource write).
-pub fn take_status(new: &mut Value, old: &Value) {
-    let status = new.get("status").cloned();
+pub fn take_status(new: &mut DynamicObject, old: &DynamicObject) {
+    let status = new.remove("status");
     *new = old.clone();
     match status {
-        Some(s) => {
-            new["status"] = s;
-        }
+        Some(status) => new.insert("status", status),
         None => {
-            if let Some(o) = new.as_object_mut() {
-                o.remove("status");
-            }
+            new.remove("status");
         }
     }
 }
@@ -453,13 +451,13 @@ pub trait Allocator: Send + Sync + 'static {
     async fn allocate(
         &self,
         pool: &AllocationPool,
-        obj: &mut Value,
-        old: Option<&Value>,
+        obj: &mut DynamicObject,
+        old: Option<&DynamicObject>,
         dry_run: bool,
     ) -> Result<Allocation, apimachinery::StatusError>;
 
     /// Give back what a deleted object held.
-    async fn release(&self, pool: &AllocationPool, obj: &Value);
+    async fn release(&self, pool: &AllocationPool, obj: &DynamicObject);
 }
 
 /// What one write took from a pool and what it gave up.

@@ -9,8 +9,10 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use apimachinery::options::PropagationPolicy;
-use apimachinery::validation::validate_object_meta;
-use apimachinery::{ErrorList, FieldError, FieldPath, StatusError, Subresource, meta, time};
+use apimachinery::validation::validate_typed_object_meta;
+use apimachinery::{
+    DynamicObject, ErrorList, FieldError, FieldPath, StatusError, Subresource, meta, time,
+};
 use storage::{Entry, WatchStart, Watcher};
 
 use crate::encoding::encode_for_storage;
@@ -47,6 +49,15 @@ pub struct ListResult {
     pub remaining: Option<i64>,
 }
 
+/// A written body as the registry holds it: typed metadata and the JSON
+/// body, and the request's `managedFields` as sent (Go's decoder tells `[]`,
+/// a reset, from none, which the typed list cannot: they stay JSON until the
+/// field manager reads them).
+pub struct Incoming {
+    pub object: DynamicObject,
+    pub managed_fields: Option<Value>,
+}
+
 /// What a PUT did ([`GenericStore::replace`]).
 pub struct Replaced {
     pub object: Arc<Object>,
@@ -77,46 +88,99 @@ impl GenericStore {
         self
     }
 
+    /// A written body as the registry holds it ([`Incoming`]). A body that
+    /// is not a JSON object is a 400.
+    pub fn decode(&self, mut obj: Value) -> Result<Incoming> {
+        if !obj.is_object() {
+            return Err(StatusError::bad_request(
+                "the body of the request must be an object",
+            ));
+        }
+        let managed_fields = meta::member_mut(&mut obj)
+            .and_then(Value::as_object_mut)
+            .and_then(|md| md.remove("managedFields"));
+        let prefix = if self.rtype.structured {
+            "metadata."
+        } else {
+            ""
+        };
+        Ok(Incoming {
+            object: DynamicObject::from_value(obj, prefix)?,
+            managed_fields,
+        })
+    }
+
+    fn typed(&self, obj: Value) -> Result<(DynamicObject, Option<Value>)> {
+        let Incoming {
+            object,
+            managed_fields,
+        } = self.decode(obj)?;
+        Ok((object, managed_fields))
+    }
+
+    /// A stored (or presented) object as the registry holds it.
+    fn typed_stored(&self, obj: &Value) -> Result<DynamicObject> {
+        let prefix = if self.rtype.structured {
+            "metadata."
+        } else {
+            ""
+        };
+        DynamicObject::from_value(obj.clone(), prefix).map_err(|e| StatusError::internal(e.0))
+    }
+
     /// Decode-time defaulting, the writer's managedFields, then mutating
     /// admission for every type, before the type's own preparation: the
     /// order of upstream's handlers, whose field manager credits the writer
     /// with what it sent (defaulted), not with what admission, the strategy
     /// or allocation add. What admission adds outside a custom resource's
     /// schema is pruned, as upstream prunes when it stores the object.
+    /// The field manager and admission read JSON: the object is written out
+    /// for them once and read back.
     async fn mutate_globally(
         &self,
         operation: Operation,
         name: &str,
-        object: &mut Value,
+        object: &mut DynamicObject,
+        request_managed: Option<Value>,
         old_object: Option<&Value>,
         ctx: &RequestContext,
     ) -> Result<()> {
-        // The request's managedFields as decoded: Go's `omitempty` drops an
-        // empty list only when encoding, and `[]` asks for a reset.
-        let managed = object
-            .get_mut("metadata")
-            .and_then(Value::as_object_mut)
-            .and_then(|md| md.remove("managedFields"));
         self.default(object);
-        if let Some(managed) = managed {
-            meta::metadata_mut(object).insert("managedFields".into(), managed);
-        }
-        self.record_write(ctx, object, old_object);
-        let Some(admission) = &self.global_admission else {
+        let records = !ctx.field_manager.is_empty() && ctx.subresource != Subresource::Binding;
+        if !records && self.global_admission.is_none() {
             return Ok(());
+        }
+        let mut value = std::mem::take(object).into_value();
+        if let Some(managed) = request_managed {
+            meta::metadata_mut(&mut value).insert("managedFields".into(), managed);
+        }
+        self.record_write(ctx, &mut value, old_object);
+        let mutated = match &self.global_admission {
+            // The object goes as `object` (mutable); `attributes.object` is
+            // unset rather than a copy made for every write.
+            Some(admission) => {
+                let attributes = Attributes {
+                    operation,
+                    rtype: &self.rtype,
+                    name,
+                    object: None,
+                    old_object,
+                    ctx,
+                };
+                admission.mutate(&attributes, &mut value).await?
+            }
+            None => false,
         };
-        // The object goes as `object` (mutable); `attributes.object` is
-        // unset rather than a copy made for every write.
-        let attributes = Attributes {
-            operation,
-            rtype: &self.rtype,
-            name,
-            object: None,
-            old_object,
-            ctx,
+        if mutated {
+            self.rtype.strategy.prune(&mut value);
+        }
+        let prefix = if self.rtype.structured {
+            "metadata."
+        } else {
+            ""
         };
-        if admission.mutate(&attributes, object).await? {
-            self.rtype.strategy.prune(object);
+        *object = DynamicObject::from_value(value, prefix)?;
+        if mutated {
             self.default(object);
         }
         Ok(())
@@ -124,18 +188,18 @@ impl GenericStore {
 
     /// Decode-time defaults, and for built-in kinds the fields Go's encoder
     /// writes although they are zero (upstream's objects pass through Go types).
-    fn default(&self, object: &mut Value) {
+    fn default(&self, object: &mut DynamicObject) {
         self.rtype.strategy.default(object);
         self.write_zero_fields(object);
     }
 
-    fn write_zero_fields(&self, object: &mut Value) {
+    fn write_zero_fields(&self, object: &mut DynamicObject) {
         if self.rtype.structured {
-            crate::zero_fields::fill(
+            crate::zero_fields::fill_body(
                 &self.rtype.group,
                 &self.rtype.version,
                 &self.rtype.kind,
-                object,
+                &mut object.body,
             );
         }
     }
@@ -203,8 +267,8 @@ impl GenericStore {
     /// IPs, node ports), in the store.
     async fn allocate(
         &self,
-        obj: &mut Value,
-        old: Option<&Value>,
+        obj: &mut DynamicObject,
+        old: Option<&DynamicObject>,
         dry_run: bool,
     ) -> Result<Allocation> {
         let Some(allocator) = &self.rtype.allocator else {
@@ -214,7 +278,7 @@ impl GenericStore {
     }
 
     /// Give back what a deleted object held from its type's pool.
-    async fn release(&self, obj: &Value) {
+    async fn release(&self, obj: &DynamicObject) {
         if let Some(allocator) = &self.rtype.allocator {
             allocator.release(&self.pool(), obj).await;
         }
@@ -620,13 +684,13 @@ impl GenericStore {
         Ok(())
     }
 
-    fn validate_new(&self, obj: &Value) -> ErrorList {
+    fn validate_new(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = self.validate_metadata(obj);
         errs.extend(self.rtype.strategy.validate(obj));
         errs
     }
 
-    fn validate_metadata(&self, obj: &Value) -> ErrorList {
+    fn validate_metadata(&self, obj: &DynamicObject) -> ErrorList {
         let by_type = self.rtype.name_validation;
         let name_errors = |name: &str, prefix: bool| {
             self.rtype
@@ -634,8 +698,8 @@ impl GenericStore {
                 .name_errors(obj, name, prefix)
                 .unwrap_or_else(|| by_type(name, prefix))
         };
-        validate_object_meta(
-            obj.get("metadata").unwrap_or(&Value::Null),
+        validate_typed_object_meta(
+            &obj.metadata,
             self.rtype.namespaced,
             name_errors,
             &FieldPath::new("metadata"),
@@ -646,22 +710,37 @@ impl GenericStore {
         StatusError::invalid(&self.rtype.group, &self.rtype.kind, name, errs)
     }
 
-    pub async fn create(&self, ctx: &RequestContext, mut obj: Value) -> Result<Arc<Object>> {
+    pub async fn create(&self, ctx: &RequestContext, obj: Value) -> Result<Arc<Object>> {
         if let Some(reason) = &self.rtype.refuse_create {
             return Err(StatusError::method_not_allowed(reason.clone()));
         }
+        self.create_decoded(ctx, self.decode(obj)?).await
+    }
+
+    /// [`Self::create`] of a body [`Self::decode`] decoded.
+    pub async fn create_decoded(
+        &self,
+        ctx: &RequestContext,
+        incoming: Incoming,
+    ) -> Result<Arc<Object>> {
+        if let Some(reason) = &self.rtype.refuse_create {
+            return Err(StatusError::method_not_allowed(reason.clone()));
+        }
+        let Incoming {
+            object: mut obj,
+            managed_fields: managed,
+        } = incoming;
         self.set_namespace(ctx, &mut obj)?;
-        if !meta::resource_version(&obj).is_empty() {
+        if !obj.metadata.resource_version.is_empty() {
             return Err(StatusError::internal(
                 "resourceVersion should not be set on objects to be created",
             ));
         }
-        if meta::name(&obj).is_empty() && !meta::generate_name(&obj).is_empty() {
-            let name = generated_name(meta::generate_name(&obj));
-            meta::set_str(&mut obj, "name", &name);
+        if obj.metadata.name.is_empty() && !obj.metadata.generate_name.is_empty() {
+            obj.metadata.name = generated_name(&obj.metadata.generate_name);
         }
-        let name = meta::name(&obj).to_string();
-        match self.create_named(ctx, obj).await? {
+        let name = obj.metadata.name.clone();
+        match self.create_named(ctx, obj, managed).await? {
             Created::Stored(object) => Ok(object),
             Created::NameTaken => Err(self
                 .name_taken(&self.key(&ctx.namespace, &name), &name)
@@ -671,23 +750,29 @@ impl GenericStore {
 
     /// A create once the object is named and in its namespace: a POST's, or
     /// a PUT's of a missing object (upstream's create on update).
-    async fn create_named(&self, ctx: &RequestContext, mut obj: Value) -> Result<Created> {
-        let name = meta::name(&obj).to_string();
+    async fn create_named(
+        &self,
+        ctx: &RequestContext,
+        mut obj: DynamicObject,
+        managed: Option<Value>,
+    ) -> Result<Created> {
+        let name = obj.metadata.name.clone();
         wipe_system_metadata(&mut obj);
         // Namespace lifecycle comes first, as upstream's plugin order has it:
         // no admission webhook hears of writes into a missing namespace.
         self.admit_namespace(&ctx.namespace).await?;
-        self.mutate_globally(Operation::Create, &name, &mut obj, None, ctx)
+        self.mutate_globally(Operation::Create, &name, &mut obj, managed, None, ctx)
             .await?;
         self.fill_create_metadata(&mut obj);
         self.rtype.strategy.prepare_create_for(&mut obj, ctx);
         self.write_zero_fields(&mut obj);
         let errs = self.validate_new(&obj);
         if !errs.is_empty() {
-            return Err(self.invalid(meta::name(&obj), &errs));
+            return Err(self.invalid(&obj.metadata.name, &errs));
         }
+        self.warn(ctx, &obj);
         let allocation = self.allocate(&mut obj, None, ctx.dry_run).await?;
-        let created = self.admit_and_create(ctx, obj).await;
+        let created = self.admit_and_create(ctx, obj.into_value()).await;
         allocation
             .finish(matches!(created, Ok(Created::Stored(_))))
             .await;
@@ -752,35 +837,29 @@ impl GenericStore {
         object
     }
 
-    fn set_namespace(&self, ctx: &RequestContext, obj: &mut Value) -> Result<()> {
-        if !obj.is_object() {
-            return Err(StatusError::bad_request(
-                "the body of the request must be an object",
-            ));
-        }
+    fn set_namespace(&self, ctx: &RequestContext, obj: &mut DynamicObject) -> Result<()> {
         if !self.rtype.namespaced {
-            meta::remove(obj, "namespace");
+            obj.metadata.namespace.clear();
             return Ok(());
         }
-        let body_ns = meta::namespace(obj);
-        if !body_ns.is_empty() && body_ns != ctx.namespace {
+        let body_ns = &obj.metadata.namespace;
+        if !body_ns.is_empty() && *body_ns != ctx.namespace {
             return Err(StatusError::bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        meta::set_str(obj, "namespace", &ctx.namespace);
+        obj.metadata.namespace.clone_from(&ctx.namespace);
         Ok(())
     }
 
-    fn fill_create_metadata(&self, obj: &mut Value) {
-        let generation = self.rtype.tracks_generation;
-        let md = meta::metadata_mut(obj);
-        md.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-        md.insert("creationTimestamp".into(), json!(time::now_rfc3339()));
+    fn fill_create_metadata(&self, obj: &mut DynamicObject) {
+        let md = &mut obj.metadata;
+        md.uid = uuid::Uuid::new_v4().to_string();
+        md.creation_timestamp = Some(time::now_rfc3339());
         // Kinds that do not track generation keep what the client sent:
         // upstream's `BeforeCreate` leaves it to the strategy.
-        if generation {
-            md.insert("generation".into(), json!(1));
+        if self.rtype.tracks_generation {
+            md.generation = 1;
         }
     }
 
@@ -857,9 +936,9 @@ impl GenericStore {
             if !requested_uid.is_empty() {
                 return Err(self.uid_precondition_failed(ctx, name, &requested_uid, ""));
             }
-            let mut new = obj.clone();
+            let (mut new, managed) = self.typed(obj.clone())?;
             self.set_namespace(ctx, &mut new)?;
-            match self.create_named(ctx, new).await? {
+            match self.create_named(ctx, new, managed).await? {
                 Created::Stored(object) => {
                     return Ok(Replaced {
                         object,
@@ -967,12 +1046,28 @@ impl GenericStore {
             if self.rtype.namespaced {
                 meta::set_str(&mut new, "namespace", &ctx.namespace);
             }
-            self.mutate_globally(Operation::Update, name, &mut new, Some(old), ctx)
+            let (mut new, managed) = self.typed(new)?;
+            let old_typed = self.typed_stored(old)?;
+            self.mutate_globally(Operation::Update, name, &mut new, managed, Some(old), ctx)
                 .await?;
-            self.prepare_update(ctx, &mut new, old)?;
-            let allocation = self.allocate(&mut new, Some(old), ctx.dry_run).await?;
+            self.prepare_update(ctx, &mut new, &old_typed)?;
+            let allocation = self
+                .allocate(&mut new, Some(&old_typed), ctx.dry_run)
+                .await?;
+            let finalized =
+                new.metadata.deletion_timestamp.is_some() && !self.deletion_pending(&new);
             let written = self
-                .admit_and_write(ctx, name, &key, &current, &presented, new, old)
+                .admit_and_write(
+                    ctx,
+                    name,
+                    Target {
+                        key: &key,
+                        current: &current,
+                        presented: &presented,
+                    },
+                    (new.into_value(), finalized),
+                    old,
+                )
                 .await;
             allocation
                 .finish(matches!(written, Ok(Written::Stored(_))))
@@ -989,17 +1084,19 @@ impl GenericStore {
     /// The end of one attempt of [`Self::update_with`], once `new` holds what
     /// it allocated: admission, then the compare-and-swap write (or the delete
     /// of an object whose last finalizer went).
-    #[allow(clippy::too_many_arguments)]
     async fn admit_and_write(
         &self,
         ctx: &RequestContext,
         name: &str,
-        key: &str,
-        current: &Entry<Object>,
-        presented: &Arc<Object>,
-        mut new: Value,
+        target: Target<'_>,
+        (mut new, finalized): (Value, bool),
         old: &Value,
     ) -> Result<Written> {
+        let Target {
+            key,
+            current,
+            presented,
+        } = target;
         if is_noop(old, &new) {
             return Ok(Written::Stored(presented.clone()));
         }
@@ -1013,7 +1110,6 @@ impl GenericStore {
         if ctx.dry_run {
             return Ok(Written::Stored(Arc::new(Object::new(new))));
         }
-        let finalized = meta::deletion_timestamp(&new).is_some() && !self.deletion_pending(&new);
         let result = if finalized {
             self.storage
                 .delete(key, Some(current.mod_revision))
@@ -1029,7 +1125,7 @@ impl GenericStore {
         match result {
             Ok((revision, ..)) if finalized => {
                 meta::set_resource_version(&mut new, revision);
-                self.release(&new).await;
+                self.release(&self.typed_stored(&new)?).await;
                 Ok(Written::Stored(Arc::new(Object::new(new))))
             }
             Ok((revision, stored, bytes)) => self
@@ -1067,20 +1163,22 @@ impl GenericStore {
     }
 
     /// Finalizers (or a type-specific rule) keep a deleted object around.
-    fn deletion_pending(&self, obj: &Value) -> bool {
-        !meta::finalizers(obj).is_empty() || self.rtype.strategy.deletion_blocked(obj)
+    fn deletion_pending(&self, obj: &DynamicObject) -> bool {
+        !obj.metadata.finalizers.is_empty() || self.rtype.strategy.deletion_blocked(obj)
     }
 
     /// System fields, strategy rules and validation for an update. The
     /// managedFields were recorded before (see [`Self::mutate_globally`]):
     /// the strategy's rules, which may start from the old object, keep them.
-    fn prepare_update(&self, ctx: &RequestContext, new: &mut Value, old: &Value) -> Result<()> {
+    fn prepare_update(
+        &self,
+        ctx: &RequestContext,
+        new: &mut DynamicObject,
+        old: &DynamicObject,
+    ) -> Result<()> {
         let status_only = ctx.subresource == Subresource::Status;
         let mut own_validation = None;
-        let managed = new
-            .get_mut("metadata")
-            .and_then(Value::as_object_mut)
-            .and_then(|md| md.remove("managedFields"));
+        let managed = std::mem::take(&mut new.metadata.managed_fields);
         match ctx.subresource {
             Subresource::Status => self.rtype.strategy.prepare_status_update(new, old),
             // The server's own operation (`pods/{name}/binding`): the handler
@@ -1091,37 +1189,26 @@ impl GenericStore {
                 None => self.rtype.strategy.prepare_update(new, old),
             },
         }
-        if let Some(managed) = managed {
-            meta::metadata_mut(new).insert("managedFields".into(), managed);
-        }
+        new.metadata.managed_fields = managed;
+        carry_system_metadata(&mut new.metadata, &old.metadata);
         if ctx.subresource == Subresource::Binding {
-            carry_system_metadata(new, old);
             return Ok(());
         }
-        carry_system_metadata(new, old);
         self.write_zero_fields(new);
         // Upstream's semantic equality: no annotations equal empty ones.
-        let annotations = |o: &Value| {
-            o.pointer("/metadata/annotations")
-                .and_then(Value::as_object)
-                .filter(|a| !a.is_empty())
-                .cloned()
-        };
         let annotations_changed = || {
             self.rtype.strategy.annotations_bump_generation()
-                && annotations(old) != annotations(new)
+                && old.metadata.annotations != new.metadata.annotations
         };
         if self.rtype.tracks_generation
             && !status_only
             && (spec_changed(old, new) || annotations_changed())
         {
-            let generation = meta::generation(old) + 1;
-            meta::metadata_mut(new).insert("generation".into(), json!(generation));
+            new.metadata.generation = old.metadata.generation + 1;
         }
-        let name = meta::name(old).to_string();
-        let mut errs = apimachinery::validation::validate_object_meta_update(
-            new.get("metadata").unwrap_or(&Value::Null),
-            old.get("metadata").unwrap_or(&Value::Null),
+        let mut errs = apimachinery::validation::validate_typed_object_meta_update(
+            &new.metadata,
+            &old.metadata,
             &FieldPath::new("metadata"),
         );
         if errs.is_empty() {
@@ -1138,9 +1225,21 @@ impl GenericStore {
             };
         }
         if !errs.is_empty() {
-            return Err(self.invalid(&name, &errs));
+            return Err(self.invalid(&old.metadata.name, &errs));
         }
+        self.warn(ctx, new);
         Ok(())
+    }
+
+    /// The type's warnings about a valid object written through its main
+    /// resource, after mutating admission's and before validating
+    /// admission's (upstream's `BeforeCreate`/`BeforeUpdate` add them there).
+    fn warn(&self, ctx: &RequestContext, obj: &DynamicObject) {
+        if ctx.subresource == Subresource::None {
+            for warning in self.rtype.strategy.warnings(obj) {
+                ctx.warnings.add(warning);
+            }
+        }
     }
 
     /// Upstream's `deletionFinalizersForGarbageCollection`: the garbage
@@ -1148,10 +1247,14 @@ impl GenericStore {
     /// leaves them: the request's policy decides, else the one the object
     /// already has, else the type's default (`orphan` for types that orphan
     /// by default). `None` when they stay as they are.
-    fn finalizers_for_deletion(&self, obj: &Value, opts: &DeleteOptions) -> Option<Vec<String>> {
+    fn finalizers_for_deletion(
+        &self,
+        obj: &DynamicObject,
+        opts: &DeleteOptions,
+    ) -> Option<Vec<String>> {
         const ORPHAN: &str = "orphan";
         const FOREGROUND: &str = "foregroundDeletion";
-        let existing = meta::finalizers(obj);
+        let existing: Vec<&str> = obj.metadata.finalizers.iter().map(String::as_str).collect();
         let first_of_the_two = existing.iter().find(|f| **f == ORPHAN || **f == FOREGROUND);
         let (orphan, foreground) = match opts.propagation_policy {
             Some(PropagationPolicy::Orphan) => (true, false),
@@ -1196,33 +1299,28 @@ impl GenericStore {
         }
         for _ in 0..MAX_CONFLICT_RETRIES {
             let current = self.current(ctx, name).await?;
-            let mut served = self.present(&current.object).await?.to_value();
+            let served = self.present(&current.object).await?.to_value();
             check_preconditions(&served, opts, &self.rtype, name)?;
             self.admit_globally(Operation::Delete, name, None, Some(&served), ctx)
                 .await?;
-            if meta::deletion_timestamp(&served).is_none()
-                && let Some(finalizers) = self.finalizers_for_deletion(&served, opts)
+            let mut obj = self.typed_stored(&served)?;
+            if obj.metadata.deletion_timestamp.is_none()
+                && let Some(finalizers) = self.finalizers_for_deletion(&obj, opts)
             {
-                let md = meta::metadata_mut(&mut served);
-                if finalizers.is_empty() {
-                    md.remove("finalizers");
-                } else {
-                    md.insert("finalizers".into(), json!(finalizers));
-                }
+                obj.metadata.finalizers = finalizers;
             }
-            let obj = &served;
-            let marked = match graceful_deletion(self.rtype.strategy.as_ref(), obj, opts) {
+            let marked = match graceful_deletion(self.rtype.strategy.as_ref(), &obj, opts) {
                 Grace::Pending => {
                     return Ok(DeleteOutcome {
-                        object: served,
+                        object: obj.into_value(),
                         deleted: false,
                     });
                 }
                 Grace::Mark { timestamp, period } => Some((timestamp, period)),
-                Grace::Now if self.deletion_pending(obj) => {
-                    if meta::deletion_timestamp(obj).is_some() {
+                Grace::Now if self.deletion_pending(&obj) => {
+                    if obj.metadata.deletion_timestamp.is_some() {
                         return Ok(DeleteOutcome {
-                            object: served,
+                            object: obj.into_value(),
                             deleted: false,
                         });
                     }
@@ -1232,15 +1330,16 @@ impl GenericStore {
                 Grace::Now => None,
             };
             if let Some((timestamp, period)) = marked {
-                let mut pending = obj.clone();
-                let first = meta::deletion_timestamp(obj).is_none();
-                let md = meta::metadata_mut(&mut pending);
-                md.insert("deletionTimestamp".into(), json!(timestamp));
-                md.insert("deletionGracePeriodSeconds".into(), json!(period));
-                if first && (self.rtype.tracks_generation || meta::generation(obj) > 0) {
-                    md.insert("generation".into(), json!(meta::generation(obj) + 1));
+                let mut pending = obj;
+                let first = pending.metadata.deletion_timestamp.is_none();
+                let md = &mut pending.metadata;
+                md.deletion_timestamp = Some(timestamp);
+                md.deletion_grace_period_seconds = Some(period);
+                if first && (self.rtype.tracks_generation || md.generation > 0) {
+                    md.generation += 1;
                 }
                 self.rtype.strategy.prepare_delete(&mut pending);
+                let mut pending = pending.into_value();
                 if ctx.dry_run {
                     return Ok(DeleteOutcome {
                         object: pending,
@@ -1265,17 +1364,16 @@ impl GenericStore {
             }
             if ctx.dry_run {
                 return Ok(DeleteOutcome {
-                    object: obj.clone(),
+                    object: obj.into_value(),
                     deleted: true,
                 });
             }
             match self.storage.delete(&key, Some(current.mod_revision)).await {
                 Ok((rev, _)) => {
-                    let mut object = obj.clone();
-                    meta::set_resource_version(&mut object, rev);
-                    self.release(&object).await;
+                    obj.metadata.resource_version = rev.to_string();
+                    self.release(&obj).await;
                     return Ok(DeleteOutcome {
-                        object,
+                        object: obj.into_value(),
                         deleted: true,
                     });
                 }
@@ -1354,9 +1452,13 @@ enum Grace {
 /// Upstream's `BeforeDelete`: a first graceful delete marks the object for
 /// the strategy's period (0: deleted now); a pending one may only be
 /// shortened, and a period of 0 (or none recorded) deletes it.
-fn graceful_deletion(strategy: &dyn crate::Strategy, obj: &Value, opts: &DeleteOptions) -> Grace {
+fn graceful_deletion(
+    strategy: &dyn crate::Strategy,
+    obj: &DynamicObject,
+    opts: &DeleteOptions,
+) -> Grace {
     let requested = opts.grace_period_seconds;
-    let Some(since) = meta::deletion_timestamp(obj) else {
+    let Some(since) = obj.metadata.deletion_timestamp.as_deref() else {
         return match strategy.graceful_delete_period(obj, requested) {
             Some(period) if period > 0 => Grace::Mark {
                 timestamp: time::rfc3339_after(period),
@@ -1368,10 +1470,7 @@ fn graceful_deletion(strategy: &dyn crate::Strategy, obj: &Value, opts: &DeleteO
     if strategy.graceful_delete_period(obj, requested).is_none() {
         return Grace::Now;
     }
-    let recorded = obj
-        .pointer("/metadata/deletionGracePeriodSeconds")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let recorded = obj.metadata.deletion_grace_period_seconds.unwrap_or(0);
     match requested {
         _ if recorded == 0 => Grace::Now,
         Some(0) => Grace::Now,
@@ -1454,56 +1553,36 @@ fn check_preconditions(
     Ok(())
 }
 
-/// Fields clients may not change through an update.
 /// Upstream's `WipeObjectMetaSystemFields` on a create, before anything
 /// sees the object (uid and creationTimestamp are set after admission).
-fn wipe_system_metadata(obj: &mut Value) {
-    let md = meta::metadata_mut(obj);
-    for field in [
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "selfLink",
-    ] {
-        md.remove(field);
-    }
+fn wipe_system_metadata(obj: &mut DynamicObject) {
+    let md = &mut obj.metadata;
+    md.uid.clear();
+    md.creation_timestamp = None;
+    md.deletion_timestamp = None;
+    md.deletion_grace_period_seconds = None;
+    md.self_link.clear();
 }
 
-fn carry_system_metadata(new: &mut Value, old: &Value) {
-    let md = meta::metadata_mut(new);
-    if let Some(rv) = old.pointer("/metadata/resourceVersion") {
-        md.insert("resourceVersion".into(), rv.clone());
-    }
-    for field in [
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generation",
-    ] {
-        match old.get("metadata").and_then(|m| m.get(field)) {
-            Some(v) => {
-                md.insert(field.into(), v.clone());
-            }
-            None => {
-                md.remove(field);
-            }
-        }
-    }
-    md.remove("selfLink");
+/// Fields clients may not change through an update.
+fn carry_system_metadata(new: &mut apimachinery::ObjectMeta, old: &apimachinery::ObjectMeta) {
+    new.resource_version.clone_from(&old.resource_version);
+    new.uid.clone_from(&old.uid);
+    new.creation_timestamp.clone_from(&old.creation_timestamp);
+    new.deletion_timestamp.clone_from(&old.deletion_timestamp);
+    new.deletion_grace_period_seconds = old.deletion_grace_period_seconds;
+    new.generation = old.generation;
+    new.self_link.clear();
 }
 
 /// Whether anything outside metadata and status changed (what bumps `generation`).
-fn spec_changed(old: &Value, new: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut m = v.as_object().cloned().unwrap_or_default();
-        for k in ["metadata", "status", "apiVersion", "kind"] {
-            m.remove(k);
-        }
-        m
-    };
-    strip(old) != strip(new)
+fn spec_changed(old: &DynamicObject, new: &DynamicObject) -> bool {
+    fn spec_members(o: &DynamicObject) -> impl Iterator<Item = (&String, &Value)> {
+        let members = o.as_object().into_iter().flatten();
+        members.filter(|(k, _)| !matches!(k.as_str(), "status" | "apiVersion" | "kind"))
+    }
+    spec_members(old).count() != spec_members(new).count()
+        || spec_members(old).any(|(k, v)| new.get(k) != Some(v))
 }
 
 /// An update that changes nothing but bookkeeping is not written (resourceVersion stays).
@@ -1529,6 +1608,14 @@ fn strip_times(v: &Value) -> Value {
         }
     }
     v
+}
+
+/// Where an update writes: the object's key, its entry as read, and that
+/// entry as served (what a no-op update answers).
+struct Target<'a> {
+    key: &'a str,
+    current: &'a Entry<Object>,
+    presented: &'a Arc<Object>,
 }
 
 /// Upstream's `SimpleNameGenerator`: the base cut to 58 bytes, so that the

@@ -246,6 +246,17 @@ pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
     }
 }
 
+/// [`fill`] for an object's body ([`apimachinery::DynamicObject::body`]):
+/// its typed metadata writes itself as Go does, so no `metadata` member is
+/// added here.
+pub fn fill_body(group: &str, version: &str, kind: &str, body: &mut Value) {
+    let had_metadata = apimachinery::meta::member(body).is_some();
+    fill(group, version, kind, body);
+    if !had_metadata && let Some(map) = body.as_object_mut() {
+        map.remove("metadata");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! validation and table columns. What the objects mean (compiling their CEL,
 //! admitting requests) lives in `kubext-admission`.
 
+use apimachinery::DynamicObject;
 use serde_json::{Value, json};
 
 use apimachinery::{ErrorList, FieldError, FieldPath};
@@ -162,7 +163,7 @@ fn validate_common(obj: &Value, errs: &mut ErrorList) {
 impl Strategy for Policies {
     /// `SetDefaults_ValidatingAdmissionPolicySpec` and `SetDefaults_MatchResources`,
     /// applied where upstream decodes (so managedFields list them).
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             spec.entry("failurePolicy").or_insert(json!("Fail"));
             if let Some(m) = spec.get_mut("matchConstraints") {
@@ -171,20 +172,20 @@ impl Strategy for Policies {
         }
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         if let Some(o) = obj.as_object_mut() {
             o.remove("status");
         }
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         self.prepare_create(new);
         if let (Some(status), Some(o)) = (old.get("status"), new.as_object_mut()) {
             o.insert("status".into(), status.clone());
         }
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = ErrorList::new();
         let spec = FieldPath::new("spec");
         if list(obj, "/spec/validations").is_empty()
@@ -250,13 +251,13 @@ impl Strategy for PolicyBindings {
     /// Upstream's v1 defaults (`SetDefaults_MatchResources`; a paramRef's
     /// parameterNotFoundAction has none: it is required), where it decodes
     /// (so managedFields list them).
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         if let Some(m) = obj.pointer_mut("/spec/matchResources") {
             default_match_resources(m);
         }
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = ErrorList::new();
         let spec = FieldPath::new("spec");
         if str_at(obj, "/spec/policyName").is_empty() {
@@ -362,7 +363,7 @@ impl Strategy for MutatingPolicies {
     /// `SetDefaults_MutatingAdmissionPolicySpec` (failurePolicy only:
     /// `reinvocationPolicy` is required) and `SetDefaults_MatchResources`,
     /// where upstream decodes (so managedFields list them).
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
             spec.entry("failurePolicy").or_insert(json!("Fail"));
             if let Some(m) = spec.get_mut("matchConstraints") {
@@ -371,7 +372,7 @@ impl Strategy for MutatingPolicies {
         }
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = ErrorList::new();
         let spec = FieldPath::new("spec");
         let mutations = list(obj, "/spec/mutations");
@@ -425,11 +426,11 @@ impl Strategy for MutatingPolicies {
 }
 
 impl Strategy for MutatingPolicyBindings {
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         PolicyBindings.default(obj);
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = ErrorList::new();
         if str_at(obj, "/spec/policyName").is_empty() {
             errs.push(FieldError::required(

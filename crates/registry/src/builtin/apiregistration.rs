@@ -1,6 +1,7 @@
 //! `apiregistration.k8s.io/v1` APIService: the claim of a group-version by a local
 //! API or an extension API server, with kube-aggregator's validation messages.
 
+use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath, validation};
 use serde_json::{Value, json};
 
@@ -95,7 +96,7 @@ fn decoded_len(b64: &str) -> usize {
 }
 
 impl Strategy for ApiServices {
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         default_port(obj);
         obj["status"] = if is_local(obj) {
             json!({"conditions": [local_available_condition()]})
@@ -104,7 +105,7 @@ impl Strategy for ApiServices {
         };
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         default_port(new);
         match old.get("status") {
             Some(s) => new["status"] = s.clone(),
@@ -116,13 +117,13 @@ impl Strategy for ApiServices {
         }
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = ErrorList::new();
         let spec = FieldPath::new("spec");
         let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
         let (group, version) = (s("/spec/group"), s("/spec/version"));
         let required_name = format!("{version}.{group}");
-        let name = s("/metadata/name");
+        let name = obj.metadata.name.as_str();
         if !name.is_empty() && name != required_name {
             errs.push(FieldError::invalid(
                 &FieldPath::new("metadata").child("name"),
@@ -220,7 +221,7 @@ impl Strategy for ApiServices {
         errs
     }
 
-    fn validate_update(&self, new: &Value, _old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, _old: &DynamicObject) -> ErrorList {
         let mut errs = self.validate(new);
         let conditions = new
             .pointer("/status/conditions")

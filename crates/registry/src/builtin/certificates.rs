@@ -7,6 +7,7 @@
 //! permissions on `signers` are the admission plugins' (`kubext-admission`).
 //! The request's PEM block is checked for its type, not parsed as x509.
 
+use apimachinery::DynamicObject;
 use apimachinery::gofmt::quote;
 use apimachinery::validation::{is_dns1123_label, is_dns1123_subdomain};
 use apimachinery::{ErrorList, FieldError, FieldPath, Subresource};
@@ -51,12 +52,12 @@ pub struct Csrs;
 
 impl Strategy for Csrs {
     /// Users cannot create pre-approved requests: `status` starts empty.
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         obj["status"] = json!({});
     }
 
     /// Who asked is the authenticated user, not what the body claims.
-    fn prepare_create_for(&self, obj: &mut Value, ctx: &RequestContext) {
+    fn prepare_create_for(&self, obj: &mut DynamicObject, ctx: &RequestContext) {
         self.prepare_create(obj);
         if !obj.get("spec").is_some_and(Value::is_object) {
             obj["spec"] = json!({});
@@ -82,7 +83,7 @@ impl Strategy for Csrs {
     }
 
     /// The main resource changes only metadata.
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         for part in ["spec", "status"] {
             match old.get(part) {
                 Some(v) => new[part] = v.clone(),
@@ -98,7 +99,7 @@ impl Strategy for Csrs {
     /// `/status`: the spec is kept and Approved/Denied conditions stay as
     /// they were unless one was added or removed (validation refuses that);
     /// metadata is written as sent.
-    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_status_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
         for kind in [APPROVED, DENIED] {
             preserve_conditions(new, old, kind);
@@ -109,19 +110,17 @@ impl Strategy for Csrs {
     fn subresource_update(
         &self,
         subresource: &Subresource,
-        new: &mut Value,
-        old: &Value,
+        new: &mut DynamicObject,
+        old: &DynamicObject,
     ) -> Option<ErrorList> {
         if *subresource != Subresource::Approval {
             return None;
         }
         populate_condition_timestamps(new, old);
         let conditions = new.pointer("/status/conditions").cloned();
-        let metadata = new.get("metadata").cloned();
+        let metadata = std::mem::take(&mut new.metadata);
         *new = old.clone();
-        if let Some(metadata) = metadata {
-            new["metadata"] = metadata;
-        }
+        new.metadata = metadata;
         if !new.get("status").is_some_and(Value::is_object) {
             new["status"] = json!({});
         }
@@ -138,13 +137,13 @@ impl Strategy for Csrs {
         Some(errs)
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         validate_csr(obj)
     }
 
     /// The main resource keeps spec and status, so only `/status`'s rules can
     /// fail here.
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         let mut errs = validate_csr(new);
         errs.extend(update_rules(new, old, Rules::Status));
         errs

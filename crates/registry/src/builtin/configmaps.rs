@@ -1,5 +1,6 @@
 //! core/v1 ConfigMap.
 
+use apimachinery::DynamicObject;
 use apimachinery::validation::is_config_map_key;
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Value, json};
@@ -12,7 +13,7 @@ const MAX_CONFIG_MAP_BYTES: usize = 1024 * 1024;
 pub struct ConfigMaps;
 
 impl Strategy for ConfigMaps {
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = Vec::new();
         let mut total = 0;
         let data = obj.get("data").and_then(Value::as_object);
@@ -43,7 +44,7 @@ impl Strategy for ConfigMaps {
         errs
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         let mut errs = self.validate(new);
         errs.extend(immutable_unchanged(new, old, &["data", "binaryData"]));
         errs

@@ -1,6 +1,7 @@
 //! Small built-ins: Namespace, ServiceAccount, Event, Service, Endpoints,
 //! EndpointSlice, Lease. Their rules are few; each gets a strategy and table cells.
 
+use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Value, json};
 
@@ -17,7 +18,7 @@ fn required_str(obj: &Value, pointer: &str, path: &FieldPath, errs: &mut ErrorLi
 }
 
 /// Upstream's defaulter of `group`/`kind`, where it has one.
-fn apply_defaults(group: &str, kind: &str, obj: &mut Value) {
+fn apply_defaults(group: &str, kind: &str, obj: &mut DynamicObject) {
     if let Some(defaults) = super::defaults::defaulter(group, kind) {
         defaults(obj);
     }
@@ -27,18 +28,13 @@ pub struct Namespaces;
 
 /// Every namespace carries its name as the `kubernetes.io/metadata.name`
 /// label (upstream's defaulting), so selectors can pick namespaces by name.
-fn label_with_name(obj: &mut Value) {
-    let name = str_at(obj, "/metadata/name").to_string();
-    if name.is_empty() {
+fn label_with_name(obj: &mut DynamicObject) {
+    let md = &mut obj.metadata;
+    if md.name.is_empty() {
         return;
     }
-    if let Some(md) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        let labels = md.entry("labels").or_insert_with(|| json!({}));
-        if !labels.is_object() {
-            *labels = json!({});
-        }
-        labels["kubernetes.io/metadata.name"] = json!(name);
-    }
+    md.labels
+        .insert("kubernetes.io/metadata.name".into(), md.name.clone());
 }
 
 /// The finalizer of the namespace lifecycle (upstream's `FinalizerKubernetes`).
@@ -68,18 +64,18 @@ fn spec_finalizers(obj: &Value) -> impl Iterator<Item = &Value> {
 }
 
 impl Strategy for Namespaces {
-    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_status_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         crate::resource::take_status_and_metadata(new, old);
     }
 
     /// Upstream's defaulting labels a named namespace with its name (the
     /// writer's managedFields credit it).
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         label_with_name(obj);
     }
 
     /// Status starts Active; `kubernetes` is added to the finalizers asked for.
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         obj["status"] = json!({"phase": "Active"});
         let mut finalizers: Vec<Value> = spec_finalizers(obj).cloned().collect();
         if !finalizers.iter().any(|f| f == FINALIZER_KUBERNETES) {
@@ -94,7 +90,7 @@ impl Strategy for Namespaces {
 
     /// Upstream's `ValidateNamespace`: finalizer names, reported on
     /// `spec.finalizers` without an index.
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let path = FieldPath::new("spec").child("finalizers");
         spec_finalizers(obj)
             .flat_map(|f| validate_spec_finalizer(f.as_str().unwrap_or_default(), &path))
@@ -102,7 +98,7 @@ impl Strategy for Namespaces {
     }
 
     /// Updates keep the stored spec and status: nothing of the type's own to check.
-    fn validate_update(&self, _new: &Value, _old: &Value) -> ErrorList {
+    fn validate_update(&self, _new: &DynamicObject, _old: &DynamicObject) -> ErrorList {
         ErrorList::new()
     }
 
@@ -112,8 +108,8 @@ impl Strategy for Namespaces {
     fn subresource_update(
         &self,
         subresource: &apimachinery::Subresource,
-        new: &mut Value,
-        old: &Value,
+        new: &mut DynamicObject,
+        old: &DynamicObject,
     ) -> Option<ErrorList> {
         if *subresource != apimachinery::Subresource::Finalize {
             return None;
@@ -127,8 +123,8 @@ impl Strategy for Namespaces {
             }
         }
         label_with_name(new);
-        let mut errs = apimachinery::validation::validate_object_meta(
-            new.get("metadata").unwrap_or(&Value::Null),
+        let mut errs = apimachinery::validation::validate_typed_object_meta(
+            &new.metadata,
             false,
             apimachinery::validation::name_is_dns_label,
             &FieldPath::new("metadata"),
@@ -143,7 +139,7 @@ impl Strategy for Namespaces {
         Some(errs)
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         label_with_name(new);
         for field in ["status", "spec"] {
             match old.get(field) {
@@ -157,13 +153,13 @@ impl Strategy for Namespaces {
         }
     }
 
-    fn deletion_blocked(&self, obj: &Value) -> bool {
+    fn deletion_blocked(&self, obj: &DynamicObject) -> bool {
         obj.pointer("/spec/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty())
     }
 
-    fn prepare_delete(&self, obj: &mut Value) {
+    fn prepare_delete(&self, obj: &mut DynamicObject) {
         obj["status"] = json!({"phase": "Terminating"});
     }
 
@@ -198,9 +194,9 @@ pub const EVENT_COLUMNS: [TableColumn; 10] = [
 pub struct Events;
 
 impl Strategy for Events {
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = Vec::new();
-        let ns = apimachinery::meta::namespace(obj);
+        let ns = obj.metadata.namespace.as_str();
         let involved_ns = str_at(obj, "/involvedObject/namespace");
         if !involved_ns.is_empty() && involved_ns != ns {
             errs.push(FieldError::invalid(
@@ -262,11 +258,11 @@ pub const SERVICE_COLUMNS: [TableColumn; 5] = [
 pub struct Endpoints;
 
 impl Strategy for Endpoints {
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         apply_defaults("", "Endpoints", obj);
     }
 
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {
         apply_defaults("", "Endpoints", new);
     }
 
@@ -311,15 +307,15 @@ pub struct EndpointSlices;
 const ADDRESS_TYPES: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
 
 impl Strategy for EndpointSlices {
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         apply_defaults("discovery.k8s.io", "EndpointSlice", obj);
     }
 
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {
         apply_defaults("discovery.k8s.io", "EndpointSlice", new);
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = Vec::new();
         let address_type = str_at(obj, "/addressType");
         if address_type.is_empty() {
@@ -353,7 +349,7 @@ impl Strategy for EndpointSlices {
         errs
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         let mut errs = self.validate(new);
         if new.get("addressType") != old.get("addressType") {
             errs.push(FieldError::invalid(
@@ -404,7 +400,7 @@ impl Strategy for EndpointSlices {
 pub struct Leases;
 
 impl Strategy for Leases {
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = Vec::new();
         let spec = FieldPath::new("spec");
         if let Some(d) = obj

@@ -1,6 +1,7 @@
 //! events.k8s.io/v1 Event, served from core/v1 Event storage (as upstream does):
 //! the two versions differ only in field names.
 
+use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
@@ -59,7 +60,7 @@ impl Strategy for EventsV1 {
         super::field_labels::value("events.k8s.io", "Event", obj, field)
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = Vec::new();
         for field in [
             "eventTime",

@@ -17,6 +17,7 @@
 //! update keeps the stored status), which upstream validates with the status
 //! rules alone (`Validate*StatusUpdate`).
 
+use apimachinery::DynamicObject;
 use apimachinery::field::BadValue;
 use apimachinery::gofmt::quote;
 use apimachinery::validation::{name_is_dns_subdomain, validate_namespace_name};
@@ -259,8 +260,8 @@ fn present<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     field(v, key)
 }
 
-fn name_of(obj: &Value) -> &str {
-    apimachinery::meta::name(obj)
+fn name_of(obj: &DynamicObject) -> &str {
+    &obj.metadata.name
 }
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
@@ -309,7 +310,7 @@ fn conditions(obj: &Value) -> ErrorList {
 
 /// `ValidateFlowSchema` (metadata is the store's): the spec, the mandatory
 /// schemas' fixed specs, the status.
-pub(super) fn flow_schema(obj: &Value) -> ErrorList {
+pub(super) fn flow_schema(obj: &DynamicObject) -> ErrorList {
     let name = name_of(obj);
     let spec = spec_of(obj);
     let spec_path = FieldPath::new("spec");
@@ -330,7 +331,7 @@ pub(super) fn flow_schema(obj: &Value) -> ErrorList {
 
 /// `ValidateFlowSchemaUpdate` (the create rules), or on a `/status` write
 /// `ValidateFlowSchemaStatusUpdate`.
-pub(super) fn flow_schema_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn flow_schema_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     if status_written(new, old) {
         return conditions(new);
     }
@@ -669,7 +670,7 @@ type Handwritten = Vec<(FieldError, bool)>;
 
 /// `ValidatePriorityLevelConfiguration` merged with the declarative rules,
 /// for a create.
-pub(super) fn priority_level_configuration(obj: &Value) -> ErrorList {
+pub(super) fn priority_level_configuration(obj: &DynamicObject) -> ErrorList {
     merge(plc_handwritten(obj), plc_declarative(obj, None))
 }
 
@@ -677,7 +678,10 @@ pub(super) fn priority_level_configuration(obj: &Value) -> ErrorList {
 /// ratcheting), or on a `/status` write
 /// `ValidatePriorityLevelConfigurationStatusUpdate` (the spec is the stored
 /// one, which the declarative rules leave alone).
-pub(super) fn priority_level_configuration_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn priority_level_configuration_update(
+    new: &DynamicObject,
+    old: &DynamicObject,
+) -> ErrorList {
     if status_written(new, old) {
         return conditions(new);
     }
@@ -702,11 +706,10 @@ fn merge(handwritten: Handwritten, declarative: ErrorList) -> ErrorList {
     errs
 }
 
-fn plc_handwritten(obj: &Value) -> Handwritten {
+fn plc_handwritten(obj: &DynamicObject) -> Handwritten {
     let name = name_of(obj);
     let mut errs = Handwritten::new();
-    let annotations = apimachinery::meta::annotations(obj);
-    if annotations.is_some_and(|a| a.contains_key(PRESERVE_ZERO_SHARES)) {
+    if obj.metadata.annotations.contains_key(PRESERVE_ZERO_SHARES) {
         errs.push((
             FieldError::forbidden(
                 &FieldPath::new("metadata").child("annotations"),
@@ -1061,6 +1064,7 @@ fn limit_response_declarative(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::typed;
 
     fn messages(errs: ErrorList) -> Vec<String> {
         errs.iter().map(ToString::to_string).collect()
@@ -1249,7 +1253,7 @@ mod tests {
             ),
         ];
         for (name, obj, expected) in cases {
-            assert_eq!(messages(flow_schema(&obj)), expected, "{name}");
+            assert_eq!(messages(flow_schema(&typed(&obj))), expected, "{name}");
         }
     }
 
@@ -1508,7 +1512,7 @@ mod tests {
             ),
         ];
         for (name, obj, expected) in cases {
-            let got: Vec<(String, bool)> = plc_handwritten(&obj)
+            let got: Vec<(String, bool)> = plc_handwritten(&typed(&obj))
                 .into_iter()
                 .map(|(e, covered)| (e.to_string(), covered))
                 .collect();
@@ -1585,7 +1589,10 @@ mod tests {
             "status.conditions[2].type: Required value",
         ];
         assert_eq!(
-            messages(priority_level_configuration_update(&new, &old)),
+            messages(priority_level_configuration_update(
+                &typed(&new),
+                &typed(&old)
+            )),
             want
         );
         let old = fs(
@@ -1594,7 +1601,10 @@ mod tests {
         );
         let mut new = old.clone();
         new["status"] = json!({"conditions": [{"type": "1"}, {"type": "1"}, {"status": "True"}]});
-        assert_eq!(messages(flow_schema_update(&new, &old)), want);
+        assert_eq!(
+            messages(flow_schema_update(&typed(&new), &typed(&old))),
+            want
+        );
     }
 
     /// What a kube-apiserver 1.37.2 answered (see
@@ -1646,7 +1656,11 @@ mod tests {
             ),
         ];
         for (obj, want) in cases {
-            assert_eq!(messages(priority_level_configuration(&obj)), want, "{obj}");
+            assert_eq!(
+                messages(priority_level_configuration(&typed(&obj))),
+                want,
+                "{obj}"
+            );
         }
     }
 
@@ -1662,14 +1676,20 @@ mod tests {
         let mut new = old.clone();
         new["spec"]["limited"]["nominalConcurrencyShares"] = json!(-1);
         assert_eq!(
-            messages(priority_level_configuration_update(&new, &old)),
+            messages(priority_level_configuration_update(
+                &typed(&new),
+                &typed(&old)
+            )),
             [
                 "spec.limited.nominalConcurrencyShares: Invalid value: -1: must be a non-negative integer",
                 "spec.limited.limitResponse.queuing: Required value: must not be empty if limited.limitResponse.type is Limited",
             ]
         );
         assert_eq!(
-            messages(priority_level_configuration_update(&old, &old)),
+            messages(priority_level_configuration_update(
+                &typed(&old),
+                &typed(&old)
+            )),
             [
                 "spec.limited.limitResponse.queuing: Required value: must not be empty if limited.limitResponse.type is Limited"
             ]

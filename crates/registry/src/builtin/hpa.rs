@@ -3,6 +3,7 @@
 //! target is v1's own field; what v1 cannot express travels in
 //! `autoscaling.alpha.kubernetes.io/*` annotations.
 
+use apimachinery::DynamicObject;
 use serde_json::{Map, Value, json};
 
 use crate::resource::{ResourceType, Strategy};
@@ -44,16 +45,16 @@ pub struct HpaV1 {
 }
 
 impl Strategy for HpaV1 {
-    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_status_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         crate::resource::take_status_and_metadata(new, old);
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         super::defaults::hpa_v1(obj);
         obj["status"] = json!({});
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         super::defaults::hpa_v1(new);
         super::kinds::keep_status(new, old);
     }

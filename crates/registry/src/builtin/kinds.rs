@@ -4,6 +4,7 @@
 //! apart from the main resource, printer columns, and the few create-time
 //! rules of upstream's registry strategies (`strategy_rules`).
 
+use apimachinery::DynamicObject;
 use serde_json::{Value, json};
 
 use super::defaults;
@@ -20,8 +21,8 @@ const TABLE: &str = include_str!("../../data/builtin-kinds.tsv");
 /// The pod subresources whose writes have rules of their own.
 fn pod_subresource_update(
     subresource: &apimachinery::Subresource,
-    new: &mut Value,
-    old: &Value,
+    new: &mut DynamicObject,
+    old: &DynamicObject,
 ) -> Option<ErrorList> {
     super::pod_resize::update(subresource, new, old)
         .or_else(|| super::pod_ephemeral_containers::update(subresource, new, old))
@@ -257,7 +258,8 @@ fn default_table(t: &mut ResourceType) {
 }
 
 /// A kind's own preparation and validation of subresource updates.
-type SubresourceUpdate = fn(&apimachinery::Subresource, &mut Value, &Value) -> Option<ErrorList>;
+type SubresourceUpdate =
+    fn(&apimachinery::Subresource, &mut DynamicObject, &DynamicObject) -> Option<ErrorList>;
 
 /// The generic strategy of a table kind.
 struct BuiltinKind {
@@ -268,24 +270,24 @@ struct BuiltinKind {
     orphans_by_default: bool,
     /// Pods' `resize`.
     subresource_update: Option<SubresourceUpdate>,
-    defaults: Option<fn(&mut Value)>,
+    defaults: Option<fn(&mut DynamicObject)>,
     row: Option<fn(&Value) -> Vec<Value>>,
-    on_create: Option<fn(&mut Value)>,
-    on_update: Option<fn(&mut Value, &Value)>,
-    grace_period: Option<fn(&Value, Option<i64>) -> i64>,
-    validate: Option<fn(&Value) -> ErrorList>,
-    validate_update: Option<fn(&Value, &Value) -> ErrorList>,
+    on_create: Option<fn(&mut DynamicObject)>,
+    on_update: Option<fn(&mut DynamicObject, &DynamicObject)>,
+    grace_period: Option<fn(&DynamicObject, Option<i64>) -> i64>,
+    validate: Option<fn(&DynamicObject) -> ErrorList>,
+    validate_update: Option<fn(&DynamicObject, &DynamicObject) -> ErrorList>,
     name_rule: Option<validation::NameRule>,
-    status_update: Option<fn(&mut Value, &Value)>,
+    status_update: Option<fn(&mut DynamicObject, &DynamicObject)>,
     status_keeps_metadata: bool,
-    warnings: Option<fn(&Value) -> Vec<String>>,
+    warnings: Option<fn(&DynamicObject) -> Vec<String>>,
 }
 
 impl BuiltinKind {
     /// Upstream defaults when a body is decoded and again when the stored
     /// object is read back: before and after the strategy's own changes, so
     /// what those add is defaulted too (a Job's generated template labels).
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         if let Some(defaults) = self.defaults {
             defaults(obj);
         }
@@ -293,11 +295,11 @@ impl BuiltinKind {
 }
 
 impl Strategy for BuiltinKind {
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         BuiltinKind::default(self, obj);
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         self.default(obj);
         // Status is the controllers' to write (Nodes register with theirs).
         if self.status
@@ -312,7 +314,7 @@ impl Strategy for BuiltinKind {
         self.default(obj);
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         self.default(new);
         if self.status {
             keep_status(new, old);
@@ -323,7 +325,7 @@ impl Strategy for BuiltinKind {
         self.default(new);
     }
 
-    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_status_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         if self.status_keeps_metadata {
             crate::resource::take_status_and_metadata(new, old);
         } else {
@@ -334,11 +336,11 @@ impl Strategy for BuiltinKind {
         }
     }
 
-    fn name_errors(&self, obj: &Value, name: &str, prefix: bool) -> Option<Vec<String>> {
+    fn name_errors(&self, obj: &DynamicObject, name: &str, prefix: bool) -> Option<Vec<String>> {
         self.name_rule.and_then(|rule| rule(obj, name, prefix))
     }
 
-    fn warnings(&self, obj: &Value) -> Vec<String> {
+    fn warnings(&self, obj: &DynamicObject) -> Vec<String> {
         self.warnings
             .map_or_else(Vec::new, |warnings| warnings(obj))
     }
@@ -354,14 +356,14 @@ impl Strategy for BuiltinKind {
     fn subresource_update(
         &self,
         subresource: &apimachinery::Subresource,
-        new: &mut Value,
-        old: &Value,
+        new: &mut DynamicObject,
+        old: &DynamicObject,
     ) -> Option<ErrorList> {
         self.subresource_update
             .and_then(|update| update(subresource, new, old))
     }
 
-    fn graceful_delete_period(&self, obj: &Value, requested: Option<i64>) -> Option<i64> {
+    fn graceful_delete_period(&self, obj: &DynamicObject, requested: Option<i64>) -> Option<i64> {
         self.grace_period.map(|period| period(obj, requested))
     }
 
@@ -377,12 +379,12 @@ impl Strategy for BuiltinKind {
         strategy_rules::default_propagation_warning(self.group, self.kind)
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         self.validate
             .map_or_else(Vec::new, |validate| validate(obj))
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         match self.validate_update {
             Some(validate) => validate(new, old),
             None => self.validate(new),

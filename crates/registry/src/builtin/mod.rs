@@ -496,3 +496,23 @@ fn stored_elsewhere(
 struct Reviews;
 
 impl Strategy for Reviews {}
+
+/// Typed objects from the JSON the unit tests write.
+#[cfg(test)]
+pub(crate) mod typed_objects {
+    use apimachinery::DynamicObject;
+    use serde_json::Value;
+
+    /// `object` as the store hands it to a strategy.
+    pub fn typed(object: &Value) -> DynamicObject {
+        DynamicObject::from_value(object.clone(), "metadata.").expect("metadata decodes")
+    }
+
+    /// Run `f` on `object` typed, and write the result back as JSON.
+    pub fn with_typed<R>(object: &mut Value, f: impl FnOnce(&mut DynamicObject) -> R) -> R {
+        let mut typed = typed(object);
+        let result = f(&mut typed);
+        *object = typed.into_value();
+        result
+    }
+}

@@ -5,6 +5,7 @@
 //! request is parsed with `x509-parser` (key type and size, signature).
 //! Status updates (the signer's answer) are not validated here.
 
+use apimachinery::DynamicObject;
 use apimachinery::gofmt::quote;
 use apimachinery::validation::{
     FIELD_IMMUTABLE_ERROR_MSG, TOTAL_ANNOTATION_SIZE_LIMIT_B, is_dns1123_subdomain,
@@ -54,7 +55,7 @@ const SPEC: Go = Go::Struct(&[
 ]);
 
 /// `SetObjectDefaults_PodCertificateRequest`: certificates for a day.
-pub(super) fn default_request(obj: &mut Value) {
+pub(super) fn default_request(obj: &mut DynamicObject) {
     let Some(spec) = obj
         .as_object_mut()
         .map(|o| o.entry("spec").or_insert_with(|| json!({})))
@@ -68,7 +69,7 @@ pub(super) fn default_request(obj: &mut Value) {
 }
 
 /// `ValidatePodCertificateRequestCreate` (metadata is the store's).
-pub(super) fn pod_certificate_request(obj: &Value) -> ErrorList {
+pub(super) fn pod_certificate_request(obj: &DynamicObject) -> ErrorList {
     let spec = spec_of(obj);
     let path = FieldPath::new("spec");
     let signer = str_of(spec, "signerName");
@@ -110,7 +111,10 @@ pub(super) fn pod_certificate_request(obj: &Value) -> ErrorList {
 
 /// `ValidatePodCertificateRequestUpdate`: the spec never changes (shown as
 /// the internal Go struct).
-pub(super) fn pod_certificate_request_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn pod_certificate_request_update(
+    new: &DynamicObject,
+    old: &DynamicObject,
+) -> ErrorList {
     let spec = |o: &Value| gojson::render(o.get("spec"), &SPEC, Form::Internal);
     let shown = spec(new);
     if shown == spec(old) {

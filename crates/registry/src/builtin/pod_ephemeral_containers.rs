@@ -3,6 +3,7 @@
 //! `ValidatePodEphemeralContainersUpdate` runs (not the Pod update rules, which
 //! forbid changing the spec).
 
+use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, Subresource};
 use serde_json::Value;
 
@@ -11,11 +12,16 @@ use super::validation;
 /// The update through `subresource` of a pod, if it is `ephemeralcontainers`:
 /// `new` made the stored pod with the requested ephemeral containers, and the
 /// errors of its validation.
-pub fn update(subresource: &Subresource, new: &mut Value, old: &Value) -> Option<ErrorList> {
+pub fn update(
+    subresource: &Subresource,
+    new: &mut DynamicObject,
+    old: &DynamicObject,
+) -> Option<ErrorList> {
     if *subresource != Subresource::EphemeralContainers {
         return None;
     }
-    keep_only_ephemeral_containers(new, old);
+    keep_only_ephemeral_containers(&mut new.body, old);
+    new.metadata = old.metadata.clone();
     Some(validation::ephemeral_containers_update(new, old))
 }
 

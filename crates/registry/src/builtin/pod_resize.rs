@@ -4,6 +4,7 @@
 //! requests or limits, or (unless the container restarts for it) lowering or
 //! adding a memory limit.
 
+use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath, Subresource};
 use serde_json::{Value, json};
 
@@ -14,23 +15,30 @@ const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
 
 /// The update through `subresource` of a pod, if it is `resize`: `new` made
 /// what a resize may write, and the errors of its validation.
-pub fn update(subresource: &Subresource, new: &mut Value, old: &Value) -> Option<ErrorList> {
+pub fn update(
+    subresource: &Subresource,
+    new: &mut DynamicObject,
+    old: &DynamicObject,
+) -> Option<ErrorList> {
     if *subresource != Subresource::Resize {
         return None;
     }
-    keep_only_resize_changes(new, old);
+    if keep_only_resize_changes(new, old) {
+        new.metadata = old.metadata.clone();
+    }
     Some(validate(new, old))
 }
 
 /// `dropNonResizeUpdates`: the stored pod with each container's resources
 /// and resize policy from `new` (when the containers still line up by name;
 /// otherwise validation says what is wrong).
-fn keep_only_resize_changes(new: &mut Value, old: &Value) {
+/// Whether it did (the stored pod's metadata goes with it).
+fn keep_only_resize_changes(new: &mut Value, old: &Value) -> bool {
     let lined_up = CONTAINER_LISTS
         .iter()
         .all(|list| names(new, list) == names(old, list));
     if !lined_up {
-        return;
+        return false;
     }
     let mut kept = old.clone();
     for list in CONTAINER_LISTS {
@@ -55,6 +63,7 @@ fn keep_only_resize_changes(new: &mut Value, old: &Value) {
         }
     }
     *new = kept;
+    true
 }
 
 fn names<'a>(pod: &'a Value, list: &str) -> Vec<&'a str> {
@@ -71,7 +80,7 @@ fn containers<'a>(pod: &'a Value, list: &str) -> &'a [Value] {
 }
 
 /// `ValidatePodResize`'s checks, in its order.
-fn validate(new: &Value, old: &Value) -> ErrorList {
+fn validate(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let spec = FieldPath::new("spec");
     let root = FieldPath::root();
     let pod_level = |p: &Value| {
@@ -84,11 +93,7 @@ fn validate(new: &Value, old: &Value) -> ErrorList {
             "pods with pod-level resources cannot be resized",
         )];
     }
-    if old
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(MIRROR_POD))
-        .is_some()
-    {
+    if old.metadata.annotations.contains_key(MIRROR_POD) {
         return vec![FieldError::forbidden(
             &root,
             "static pods cannot be resized",
@@ -261,6 +266,7 @@ fn quantity_value(v: &Value) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::{typed, with_typed};
 
     /// A defaulted pod, as stored.
     fn pod(resources: Value) -> Value {
@@ -268,7 +274,7 @@ mod tests {
             {"name": "app", "image": "nginx", "resources": resources}
         ]}, "status": {"qosClass": "Burstable"}});
         if let Some(default) = super::super::defaults::defaulter("", "Pod") {
-            default(&mut pod);
+            with_typed(&mut pod, default);
         }
         pod
     }
@@ -283,7 +289,7 @@ mod tests {
         let mut new = pod(json!({"requests": {"cpu": "200m"}}));
         new["spec"]["containers"][0]["image"] = json!("evil");
         new["metadata"]["labels"] = json!({"x": "y"});
-        let errs = update(&Subresource::Resize, &mut new, &old).unwrap();
+        let errs = with_typed(&mut new, |n| update(&Subresource::Resize, n, &typed(&old))).unwrap();
         assert!(errs.is_empty(), "{errs:?}");
         assert_eq!(new["spec"]["containers"][0]["image"], "nginx");
         assert_eq!(
@@ -291,7 +297,7 @@ mod tests {
             "200m"
         );
         assert!(new["metadata"].get("labels").is_none());
-        assert!(update(&Subresource::Status, &mut new, &old).is_none());
+        assert!(with_typed(&mut new, |n| update(&Subresource::Status, n, &typed(&old))).is_none());
     }
 
     // The e2e resize error tests' cases, with the paths and messages of
@@ -303,20 +309,41 @@ mod tests {
         let mut guaranteed = pod(json!({"requests": {"cpu": "200m", "memory": "200Mi"},
             "limits": {"cpu": "200m", "memory": "200Mi"}}));
         assert_eq!(
-            messages(&update(&Subresource::Resize, &mut guaranteed, &burstable).unwrap()),
+            messages(
+                &with_typed(&mut guaranteed, |n| update(
+                    &Subresource::Resize,
+                    n,
+                    &typed(&burstable)
+                ))
+                .unwrap()
+            ),
             [
                 "spec: Invalid value: \"Burstable\": Pod QOS Class may not change as a result of resizing"
             ]
         );
         let mut no_limits = pod(json!({"requests": {"cpu": "100m", "memory": "100Mi"}}));
         assert_eq!(
-            messages(&update(&Subresource::Resize, &mut no_limits, &burstable).unwrap()),
+            messages(
+                &with_typed(&mut no_limits, |n| update(
+                    &Subresource::Resize,
+                    n,
+                    &typed(&burstable)
+                ))
+                .unwrap()
+            ),
             ["spec.containers[0].resources.limits: Forbidden: resource limits cannot be removed"]
         );
         let mut lower_memory = pod(json!({"requests": {"cpu": "100m", "memory": "100Mi"},
             "limits": {"cpu": "200m", "memory": "150Mi"}}));
         assert_eq!(
-            messages(&update(&Subresource::Resize, &mut lower_memory, &burstable).unwrap()),
+            messages(
+                &with_typed(&mut lower_memory, |n| update(
+                    &Subresource::Resize,
+                    n,
+                    &typed(&burstable)
+                ))
+                .unwrap()
+            ),
             [
                 "spec.containers[0].resources.limits[memory]: Forbidden: memory limits cannot be decreased unless resizePolicy is RestartContainer"
             ]
@@ -326,15 +353,26 @@ mod tests {
             "limits": {"cpu": "200m", "memory": "200Mi", "example.com/gpu": "1"}}),
         );
         assert_eq!(
-            messages(&update(&Subresource::Resize, &mut gpu, &burstable).unwrap()),
+            messages(
+                &with_typed(&mut gpu, |n| update(
+                    &Subresource::Resize,
+                    n,
+                    &typed(&burstable)
+                ))
+                .unwrap()
+            ),
             ["spec: Forbidden: only cpu and memory resources are mutable"]
         );
         let mut more_cpu = pod(json!({"requests": {"cpu": "150m", "memory": "100Mi"},
             "limits": {"cpu": "300m", "memory": "1Gi"}}));
         assert!(
-            update(&Subresource::Resize, &mut more_cpu, &burstable)
-                .unwrap()
-                .is_empty()
+            with_typed(&mut more_cpu, |n| update(
+                &Subresource::Resize,
+                n,
+                &typed(&burstable)
+            ))
+            .unwrap()
+            .is_empty()
         );
     }
 
@@ -344,7 +382,9 @@ mod tests {
         let mut new = old.clone();
         new["spec"]["containers"][0]["name"] = json!("other");
         assert_eq!(
-            messages(&update(&Subresource::Resize, &mut new, &old).unwrap()),
+            messages(
+                &with_typed(&mut new, |n| update(&Subresource::Resize, n, &typed(&old))).unwrap()
+            ),
             [
                 "spec.containers[0].name: Forbidden: containers may not be renamed or reordered on resize"
             ]

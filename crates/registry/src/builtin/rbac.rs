@@ -3,6 +3,7 @@
 //! columns. What the objects mean (authorization, escalation checks) lives in
 //! `kubext-rbac`.
 
+use apimachinery::DynamicObject;
 use serde_json::{Value, json};
 
 use apimachinery::validation::is_dns1123_subdomain;
@@ -110,7 +111,7 @@ fn validate_rule(rule: &Value, namespaced: bool, path: &FieldPath, errs: &mut Er
 }
 
 impl Strategy for Roles {
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = ErrorList::new();
         let rules = FieldPath::new("rules");
         for (i, rule) in list(obj, "rules").iter().enumerate() {
@@ -233,15 +234,15 @@ impl Bindings {
 
 impl Strategy for Bindings {
     /// Upstream's defaults: `roleRef.apiGroup` and the subjects' API groups.
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         default_binding(obj);
     }
 
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {
         default_binding(new);
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = ErrorList::new();
         self.validate_role_ref(obj, &mut errs);
         let subjects = FieldPath::new("subjects");
@@ -251,7 +252,7 @@ impl Strategy for Bindings {
         errs
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         let mut errs = self.validate(new);
         if new.get("roleRef") != old.get("roleRef") {
             let role_ref = new.get("roleRef").cloned().unwrap_or(Value::Null);

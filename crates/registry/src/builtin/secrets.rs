@@ -1,7 +1,8 @@
 //! core/v1 Secret: `stringData` is folded into base64 `data`, `type` defaults to Opaque.
 
+use apimachinery::DynamicObject;
 use apimachinery::validation::is_config_map_key;
-use apimachinery::{ErrorList, FieldError, FieldPath, meta};
+use apimachinery::{ErrorList, FieldError, FieldPath};
 use base64::Engine;
 use serde_json::{Map, Value, json};
 
@@ -55,22 +56,22 @@ impl Strategy for Secrets {
     /// Where upstream decodes a body (its conversion folds `stringData`,
     /// `SetDefaults_Secret` sets the type): admission sees, and the writer's
     /// managedFields credit, `data` and `type`.
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         fold_string_data(obj);
         default_type(obj);
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         fold_string_data(obj);
         default_type(obj);
     }
 
-    fn prepare_update(&self, new: &mut Value, _old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {
         fold_string_data(new);
         default_type(new);
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = Vec::new();
         let path = FieldPath::new("data");
         let mut total = 0;
@@ -101,10 +102,11 @@ impl Strategy for Secrets {
         // The token controller adds the token and the account's uid later; the
         // account's name it needs from the start.
         if obj.get("type").and_then(Value::as_str) == Some(SERVICE_ACCOUNT_TOKEN)
-            && meta::annotations(obj)
-                .and_then(|a| a.get(SERVICE_ACCOUNT_NAME))
-                .and_then(Value::as_str)
-                .is_none_or(str::is_empty)
+            && obj
+                .metadata
+                .annotations
+                .get(SERVICE_ACCOUNT_NAME)
+                .is_none_or(String::is_empty)
         {
             errs.push(FieldError::required(
                 &FieldPath::new("metadata")
@@ -117,7 +119,7 @@ impl Strategy for Secrets {
         errs
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         let mut errs = self.validate(new);
         if new.get("type") != old.get("type") {
             errs.push(FieldError::invalid(

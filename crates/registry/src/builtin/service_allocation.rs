@@ -12,7 +12,8 @@
 //! (`controlplane::service_repair`) mend what a crash between the two leaves.
 //! IPv4 single-stack only, from `--service-cluster-ip-range`.
 
-use apimachinery::{FieldError, FieldPath, StatusError, meta};
+use apimachinery::DynamicObject;
+use apimachinery::{FieldError, FieldPath, StatusError};
 use base64::Engine;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -899,10 +900,11 @@ impl Allocator for ServiceAllocator {
     async fn allocate(
         &self,
         pool: &AllocationPool,
-        obj: &mut Value,
-        old: Option<&Value>,
+        obj: &mut DynamicObject,
+        old: Option<&DynamicObject>,
         dry_run: bool,
     ) -> Result<Allocation, StatusError> {
+        let old = old.map(|o| &o.body);
         let mut reservation = ServiceReservation {
             pools: self.pools(pool)?,
             taken_ips: Vec::new(),
@@ -911,15 +913,15 @@ impl Allocator for ServiceAllocator {
             given_up_ports: Vec::new(),
         };
         let mut write = Write {
-            name: meta::name(obj).to_string(),
-            namespace: meta::namespace(obj).to_string(),
+            name: obj.metadata.name.clone(),
+            namespace: obj.metadata.namespace.clone(),
             dry_run,
             ranges: self.ranges,
             reservation: &mut reservation,
         };
-        let mut filled = write.cluster_ip(obj, old).await;
+        let mut filled = write.cluster_ip(&mut obj.body, old).await;
         if filled.is_ok() {
-            filled = write.node_ports(obj, old).await;
+            filled = write.node_ports(&mut obj.body, old).await;
         }
         if dry_run {
             return filled.map(|()| Allocation::nothing());
@@ -933,7 +935,7 @@ impl Allocator for ServiceAllocator {
         }
     }
 
-    async fn release(&self, pool: &AllocationPool, obj: &Value) {
+    async fn release(&self, pool: &AllocationPool, obj: &DynamicObject) {
         let Ok(pools) = self.pools(pool) else {
             return;
         };

@@ -2,6 +2,7 @@
 //! printing. Cluster IPs and node ports are allocated by
 //! [`super::service_allocation`].
 
+use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Value, json};
 
@@ -76,7 +77,7 @@ fn set_defaults(obj: &mut Value) {
 }
 
 impl Strategy for Services {
-    fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_status_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         crate::resource::take_status_and_metadata(new, old);
     }
 
@@ -87,11 +88,11 @@ impl Strategy for Services {
     /// `SetDefaults_Service` runs where upstream decodes a body: what it sets
     /// is the writer's in managedFields (cluster IPs, IP families and node
     /// ports, allocated later, are not).
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         set_defaults(obj);
     }
 
-    fn prepare_create(&self, obj: &mut Value) {
+    fn prepare_create(&self, obj: &mut DynamicObject) {
         set_defaults(obj);
         if let Some(o) = obj.as_object_mut() {
             o.remove("status");
@@ -99,7 +100,7 @@ impl Strategy for Services {
         obj["status"] = json!({"loadBalancer": {}});
     }
 
-    fn prepare_update(&self, new: &mut Value, old: &Value) {
+    fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
         keep_allocated_ips(new, old);
         set_defaults(new);
         if let Some(status) = old.get("status") {
@@ -107,7 +108,7 @@ impl Strategy for Services {
         }
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         let mut errs = Vec::new();
         let spec = FieldPath::new("spec");
         let kind = str_at(obj, "/spec/type");
@@ -157,7 +158,7 @@ impl Strategy for Services {
         errs
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         let mut errs = self.validate(new);
         errs.extend(validate_cluster_ips_unchanged(new, old));
         errs

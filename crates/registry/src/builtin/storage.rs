@@ -8,6 +8,7 @@
 //! update keeps the stored status), so that is how the status rules are told
 //! apart here.
 
+use apimachinery::DynamicObject;
 use apimachinery::validation::{
     FIELD_IMMUTABLE_ERROR_MSG, TOTAL_ANNOTATION_SIZE_LIMIT_B, is_dns1035_label,
     is_dns1123_subdomain, is_qualified_name,
@@ -44,7 +45,7 @@ pub(super) fn csi_driver_name(name: &str, path: &FieldPath) -> ErrorList {
 // VolumeAttributesClass
 
 /// `ValidateVolumeAttributesClass` (metadata is the store's).
-pub(super) fn volume_attributes_class(obj: &Value) -> ErrorList {
+pub(super) fn volume_attributes_class(obj: &DynamicObject) -> ErrorList {
     let mut errs = provisioner(str_of(obj, "driverName"), &FieldPath::new("driverName"));
     let empty = Map::new();
     let parameters = object(obj, "parameters").unwrap_or(&empty);
@@ -53,7 +54,10 @@ pub(super) fn volume_attributes_class(obj: &Value) -> ErrorList {
 }
 
 /// `ValidateVolumeAttributesClassUpdate`: driver and parameters never change.
-pub(super) fn volume_attributes_class_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn volume_attributes_class_update(
+    new: &DynamicObject,
+    old: &DynamicObject,
+) -> ErrorList {
     let mut errs = ErrorList::new();
     for key in ["driverName", "parameters"] {
         if new.get(key) != old.get(key) {
@@ -128,7 +132,7 @@ const CSI_NODE_DRIVER: Go = Go::Struct(&[
 ]);
 
 /// `ValidateCSINode` (metadata is the store's).
-pub(super) fn csi_node(obj: &Value) -> ErrorList {
+pub(super) fn csi_node(obj: &DynamicObject) -> ErrorList {
     let path = FieldPath::new("spec").child("drivers");
     let drivers = list(spec_of(obj), "drivers");
     let mut errs = ErrorList::new();
@@ -140,7 +144,7 @@ pub(super) fn csi_node(obj: &Value) -> ErrorList {
 
 /// `ValidateCSINodeUpdate`: the create rules, and a driver's entry never
 /// changes but for its allocatable count (`MutableCSINodeAllocatableCount`).
-pub(super) fn csi_node_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn csi_node_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = csi_node(new);
     let path = FieldPath::new("spec").child("drivers");
     let without_count = |d: &Value| {
@@ -214,7 +218,7 @@ fn csi_node_driver(driver: &Value, earlier: &[Value], path: &FieldPath) -> Error
 
 /// A status write drops `storageHealth` (`CSIVolumeHealth` is off) unless
 /// the stored status has it.
-pub(super) fn csi_node_status_written(new: &mut Value, old: &Value) {
+pub(super) fn csi_node_status_written(new: &mut DynamicObject, old: &DynamicObject) {
     let stored = old
         .pointer("/status/storageHealth")
         .and_then(Value::as_array)
@@ -250,7 +254,7 @@ const CONDITIONS: Go = Go::Slice(&Go::Struct(&[
 
 /// `ValidateStorageVersionMigration` (metadata is the store's): the
 /// resource to migrate.
-pub(super) fn storage_version_migration(obj: &Value) -> ErrorList {
+pub(super) fn storage_version_migration(obj: &DynamicObject) -> ErrorList {
     let target = spec_of(obj).get("resource").unwrap_or(&Value::Null);
     let path = FieldPath::new("spec").child("resource");
     let mut errs = ErrorList::new();
@@ -285,7 +289,10 @@ fn joined(value: &str, msgs: Vec<String>, path: &FieldPath) -> Option<FieldError
 
 /// The strategy's `ValidateUpdate`: the spec never changes; a status write
 /// has rules of its own.
-pub(super) fn storage_version_migration_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn storage_version_migration_update(
+    new: &DynamicObject,
+    old: &DynamicObject,
+) -> ErrorList {
     if !semantic_eq(new.get("status"), old.get("status")) {
         return migration_status(new, old);
     }
@@ -364,6 +371,7 @@ fn is_true(status: &Value, kind: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::typed;
 
     fn messages(errs: ErrorList) -> Vec<String> {
         errs.iter().map(ToString::to_string).collect()
@@ -376,7 +384,7 @@ mod tests {
             {"name": "d", "nodeID": "x", "topologyKeys": ["k", "k"]},
         ]}});
         assert_eq!(
-            messages(csi_node(&node)),
+            messages(csi_node(&typed(&node))),
             [
                 "spec.drivers[0].name: Required value",
                 "spec.drivers[0].nodeID: Required value",
@@ -386,7 +394,7 @@ mod tests {
         let mut changed = node.clone();
         changed["spec"]["drivers"][1]["nodeID"] = json!("y");
         changed["spec"]["drivers"][1]["allocatable"] = json!({"count": 2});
-        let errs = messages(csi_node_update(&changed, &node));
+        let errs = messages(csi_node_update(&typed(&changed), &typed(&node)));
         assert_eq!(
             errs.last().unwrap(),
             r#"spec.drivers: Invalid value: {"Name":"d","NodeID":"y","TopologyKeys":["k","k"],"Allocatable":null}: field is immutable"#
@@ -398,7 +406,7 @@ mod tests {
         let old = json!({"spec": {}, "status": {"resourceVersion": "15"}});
         let new = json!({"spec": {}, "status": {"resourceVersion": "abc"}});
         assert_eq!(
-            messages(storage_version_migration_update(&new, &old)),
+            messages(storage_version_migration_update(&typed(&new), &typed(&old))),
             [
                 r#"status.resourceVersion: Invalid value: "abc": resource version is not well formed: abc"#,
                 r#"status.resourceVersion: Invalid value: "abc": field is immutable"#,

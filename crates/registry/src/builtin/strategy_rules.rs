@@ -4,14 +4,14 @@
 //! (and, as a ReplicationController, orphans its dependents unless told
 //! otherwise); a DaemonSet its template generation.
 
-use apimachinery::meta;
+use apimachinery::DynamicObject;
 use serde_json::{Map, Value, json};
 
 use super::dra;
 
 /// The rule run when an object of `group`/`kind` is created (after its status
 /// was cleared, before the second defaulting).
-pub fn on_create(group: &str, kind: &str) -> Option<fn(&mut Value)> {
+pub fn on_create(group: &str, kind: &str) -> Option<fn(&mut DynamicObject)> {
     match (group, kind) {
         ("", "Pod") => Some(pod_created),
         ("batch", "Job") => Some(job_selector),
@@ -27,7 +27,7 @@ pub fn on_create(group: &str, kind: &str) -> Option<fn(&mut Value)> {
 }
 
 /// The rule run when the main resource of `group`/`kind` is updated.
-pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
+pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut DynamicObject, &DynamicObject)> {
     match (group, kind) {
         ("apps", "DaemonSet") => Some(daemonset_updated),
         ("resource.k8s.io", "ResourceClaim") => {
@@ -46,18 +46,14 @@ pub fn on_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
 
 /// The rule run on a `/status` write of `group`/`kind`, after the stored
 /// object took the new status (fields of gates that are off are dropped).
-pub fn on_status_update(group: &str, kind: &str) -> Option<fn(&mut Value, &Value)> {
+pub fn on_status_update(group: &str, kind: &str) -> Option<fn(&mut DynamicObject, &DynamicObject)> {
     match (group, kind) {
         ("storage.k8s.io", "CSINode") => Some(super::storage::csi_node_status_written),
         // Old kubelets corrupted owner references through pods/status.
         ("", "Pod") => Some(|new, old| {
-            let owners = old.pointer("/metadata/ownerReferences").cloned();
-            if let Some(metadata) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-                match owners {
-                    Some(owners) => metadata.insert("ownerReferences".into(), owners),
-                    None => metadata.remove("ownerReferences"),
-                };
-            }
+            new.metadata
+                .owner_references
+                .clone_from(&old.metadata.owner_references);
         }),
         _ => None,
     }
@@ -80,7 +76,7 @@ pub fn status_keeps_metadata(group: &str, kind: &str) -> bool {
 
 /// The warnings a write of `group`/`kind` gets (upstream's `WarningsOnCreate`
 /// and `WarningsOnUpdate`).
-pub fn warnings(group: &str, kind: &str) -> Option<fn(&Value) -> Vec<String>> {
+pub fn warnings(group: &str, kind: &str) -> Option<fn(&DynamicObject) -> Vec<String>> {
     match (group, kind) {
         ("resource.k8s.io", "ResourceSlice") => Some(dra::slice_warnings),
         _ => None,
@@ -154,7 +150,7 @@ pub fn default_propagation_warning(group: &str, kind: &str) -> Option<&'static s
 
 /// The graceful deletion period of `group`/`kind` (upstream's
 /// `CheckGracefulDelete`), for kinds deleted gracefully.
-pub fn grace_period(group: &str, kind: &str) -> Option<fn(&Value, Option<i64>) -> i64> {
+pub fn grace_period(group: &str, kind: &str) -> Option<fn(&DynamicObject, Option<i64>) -> i64> {
     match (group, kind) {
         ("", "Pod") => Some(pod_grace_period),
         _ => None,
@@ -171,7 +167,7 @@ fn object_mut<'a>(parent: &'a mut Value, key: &str) -> Option<&'a mut Map<String
 
 /// A pod starts Pending with its QoS class (its tolerations, priority and
 /// service account are admission's: `admission::in_tree`).
-fn pod_created(pod: &mut Value) {
+fn pod_created(pod: &mut DynamicObject) {
     let mut status = json!({"phase": "Pending", "qosClass": qos_class(pod)});
     let gated = pod
         .pointer("/spec/schedulingGates")
@@ -193,7 +189,7 @@ fn pod_created(pod: &mut Value) {
 /// The requested period, else the pod's `terminationGracePeriodSeconds`;
 /// 0 for a pod no node runs or one that has finished (nothing to stop).
 /// A new volume is Pending since now (`status.lastPhaseTransitionTime`).
-fn persistent_volume_created(pv: &mut Value) {
+fn persistent_volume_created(pv: &mut DynamicObject) {
     if let Some(status) = object_mut(pv, "status") {
         status.insert(
             "lastPhaseTransitionTime".into(),
@@ -202,7 +198,7 @@ fn persistent_volume_created(pv: &mut Value) {
     }
 }
 
-fn pod_grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+fn pod_grace_period(pod: &DynamicObject, requested: Option<i64>) -> i64 {
     let unscheduled = pod
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
@@ -261,7 +257,7 @@ const LEGACY_JOB_NAME_LABEL: &str = "job-name";
 /// `generateSelectorIfNeeded`: unless `spec.manualSelector`, label the
 /// template with the Job's uid and name (keeping labels the user set) and
 /// select on the uid.
-fn job_selector(job: &mut Value) {
+fn job_selector(job: &mut DynamicObject) {
     let manual = job
         .pointer("/spec/manualSelector")
         .and_then(Value::as_bool)
@@ -269,7 +265,7 @@ fn job_selector(job: &mut Value) {
     if manual {
         return;
     }
-    let (uid, name) = (meta::uid(job).to_string(), meta::name(job).to_string());
+    let (uid, name) = (job.metadata.uid.clone(), job.metadata.name.clone());
     let Some(spec) = job.get_mut("spec") else {
         return;
     };
@@ -311,33 +307,32 @@ fn object_mut_in<'a>(
 /// apps/v1 shows the internal `spec.templateGeneration` as this annotation.
 const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
 
-fn daemonset_created(ds: &mut Value) {
+fn daemonset_created(ds: &mut DynamicObject) {
     set_template_generation(ds, 1);
 }
 
 /// The template generation is the server's: kept, and bumped when the
 /// template changes.
-fn daemonset_updated(new: &mut Value, old: &Value) {
-    let previous = meta::annotations(old)
-        .and_then(|a| a.get(TEMPLATE_GENERATION))
-        .and_then(Value::as_str)
+fn daemonset_updated(new: &mut DynamicObject, old: &DynamicObject) {
+    let previous = old
+        .metadata
+        .annotations
+        .get(TEMPLATE_GENERATION)
         .and_then(|g| g.parse::<i64>().ok())
         .unwrap_or(1);
     let changed = new.pointer("/spec/template") != old.pointer("/spec/template");
     set_template_generation(new, previous + i64::from(changed));
 }
 
-fn set_template_generation(ds: &mut Value, generation: i64) {
-    if let Some(annotations) =
-        object_mut(ds, "metadata").and_then(|m| object_mut_in(m, "annotations"))
-    {
-        annotations.insert(TEMPLATE_GENERATION.into(), json!(generation.to_string()));
-    }
+fn set_template_generation(ds: &mut DynamicObject, generation: i64) {
+    let annotations = &mut ds.metadata.annotations;
+    annotations.insert(TEMPLATE_GENERATION.into(), generation.to_string());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::{typed, with_typed};
 
     #[test]
     fn qos_classes_as_upstream() {
@@ -364,7 +359,7 @@ mod tests {
     #[test]
     fn a_pod_starts_pending_with_its_qos_class() {
         let mut pod = json!({"spec": {"containers": [{"name": "c"}]}});
-        pod_created(&mut pod);
+        with_typed(&mut pod, pod_created);
         assert_eq!(
             pod["status"],
             json!({"phase": "Pending", "qosClass": "BestEffort"})
@@ -378,18 +373,30 @@ mod tests {
             json!({"spec": {"nodeName": node, "terminationGracePeriodSeconds": 30},
                 "status": {"phase": phase}})
         };
-        assert_eq!(pod_grace_period(&pod("node-1", "Running"), None), 30);
-        assert_eq!(pod_grace_period(&pod("node-1", "Running"), Some(5)), 5);
-        assert_eq!(pod_grace_period(&pod("", "Pending"), None), 0);
-        assert_eq!(pod_grace_period(&pod("node-1", "Succeeded"), None), 0);
-        assert_eq!(pod_grace_period(&pod("node-1", "Failed"), Some(10)), 0);
+        assert_eq!(
+            pod_grace_period(&typed(&pod("node-1", "Running")), None),
+            30
+        );
+        assert_eq!(
+            pod_grace_period(&typed(&pod("node-1", "Running")), Some(5)),
+            5
+        );
+        assert_eq!(pod_grace_period(&typed(&pod("", "Pending")), None), 0);
+        assert_eq!(
+            pod_grace_period(&typed(&pod("node-1", "Succeeded")), None),
+            0
+        );
+        assert_eq!(
+            pod_grace_period(&typed(&pod("node-1", "Failed")), Some(10)),
+            0
+        );
     }
 
     #[test]
     fn a_job_selects_its_uid_unless_manual() {
         let mut job = json!({"metadata": {"name": "pi", "uid": "u1"},
             "spec": {"template": {"metadata": {"labels": {"job-name": "mine"}}}}});
-        job_selector(&mut job);
+        with_typed(&mut job, job_selector);
         let labels = &job["spec"]["template"]["metadata"]["labels"];
         assert_eq!(labels["job-name"], "mine");
         assert_eq!(labels[JOB_NAME_LABEL], "pi");
@@ -400,20 +407,20 @@ mod tests {
         );
         let mut manual =
             json!({"metadata": {"name": "pi", "uid": "u1"}, "spec": {"manualSelector": true}});
-        job_selector(&mut manual);
+        with_typed(&mut manual, job_selector);
         assert!(manual["spec"].get("selector").is_none());
     }
 
     #[test]
     fn a_daemonset_template_change_bumps_its_generation() {
         let mut old = json!({"spec": {"template": {"spec": {"a": 1}}}});
-        daemonset_created(&mut old);
+        with_typed(&mut old, daemonset_created);
         let mut same = old.clone();
-        daemonset_updated(&mut same, &old);
+        with_typed(&mut same, |n| daemonset_updated(n, &typed(&old)));
         assert_eq!(same["metadata"]["annotations"][TEMPLATE_GENERATION], "1");
         let mut changed = json!({"metadata": {"annotations": {TEMPLATE_GENERATION: "7"}},
             "spec": {"template": {"spec": {"a": 2}}}});
-        daemonset_updated(&mut changed, &old);
+        with_typed(&mut changed, |n| daemonset_updated(n, &typed(&old)));
         assert_eq!(changed["metadata"]["annotations"][TEMPLATE_GENERATION], "2");
     }
 }

@@ -3,6 +3,7 @@
 //! holding PEM CA certificates only, each once. Blocks are found as Go's
 //! `pem.Decode` finds them; certificates are parsed with `x509-parser`.
 
+use apimachinery::DynamicObject;
 use apimachinery::validation::{FIELD_IMMUTABLE_ERROR_MSG, name_is_dns_subdomain};
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use base64::Engine;
@@ -35,13 +36,13 @@ pub(super) fn bundle_name(obj: &Value, name: &str, prefix: bool) -> Vec<String> 
 }
 
 /// `ValidateClusterTrustBundle` (metadata is the store's).
-pub(super) fn trust_bundle(obj: &Value) -> ErrorList {
+pub(super) fn trust_bundle(obj: &DynamicObject) -> ErrorList {
     bundle(obj, true)
 }
 
 /// `ValidateClusterTrustBundleUpdate`: an unchanged bundle is not parsed
 /// again, and the signer never changes.
-pub(super) fn trust_bundle_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn trust_bundle_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let text = |o| str_of(spec_of(o), "trustBundle");
     let mut errs = bundle(new, text(new) != text(old));
     let signer = str_of(spec_of(new), "signerName");

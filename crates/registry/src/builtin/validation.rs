@@ -16,6 +16,7 @@
 //! structs holding pointers print addresses upstream; those are elided as
 //! `Type{...}`, which clients do not match on.
 
+use apimachinery::DynamicObject;
 use apimachinery::gofmt::quote;
 use apimachinery::selector::LabelSelector;
 use apimachinery::validation::{
@@ -31,8 +32,8 @@ use super::json_fields::{
 use super::{dra, flowcontrol, pod_certificates, storage, trust_bundles};
 
 /// Validation of a new object of `group`/`kind` (after defaulting).
-pub fn on_create(group: &str, kind: &str) -> Option<fn(&Value) -> ErrorList> {
-    let f: fn(&Value) -> ErrorList = match (group, kind) {
+pub fn on_create(group: &str, kind: &str) -> Option<fn(&DynamicObject) -> ErrorList> {
+    let f: fn(&DynamicObject) -> ErrorList = match (group, kind) {
         ("", "Pod") => pod_create,
         ("", "PodTemplate") => pod_template,
         ("", "PersistentVolumeClaim") => pvc_create,
@@ -122,8 +123,11 @@ pub type NameRule = fn(&Value, &str, bool) -> Option<Vec<String>>;
 
 /// Validation of an update of `group`/`kind`: `(new, old)`, run instead of
 /// [`on_create`]'s (it includes it where upstream does).
-pub fn on_update(group: &str, kind: &str) -> Option<fn(&Value, &Value) -> ErrorList> {
-    let f: fn(&Value, &Value) -> ErrorList = match (group, kind) {
+pub fn on_update(
+    group: &str,
+    kind: &str,
+) -> Option<fn(&DynamicObject, &DynamicObject) -> ErrorList> {
+    let f: fn(&DynamicObject, &DynamicObject) -> ErrorList = match (group, kind) {
         ("", "Pod") => pod_update,
         ("", "PersistentVolumeClaim") => pvc_update,
         ("apps", "Deployment") => deployment_update,
@@ -687,11 +691,12 @@ fn validate_ephemeral_containers(spec: &Value, path: &FieldPath, errs: &mut Erro
 /// the new pod is valid, a static pod takes none, and existing ephemeral
 /// containers are neither removed nor changed (matched by name: a patch may
 /// reorder them).
-pub(super) fn ephemeral_containers_update(new: &Value, old: &Value) -> ErrorList {
+pub(super) fn ephemeral_containers_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = validate_pod_metadata_and_spec(new);
     let mirror = old
-        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
-        .is_some();
+        .metadata
+        .annotations
+        .contains_key("kubernetes.io/config.mirror");
     if mirror {
         return vec![FieldError::forbidden(
             &FieldPath::root(),
@@ -919,7 +924,7 @@ fn validate_always_restarting(
 // Pods and PodTemplates
 
 /// `ValidatePodCreate`.
-fn pod_create(pod: &Value) -> ErrorList {
+fn pod_create(pod: &DynamicObject) -> ErrorList {
     let mut errs = validate_pod_metadata_and_spec(pod);
     let spec = spec_of(pod);
     let path = FieldPath::new("spec");
@@ -964,7 +969,7 @@ pub(super) fn validate_pod_metadata_and_spec(pod: &Value) -> ErrorList {
 const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
 /// `ValidatePodUpdate`.
-fn pod_update(new: &Value, old: &Value) -> ErrorList {
+fn pod_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = validate_pod_metadata_and_spec(new);
     let path = FieldPath::new("spec");
     let (new_spec, old_spec) = (spec_of(new), spec_of(old));
@@ -1155,7 +1160,7 @@ fn munged_pod_spec(new_spec: &Value, old_spec: &Value) -> Value {
 }
 
 /// `ValidatePodTemplate`.
-fn pod_template(obj: &Value) -> ErrorList {
+fn pod_template(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let template = obj.get("template").unwrap_or(&Value::Null);
     validate_pod_template_spec(template, &FieldPath::new("template"), &mut errs);
@@ -1232,7 +1237,7 @@ fn replica_set_like(spec: &Value, path: &FieldPath, errs: &mut ErrorList) {
 }
 
 /// `ValidateDeployment`.
-fn deployment(obj: &Value) -> ErrorList {
+fn deployment(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     replica_set_like(spec, &path, &mut errs);
@@ -1360,12 +1365,12 @@ fn with_fixed_selector(mut errs: ErrorList, new: &Value, old: &Value) -> ErrorLi
 }
 
 /// `ValidateDeploymentUpdate` plus the strategy's `apps/v1` selector rule.
-fn deployment_update(new: &Value, old: &Value) -> ErrorList {
+fn deployment_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     with_fixed_selector(deployment(new), new, old)
 }
 
 /// `ValidateReplicaSet`.
-fn replica_set(obj: &Value) -> ErrorList {
+fn replica_set(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     nonnegative(spec, "minReadySeconds", &path, &mut errs);
@@ -1374,12 +1379,12 @@ fn replica_set(obj: &Value) -> ErrorList {
 }
 
 /// `ValidateReplicaSetUpdate` plus the strategy's `apps/v1` selector rule.
-fn replica_set_update(new: &Value, old: &Value) -> ErrorList {
+fn replica_set_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     with_fixed_selector(replica_set(new), new, old)
 }
 
 /// `ValidateDaemonSetSpec`.
-fn daemon_set(obj: &Value) -> ErrorList {
+fn daemon_set(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     let selector_value = spec.get("selector").unwrap_or(&Value::Null);
@@ -1461,14 +1466,14 @@ fn daemon_set_update_strategy(spec: &Value, path: &FieldPath, errs: &mut ErrorLi
 }
 
 /// `ValidateDaemonSetUpdate` plus the strategy's `apps/v1` selector rule.
-fn daemon_set_update(new: &Value, old: &Value) -> ErrorList {
+fn daemon_set_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     with_fixed_selector(daemon_set(new), new, old)
 }
 
 /// `ValidateStatefulSetSpec`. Upstream does not validate the PodSpec of a
 /// StatefulSet's template (a TODO in `ValidatePodTemplateSpecForStatefulSet`),
 /// only its labels, so neither does this.
-fn stateful_set(obj: &Value) -> ErrorList {
+fn stateful_set(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     match str_of(spec, "podManagementPolicy") {
@@ -1539,7 +1544,7 @@ fn stateful_set_update_strategy(spec: &Value, path: &FieldPath, errs: &mut Error
 }
 
 /// `ValidateStatefulSetUpdate`: the spec again, and only some of it may change.
-fn stateful_set_update(new: &Value, old: &Value) -> ErrorList {
+fn stateful_set_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = stateful_set(new);
     let mut munged = spec_of(new).clone();
     if let Some(map) = munged.as_object_mut() {
@@ -1567,7 +1572,7 @@ fn stateful_set_update(new: &Value, old: &Value) -> ErrorList {
 }
 
 /// `ValidateReplicationController` (also its update: the spec again).
-fn replication_controller(obj: &Value) -> ErrorList {
+fn replication_controller(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     nonnegative(spec, "minReadySeconds", &path, &mut errs);
@@ -1692,13 +1697,13 @@ fn validate_job_spec_with_selector(spec: &Value, path: &FieldPath, errs: &mut Er
 
 /// `ValidateJob` (the generated-selector checks are left to the server's own
 /// generation of the selector).
-fn job(obj: &Value) -> ErrorList {
+fn job(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let spec = spec_of(obj);
     validate_job_spec_with_selector(spec, &FieldPath::new("spec"), &mut errs);
     let indexed = str_of(spec, "completionMode") == "Indexed";
     if let Some(completions) = int_of(spec, "completions").filter(|c| indexed && *c > 0) {
-        let name = apimachinery::meta::name(obj);
+        let name = obj.metadata.name.as_str();
         let hostname = format!("{name}-{}", completions - 1);
         if !is_dns1123_label(&hostname).is_empty() {
             errs.push(FieldError::invalid(
@@ -1713,7 +1718,7 @@ fn job(obj: &Value) -> ErrorList {
 
 /// `ValidateJobSpecUpdate` (with the strategy's options: elastic Indexed
 /// Jobs, and mutable scheduling directives for suspended Jobs never started).
-fn job_update(new: &Value, old: &Value) -> ErrorList {
+fn job_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let path = FieldPath::new("spec");
     let (spec, old_spec) = (spec_of(new), spec_of(old));
@@ -1809,9 +1814,9 @@ fn allow_scheduling_directives(template: &Value, old_template: &mut Value) {
 }
 
 /// `ValidateCronJobCreate`: the name leaves room for the Job's suffix.
-fn cron_job_create(obj: &Value) -> ErrorList {
+fn cron_job_create(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
-    let name = apimachinery::meta::name(obj);
+    let name = obj.metadata.name.as_str();
     if name.len() > 52 {
         errs.push(FieldError::invalid(
             &FieldPath::new("metadata").child("name"),
@@ -1824,7 +1829,7 @@ fn cron_job_create(obj: &Value) -> ErrorList {
 }
 
 /// `ValidateCronJobUpdate`: the spec only (the name rule is skipped on update).
-fn cron_job_update(new: &Value, _old: &Value) -> ErrorList {
+fn cron_job_update(new: &DynamicObject, _old: &DynamicObject) -> ErrorList {
     cron_job_spec(new)
 }
 
@@ -2012,7 +2017,7 @@ const PVC_ACCESS_MODES: [&str; 4] = [
 
 /// `ValidatePersistentVolumeClaimSpec`: access modes and the storage request
 /// (the quantity's sign and the selector are not checked here).
-fn pvc_create(obj: &Value) -> ErrorList {
+fn pvc_create(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let spec = spec_of(obj);
     let path = FieldPath::new("spec");
@@ -2057,7 +2062,7 @@ fn pvc_create(obj: &Value) -> ErrorList {
 /// bound claim's storage request and volume attributes class; `volumeName`
 /// and `storageClassName` may be set once. (The storage-shrink rule, which
 /// needs quantity arithmetic, is left out.)
-fn pvc_update(new: &Value, old: &Value) -> ErrorList {
+fn pvc_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, old_spec) = (spec_of(new), spec_of(old));
     let bound = new.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
@@ -2105,7 +2110,7 @@ fn pvc_update(new: &Value, old: &Value) -> ErrorList {
 }
 
 /// `ValidateStorageClass` (provisioner and reclaim policy).
-fn storage_class(obj: &Value) -> ErrorList {
+fn storage_class(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     if str_of(obj, "provisioner").is_empty() {
         errs.push(FieldError::required(&FieldPath::new("provisioner"), ""));
@@ -2122,7 +2127,7 @@ fn storage_class(obj: &Value) -> ErrorList {
 }
 
 /// `ValidateStorageClassUpdate`.
-fn storage_class_update(new: &Value, old: &Value) -> ErrorList {
+fn storage_class_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = storage_class(new);
     let parameters = |v: &Value| v.get("parameters").filter(|p| !p.is_null()).cloned();
     for (key, changed) in [
@@ -2152,7 +2157,7 @@ fn storage_class_update(new: &Value, old: &Value) -> ErrorList {
 
 /// `ValidatePodDisruptionBudgetSpec` (its bad value for both-set is the
 /// whole spec struct, elided here).
-fn pod_disruption_budget(obj: &Value) -> ErrorList {
+fn pod_disruption_budget(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     let min = field(spec, "minAvailable");
@@ -2177,7 +2182,7 @@ fn pod_disruption_budget(obj: &Value) -> ErrorList {
 }
 
 /// `validateHorizontalPodAutoscalerSpec` (replica bounds and target).
-fn horizontal_pod_autoscaler(obj: &Value) -> ErrorList {
+fn horizontal_pod_autoscaler(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     let min = int_of(spec, "minReplicas");
@@ -2216,7 +2221,7 @@ fn horizontal_pod_autoscaler(obj: &Value) -> ErrorList {
 }
 
 /// `ValidateIngressSpec` (rules or default backend; HTTP paths).
-fn ingress(obj: &Value) -> ErrorList {
+fn ingress(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     let rules = list(spec, "rules");
@@ -2285,9 +2290,9 @@ const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
 ];
 
 /// `ValidatePriorityClass`.
-fn priority_class(obj: &Value) -> ErrorList {
+fn priority_class(obj: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
-    let name = apimachinery::meta::name(obj);
+    let name = obj.metadata.name.as_str();
     let value = int_of(obj, "value").unwrap_or(0);
     if name.starts_with("system-") {
         if let Some(reason) = system_priority_class_error(name, value, obj) {
@@ -2324,7 +2329,7 @@ fn system_priority_class_error(name: &str, value: i64, obj: &Value) -> Option<St
 }
 
 /// `ValidateRuntimeClass`: the handler is a DNS label.
-fn runtime_class(obj: &Value) -> ErrorList {
+fn runtime_class(obj: &DynamicObject) -> ErrorList {
     let handler = str_of(obj, "handler");
     is_dns1123_label(handler)
         .into_iter()
@@ -2334,14 +2339,14 @@ fn runtime_class(obj: &Value) -> ErrorList {
 
 /// The strategy's `ValidateUpdate`: `ValidateRuntimeClass` and
 /// `ValidateRuntimeClassUpdate` (the handler is immutable).
-fn runtime_class_update(new: &Value, old: &Value) -> ErrorList {
+fn runtime_class_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = runtime_class(new);
     immutable(new, old, "handler", &FieldPath::root(), &mut errs);
     errs
 }
 
 /// `ValidatePriorityClassUpdate`.
-fn priority_class_update(new: &Value, old: &Value) -> ErrorList {
+fn priority_class_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     let mut errs = ErrorList::new();
     if int_of(new, "value") != int_of(old, "value") {
         errs.push(FieldError::forbidden(
@@ -2356,15 +2361,16 @@ fn priority_class_update(new: &Value, old: &Value) -> ErrorList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::{typed, with_typed};
 
     fn defaulted(group: &str, kind: &str, mut obj: Value) -> Value {
         if let Some(default) = super::super::defaults::defaulter(group, kind) {
-            default(&mut obj);
+            with_typed(&mut obj, default);
         }
         if let Some(rule) = super::super::strategy_rules::on_create(group, kind) {
-            rule(&mut obj);
+            with_typed(&mut obj, rule);
             if let Some(default) = super::super::defaults::defaulter(group, kind) {
-                default(&mut obj);
+                with_typed(&mut obj, default);
             }
         }
         obj
@@ -2379,12 +2385,18 @@ mod tests {
     fn create(group: &str, kind: &str, obj: Value) -> Vec<String> {
         let obj = defaulted(group, kind, obj);
         let validate = on_create(group, kind).expect("validator");
-        validate(&obj).iter().map(ToString::to_string).collect()
+        validate(&typed(&obj))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn update(group: &str, kind: &str, new: &Value, old: &Value) -> Vec<String> {
         let validate = on_update(group, kind).expect("validator");
-        validate(new, old).iter().map(ToString::to_string).collect()
+        validate(&typed(new), &typed(old))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     fn container() -> Value {
@@ -2470,8 +2482,11 @@ mod tests {
                 json!({"spec": {"containers": "x", "template": [1], "selector": "a"}}),
                 json!({"spec": {"template": {"spec": {"containers": [1, {"ports": [null, {"containerPort": "x"}]}]}}}}),
             ] {
+                let Ok(body) = DynamicObject::from_value(body, "metadata.") else {
+                    continue;
+                };
                 let _ = on_create(group, kind).map(|f| f(&body));
-                let _ = on_update(group, kind).map(|f| f(&body, &json!({"spec": []})));
+                let _ = on_update(group, kind).map(|f| f(&body, &typed(&json!({"spec": []}))));
             }
         }
     }

@@ -3,6 +3,7 @@
 //! and messages of `pkg/apis/admissionregistration/validation`) and table
 //! columns. Calling the webhooks lives in `kubext-admission`.
 
+use apimachinery::DynamicObject;
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
@@ -400,15 +401,15 @@ fn validate_match_conditions(conditions: &[Value], at: &FieldPath, errs: &mut Er
 
 impl Strategy for WebhookConfigurations {
     /// Where upstream decodes a body, so managedFields list the defaults.
-    fn default(&self, obj: &mut Value) {
+    fn default(&self, obj: &mut DynamicObject) {
         self.set_defaults(obj);
     }
 
-    fn validate(&self, obj: &Value) -> ErrorList {
+    fn validate(&self, obj: &DynamicObject) -> ErrorList {
         self.validate_all(obj, None)
     }
 
-    fn validate_update(&self, new: &Value, old: &Value) -> ErrorList {
+    fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> ErrorList {
         self.validate_all(new, Some(old))
     }
 
@@ -420,10 +421,11 @@ impl Strategy for WebhookConfigurations {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::{typed, with_typed};
 
     fn messages(obj: &Value) -> Vec<String> {
         let strategy = WebhookConfigurations { mutating: true };
-        let mut obj = obj.clone();
+        let mut obj = typed(obj);
         Strategy::default(&strategy, &mut obj);
         strategy
             .validate(&obj)
@@ -449,7 +451,9 @@ mod tests {
     #[test]
     fn defaults_as_upstream() {
         let mut obj = hook(json!({"clientConfig": {"service": {"name": "s", "namespace": "n"}}}));
-        Strategy::default(&WebhookConfigurations { mutating: true }, &mut obj);
+        with_typed(&mut obj, |o| {
+            Strategy::default(&WebhookConfigurations { mutating: true }, o)
+        });
         let h = &obj["webhooks"][0];
         assert_eq!(h["failurePolicy"], "Fail");
         assert_eq!(h["matchPolicy"], "Equivalent");

@@ -16,10 +16,8 @@ pub async fn create(
 ) -> Result<Response<Body>> {
     let (mut obj, body) = decode_body(call, content_type, body).await?;
     let fields = validate_fields(call, &mut obj, Some(&body))?;
-    let mut warnings = fields.clone();
-    warnings.extend(call.rtype().strategy.warnings(&obj));
     let created = call.served.store.create(&call.ctx, obj).await;
-    let result = created.map(|created| object_response(call, 201, &created, &warnings));
+    let result = created.map(|created| object_response(call, 201, &created, &fields));
     with_warnings(call, result, &fields)
 }
 
@@ -30,8 +28,6 @@ pub async fn update(
 ) -> Result<Response<Body>> {
     let (mut obj, body) = decode_body(call, content_type, body).await?;
     let fields = validate_fields(call, &mut obj, Some(&body))?;
-    let mut warnings = fields.clone();
-    warnings.extend(call.rtype().strategy.warnings(&obj));
     authorize_create_on_update(call).await?;
     let replaced = call
         .served
@@ -40,7 +36,7 @@ pub async fn update(
         .await;
     let result = replaced.map(|replaced| {
         let code = if replaced.created { 201 } else { 200 };
-        object_response(call, code, &replaced.object, &warnings)
+        object_response(call, code, &replaced.object, &fields)
     });
     with_warnings(call, result, &fields)
 }

@@ -1,6 +1,7 @@
 //! ResourceClaims, ResourceClaimTemplates and DeviceClasses: device requests
 //! (exactly or a first-available list), constraints, configuration, selectors.
 
+use apimachinery::DynamicObject;
 use apimachinery::validation::{
     FIELD_IMMUTABLE_ERROR_MSG, is_dns1123_subdomain, is_qualified_name, validate_annotations,
     validate_labels,
@@ -30,7 +31,7 @@ const REQUEST_REF: &str = "must be the name of a request in the claim or the nam
 
 /// `SetObjectDefaults_ResourceClaim`: each request's allocation mode, each
 /// toleration's operator (the allocated devices' too).
-pub(in super::super) fn default_claim(obj: &mut Value) {
+pub(in super::super) fn default_claim(obj: &mut DynamicObject) {
     if let Some(devices) = obj.pointer_mut("/spec/devices") {
         default_requests(devices);
     }
@@ -43,7 +44,7 @@ pub(in super::super) fn default_claim(obj: &mut Value) {
 }
 
 /// `SetObjectDefaults_ResourceClaimTemplate`.
-pub(in super::super) fn default_claim_template(obj: &mut Value) {
+pub(in super::super) fn default_claim_template(obj: &mut DynamicObject) {
     if let Some(devices) = obj.pointer_mut("/spec/spec/devices") {
         default_requests(devices);
     }
@@ -129,7 +130,7 @@ fn drop_request_fields(new: &mut Value, old: Option<&Value>, devices: &str) {
 // ResourceClaim and ResourceClaimTemplate
 
 /// `ValidateResourceClaim` (metadata is the store's).
-pub(in super::super) fn resource_claim(obj: &Value) -> ErrorList {
+pub(in super::super) fn resource_claim(obj: &DynamicObject) -> ErrorList {
     let mut errs = Errs::default();
     let devices = spec_of(obj).get("devices").unwrap_or(&Value::Null);
     device_claim(devices, &FieldPath::new("spec").child("devices"), &mut errs);
@@ -138,7 +139,10 @@ pub(in super::super) fn resource_claim(obj: &Value) -> ErrorList {
 
 /// `ValidateResourceClaimUpdate`: the spec never changes (the tags' error,
 /// which shows no value).
-pub(in super::super) fn resource_claim_update(new: &Value, old: &Value) -> ErrorList {
+pub(in super::super) fn resource_claim_update(
+    new: &DynamicObject,
+    old: &DynamicObject,
+) -> ErrorList {
     if semantic_eq(new.get("spec"), old.get("spec")) {
         return ErrorList::new();
     }
@@ -150,7 +154,7 @@ pub(in super::super) fn resource_claim_update(new: &Value, old: &Value) -> Error
 }
 
 /// `ValidateResourceClaimTemplate`: the template's metadata and claim spec.
-pub(in super::super) fn claim_template(obj: &Value) -> ErrorList {
+pub(in super::super) fn claim_template(obj: &DynamicObject) -> ErrorList {
     let mut errs = Errs::default();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     errs.hand(template_metadata(
@@ -164,7 +168,10 @@ pub(in super::super) fn claim_template(obj: &Value) -> ErrorList {
 
 /// The strategy's `ValidateUpdate`: the create rules, then the spec never
 /// changes (shown as the internal Go struct).
-pub(in super::super) fn claim_template_update(new: &Value, old: &Value) -> ErrorList {
+pub(in super::super) fn claim_template_update(
+    new: &DynamicObject,
+    old: &DynamicObject,
+) -> ErrorList {
     let mut errs = claim_template(new);
     if !semantic_eq(new.get("spec"), old.get("spec")) {
         let spec = gojson::render(
@@ -525,19 +532,19 @@ pub(in super::super) fn device_class_name(name: &str, prefix: bool) -> Option<Ve
 }
 
 /// `ValidateDeviceClass` (the name among the tags' errors).
-pub(in super::super) fn device_class(obj: &Value) -> ErrorList {
+pub(in super::super) fn device_class(obj: &DynamicObject) -> ErrorList {
     device_class_spec(obj, None)
 }
 
 /// `ValidateDeviceClassUpdate`: unchanged selectors and configuration are
 /// not checked again.
-pub(in super::super) fn device_class_update(new: &Value, old: &Value) -> ErrorList {
+pub(in super::super) fn device_class_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     device_class_spec(new, Some(old))
 }
 
-fn device_class_spec(obj: &Value, old: Option<&Value>) -> ErrorList {
+fn device_class_spec(obj: &DynamicObject, old: Option<&DynamicObject>) -> ErrorList {
     let mut errs = Errs::default();
-    let name = apimachinery::meta::name(obj);
+    let name = obj.metadata.name.as_str();
     if old.is_none() && !name.is_empty() {
         let at = FieldPath::new("metadata").child("name");
         errs.tag(invalid_each(&at, name, is_dns1123_subdomain(name)));
@@ -592,6 +599,7 @@ fn extended_resource_name(name: &str, path: &FieldPath) -> ErrorList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::{typed, with_typed};
 
     fn messages(errs: ErrorList) -> Vec<String> {
         errs.iter().map(ToString::to_string).collect()
@@ -603,7 +611,7 @@ mod tests {
             {"name": "a", "exactly": {"deviceClassName": "c", "tolerations": [{"key": "k"}]}},
             {"name": "b", "firstAvailable": [{"name": "s", "allocationMode": "All"}]},
         ]}}});
-        default_claim(&mut claim);
+        with_typed(&mut claim, default_claim);
         assert_eq!(
             claim.pointer("/spec/devices/requests/0/exactly"),
             Some(
@@ -624,8 +632,8 @@ mod tests {
                 {"name": "s", "deviceClassName": "x"}, {"name": "s"}, {"name": "", "deviceClassName": "Q"}
             ]},
         ]}}});
-        default_claim(&mut claim);
-        let errs = messages(resource_claim(&claim));
+        with_typed(&mut claim, default_claim);
+        let errs = messages(resource_claim(&typed(&claim)));
         assert!(
             errs[0].starts_with(
                 r#"spec.devices.requests[0].firstAvailable[2].name: Invalid value: """#

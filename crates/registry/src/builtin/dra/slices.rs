@@ -3,6 +3,7 @@
 //! counter consumption and binding conditions. Also the removal of fields
 //! whose feature gates are off in 1.37, for slices and claims alike.
 
+use apimachinery::DynamicObject;
 use apimachinery::gofmt::quote;
 use apimachinery::validation::{
     FIELD_IMMUTABLE_ERROR_MSG, is_qualified_name, is_valid_label_value,
@@ -45,7 +46,7 @@ const ATTRIBUTE_UNION: &str =
 // Defaults, warnings and dropped fields
 
 /// `SetObjectDefaults_ResourceSlice`: each device taint's `timeAdded`.
-pub(in super::super) fn default_slice(obj: &mut Value) {
+pub(in super::super) fn default_slice(obj: &mut DynamicObject) {
     let devices = obj
         .pointer_mut("/spec/devices")
         .and_then(Value::as_array_mut);
@@ -62,7 +63,7 @@ pub(in super::super) fn default_slice(obj: &mut Value) {
 }
 
 /// The strategy's warnings: driver names should be lowercase.
-pub(in super::super) fn slice_warnings(obj: &Value) -> Vec<String> {
+pub(in super::super) fn slice_warnings(obj: &DynamicObject) -> Vec<String> {
     let driver = str_of(spec_of(obj), "driver");
     if driver == driver.to_lowercase() {
         return Vec::new();
@@ -161,14 +162,17 @@ fn remove_at(v: &mut Value, path: &[&str]) {
 // Validation
 
 /// `ValidateResourceSlice` (metadata is the store's).
-pub(in super::super) fn resource_slice(obj: &Value) -> ErrorList {
+pub(in super::super) fn resource_slice(obj: &DynamicObject) -> ErrorList {
     slice_spec(spec_of(obj), None)
 }
 
 /// `ValidateResourceSliceUpdate`: the create rules (unchanged devices'
 /// capacity and taints not checked again), and the driver, pool name and
 /// node name never change.
-pub(in super::super) fn resource_slice_update(new: &Value, old: &Value) -> ErrorList {
+pub(in super::super) fn resource_slice_update(
+    new: &DynamicObject,
+    old: &DynamicObject,
+) -> ErrorList {
     slice_spec(spec_of(new), Some(spec_of(old)))
 }
 

@@ -1,6 +1,7 @@
 //! Device taints and tolerations, and DeviceTaintRules (a taint for the
 //! devices a selector picks).
 
+use apimachinery::DynamicObject;
 use apimachinery::validation::{is_qualified_name, is_valid_label_value};
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
@@ -19,7 +20,7 @@ pub(super) fn default_taint(taint: &mut Map<String, Value>) {
 }
 
 /// `SetObjectDefaults_DeviceTaintRule`.
-pub(in super::super) fn default_taint_rule(obj: &mut Value) {
+pub(in super::super) fn default_taint_rule(obj: &mut DynamicObject) {
     let Some(rule) = obj.as_object_mut() else {
         return;
     };
@@ -34,7 +35,7 @@ pub(in super::super) fn default_taint_rule(obj: &mut Value) {
 
 /// The strategy's `PrepareForUpdate`: a new effect is a new taint, so its
 /// `timeAdded` moves to now unless the client moved it too.
-pub(in super::super) fn taint_rule_updated(new: &mut Value, old: &Value) {
+pub(in super::super) fn taint_rule_updated(new: &mut DynamicObject, old: &DynamicObject) {
     let (Some(taint), Some(old_taint)) = (
         new.pointer_mut("/spec/taint")
             .and_then(Value::as_object_mut),
@@ -50,13 +51,13 @@ pub(in super::super) fn taint_rule_updated(new: &mut Value, old: &Value) {
 }
 
 /// `ValidateDeviceTaintRule` (metadata is the store's).
-pub(in super::super) fn taint_rule(obj: &Value) -> ErrorList {
+pub(in super::super) fn taint_rule(obj: &DynamicObject) -> ErrorList {
     taint_rule_spec(spec_of(obj), None)
 }
 
 /// `ValidateDeviceTaintRuleUpdate`: the create rules, the effect checked
 /// only when it changes.
-pub(in super::super) fn taint_rule_update(new: &Value, old: &Value) -> ErrorList {
+pub(in super::super) fn taint_rule_update(new: &DynamicObject, old: &DynamicObject) -> ErrorList {
     taint_rule_spec(spec_of(new), spec_of(old).get("taint"))
 }
 
@@ -159,24 +160,25 @@ fn label_value(value: &str, path: &FieldPath) -> ErrorList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::builtin::typed_objects::{typed, with_typed};
 
     #[test]
     fn a_new_effect_moves_time_added() {
         let old = json!({"spec": {"taint": {"key": "k", "effect": "NoSchedule", "timeAdded": "2020-01-01T00:00:00Z"}}});
         let mut new = old.clone();
         new["spec"]["taint"]["effect"] = json!("NoExecute");
-        taint_rule_updated(&mut new, &old);
+        with_typed(&mut new, |n| taint_rule_updated(n, &typed(&old)));
         assert_ne!(new["spec"]["taint"]["timeAdded"], "2020-01-01T00:00:00Z");
         let mut moved = old.clone();
         moved["spec"]["taint"]["effect"] = json!("None");
         moved["spec"]["taint"]["timeAdded"] = json!("2021-01-01T00:00:00Z");
-        taint_rule_updated(&mut moved, &old);
+        with_typed(&mut moved, |n| taint_rule_updated(n, &typed(&old)));
         assert_eq!(moved["spec"]["taint"]["timeAdded"], "2021-01-01T00:00:00Z");
     }
 
     #[test]
     fn empty_rule_as_upstream() {
-        let errs: Vec<String> = taint_rule(&json!({"spec": {"taint": {}}}))
+        let errs: Vec<String> = taint_rule(&typed(&json!({"spec": {"taint": {}}})))
             .iter()
             .map(ToString::to_string)
             .collect();
