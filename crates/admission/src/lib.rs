@@ -29,7 +29,7 @@ use cel_rules::{Bindings, Evaluated};
 use parking_lot::RwLock;
 use serde_json::{Value, json};
 
-use registry::{Admission, Attributes, GlobalAdmission, Operation, RequestContext};
+use registry::{Admission, AdmittedObject, Attributes, GlobalAdmission, Operation, RequestContext};
 
 pub use follow::{Stores, WebhookStores, follow, follow_webhooks};
 pub use policy::VARIABLES;
@@ -589,7 +589,11 @@ impl Policies {
 
 #[async_trait::async_trait]
 impl GlobalAdmission for Policies {
-    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<bool, StatusError> {
+    async fn mutate(
+        &self,
+        a: &Attributes<'_>,
+        object: &mut AdmittedObject<'_>,
+    ) -> Result<bool, StatusError> {
         if exempt(a) {
             return Ok(false);
         }
@@ -697,7 +701,11 @@ impl Default for Chain {
 
 #[async_trait::async_trait]
 impl GlobalAdmission for Chain {
-    async fn mutate(&self, a: &Attributes<'_>, object: &mut Value) -> Result<bool, StatusError> {
+    async fn mutate(
+        &self,
+        a: &Attributes<'_>,
+        object: &mut AdmittedObject<'_>,
+    ) -> Result<bool, StatusError> {
         let mut changed = self.in_tree.mutate(a, object).await?;
         if exempt(a) {
             return Ok(changed);

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use apimachinery::StatusError;
 use cel_rules::Bindings;
-use registry::Attributes;
+use registry::{AdmittedObject, Attributes};
 
 use crate::policy::{MutatingPolicy, PatchType};
 use crate::reinvocation::{Reinvocation, Round};
@@ -26,7 +26,7 @@ impl Policies {
     pub(crate) async fn mutate_round(
         &self,
         a: &Attributes<'_>,
-        object: &mut Value,
+        object: &mut AdmittedObject<'_>,
         state: &mut Reinvocation,
         round: Round,
     ) -> Result<bool, StatusError> {
@@ -34,6 +34,7 @@ impl Policies {
         if entries.is_empty() {
             return Ok(false);
         }
+        let object = object.json();
         let namespace = self.namespace_of(a).await;
         let request = crate::request(a);
         let before_round = object.clone();

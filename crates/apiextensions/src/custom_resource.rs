@@ -101,6 +101,9 @@ pub fn served_types(crd: &Value, conversion: Option<&webhook::Caller>) -> Vec<Re
                     has_defaults: v
                         .pointer("/schema/openAPIV3Schema")
                         .is_some_and(declares_default),
+                    validation_reads_metadata: v
+                        .pointer("/schema/openAPIV3Schema")
+                        .is_some_and(validation_reads_metadata),
                     printers,
                     selectable: selectable_fields(v),
                     api_version: format!("{group}/{}", str_at(v, "/name")),
@@ -221,6 +224,8 @@ struct CustomResources {
     scale: Option<registry::ScalePaths>,
     /// The schema's `x-kubernetes-validations`, compiled once per version.
     rules: Option<Arc<cel_rules::RuleSet>>,
+    /// See [`validation_reads_metadata`].
+    validation_reads_metadata: bool,
 }
 
 fn with_api_version(obj: &Value, api_version: &str) -> Option<Value> {
@@ -230,6 +235,31 @@ fn with_api_version(obj: &Value, api_version: &str) -> Option<Value> {
     let mut converted = obj.clone();
     converted["apiVersion"] = Value::String(api_version.to_string());
     Some(converted)
+}
+
+/// Whether validating an object against `schema` (an `openAPIV3Schema`) can
+/// depend on its `metadata`: the root constrains it (a `metadata` property
+/// with more than a type or description, or `metadata` required), or a root
+/// rule mentions it (`self.metadata.name`). Other schemas validate the body
+/// alone to the same errors, without writing the whole object out as JSON
+/// for every write (`tests::metadata_blind_schemas_validate_the_body_alike`).
+fn validation_reads_metadata(schema: &Value) -> bool {
+    // The schema's property named `metadata` (a schema, not an object's metadata).
+    let metadata_schema = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .and_then(|properties| properties.iter().find(|(name, _)| *name == "metadata"));
+    let constrained = metadata_schema
+        .and_then(|(_, m)| m.as_object())
+        .is_some_and(|m| m.keys().any(|k| k != "type" && k != "description"));
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| r.iter().any(|f| f == "metadata"));
+    let rules_mention = schema
+        .get("x-kubernetes-validations")
+        .is_some_and(|rules| rules.to_string().contains("metadata"));
+    constrained || required || rules_mention
 }
 
 fn declares_default(schema: &Value) -> bool {
@@ -327,16 +357,22 @@ impl Strategy for CustomResources {
     }
 
     /// The schema and its rules see the whole object, metadata included
-    /// (`self.metadata.name` in a rule).
+    /// (`self.metadata.name` in a rule), when they can read the metadata.
     fn validate(&self, obj: &DynamicObject) -> apimachinery::ErrorList {
-        let mut errs = self.validate_object(&obj.to_value(), None);
+        let mut errs = match self.validation_reads_metadata {
+            true => self.validate_object(&obj.to_value(), None),
+            false => self.validate_object(obj, None),
+        };
         errs.extend(self.validate_scale(obj));
         errs
     }
 
     fn validate_update(&self, new: &DynamicObject, old: &DynamicObject) -> apimachinery::ErrorList {
         // Ratcheting: unchanged invalid values may stay.
-        let mut errs = self.validate_object(&new.to_value(), Some(&old.to_value()));
+        let mut errs = match self.validation_reads_metadata {
+            true => self.validate_object(&new.to_value(), Some(&old.to_value())),
+            false => self.validate_object(new, Some(old)),
+        };
         errs.extend(self.validate_scale(new));
         errs
     }
@@ -447,4 +483,90 @@ fn blocks_rules(e: &apimachinery::FieldError) -> bool {
             | ErrorType::TooMany
             | ErrorType::TypeInvalid
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn strategy(schema: Value) -> CustomResources {
+        CustomResources::new(CustomResources {
+            has_status: false,
+            schema: schema::compile(&schema).ok().map(Arc::new),
+            has_defaults: false,
+            printers: Vec::new(),
+            selectable: Vec::new(),
+            api_version: "example.com/v1".into(),
+            storage_api_version: "example.com/v1".into(),
+            storage_schema: None,
+            scale: None,
+            rules: None,
+            validation_reads_metadata: validation_reads_metadata(&schema),
+        })
+    }
+
+    fn messages(errs: apimachinery::ErrorList) -> Vec<String> {
+        errs.iter().map(ToString::to_string).collect()
+    }
+
+    /// A schema that cannot read `metadata` gives the body alone the errors
+    /// the whole object gets: the store validates the body (no copy made).
+    #[test]
+    fn metadata_blind_schemas_validate_the_body_alike() {
+        let schema = json!({"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.spec.min <= self.spec.max", "message": "min above max"}],
+            "properties": {
+                "metadata": {"type": "object"},
+                "spec": {"type": "object", "required": ["min"],
+                    "x-kubernetes-validations": [{"rule": "self.min >= 0"}],
+                    "properties": {"min": {"type": "integer"}, "max": {"type": "integer", "maximum": 10},
+                        "name": {"type": "string", "pattern": "^[a-z]+$"}}}}});
+        assert!(!validation_reads_metadata(&schema));
+        let cr = strategy(schema);
+        let mut failing = 0;
+        for spec in [
+            json!({"min": 1, "max": 3, "name": "ok"}),
+            json!({"min": 5, "max": 3}),
+            json!({"min": -1, "max": 30, "name": "Not OK"}),
+            json!({"max": "three"}),
+            json!({}),
+        ] {
+            let object = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "namespace": "default", "labels": {"a": "b"}},
+                "spec": spec});
+            let typed = DynamicObject::from_value(object.clone(), "").unwrap();
+            let whole = messages(cr.validate_object(&object, None));
+            failing += usize::from(!whole.is_empty());
+            assert_eq!(
+                messages(cr.validate_object(&typed, None)),
+                whole,
+                "{object}"
+            );
+            assert_eq!(messages(cr.validate(&typed)), whole, "{object}");
+        }
+        assert_eq!(failing, 4, "the objects exercise the schema and its rules");
+    }
+
+    /// Schemas that can read it: the whole object is validated.
+    #[test]
+    fn schemas_that_read_metadata_see_it() {
+        for schema in [
+            json!({"type": "object", "x-kubernetes-validations": [{"rule": "self.metadata.name.startsWith('w')"}]}),
+            json!({"type": "object", "properties": {"metadata": {"type": "object",
+                "properties": {"name": {"type": "string", "maxLength": 3}}}}}),
+            json!({"type": "object", "required": ["metadata"]}),
+        ] {
+            assert!(validation_reads_metadata(&schema), "{schema}");
+            let cr = strategy(schema.clone());
+            let object = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "long-name"}});
+            let typed = DynamicObject::from_value(object.clone(), "").unwrap();
+            let whole = messages(cr.validate_object(&object, None));
+            assert_eq!(messages(cr.validate(&typed)), whole, "{schema}");
+            if schema.get("required").is_none() {
+                assert!(!whole.is_empty(), "{schema}: {whole:?}");
+            }
+        }
+    }
 }

@@ -203,7 +203,10 @@ impl ObjectMeta {
             map.insert("finalizers".into(), Value::Array(list.collect()));
         }
         if !self.managed_fields.is_empty() {
-            let list = self.managed_fields.iter().map(ManagedFieldsEntry::to_value);
+            let list = self
+                .managed_fields
+                .into_iter()
+                .map(ManagedFieldsEntry::into_value);
             map.insert("managedFields".into(), Value::Array(list.collect()));
         }
         Value::Object(map)
@@ -451,6 +454,13 @@ impl OwnerReference {
 }
 
 impl ManagedFieldsEntry {
+    /// A `managedFields` list (written by the field manager, or sent and
+    /// checked by [`crate::meta_decode`]) as Go decodes it: `null` items
+    /// are empty entries, anything but a list none.
+    pub fn list_from_value(list: Value) -> Vec<Self> {
+        structs(list, Self::from_map)
+    }
+
     fn from_map(mut map: Map<String, Value>) -> Self {
         let mut take = |key: &str| map.remove(key).map(string).unwrap_or_default();
         let (manager, operation, api_version, fields_type, subresource) = (
@@ -472,18 +482,24 @@ impl ManagedFieldsEntry {
     }
 
     pub fn to_value(&self) -> Value {
+        self.clone().into_value()
+    }
+
+    /// [`ManagedFieldsEntry::to_value`], moving the members (`fieldsV1`
+    /// above all) rather than copying.
+    pub fn into_value(self) -> Value {
         let mut map = Map::new();
-        put_str(&mut map, "manager", &self.manager);
-        put_str(&mut map, "operation", &self.operation);
-        put_str(&mut map, "apiVersion", &self.api_version);
+        put_string(&mut map, "manager", self.manager);
+        put_string(&mut map, "operation", self.operation);
+        put_string(&mut map, "apiVersion", self.api_version);
         if let Some(t) = &self.time {
             map.insert("time".into(), time_value(t));
         }
-        put_str(&mut map, "fieldsType", &self.fields_type);
-        if let Some(f) = &self.fields_v1 {
-            map.insert("fieldsV1".into(), f.clone());
+        put_string(&mut map, "fieldsType", self.fields_type);
+        if let Some(f) = self.fields_v1 {
+            map.insert("fieldsV1".into(), f);
         }
-        put_str(&mut map, "subresource", &self.subresource);
+        put_string(&mut map, "subresource", self.subresource);
         Value::Object(map)
     }
 

@@ -553,7 +553,7 @@ pub trait GlobalAdmission: Send + Sync + 'static {
     async fn mutate(
         &self,
         _attributes: &Attributes<'_>,
-        _object: &mut Value,
+        _object: &mut AdmittedObject<'_>,
     ) -> Result<bool, apimachinery::StatusError> {
         Ok(false)
     }
@@ -563,6 +563,33 @@ pub trait GlobalAdmission: Send + Sync + 'static {
 
     /// Its metrics, in the Prometheus text format (served in `/metrics`).
     fn render_metrics(&self, _out: &mut String) {}
+}
+
+/// The object a write's mutating admission may change. Admission reads and
+/// patches JSON, and most writes meet no plugin, policy or webhook that
+/// applies: the object is written out as JSON only when one asks for it
+/// ([`AdmittedObject::json`]), and the store reads it back then.
+pub struct AdmittedObject<'a> {
+    typed: &'a mut DynamicObject,
+    json: Option<Value>,
+}
+
+impl<'a> AdmittedObject<'a> {
+    pub fn new(typed: &'a mut DynamicObject) -> Self {
+        AdmittedObject { typed, json: None }
+    }
+
+    /// The object as JSON, written out on first use.
+    pub fn json(&mut self) -> &mut Value {
+        self.json
+            .get_or_insert_with(|| std::mem::take(self.typed).into_value())
+    }
+
+    /// The JSON admission saw and may have changed; `None` when nothing
+    /// asked for it (the typed object is as it was).
+    pub fn into_json(self) -> Option<Value> {
+        self.json
+    }
 }
 
 /// Validating admission: the last word on a write, after defaulting and
@@ -916,5 +943,26 @@ mod tests {
             json!(null)
         );
         assert_eq!(kind("", "ConfigMap").new_object(), &json!({"metadata": {}}));
+    }
+
+    /// Mutating admission sees the object as the store would write it out,
+    /// and an object nobody asked for stays typed as it was.
+    #[test]
+    fn admitted_objects_are_written_out_only_when_asked() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "d", "labels": {"a": "b"},
+                "managedFields": [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:data": {}}, "time": "2024-01-01T00:00:00Z"}]},
+            "data": {"k": "v"}});
+        let typed = apimachinery::DynamicObject::from_value(object, "metadata.").unwrap();
+        let mut untouched = typed.clone();
+        assert_eq!(super::AdmittedObject::new(&mut untouched).into_json(), None);
+        assert_eq!(untouched, typed);
+        let mut asked = typed.clone();
+        let mut admitted = super::AdmittedObject::new(&mut asked);
+        admitted.json()["data"]["k"] = json!("changed");
+        let mut expected = typed.to_value();
+        expected["data"]["k"] = json!("changed");
+        assert_eq!(admitted.into_json(), Some(expected));
     }
 }

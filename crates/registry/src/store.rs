@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use apimachinery::object_meta::ManagedFieldsEntry;
 use apimachinery::options::PropagationPolicy;
 use apimachinery::validation::validate_typed_object_meta;
 use apimachinery::{
@@ -23,7 +24,8 @@ use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };
 use crate::resource::{
-    Allocation, AllocationPool, Attributes, GlobalAdmission, Operation, ResourceType,
+    AdmittedObject, Allocation, AllocationPool, Attributes, GlobalAdmission, Operation,
+    ResourceType,
 };
 
 pub use crate::object::Storage;
@@ -146,30 +148,24 @@ impl GenericStore {
         ctx: &RequestContext,
     ) -> Result<()> {
         self.default(object);
-        let records = !ctx.field_manager.is_empty() && ctx.subresource != Subresource::Binding;
-        if !records && self.global_admission.is_none() {
+        self.record_write(ctx, object, request_managed, old_object);
+        let Some(admission) = &self.global_admission else {
             return Ok(());
-        }
-        let mut value = std::mem::take(object).into_value();
-        if let Some(managed) = request_managed {
-            meta::metadata_mut(&mut value).insert("managedFields".into(), managed);
-        }
-        self.record_write(ctx, &mut value, old_object);
-        let mutated = match &self.global_admission {
-            // The object goes as `object` (mutable); `attributes.object` is
-            // unset rather than a copy made for every write.
-            Some(admission) => {
-                let attributes = Attributes {
-                    operation,
-                    rtype: &self.rtype,
-                    name,
-                    object: None,
-                    old_object,
-                    ctx,
-                };
-                admission.mutate(&attributes, &mut value).await?
-            }
-            None => false,
+        };
+        // The object goes as `object` (mutable); `attributes.object` is
+        // unset rather than a copy made for every write.
+        let attributes = Attributes {
+            operation,
+            rtype: &self.rtype,
+            name,
+            object: None,
+            old_object,
+            ctx,
+        };
+        let mut admitted = AdmittedObject::new(object);
+        let mutated = admission.mutate(&attributes, &mut admitted).await?;
+        let Some(mut value) = admitted.into_json() else {
+            return Ok(());
         };
         if mutated {
             self.rtype.strategy.prune(&mut value);
@@ -1147,10 +1143,21 @@ impl GenericStore {
 
     /// Credit the request's field manager with the change from `live` (for
     /// a create, an empty object of the type) to `obj`, less the fields the
-    /// write's strategy resets. Writes through `pods/binding` are the
-    /// server's own: upstream records nothing for them.
-    fn record_write(&self, ctx: &RequestContext, obj: &mut Value, live: Option<&Value>) {
+    /// write's strategy resets; `request_managed` is what the request sent
+    /// (see [`Incoming`]). Writes through `pods/binding` are the server's
+    /// own: upstream records nothing for them. The field manager reads the
+    /// whole object as JSON: the body, and a copy of the metadata beside it
+    /// for the call; what it writes back is the list of entries.
+    fn record_write(
+        &self,
+        ctx: &RequestContext,
+        obj: &mut DynamicObject,
+        request_managed: Option<Value>,
+        live: Option<&Value>,
+    ) {
         if ctx.field_manager.is_empty() || ctx.subresource == Subresource::Binding {
+            obj.metadata.managed_fields =
+                request_managed.map_or_else(Vec::new, ManagedFieldsEntry::list_from_value);
             return;
         }
         let api_version = self.rtype.api_version();
@@ -1159,7 +1166,19 @@ impl GenericStore {
             api_version: &api_version,
             subresource: ctx.subresource.as_str(),
         };
+        let mut metadata = obj.metadata.to_value();
+        if let (Some(managed), Some(md)) = (request_managed, metadata.as_object_mut()) {
+            md.insert("managedFields".into(), managed);
+        }
+        obj.insert("metadata", metadata);
         managed_fields::record(obj, live, &writer, &self.rtype.tracking(&ctx.subresource));
+        let managed = obj
+            .remove("metadata")
+            .as_mut()
+            .and_then(Value::as_object_mut)
+            .and_then(|md| md.remove("managedFields"));
+        obj.metadata.managed_fields =
+            managed.map_or_else(Vec::new, ManagedFieldsEntry::list_from_value);
     }
 
     /// Finalizers (or a type-specific rule) keep a deleted object around.

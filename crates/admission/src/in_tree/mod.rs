@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use apimachinery::{StatusError, Subresource, meta};
-use registry::{Attributes, Operation};
+use registry::{AdmittedObject, Attributes, Operation};
 use serde_json::Value;
 
 use crate::Objects;
@@ -290,7 +290,7 @@ impl InTree {
     pub async fn mutate(
         &self,
         a: &Attributes<'_>,
-        object: &mut Value,
+        object: &mut AdmittedObject<'_>,
     ) -> Result<bool, StatusError> {
         let Some(objects) = self.objects.get() else {
             return Ok(false);
@@ -302,6 +302,7 @@ impl InTree {
             |reason: String| StatusError::forbidden(&a.rtype.group_resource(), a.name, &reason);
         match resource {
             ("", "pods") if main_resource => {
+                let object = object.json();
                 if self.plugins.is_on(LIMIT_RANGER) && limit_ranger::applies(a) {
                     let ranges = limit_ranger::limit_ranges(objects, &a.ctx.namespace)
                         .await
@@ -335,6 +336,7 @@ impl InTree {
                     && self.plugins.is_on(LIMIT_RANGER)
                     && limit_ranger::applies(a) =>
             {
+                let object = object.json();
                 let ranges = limit_ranger::limit_ranges(objects, &a.ctx.namespace)
                     .await
                     .map_err(forbidden)?;
@@ -348,6 +350,7 @@ impl InTree {
                     && (self.plugins.is_on(DEFAULT_STORAGE_CLASS)
                         || self.plugins.is_on(STORAGE_OBJECT_IN_USE_PROTECTION)) =>
             {
+                let object = object.json();
                 if self.plugins.is_on(DEFAULT_STORAGE_CLASS) {
                     default_class::storage_class(object, objects).await;
                 }
@@ -360,6 +363,7 @@ impl InTree {
                     && a.operation == Operation::Create
                     && self.plugins.is_on(STORAGE_OBJECT_IN_USE_PROTECTION) =>
             {
+                let object = object.json();
                 protect_in_use(resource.1, object);
             }
             ("networking.k8s.io", "ingresses")
@@ -367,6 +371,7 @@ impl InTree {
                     && a.operation == Operation::Create
                     && self.plugins.is_on(DEFAULT_INGRESS_CLASS) =>
             {
+                let object = object.json();
                 default_class::ingress_class(object, objects).await;
             }
             _ => return Ok(false),
@@ -475,7 +480,7 @@ mod tests {
         (group, plural): (&str, &str),
         operation: Operation,
         subresource: Subresource,
-        mut object: Value,
+        object: Value,
     ) -> Value {
         let in_tree = InTree::new(plugins);
         in_tree.attach(Arc::new(Nothing));
@@ -497,7 +502,11 @@ mod tests {
             old_object: (operation == Operation::Update).then_some(&old),
             ctx: &ctx,
         };
-        in_tree.mutate(&a, &mut object).await.unwrap();
+        let mut typed =
+            apimachinery::DynamicObject::from_value(object.clone(), "metadata.").unwrap();
+        let mut admitted = AdmittedObject::new(&mut typed);
+        in_tree.mutate(&a, &mut admitted).await.unwrap();
+        let object = admitted.into_json().unwrap_or(object);
         object["metadata"]["finalizers"].clone()
     }
 

@@ -24,7 +24,7 @@ use cel_rules::Bindings;
 use parking_lot::RwLock;
 use serde_json::{Value, json};
 
-use registry::{Attributes, Operation};
+use registry::{AdmittedObject, Attributes, Operation};
 use webhook::{CallError, Caller, ClientError};
 
 use crate::Objects;
@@ -180,7 +180,7 @@ impl Webhooks {
     pub(crate) async fn mutate_round(
         &self,
         a: &Attributes<'_>,
-        object: &mut Value,
+        object: &mut AdmittedObject<'_>,
         state: &mut Reinvocation,
         round: Round,
     ) -> Result<bool, StatusError> {
@@ -188,6 +188,7 @@ impl Webhooks {
         if hooks.mutating.is_empty() {
             return Ok(false);
         }
+        let object = object.json();
         if round == Round::Reinvocation
             && state.webhook_output.as_ref().is_some_and(|o| o != object)
         {
