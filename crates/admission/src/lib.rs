@@ -504,7 +504,7 @@ impl Policies {
         // them (custom resources convert by their apiVersion alone).
         let converted = applicable.through.as_deref().map(|v| {
             (
-                a.object.map(|o| as_version(o, &a.rtype.group, v)),
+                a.object().map(|o| as_version(o, &a.rtype.group, v)),
                 a.old_object.map(|o| as_version(o, &a.rtype.group, v)),
             )
         });
@@ -638,7 +638,7 @@ impl GlobalAdmission for Policies {
             }
             let base = base.get_or_insert_with(|| {
                 let mut base = Bindings::default();
-                base.bind("object", a.object);
+                base.bind("object", a.object());
                 base.bind("oldObject", a.old_object);
                 base.bind("request", Some(&request));
                 base.bind("namespaceObject", namespace.as_ref());

@@ -137,7 +137,7 @@ impl Matcher {
         // Cluster-scoped objects other than namespaces pass any namespace
         // selector; a namespace is matched by its own labels.
         let namespace_labels = if a.rtype.group.is_empty() && a.rtype.plural == "namespaces" {
-            labels(a.object.or(a.old_object))
+            labels(a.object().or(a.old_object))
         } else if a.rtype.namespaced {
             labels(namespace)
         } else {
@@ -149,11 +149,11 @@ impl Matcher {
             return None;
         }
         // The object selector matches the new or the old object.
-        let selected = [a.object, a.old_object]
+        let selected = [a.object(), a.old_object]
             .into_iter()
             .flatten()
             .any(|o| self.object_selector.matches(labels(Some(o))))
-            || (a.object.is_none() && a.old_object.is_none());
+            || (a.object().is_none() && a.old_object.is_none());
         selected.then_some(matched).flatten()
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use apimachinery::StatusError;
 use cel_rules::Bindings;
-use registry::{AdmittedObject, Attributes};
+use registry::{AdmittedObject, Attributes, ObjectJson};
 
 use crate::policy::{MutatingPolicy, PatchType};
 use crate::reinvocation::{Reinvocation, Round};
@@ -79,6 +79,7 @@ impl Policies {
     ) -> Result<(), Denial> {
         // Match against the object as mutated so far.
         let current = object.clone();
+        let current = ObjectJson::Json(&current);
         let seen = Attributes {
             object: Some(&current),
             ..*a

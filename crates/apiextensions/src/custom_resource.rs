@@ -401,6 +401,11 @@ impl Strategy for CustomResources {
         Some(value)
     }
 
+    /// Served in the storage version: conversion `None` changes nothing.
+    fn stored_as_served(&self) -> bool {
+        self.api_version == self.storage_api_version
+    }
+
     /// Conversion `None` to the storage version, pruned to its schema: a field
     /// only this version declares is not stored.
     fn to_storage(&self, obj: &Value) -> Option<Value> {

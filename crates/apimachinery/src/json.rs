@@ -222,26 +222,7 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
         }
     }
     match root {
-        Some(root) => {
-            for (name, typed) in &root.members {
-                if leading_rank(name).is_some() {
-                    continue;
-                }
-                if let Some(value) = map.get(*name) {
-                    member_key(out, &mut written, name);
-                    write_typed(out, value, *typed, orders);
-                }
-            }
-            if written < map.len() {
-                let unknown = map
-                    .iter()
-                    .filter(|(k, _)| leading_rank(k).is_none() && !root.has(k));
-                for (key, value) in unknown {
-                    member_key(out, &mut written, key);
-                    write_value(out, value);
-                }
-            }
-        }
+        Some(root) => write_root_members(out, &mut written, map, root, orders),
         None => {
             for (key, value) in map.iter().filter(|(k, _)| leading_rank(k).is_none()) {
                 member_key(out, &mut written, key);
@@ -250,6 +231,99 @@ pub fn encode_object_into(out: &mut Vec<u8>, obj: &Value, metadata: MetadataMemb
         }
     }
     out.push(b'}');
+}
+
+/// The members of a built-in kind's object after `kind`, `apiVersion` and
+/// `metadata`, in its Go struct's order (members it does not have after).
+fn write_root_members(
+    out: &mut Vec<u8>,
+    written: &mut usize,
+    map: &Map<String, Value>,
+    root: &json_order::Struct,
+    orders: &json_order::Orders,
+) {
+    let leading = map.keys().filter(|k| leading_rank(k).is_some()).count();
+    let before = *written;
+    for (name, typed) in &root.members {
+        if leading_rank(name).is_some() {
+            continue;
+        }
+        if let Some(value) = map.get(*name) {
+            member_key(out, written, name);
+            write_typed(out, value, *typed, orders);
+        }
+    }
+    if *written - before + leading < map.len() {
+        let unknown = map
+            .iter()
+            .filter(|(k, _)| leading_rank(k).is_none() && !root.has(k));
+        for (key, value) in unknown {
+            member_key(out, written, key);
+            write_value(out, value);
+        }
+    }
+}
+
+/// [`encode_object_into`] of a [`crate::DynamicObject`]: the bytes it writes
+/// for `obj.to_value()` (a test holds the two equal), the metadata written
+/// straight from its typed fields, so no JSON is built for it on a write.
+/// An object of a kind whose order is unknown is written the plain way.
+pub fn encode_dynamic_into(
+    out: &mut Vec<u8>,
+    obj: &crate::DynamicObject,
+    metadata: MetadataMembers,
+) {
+    let Value::Object(map) = &obj.body else {
+        return encode_object_into(out, &obj.to_value(), metadata);
+    };
+    let text = |key: &str| map.get(key).and_then(Value::as_str);
+    let orders = json_order::orders();
+    let root = match (text("apiVersion"), text("kind")) {
+        (Some(api_version), Some(kind)) => orders.kind(api_version, kind),
+        _ => None,
+    };
+    let unstructured = text("apiVersion").is_some_and(is_unstructured_api_version);
+    let mut written = 0;
+    match root {
+        None if unstructured => {
+            // Sorted members: `metadata` goes where its name falls.
+            out.push(b'{');
+            let mut metadata_written = false;
+            for (key, value) in map {
+                if !metadata_written && key.as_str() > "metadata" {
+                    member_key(out, &mut written, "metadata");
+                    obj.metadata.write_json_sorted(out, metadata);
+                    metadata_written = true;
+                }
+                member_key(out, &mut written, key);
+                write_any::<true>(out, value);
+            }
+            if !metadata_written {
+                member_key(out, &mut written, "metadata");
+                obj.metadata.write_json_sorted(out, metadata);
+            }
+        }
+        None => return encode_object_into(out, &obj.to_value(), metadata),
+        Some(root) => {
+            out.push(b'{');
+            for key in ["kind", "apiVersion"] {
+                if let Some(value) = map.get(key) {
+                    member_key(out, &mut written, key);
+                    write_value(out, value);
+                }
+            }
+            member_key(out, &mut written, "metadata");
+            obj.metadata.write_json_with(out, metadata);
+            write_root_members(out, &mut written, map, root, orders);
+        }
+    }
+    out.push(b'}');
+}
+
+/// A value of an unstructured object (a custom resource's), as Go writes
+/// it: members sorted, Go's numbers.
+pub(crate) fn write_unstructured_value(out: &mut Vec<u8>, value: &Value) {
+    write_any::<true>(out, value);
 }
 
 /// kube-apiserver's own API groups, sorted: those of the kinds it serves

@@ -262,13 +262,21 @@ impl ObjectMeta {
     /// ([`crate::json::write_str`]), `fieldsV1` as [`crate::json::write_value`]
     /// writes it. The same members as [`ObjectMeta::to_value`].
     pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.write_json_with(out, crate::json::MetadataMembers::All);
+    }
+
+    /// [`ObjectMeta::write_json`], leaving `resourceVersion` out when
+    /// `members` says so (the stored encoding).
+    pub fn write_json_with(&self, out: &mut Vec<u8>, members: crate::json::MetadataMembers) {
         let mut w = Members::open(out);
         w.str(b"\"name\":", &self.name);
         w.str(b"\"generateName\":", &self.generate_name);
         w.str(b"\"namespace\":", &self.namespace);
         w.str(b"\"selfLink\":", &self.self_link);
         w.str(b"\"uid\":", &self.uid);
-        w.str(b"\"resourceVersion\":", &self.resource_version);
+        if members == crate::json::MetadataMembers::All {
+            w.str(b"\"resourceVersion\":", &self.resource_version);
+        }
         if self.generation != 0 {
             w.key(b"\"generation\":");
             w.int(self.generation);
@@ -320,6 +328,114 @@ impl ObjectMeta {
                 entry.write_json(w.out);
             }
             w.out.push(b']');
+        }
+        w.close();
+    }
+}
+
+impl ObjectMeta {
+    /// The metadata as kube-apiserver writes an unstructured object's (a
+    /// custom resource's): the members [`ObjectMeta::to_value`] has, sorted by
+    /// name at every depth, numbers as Go writes them; `resourceVersion` left
+    /// out when `members` says so. Equal to writing `to_value()` sorted
+    /// (`tests::sorted_as_the_json_is`), without building it.
+    pub fn write_json_sorted(&self, out: &mut Vec<u8>, members: crate::json::MetadataMembers) {
+        let mut w = Members::open(out);
+        w.map(b"\"annotations\":", &self.annotations);
+        if let Some(t) = self
+            .creation_timestamp
+            .as_deref()
+            .filter(|t| *t != ZERO_TIME)
+        {
+            w.key(b"\"creationTimestamp\":");
+            crate::json::write_str(w.out, t);
+        }
+        if let Some(seconds) = self.deletion_grace_period_seconds {
+            w.key(b"\"deletionGracePeriodSeconds\":");
+            w.int(seconds);
+        }
+        if let Some(t) = &self.deletion_timestamp {
+            w.key(b"\"deletionTimestamp\":");
+            w.time(t);
+        }
+        if !self.finalizers.is_empty() {
+            w.key(b"\"finalizers\":[");
+            for (i, f) in self.finalizers.iter().enumerate() {
+                if i > 0 {
+                    w.out.push(b',');
+                }
+                crate::json::write_str(w.out, f);
+            }
+            w.out.push(b']');
+        }
+        w.str(b"\"generateName\":", &self.generate_name);
+        if self.generation != 0 {
+            w.key(b"\"generation\":");
+            w.int(self.generation);
+        }
+        w.map(b"\"labels\":", &self.labels);
+        if !self.managed_fields.is_empty() {
+            w.key(b"\"managedFields\":[");
+            for (i, entry) in self.managed_fields.iter().enumerate() {
+                if i > 0 {
+                    w.out.push(b',');
+                }
+                entry.write_json_sorted(w.out);
+            }
+            w.out.push(b']');
+        }
+        w.str(b"\"name\":", &self.name);
+        w.str(b"\"namespace\":", &self.namespace);
+        if !self.owner_references.is_empty() {
+            w.key(b"\"ownerReferences\":[");
+            for (i, r) in self.owner_references.iter().enumerate() {
+                if i > 0 {
+                    w.out.push(b',');
+                }
+                r.write_json_sorted(w.out);
+            }
+            w.out.push(b']');
+        }
+        if members == crate::json::MetadataMembers::All {
+            w.str(b"\"resourceVersion\":", &self.resource_version);
+        }
+        w.str(b"\"selfLink\":", &self.self_link);
+        w.str(b"\"uid\":", &self.uid);
+        w.close();
+    }
+}
+
+impl OwnerReference {
+    /// [`OwnerReference::to_value`] written sorted.
+    fn write_json_sorted(&self, out: &mut Vec<u8>) {
+        let mut w = Members::open(out);
+        w.required(b"\"apiVersion\":", &self.api_version);
+        w.bool(b"\"blockOwnerDeletion\":", self.block_owner_deletion);
+        w.bool(b"\"controller\":", self.controller);
+        w.required(b"\"kind\":", &self.kind);
+        w.required(b"\"name\":", &self.name);
+        w.required(b"\"uid\":", &self.uid);
+        w.close();
+    }
+}
+
+impl ManagedFieldsEntry {
+    /// [`ManagedFieldsEntry::to_value`] written sorted, `fieldsV1` with Go's
+    /// numbers.
+    fn write_json_sorted(&self, out: &mut Vec<u8>) {
+        let mut w = Members::open(out);
+        w.str(b"\"apiVersion\":", &self.api_version);
+        w.str(b"\"fieldsType\":", &self.fields_type);
+        if let Some(f) = &self.fields_v1 {
+            w.key(b"\"fieldsV1\":");
+            crate::json::write_unstructured_value(w.out, f);
+        }
+        w.str(b"\"manager\":", &self.manager);
+        w.str(b"\"operation\":", &self.operation);
+        w.str(b"\"subresource\":", &self.subresource);
+        if let Some(t) = &self.time {
+            w.key(b"\"time\":");
+            w.time(t);
         }
         w.close();
     }
@@ -1132,6 +1248,31 @@ mod tests {
     }
 
     proptest! {
+        /// An object written from its typed metadata ([`crate::json::encode_dynamic_into`])
+        /// is written as its JSON is, for built-in kinds (Go's struct order),
+        /// custom resources (sorted, the metadata falling among the body's
+        /// members by name) and kinds of unknown order, with and without
+        /// `resourceVersion`.
+        #[test]
+        fn sorted_as_the_json_is(meta in object_meta(), spec in json_value()) {
+            let bodies = [
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"b": "2", "a": "1"}, "zzz": spec.clone()}),
+                json!({"kind": "Pod", "apiVersion": "v1", "spec": {"containers": [{"name": "c", "image": "i", "resources": {}}]}, "status": {}}),
+                json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": spec.clone(), "aaa": 1.0, "status": {"x": 1e21}}),
+                json!({"apiVersion": "example.com/v1", "kind": "Widget", "zzz": spec.clone()}),
+                json!({"apiVersion": "v1", "kind": "NoSuchKind", "spec": spec}),
+            ];
+            for body in bodies {
+                let typed = DynamicObject { metadata: meta.clone(), body };
+                for members in [MetadataMembers::All, MetadataMembers::WithoutResourceVersion] {
+                    let mut written = Vec::new();
+                    crate::json::encode_dynamic_into(&mut written, &typed, members);
+                    let plain = encode_object(&typed.to_value(), members);
+                    prop_assert_eq!(String::from_utf8(written).unwrap(), String::from_utf8(plain).unwrap());
+                }
+            }
+        }
+
         /// `to_value` is read back as it was (by both decoders' rules);
         /// `write_json` writes that value, appended to what `out` held, and
         /// the bytes the crate's Go-order object encoder writes for it.

@@ -809,7 +809,6 @@ const RAW_METADATA_ALLOWED: &[(&str, usize)] = &[
     ("crates/registry/src/pods/binding.rs", 1),
     ("crates/registry/src/resource.rs", 1),
     ("crates/registry/src/scale.rs", 1),
-    ("crates/registry/src/store.rs", 2),
     ("crates/registry/src/table.rs", 1),
     ("crates/webhook/src/service.rs", 1),
     ("examples/wardle-apiserver/src/ban_flunder.rs", 1),

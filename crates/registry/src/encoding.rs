@@ -602,11 +602,24 @@ pub fn encode_for_storage(obj: &Value) -> Bytes {
     kept_encoding(obj, json::MetadataMembers::WithoutResourceVersion)
 }
 
+/// [`encode_for_storage`] of a typed object (its metadata written from the
+/// typed fields: [`json::encode_dynamic_into`]).
+pub fn encode_typed_for_storage(obj: &apimachinery::DynamicObject) -> Bytes {
+    kept_bytes(|out| {
+        json::encode_dynamic_into(out, obj, json::MetadataMembers::WithoutResourceVersion)
+    })
+}
+
 /// `obj`'s encoding in bytes kept as long as the object is cached: exactly its
 /// size. It is written into a warm buffer of this thread's and copied out
 /// once, not grown by doubling (three reallocations for a 1.5 KiB object)
 /// and then shrunk.
 pub(crate) fn kept_encoding(obj: &Value, metadata: json::MetadataMembers) -> Bytes {
+    kept_bytes(|out| json::encode_object_into(out, obj, metadata))
+}
+
+/// What `write` writes, in bytes kept as [`kept_encoding`] keeps them.
+fn kept_bytes(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
     /// Larger buffers are not kept for the next object.
     const KEPT_SCRATCH: usize = 256 * 1024;
     thread_local! {
@@ -614,7 +627,7 @@ pub(crate) fn kept_encoding(obj: &Value, metadata: json::MetadataMembers) -> Byt
     }
     SCRATCH.with_borrow_mut(|scratch| {
         scratch.clear();
-        json::encode_object_into(scratch, obj, metadata);
+        write(scratch);
         let mut kept = tls_copy_buffer(scratch.len());
         kept.put_slice(scratch);
         let kept = kept.freeze();

@@ -26,9 +26,9 @@ pub use object::{JsonCodec, Object};
 pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, WatchOptions};
 pub use resource::{
     Admission, AdmittedObject, Allocation, AllocationPool, Allocator, Attributes, Converter,
-    ExtraSubresource, FieldLabelError, FieldLabelRefusal, FieldLabels, GlobalAdmission, Operation,
-    Provider, READ_VERBS, Reservation, ResourceType, ScalePaths, StorageVersion, Strategy,
-    TableColumn,
+    ExtraSubresource, FieldLabelError, FieldLabelRefusal, FieldLabels, GlobalAdmission, ObjectJson,
+    Operation, Provider, READ_VERBS, Reservation, ResourceType, ScalePaths, StorageVersion,
+    Strategy, TableColumn,
 };
 pub use store::{
     DeleteOutcome, GenericStore, Incoming, ListResult, Replaced, Storage, random_suffix,

@@ -81,6 +81,13 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Whether [`Strategy::to_storage`] is `None` for every object (most
+    /// types): writes then store the typed object as it is, never writing it
+    /// out as JSON to ask.
+    fn stored_as_served(&self) -> bool {
+        true
+    }
+
     /// Remove fields the type's schema does not know, returning their paths
     /// (for `fieldValidation`); `None` when the type has no such schema here
     /// (built-ins are checked against their OpenAPI documents instead).
@@ -537,10 +544,17 @@ pub struct Attributes<'a> {
     pub rtype: &'a ResourceType,
     pub name: &'a str,
     /// The object written (`None` on delete).
-    pub object: Option<&'a Value>,
+    pub object: Option<&'a ObjectJson<'a>>,
     /// The stored object (updates and deletes).
     pub old_object: Option<&'a Value>,
     pub ctx: &'a RequestContext,
+}
+
+impl Attributes<'_> {
+    /// The object written as JSON ([`ObjectJson::get`]); `None` on delete.
+    pub fn object(&self) -> Option<&Value> {
+        self.object.map(ObjectJson::get)
+    }
 }
 
 /// Admission for writes of every type (admission policies, webhooks), after
@@ -563,6 +577,33 @@ pub trait GlobalAdmission: Send + Sync + 'static {
 
     /// Its metrics, in the Prometheus text format (served in `/metrics`).
     fn render_metrics(&self, _out: &mut String) {}
+}
+
+/// A written object as validating admission reads it: JSON, written out
+/// from the typed object on first read (most writes meet no plugin, policy
+/// or webhook that reads it).
+pub enum ObjectJson<'a> {
+    Typed {
+        typed: &'a DynamicObject,
+        json: std::sync::OnceLock<Value>,
+    },
+    Json(&'a Value),
+}
+
+impl<'a> ObjectJson<'a> {
+    pub fn typed(typed: &'a DynamicObject) -> Self {
+        ObjectJson::Typed {
+            typed,
+            json: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn get(&self) -> &Value {
+        match self {
+            ObjectJson::Typed { typed, json } => json.get_or_init(|| typed.to_value()),
+            ObjectJson::Json(json) => json,
+        }
+    }
 }
 
 /// The object a write's mutating admission may change. Admission reads and

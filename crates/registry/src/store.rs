@@ -16,7 +16,7 @@ use apimachinery::{
 };
 use storage::{Entry, WatchStart, Watcher};
 
-use crate::encoding::encode_for_storage;
+use crate::encoding::{encode_for_storage, encode_typed_for_storage};
 use crate::errors::to_status;
 use crate::managed_fields;
 use crate::object::Object;
@@ -24,7 +24,7 @@ use crate::options::{
     ContinueToken, DeleteOptions, ListOptions, ReadFreshness, RequestContext, WatchOptions,
 };
 use crate::resource::{
-    AdmittedObject, Allocation, AllocationPool, Attributes, GlobalAdmission, Operation,
+    AdmittedObject, Allocation, AllocationPool, Attributes, GlobalAdmission, ObjectJson, Operation,
     ResourceType,
 };
 
@@ -204,7 +204,7 @@ impl GenericStore {
         &self,
         operation: Operation,
         name: &str,
-        object: Option<&Value>,
+        object: Option<&ObjectJson<'_>>,
         old_object: Option<&Value>,
         ctx: &RequestContext,
     ) -> Result<()> {
@@ -382,21 +382,24 @@ impl GenericStore {
 
     /// The stored bytes for a served object, and its stored form when it was
     /// converted (written in another version than the storage one).
-    async fn encode(&self, obj: &Value) -> Result<(bytes::Bytes, Option<Value>)> {
+    async fn encode(&self, obj: &DynamicObject) -> Result<(bytes::Bytes, Option<Value>)> {
         if let Some(converter) = &self.rtype.converter
-            && meta::api_version(obj) != converter.storage_api_version()
+            && obj.api_version() != converter.storage_api_version()
         {
             let storage_version = converter.storage_api_version().to_string();
-            let mut converted = converter.convert(vec![obj], &storage_version).await?;
+            let served = obj.to_value();
+            let mut converted = converter.convert(vec![&served], &storage_version).await?;
             let stored = converted.pop().unwrap_or(Value::Null);
             return Ok((encode_for_storage(&stored), Some(stored)));
         }
-        Ok(match self.rtype.strategy.to_storage(obj) {
+        if !self.rtype.strategy.stored_as_served()
+            && let Some(converted) = self.rtype.strategy.to_storage(&obj.to_value())
+        {
             // Answered from what was stored, converted back (a field the
             // storage version lacks is gone, as upstream answers).
-            Some(converted) => (encode_for_storage(&converted), Some(converted)),
-            None => (encode_for_storage(obj), None),
-        })
+            return Ok((encode_for_storage(&converted), Some(converted)));
+        }
+        Ok((encode_typed_for_storage(obj), None))
     }
 
     /// What a write answers: the object as written at `revision`. One a
@@ -407,7 +410,7 @@ impl GenericStore {
         &self,
         key: &str,
         revision: i64,
-        served: Value,
+        served: DynamicObject,
         stored: Option<Value>,
         bytes: &bytes::Bytes,
     ) -> Result<Arc<Object>> {
@@ -416,15 +419,15 @@ impl GenericStore {
                 let stored = self.written(key, revision, stored);
                 self.present(&stored).await
             }
-            None if self.stored_as_served(&served) => {
+            None if self.typed_stored_as_served(&served) => {
                 // The stored bytes are the served object but for its version.
                 let object = Object::from_stored(bytes, revision)
                     .map(Arc::new)
-                    .unwrap_or_else(|| self.written(key, revision, served));
+                    .unwrap_or_else(|| self.written(key, revision, served.into_value()));
                 self.storage.remember(key, revision, object.clone());
                 Ok(object)
             }
-            None => Ok(self.written(key, revision, served)),
+            None => Ok(self.written(key, revision, served.into_value())),
         }
     }
 
@@ -432,7 +435,22 @@ impl GenericStore {
     fn stored_as_served(&self, obj: &Value) -> bool {
         match &self.rtype.converter {
             Some(converter) => meta::api_version(obj) == converter.storage_api_version(),
-            None => self.rtype.strategy.to_storage(obj).is_none(),
+            None => {
+                self.rtype.strategy.stored_as_served()
+                    || self.rtype.strategy.to_storage(obj).is_none()
+            }
+        }
+    }
+
+    /// [`Self::stored_as_served`] of a typed object, written out as JSON only
+    /// for a type that converts what it stores.
+    fn typed_stored_as_served(&self, obj: &DynamicObject) -> bool {
+        match &self.rtype.converter {
+            Some(converter) => obj.api_version() == converter.storage_api_version(),
+            None => {
+                self.rtype.strategy.stored_as_served()
+                    || self.rtype.strategy.to_storage(&obj.to_value()).is_none()
+            }
         }
     }
 
@@ -768,7 +786,7 @@ impl GenericStore {
         }
         self.warn(ctx, &obj);
         let allocation = self.allocate(&mut obj, None, ctx.dry_run).await?;
-        let created = self.admit_and_create(ctx, obj.into_value()).await;
+        let created = self.admit_and_create(ctx, obj).await;
         allocation
             .finish(matches!(created, Ok(Created::Stored(_))))
             .await;
@@ -776,23 +794,35 @@ impl GenericStore {
     }
 
     /// The end of a create, once the object holds what it allocated.
-    async fn admit_and_create(&self, ctx: &RequestContext, mut obj: Value) -> Result<Created> {
+    async fn admit_and_create(
+        &self,
+        ctx: &RequestContext,
+        mut obj: DynamicObject,
+    ) -> Result<Created> {
         if let Some(admission) = &self.rtype.admission {
-            admission.admit(Operation::Create, &obj, None, ctx).await?;
+            admission
+                .admit(Operation::Create, &obj.to_value(), None, ctx)
+                .await?;
         }
-        self.admit_globally(Operation::Create, meta::name(&obj), Some(&obj), None, ctx)
-            .await?;
+        let name = obj.metadata.name.clone();
+        self.admit_globally(
+            Operation::Create,
+            &name,
+            Some(&ObjectJson::typed(&obj)),
+            None,
+            ctx,
+        )
+        .await?;
         // A PUT's body may name a resourceVersion; admission saw it, the
         // object created has none of it (upstream's storage clears it).
-        meta::remove(&mut obj, "resourceVersion");
-        let name = meta::name(&obj).to_string();
+        obj.metadata.resource_version.clear();
         let key = self.key(&ctx.namespace, &name);
         if ctx.dry_run {
             self.sync().await?;
             if self.storage.get(&key).is_some() {
                 return Ok(Created::NameTaken);
             }
-            return Ok(Created::Stored(Arc::new(Object::new(obj))));
+            return Ok(Created::Stored(Arc::new(Object::new(obj.into_value()))));
         }
         let (bytes, stored) = self.encode(&obj).await?;
         let revision = match self.storage.create(&key, bytes.clone()).await {
@@ -1061,8 +1091,8 @@ impl GenericStore {
                         current: &current,
                         presented: &presented,
                     },
-                    (new.into_value(), finalized),
-                    old,
+                    (new, finalized),
+                    (old, &old_typed),
                 )
                 .await;
             allocation
@@ -1085,26 +1115,28 @@ impl GenericStore {
         ctx: &RequestContext,
         name: &str,
         target: Target<'_>,
-        (mut new, finalized): (Value, bool),
-        old: &Value,
+        (mut new, finalized): (DynamicObject, bool),
+        (old, old_typed): (&Value, &DynamicObject),
     ) -> Result<Written> {
         let Target {
             key,
             current,
             presented,
         } = target;
-        if is_noop(old, &new) {
+        if is_noop(old_typed, &new) {
             return Ok(Written::Stored(presented.clone()));
         }
         if let Some(admission) = &self.rtype.admission {
             admission
-                .admit(Operation::Update, &new, Some(old), ctx)
+                .admit(Operation::Update, &new.to_value(), Some(old), ctx)
                 .await?;
         }
-        self.admit_globally(Operation::Update, name, Some(&new), Some(old), ctx)
+        let json = ObjectJson::typed(&new);
+        self.admit_globally(Operation::Update, name, Some(&json), Some(old), ctx)
             .await?;
+        drop(json);
         if ctx.dry_run {
-            return Ok(Written::Stored(Arc::new(Object::new(new))));
+            return Ok(Written::Stored(Arc::new(Object::new(new.into_value()))));
         }
         let result = if finalized {
             self.storage
@@ -1120,9 +1152,9 @@ impl GenericStore {
         };
         match result {
             Ok((revision, ..)) if finalized => {
-                meta::set_resource_version(&mut new, revision);
-                self.release(&self.typed_stored(&new)?).await;
-                Ok(Written::Stored(Arc::new(Object::new(new))))
+                new.metadata.resource_version = revision.to_string();
+                self.release(&new).await;
+                Ok(Written::Stored(Arc::new(Object::new(new.into_value()))))
             }
             Ok((revision, stored, bytes)) => self
                 .answer(key, revision, new, stored, &bytes)
@@ -1358,10 +1390,9 @@ impl GenericStore {
                     md.generation += 1;
                 }
                 self.rtype.strategy.prepare_delete(&mut pending);
-                let mut pending = pending.into_value();
                 if ctx.dry_run {
                     return Ok(DeleteOutcome {
-                        object: pending,
+                        object: pending.into_value(),
                         deleted: false,
                     });
                 }
@@ -1371,9 +1402,9 @@ impl GenericStore {
                     .await
                 {
                     Ok(rev) => {
-                        meta::set_resource_version(&mut pending, rev);
+                        pending.metadata.resource_version = rev.to_string();
                         return Ok(DeleteOutcome {
-                            object: pending,
+                            object: pending.into_value(),
                             deleted: false,
                         });
                     }
@@ -1604,29 +1635,17 @@ fn spec_changed(old: &DynamicObject, new: &DynamicObject) -> bool {
         || spec_members(old).any(|(k, v)| new.get(k) != Some(v))
 }
 
-/// An update that changes nothing but bookkeeping is not written (resourceVersion stays).
-fn is_noop(old: &Value, new: &Value) -> bool {
-    let normalize = |v: &Value| {
-        let mut v = v.clone();
-        meta::remove(&mut v, "resourceVersion");
-        meta::remove(&mut v, "managedFields");
-        v
+/// An update that changes nothing but bookkeeping is not written
+/// (resourceVersion stays): the same body, and the same metadata but for
+/// `resourceVersion` and managedFields' times.
+fn is_noop(old: &DynamicObject, new: &DynamicObject) -> bool {
+    let bookkeeping_aside = |meta: &apimachinery::ObjectMeta| {
+        let mut meta = meta.clone();
+        meta.resource_version.clear();
+        meta.managed_fields.iter_mut().for_each(|e| e.time = None);
+        meta
     };
-    normalize(old) == normalize(new)
-        && old.pointer("/metadata/managedFields").map(strip_times)
-            == new.pointer("/metadata/managedFields").map(strip_times)
-}
-
-fn strip_times(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(entries) = v.as_array_mut() {
-        for e in entries {
-            if let Some(o) = e.as_object_mut() {
-                o.remove("time");
-            }
-        }
-    }
-    v
+    old.body == new.body && bookkeeping_aside(&old.metadata) == bookkeeping_aside(&new.metadata)
 }
 
 /// Where an update writes: the object's key, its entry as read, and that

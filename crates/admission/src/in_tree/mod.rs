@@ -384,7 +384,7 @@ impl InTree {
     /// The validating plugins upstream runs before policies and webhooks
     /// that need other objects: LimitRanger.
     pub async fn validate_before_policies(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
-        let (Some(objects), Some(object)) = (self.objects.get(), a.object) else {
+        let (Some(objects), Some(object)) = (self.objects.get(), a.object()) else {
             return Ok(());
         };
         if !self.plugins.is_on(LIMIT_RANGER) || !limit_ranger::applies(a) {
@@ -418,7 +418,7 @@ impl InTree {
             "approval" if self.plugins.is_on(CERTIFICATE_APPROVAL) => "approve",
             "status"
                 if self.plugins.is_on(CERTIFICATE_SIGNING)
-                    && certificates::status_changed(a.object, a.old_object) =>
+                    && certificates::status_changed(a.object(), a.old_object) =>
             {
                 "sign"
             }

@@ -24,7 +24,7 @@ use cel_rules::Bindings;
 use parking_lot::RwLock;
 use serde_json::{Value, json};
 
-use registry::{AdmittedObject, Attributes, Operation};
+use registry::{AdmittedObject, Attributes, ObjectJson, Operation};
 use webhook::{CallError, Caller, ClientError};
 
 use crate::Objects;
@@ -202,8 +202,9 @@ impl Webhooks {
             if round == Round::Reinvocation && !state.webhooks_to_call.contains(&hook.index) {
                 continue;
             }
+            let json = ObjectJson::Json(object);
             let view = Attributes {
-                object: Some(object),
+                object: Some(&json),
                 ..*a
             };
             let called = self
@@ -310,7 +311,7 @@ impl Webhooks {
         let started = Instant::now();
         let request = request_variable(a);
         let mut bindings = Bindings::default();
-        bindings.bind("object", a.object);
+        bindings.bind("object", a.object());
         bindings.bind("oldObject", a.old_object);
         bindings.bind("request", Some(&request));
         bindings.bind("namespaceObject", None);
@@ -415,9 +416,9 @@ impl Webhooks {
         let converted =
             |o: Option<&Value>| o.map(|o| crate::as_version(o, &a.rtype.group, &version));
         let (object, old_object) = if version == a.rtype.version {
-            (a.object.cloned(), a.old_object.cloned())
+            (a.object().cloned(), a.old_object.cloned())
         } else {
-            (converted(a.object), converted(a.old_object))
+            (converted(a.object()), converted(a.old_object))
         };
         let invocation = Invocation {
             attributes: a,
@@ -471,7 +472,7 @@ impl Webhooks {
         let changed = patched.filter(|p| Some(p) != object.as_ref()).map(|mut p| {
             // Back in the request's version.
             if version != a.rtype.version
-                && let Some(o) = a.object
+                && let Some(o) = a.object()
             {
                 p["apiVersion"] = o.get("apiVersion").cloned().unwrap_or(Value::Null);
             }

@@ -50,6 +50,10 @@ impl Strategy for EventsV1 {
         Some(event)
     }
 
+    fn stored_as_served(&self) -> bool {
+        false
+    }
+
     fn to_storage(&self, obj: &Value) -> Option<Value> {
         Some(rename(obj, true, "v1"))
     }

@@ -75,6 +75,10 @@ impl Strategy for HpaV1 {
         Some(to_v2(obj))
     }
 
+    fn stored_as_served(&self) -> bool {
+        false
+    }
+
     fn row(&self, obj: &Value) -> Vec<Value> {
         self.row.map_or_else(Vec::new, |row| row(obj))
     }
