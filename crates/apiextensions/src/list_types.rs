@@ -1,18 +1,16 @@
 //! How a custom resource's lists and maps merge and are owned under server-side
 //! apply, from its schema's `x-kubernetes-list-type` (`atomic` by default, `set`,
 //! `map` with `x-kubernetes-list-map-keys`) and `x-kubernetes-map-type`
-//! (`granular` by default, `atomic`), plus `ObjectMeta`'s own lists.
+//! (`granular` by default, `atomic`), plus `ObjectMeta`'s own lists and
+//! maps (upstream's ObjectMeta definition, as for built-in kinds: finalizers
+//! a set, ownerReferences keyed by uid, each owner reference atomic).
 
-use patch::{ANY_FIELD, FieldMeta, PatchSchema, Strategy};
+use patch::{ANY_FIELD, FieldMeta, PatchSchema};
 use serde_json::Value;
 
 /// The patch schema of one CRD version's `openAPIV3Schema`.
 pub fn patch_schema(schema: Option<&Value>) -> PatchSchema {
-    let mut out = PatchSchema::new().set("metadata.finalizers").list(
-        "metadata.ownerReferences",
-        Strategy::Merge,
-        "uid",
-    );
+    let mut out = patch::builtin::object_meta_schema();
     if let Some(props) = schema
         .and_then(|s| s.get("properties"))
         .and_then(Value::as_object)
@@ -125,7 +123,7 @@ mod tests {
         });
         let s = patch_schema(Some(&schema));
         let ports = s.lookup(&["spec", "ports"]);
-        assert_eq!(ports.strategy, Some(Strategy::Merge));
+        assert_eq!(ports.strategy, Some(patch::Strategy::Merge));
         assert_eq!(ports.list_keys(), vec!["port", "protocol"]);
         assert_eq!(s.lookup(&["spec", "ports", "hosts"]), FieldMeta::merge(""));
         assert_eq!(s.lookup(&["spec", "tags"]), FieldMeta::merge(""));
@@ -133,9 +131,14 @@ mod tests {
         assert!(s.lookup(&["spec", "selector"]).atomic_map);
         assert!(s.lookup(&["spec", "refs"]).atomic_map);
         assert_eq!(s.lookup(&["spec", "byZone", "a"]).list_keys(), vec!["name"]);
+        let owners = s.lookup(&["metadata", "ownerReferences"]);
+        assert_eq!(owners.list_keys(), vec!["uid"]);
+        assert_eq!(owners.apply_list_type(), patch::ListType::Map);
+        // Each owner reference is owned whole (OwnerReference is atomic).
+        assert!(owners.atomic_map);
         assert_eq!(
-            s.lookup(&["metadata", "ownerReferences"]).list_keys(),
-            vec!["uid"]
+            s.lookup(&["metadata", "finalizers"]).apply_list_type(),
+            patch::ListType::Set
         );
         // Unlike built-ins, a CRD's status.conditions is atomic unless its schema says otherwise.
         assert_eq!(s.lookup(&["status", "conditions"]), FieldMeta::default());

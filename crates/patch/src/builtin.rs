@@ -15,7 +15,9 @@ use serde_json::{Map, Value};
 // The dependency goes one way, builtin → schema: `schema` is the generic
 // metadata model and knows nothing of the built-in kinds' data, so the lookup
 // of a built-in kind's schema (with `common_schema` as the fallback) lives here.
-use crate::schema::{ANY_FIELD, FieldMeta, PatchSchema, SchemaNode, Strategy, common_schema};
+use crate::schema::{
+    ANY_FIELD, FieldMeta, ListType, PatchSchema, SchemaNode, Strategy, common_schema,
+};
 
 const DATA: &str = include_str!("../data/builtin-patch-metadata.json");
 
@@ -61,9 +63,18 @@ fn properties(definition: &str) -> Option<Map<String, Value>> {
     }
 }
 
+/// Definitions structured-merge-diff takes as untyped and atomic whatever
+/// their OpenAPI says (kube-openapi's `schemaconv`, which hard-codes them):
+/// a `RawExtension` (ControllerRevision's `data`, DRA's opaque
+/// `parameters`) is owned whole, never field by field.
+const UNTYPED_ATOMIC: &[&str] = &["io.k8s.apimachinery.pkg.runtime.RawExtension"];
+
 /// Whether `definition` is declared atomic (`x-kubernetes-map-type: atomic`
-/// among its own extensions).
+/// among its own extensions), or is one of [`UNTYPED_ATOMIC`].
 fn atomic_definition(definition: &str) -> bool {
+    if UNTYPED_ATOMIC.contains(&definition) {
+        return true;
+    }
     let Some(raw) = data().definitions.get(definition) else {
         return false;
     };
@@ -93,6 +104,22 @@ pub fn schema_of_kind(group: &str, version: &str, kind: &str) -> Option<PatchSch
 /// the caller.
 pub fn builtin_schema(group: &str, version: &str, kind: &str) -> PatchSchema {
     schema_of_kind(group, version, kind).unwrap_or_else(common_schema)
+}
+
+/// The schema of `metadata` as every kind has it (upstream's `ObjectMeta`
+/// definition, which a custom resource's schema shares): a schema with
+/// the one field `metadata`.
+pub fn object_meta_schema() -> PatchSchema {
+    const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    let mut schema = PatchSchema::new();
+    schema.fields.insert(
+        "metadata".to_string(),
+        SchemaNode {
+            meta: FieldMeta::default(),
+            children: walk(OBJECT_META, &mut Vec::new()),
+        },
+    );
+    schema
 }
 
 /// The `x-kubernetes-*` extensions of the data, as OpenAPI documents carry
@@ -146,16 +173,23 @@ fn field_meta(property: &Map<String, Value>) -> FieldMeta {
     let merge_key = Some(text("x-kubernetes-patch-merge-key"))
         .filter(|k| !k.is_empty())
         .map(String::from);
+    let list_type = match text("x-kubernetes-list-type") {
+        "atomic" => Some(ListType::Atomic),
+        "set" => Some(ListType::Set),
+        "map" => Some(ListType::Map),
+        _ => None,
+    };
+    // The keys, unless the merge key alone says the same.
     let list_map_keys: Vec<String> = property
         .get("x-kubernetes-list-map-keys")
         .and_then(Value::as_array)
-        .filter(|keys| keys.len() > 1)
         .map(|keys| {
             keys.iter()
                 .filter_map(Value::as_str)
                 .map(String::from)
                 .collect()
         })
+        .filter(|keys: &Vec<String>| keys.as_slice() != merge_key.as_slice())
         .unwrap_or_default();
     let key_defaults = list_map_keys
         .iter()
@@ -173,6 +207,7 @@ fn field_meta(property: &Map<String, Value>) -> FieldMeta {
         list_map_keys,
         key_defaults,
         atomic_map: text("x-kubernetes-map-type") == "atomic",
+        list_type,
     }
 }
 
@@ -194,13 +229,17 @@ fn walk(definition: &str, path: &mut Vec<String>) -> PatchSchema {
         let mut meta = field_meta(property);
         let reference = |k: &str| property.get(k).and_then(Value::as_str);
         // A struct declared atomic (`+structType=atomic`: LabelSelector,
-        // ObjectReference) is an atomic map wherever it is used; items of a
+        // ObjectReference, OwnerReference) is an atomic map wherever it is
+        // used, unless the property says otherwise (`+mapType=granular` on
+        // a PersistentVolume's `claimRef`: structured-merge-diff lets a
+        // reference's own map type override the referred type's). Items of a
         // list carry it on the list's node, where their fields are looked up.
-        if reference("$ref")
-            .or_else(|| reference("items"))
-            .is_some_and(atomic_definition)
-        {
-            meta.atomic_map = true;
+        match (reference("$ref"), reference("items")) {
+            (Some(_), _) if property.contains_key("x-kubernetes-map-type") => {}
+            (Some(definition), _) | (None, Some(definition)) => {
+                meta.atomic_map |= atomic_definition(definition);
+            }
+            (None, None) => {}
         }
         let children = if let Some(values) = reference("additionalProperties") {
             let below = walk(values, path);
@@ -262,6 +301,50 @@ mod tests {
         let finalizers = deployment.lookup(&["metadata", "finalizers"]);
         assert_eq!(finalizers.strategy, Some(Strategy::Merge));
         assert_eq!(finalizers.merge_key, None);
+
+        // Server-side apply's list types: declared ones, with or without a
+        // patch strategy, win over the strategy.
+        let binding = schema_of_kind(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+        )
+        .unwrap();
+        let actions = binding.lookup(&["spec", "validationActions"]);
+        assert_eq!(actions.apply_list_type(), ListType::Set);
+        assert_eq!(actions.strategy, None);
+        let csi = schema_of_kind("storage.k8s.io", "v1", "CSIDriver").unwrap();
+        let modes = csi.lookup(&["spec", "volumeLifecycleModes"]);
+        assert_eq!(modes.apply_list_type(), ListType::Set);
+        let pod = schema_of_kind("", "v1", "Pod").unwrap();
+        let host_ips = pod.lookup(&["status", "hostIPs"]);
+        assert_eq!(host_ips.strategy, Some(Strategy::Merge));
+        assert_eq!(host_ips.apply_list_type(), ListType::Atomic);
+        // `+listType=map` without a patch strategy: keyed by its map keys.
+        let claims = pod.lookup(&["spec", "containers", "resources", "claims"]);
+        assert_eq!(claims.strategy, None);
+        assert_eq!(claims.apply_list_type(), ListType::Map);
+        assert_eq!(claims.list_keys(), ["name"]);
+
+        // A reference's own map type overrides the referred struct's:
+        // ObjectReference is atomic, a PersistentVolume's claimRef granular.
+        let pv = schema_of_kind("", "v1", "PersistentVolume").unwrap();
+        assert!(!pv.lookup(&["spec", "claimRef"]).atomic_map);
+        let event = schema_of_kind("", "v1", "Event").unwrap();
+        assert!(event.lookup(&["involvedObject"]).atomic_map);
+        // A RawExtension is untyped and atomic.
+        let revision = schema_of_kind("apps", "v1", "ControllerRevision").unwrap();
+        assert!(revision.lookup(&["data"]).atomic_map);
+        // Each owner reference is atomic, for every kind.
+        assert!(pod.lookup(&["metadata", "ownerReferences"]).atomic_map);
+        let meta = object_meta_schema();
+        let owners = meta.lookup(&["metadata", "ownerReferences"]);
+        assert!(owners.atomic_map);
+        assert_eq!(owners.list_keys(), ["uid"]);
+        assert_eq!(
+            meta.lookup(&["metadata", "finalizers"]).apply_list_type(),
+            ListType::Set
+        );
 
         let crd = schema_of_kind("apiextensions.k8s.io", "v1", "CustomResourceDefinition");
         assert!(crd.is_some(), "recursive definitions end");

@@ -24,4 +24,4 @@ pub mod strategic;
 
 pub use builtin::builtin_schema;
 pub use error::PatchError;
-pub use schema::{ANY_FIELD, FieldMeta, PatchMeta, PatchSchema, Strategy, common_schema};
+pub use schema::{ANY_FIELD, FieldMeta, ListType, PatchMeta, PatchSchema, Strategy, common_schema};

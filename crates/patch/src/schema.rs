@@ -29,7 +29,23 @@ pub enum Strategy {
     Replace,
 }
 
-/// What a strategic merge patch needs to know about one field.
+/// A list's `x-kubernetes-list-type`: how server-side apply tells its items
+/// apart (structured-merge-diff's list element relationship). Strategic
+/// merge patch does not read it: a `set` or `map` list without a patch
+/// strategy is still replaced whole by a strategic merge patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListType {
+    /// Replaced and owned whole.
+    Atomic,
+    /// Scalars, each item by its value (`v:"a"` in a field set).
+    Set,
+    /// Maps, each item by its key fields (`x-kubernetes-list-map-keys`,
+    /// `k:{"name":"a"}` in a field set).
+    Map,
+}
+
+/// What a strategic merge patch (and server-side apply) needs to know about
+/// one field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldMeta {
     /// `None` is upstream's default: maps merge, lists are replaced.
@@ -46,7 +62,11 @@ pub struct FieldMeta {
     /// structured-merge-diff keys such items: Service ports' `protocol`).
     pub key_defaults: Vec<(String, serde_json::Value)>,
     /// `x-kubernetes-map-type: atomic`: the map is replaced and owned whole.
+    /// On a list, its items' (each item is one map, owned whole).
     pub atomic_map: bool,
+    /// The declared `x-kubernetes-list-type`; `None` when the schema has
+    /// none (see [`FieldMeta::apply_list_type`]).
+    pub list_type: Option<ListType>,
 }
 
 impl FieldMeta {
@@ -56,6 +76,20 @@ impl FieldMeta {
             strategy: Some(Strategy::Merge),
             merge_key: (!merge_key.is_empty()).then(|| merge_key.to_string()),
             ..FieldMeta::default()
+        }
+    }
+
+    /// How server-side apply tells the list's items apart, as
+    /// structured-merge-diff reads a schema (kube-openapi's
+    /// `getListElementRelationship`): the declared `x-kubernetes-list-type`
+    /// wins; without one, `patchStrategy: merge` makes a map list keyed by
+    /// the merge key, or a set without one; anything else is atomic.
+    pub fn apply_list_type(&self) -> ListType {
+        match (self.list_type, self.strategy) {
+            (Some(declared), _) => declared,
+            (None, Some(Strategy::Merge)) if self.merge_key.is_some() => ListType::Map,
+            (None, Some(Strategy::Merge)) => ListType::Set,
+            (None, _) => ListType::Atomic,
         }
     }
 
@@ -258,17 +292,53 @@ mod tests {
         let svc = builtin_schema("", "v1", "Service");
         assert_eq!(
             svc.lookup(&["metadata", "finalizers"]),
-            FieldMeta::merge("")
+            FieldMeta {
+                list_type: Some(ListType::Set),
+                ..FieldMeta::merge("")
+            }
         );
         let owners = svc.lookup(&["metadata", "ownerReferences"]);
         assert_eq!(owners.merge_key.as_deref(), Some("uid"));
         assert_eq!(owners.strategy, Some(Strategy::Merge));
+        assert_eq!(owners.list_keys(), ["uid"]);
+        // OwnerReference is an atomic struct: each item is owned whole.
+        assert!(owners.atomic_map);
         let ports = svc.lookup(&["spec", "ports"]);
         assert_eq!(ports.merge_key.as_deref(), Some("port"));
         let conditions = svc.lookup(&["status", "conditions"]);
         assert_eq!(conditions.merge_key.as_deref(), Some("type"));
         let ns = builtin_schema("", "v1", "Namespace");
-        assert_eq!(ns.lookup(&["spec", "finalizers"]), FieldMeta::default());
+        let finalizers = ns.lookup(&["spec", "finalizers"]);
+        assert_eq!(finalizers.strategy, None);
+        assert_eq!(finalizers.apply_list_type(), ListType::Atomic);
+    }
+
+    #[test]
+    fn apply_list_types_follow_the_declared_list_type_first() {
+        let declared = |list_type, meta: FieldMeta| FieldMeta {
+            list_type: Some(list_type),
+            ..meta
+        };
+        // Without a declared type, the patch strategy decides.
+        assert_eq!(FieldMeta::merge("name").apply_list_type(), ListType::Map);
+        assert_eq!(FieldMeta::merge("").apply_list_type(), ListType::Set);
+        assert_eq!(FieldMeta::default().apply_list_type(), ListType::Atomic);
+        let retain = FieldMeta {
+            retain_keys: true,
+            ..FieldMeta::default()
+        };
+        assert_eq!(retain.apply_list_type(), ListType::Atomic);
+        // A declared type wins over the strategy (`+listType=atomic` with
+        // `patchStrategy:"merge"`: a Pod's hostIPs) and stands without one
+        // (`+listType=set` alone: validationActions).
+        let host_ips = declared(ListType::Atomic, FieldMeta::merge("ip"));
+        assert_eq!(host_ips.apply_list_type(), ListType::Atomic);
+        let actions = declared(ListType::Set, FieldMeta::default());
+        assert_eq!(actions.apply_list_type(), ListType::Set);
+        assert_eq!(
+            actions.strategy, None,
+            "strategic merge patch still replaces it"
+        );
     }
 
     #[test]

@@ -12,9 +12,13 @@
 //! * `"."` inside a node: the node is a member *and* has owned descendants;
 //!   a member without descendants is just `{}`.
 //!
-//! List handling comes from the type's [`PatchMeta`]: `patchStrategy: merge`
-//! with a merge key is an associative list, without a key a set, anything else
-//! is atomic (a leaf). Maps are granular, like structs.
+//! List handling comes from the type's [`PatchMeta`], as structured-merge-diff
+//! reads a schema: `x-kubernetes-list-type` (`map` keyed by its
+//! `x-kubernetes-list-map-keys`, `set`, `atomic`), or without one the patch
+//! strategy (`merge` with a merge key is an associative list, without a key a
+//! set); anything else is atomic (a leaf). Maps are granular, like structs,
+//! unless `x-kubernetes-map-type: atomic` (an atomic struct such as
+//! `LabelSelector` or `OwnerReference`, a `RawExtension`) makes them leaves.
 //!
 //! This module records `Update` operations ([`record_update`]); server-side
 //! apply lives in [`crate::apply`] and shares the representation.
@@ -26,7 +30,7 @@ use std::fmt;
 use smol_str::SmolStr;
 
 use apimachinery::time;
-use patch::{FieldMeta, PatchMeta, Strategy};
+use patch::{FieldMeta, ListType, PatchMeta};
 use serde_json::{Map, Value, json};
 
 /// Why `metadata.managedFields` (or a `FieldsV1` set in it) could not be
@@ -773,20 +777,26 @@ impl<'a> Walker<'a> {
     /// The kind of the list at the current field, given its values on each side.
     /// Items that cannot be keyed as the schema says make the list atomic.
     pub(crate) fn list_kind(&self, lists: &[&[Value]]) -> ListKind {
-        let Some(meta) = self.meta().filter(|m| m.strategy == Some(Strategy::Merge)) else {
+        let Some(meta) = self.meta() else {
             return ListKind::Atomic;
         };
         let mut items = lists.iter().flat_map(|l| l.iter());
-        let keys: Vec<(String, Option<Value>)> = meta
-            .list_keys()
-            .into_iter()
-            .map(|k| {
-                let default = meta.key_default(&k).cloned();
-                (k, default)
-            })
-            .collect();
+        let keys: Vec<(String, Option<Value>)> = match meta.apply_list_type() {
+            ListType::Atomic => return ListKind::Atomic,
+            ListType::Set => Vec::new(),
+            ListType::Map => meta
+                .list_keys()
+                .into_iter()
+                .map(|k| {
+                    let default = meta.key_default(&k).cloned();
+                    (k, default)
+                })
+                .collect(),
+        };
         if keys.is_empty() {
-            if items.all(|i| !i.is_object() && !i.is_array()) {
+            if meta.apply_list_type() == ListType::Set
+                && items.all(|i| !i.is_object() && !i.is_array())
+            {
                 ListKind::Set
             } else {
                 ListKind::Atomic
@@ -881,7 +891,11 @@ impl<'a> Walker<'a> {
                 continue;
             }
             self.path.push(pe);
-            if let Value::Object(m) = item {
+            // An item that is an atomic map (an owner reference) is owned
+            // whole, as its list's other items are.
+            if let Value::Object(m) = item
+                && !self.atomic_map()
+            {
                 self.fields_of_map(m, set);
             }
             set.insert(&self.path);
@@ -2141,6 +2155,173 @@ mod tests {
         assert_eq!(
             obj["metadata"]["managedFields"][0]["fieldsV1"],
             json!({"f:metadata":{"f:finalizers":{".":{},"v:\"a/b\"":{},"v:\"c\"":{}}}})
+        );
+    }
+
+    /// The `FieldsV1` of `obj`'s create by `m`, as [`record_update`] writes it.
+    fn created_fields_v1(mut obj: Value, api_version: &str) -> Value {
+        record_update(&mut obj, None, "m", api_version);
+        obj["metadata"]["managedFields"][0]["fieldsV1"].take()
+    }
+
+    /// `+listType=set` without a patch strategy: a set for server-side
+    /// apply (strategic merge patch still replaces it). kube-apiserver
+    /// 1.37.2's answers (docs/research/serialization/upstream).
+    #[test]
+    fn declared_sets_without_a_patch_strategy_are_sets() {
+        let sparse = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "sparse"},
+            "spec": {"policyName": "sparse", "validationActions": ["Audit"]}});
+        assert_eq!(
+            created_fields_v1(sparse, "admissionregistration.k8s.io/v1"),
+            json!({"f:spec":{"f:policyName":{},"f:validationActions":{".":{},"v:\"Audit\"":{}}}})
+        );
+        let params = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "params"},
+            "spec": {"policyName": "sparse",
+                "paramRef": {"name": "params", "namespace": "serialization",
+                    "parameterNotFoundAction": "Allow"},
+                "matchResources": {"namespaceSelector": {}, "objectSelector": {},
+                    "resourceRules": [{"operations": ["CREATE"],
+                        "apiGroups": ["serialization.kubext.dev"], "apiVersions": ["v1"],
+                        "resources": ["sparses"], "scope": "*"}],
+                    "matchPolicy": "Equivalent"},
+                "validationActions": ["Deny"]}});
+        assert_eq!(
+            created_fields_v1(params, "admissionregistration.k8s.io/v1"),
+            json!({"f:spec":{"f:matchResources":{},"f:paramRef":{},"f:policyName":{},
+                "f:validationActions":{".":{},"v:\"Deny\"":{}}}})
+        );
+        let csi = json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+            "metadata": {"name": "csi.example.com"},
+            "spec": {"attachRequired": true, "podInfoOnMount": false,
+                "volumeLifecycleModes": ["Persistent"], "storageCapacity": false,
+                "fsGroupPolicy": "ReadWriteOnceWithFSType", "requiresRepublish": false,
+                "seLinuxMount": false, "preventPodSchedulingIfMissing": false}});
+        assert_eq!(
+            created_fields_v1(csi, "storage.k8s.io/v1"),
+            json!({"f:spec":{"f:attachRequired":{},"f:fsGroupPolicy":{},"f:podInfoOnMount":{},
+                "f:preventPodSchedulingIfMissing":{},"f:requiresRepublish":{},"f:seLinuxMount":{},
+                "f:storageCapacity":{},"f:volumeLifecycleModes":{".":{},"v:\"Persistent\"":{}}}})
+        );
+        // `+listType=atomic` wins over `patchStrategy:"merge"`: a Pod's
+        // hostIPs are owned whole.
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "status": {"hostIPs": [{"ip": "10.0.0.1"}]}});
+        assert_eq!(
+            created_fields_v1(pod, "v1"),
+            json!({"f:status":{"f:hostIPs":{}}})
+        );
+    }
+
+    /// A reference's own `+mapType=granular` overrides its atomic struct's:
+    /// a PersistentVolume's claimRef is owned field by field, an Event's
+    /// involvedObject (an ObjectReference too) whole.
+    #[test]
+    fn a_granular_reference_to_an_atomic_struct_is_granular() {
+        let pv = json!({"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": "nfs"},
+            "spec": {"capacity": {"storage": "2Gi"},
+                "nfs": {"server": "nfs.example.com", "path": "/exports"},
+                "accessModes": ["ReadWriteMany"],
+                "claimRef": {"namespace": "serialization", "name": "bound"},
+                "persistentVolumeReclaimPolicy": "Retain", "volumeMode": "Filesystem"}});
+        assert_eq!(
+            created_fields_v1(pv, "v1"),
+            json!({"f:spec":{"f:accessModes":{},"f:capacity":{".":{},"f:storage":{}},
+                "f:claimRef":{".":{},"f:name":{},"f:namespace":{}},
+                "f:nfs":{".":{},"f:path":{},"f:server":{}},
+                "f:persistentVolumeReclaimPolicy":{},"f:volumeMode":{}}})
+        );
+        let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+            "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "R"});
+        assert_eq!(
+            created_fields_v1(event, "v1"),
+            json!({"f:involvedObject":{},"f:reason":{}})
+        );
+    }
+
+    /// A RawExtension (ControllerRevision's `data`) is untyped and atomic.
+    #[test]
+    fn raw_extensions_are_owned_whole() {
+        let revision = json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "sparse", "namespace": "serialization"},
+            "data": {"spec": {}}, "revision": 1});
+        assert_eq!(
+            created_fields_v1(revision.clone(), "apps/v1"),
+            json!({"f:data":{},"f:revision":{}})
+        );
+        // Changed inside, it changed whole: its new writer owns it.
+        let schema = patch::builtin_schema("apps", "v1", "ControllerRevision");
+        let cmp = compare(
+            &revision,
+            &json!({"data": {"spec": {"a": 1}}, "revision": 1}),
+            &schema,
+        );
+        assert_eq!(cmp.modified.to_fields_v1(), json!({"f:data":{}}));
+        assert!(cmp.added.is_empty());
+        assert_eq!(
+            field_set_of(&revision, &schema).to_fields_v1(),
+            json!({"f:apiVersion":{},"f:data":{},"f:kind":{},
+                "f:metadata":{"f:name":{},"f:namespace":{}},"f:revision":{}})
+        );
+    }
+
+    /// OwnerReference is an atomic struct: each owner reference is owned
+    /// whole (`k:{"uid":…}: {}`), a custom resource's as a built-in kind's,
+    /// by an update, a create and an apply's field set.
+    #[test]
+    fn owner_references_are_owned_whole() {
+        let owners = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "sparse",
+            "uid": "UID", "controller": true, "blockOwnerDeletion": true}]);
+        // A custom resource: ObjectMeta's schema, compared with nothing.
+        let widget = json!({"apiVersion": "serialization.kubext.dev/v1", "kind": "Widget",
+            "metadata": {"name": "owned", "namespace": "serialization",
+                "labels": {"b": "1", "a": "2"},
+                "finalizers": ["serialization.kubext.dev/keep"], "ownerReferences": owners},
+            "spec": {"size": 1}});
+        let schema = patch::builtin::object_meta_schema();
+        let empty = json!({});
+        let tracking = Tracking {
+            empty: Some(&empty),
+            ..Tracking::new(&schema)
+        };
+        let mut obj = widget.clone();
+        record(
+            &mut obj,
+            None,
+            &Writer::new("m", "serialization.kubext.dev/v1"),
+            &tracking,
+        );
+        assert_eq!(
+            obj["metadata"]["managedFields"][0]["fieldsV1"],
+            json!({"f:metadata":{"f:finalizers":{".":{},"v:\"serialization.kubext.dev/keep\"":{}},
+                "f:labels":{".":{},"f:a":{},"f:b":{}},
+                "f:ownerReferences":{".":{},"k:{\"uid\":\"UID\"}":{}}},
+                "f:spec":{".":{},"f:size":{}}})
+        );
+        // A built-in kind.
+        let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "ownerReferences": owners}, "data": {"k": "v"}});
+        assert_eq!(
+            created_fields_v1(config_map.clone(), "v1"),
+            json!({"f:data":{".":{},"f:k":{}},
+                "f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\"UID\"}":{}}}})
+        );
+        // An item changed is changed whole; an apply sets it whole.
+        let schema = patch::builtin_schema("", "v1", "ConfigMap");
+        let mut changed = config_map.clone();
+        changed["metadata"]["ownerReferences"][0]["controller"] = json!(false);
+        let cmp = compare(&config_map, &changed, &schema);
+        assert_eq!(
+            cmp.modified.to_fields_v1(),
+            json!({"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"UID\"}":{}}}})
+        );
+        assert!(cmp.added.is_empty() && cmp.removed.is_empty());
+        let applied = field_set_of(&json!({"metadata": {"ownerReferences": owners}}), &schema);
+        assert_eq!(
+            applied.to_fields_v1(),
+            json!({"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"UID\"}":{}}}})
         );
     }
 
