@@ -336,3 +336,157 @@ async fn custom_resources_are_never_protobuf() {
         "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
     );
 }
+
+/// A custom resource list is an `unstructured.UnstructuredList` upstream,
+/// which encoding/json writes sorted like its items, list metadata too, and
+/// whose `continue` the store always sets ("" on a last page):
+/// kube-apiserver 1.37.2's recorded
+/// `{"apiVersion":…,"items":[…],"kind":"WidgetList","metadata":{"continue":"","resourceVersion":"…"}}`
+/// (docs/research/serialization). A built-in kind's list stays its Go
+/// struct: kind, apiVersion, metadata (resourceVersion, continue,
+/// remainingItemCount), items.
+#[tokio::test]
+async fn custom_resource_lists_are_written_as_unstructured_lists() {
+    let server = Server::builder().start().unwrap();
+    let client = server.client().await.unwrap();
+    create_gadgets(&server, &client, "v1").await;
+    let gadgets = "/apis/fidelity.example.com/v1/namespaces/default/gadgets";
+    let get = |uri: String, accept: &'static str| {
+        let client = client.clone();
+        async move {
+            let (code, _, body) = get_accepting(&client, &uri, accept).await;
+            assert_eq!(code, 200, "{uri}: {}", String::from_utf8_lossy(&body));
+            String::from_utf8(body.to_vec()).unwrap()
+        }
+    };
+    let list = |query: &str| get(format!("{gadgets}{query}"), "application/json");
+    // The list's metadata as it was served (the bytes are then compared whole).
+    let metadata = |body: &str| {
+        let v = json_of(body.as_bytes());
+        let s = |k: &str| v["metadata"][k].as_str().unwrap_or_default().to_string();
+        (s("resourceVersion"), s("continue"))
+    };
+    let wrapped = |items: &[&str], metadata: &str| {
+        format!(
+            "{{\"apiVersion\":\"fidelity.example.com/v1\",\"items\":[{}],\"kind\":\"GadgetList\",\"metadata\":{metadata}}}\n",
+            items.join(",")
+        )
+    };
+
+    let empty = list("").await;
+    let (rv, _) = metadata(&empty);
+    assert_eq!(
+        empty,
+        wrapped(
+            &[],
+            &format!("{{\"continue\":\"\",\"resourceVersion\":\"{rv}\"}}")
+        )
+    );
+
+    // Each item as a GET of it answers (without the final newline).
+    let mut items = Vec::new();
+    for (name, size) in [("a", 10), ("b", 70_000)] {
+        let gadget = json!({"apiVersion": "fidelity.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": name}, "spec": {"name": "x".repeat(size)}});
+        let (code, body) = send_body(&client, "POST", gadgets, "application/json", &gadget).await;
+        assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+        let item = get(format!("{gadgets}/{name}"), "application/json").await;
+        items.push(item.trim_end_matches('\n').to_string());
+    }
+    let (a, b) = (items[0].as_str(), items[1].as_str());
+
+    // Longer than a streamed list's chunk (the body is sent in pieces).
+    let whole = list("").await;
+    let (rv, _) = metadata(&whole);
+    assert_eq!(
+        whole,
+        wrapped(
+            &[a, b],
+            &format!("{{\"continue\":\"\",\"resourceVersion\":\"{rv}\"}}")
+        )
+    );
+
+    let first = list("?limit=1").await;
+    let (rv, token) = metadata(&first);
+    assert!(!token.is_empty(), "{first}");
+    assert_eq!(
+        first,
+        wrapped(
+            &[a],
+            &format!(
+                "{{\"continue\":\"{token}\",\"remainingItemCount\":1,\"resourceVersion\":\"{rv}\"}}"
+            )
+        )
+    );
+    let last = list(&format!("?limit=1&continue={token}")).await;
+    assert_eq!(
+        last,
+        wrapped(
+            &[b],
+            &format!("{{\"continue\":\"\",\"resourceVersion\":\"{rv}\"}}")
+        )
+    );
+
+    // YAML's maps are sorted anyway; `continue` is there as in JSON.
+    let yaml = get(format!("{gadgets}?limit=1"), "application/yaml").await;
+    assert!(
+        yaml.starts_with("apiVersion: fidelity.example.com/v1\nitems:\n"),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("\nkind: GadgetList\nmetadata:\n  continue: "),
+        "{yaml}"
+    );
+
+    // A built-in kind's page: ListMeta's struct order.
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    for name in ["list-a", "list-b"] {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+        let (code, body) = send_body(&client, "POST", configmaps, "application/json", &cm).await;
+        assert_eq!(code, 201, "{}", String::from_utf8_lossy(&body));
+    }
+    let page = get(format!("{configmaps}?limit=1"), "application/json").await;
+    let v = json_of(page.as_bytes());
+    let md = &v["metadata"];
+    let item = get(
+        format!(
+            "{configmaps}/{}",
+            v["items"][0]["metadata"]["name"].as_str().unwrap()
+        ),
+        "application/json",
+    )
+    .await;
+    assert_eq!(
+        page,
+        format!(
+            "{{\"kind\":\"ConfigMapList\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{}\",\"continue\":\"{}\",\"remainingItemCount\":{}}},\"items\":[{}]}}\n",
+            md["resourceVersion"].as_str().unwrap(),
+            md["continue"].as_str().unwrap(),
+            md["remainingItemCount"],
+            item.trim_end_matches('\n')
+        )
+    );
+
+    // DELETE of the collection answers the list of what it deleted.
+    let req = http::Request::delete(gadgets)
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    let body = String::from_utf8(body.to_vec()).unwrap();
+    let (rv, _) = metadata(&body);
+    assert!(
+        body.starts_with("{\"apiVersion\":\"fidelity.example.com/v1\",\"items\":[{"),
+        "{body}"
+    );
+    assert!(
+        body.ends_with(&format!(
+            "}}],\"kind\":\"GadgetList\",\"metadata\":{{\"continue\":\"\",\"resourceVersion\":\"{rv}\"}}}}\n"
+        )),
+        "{body}"
+    );
+}

@@ -135,10 +135,17 @@ pub async fn delete_collection(
         .delete_collection(&call.ctx, list_opts, &opts)
         .await?;
     let rtype = call.rtype();
+    let meta = encode::ListMeta {
+        resource_version: call.api.storage.revision(),
+        continue_token: None,
+        remaining: None,
+    };
+    // Written sorted for a custom resource (an unstructured list, as the
+    // objects are: `encode::value`).
     let list = json!({
         "kind": rtype.list_kind(),
         "apiVersion": rtype.api_version(),
-        "metadata": {"resourceVersion": call.api.storage.revision().to_string()},
+        "metadata": encode::served_list_metadata(rtype, &meta),
         "items": deleted,
     });
     let mut resp = response::respond(
