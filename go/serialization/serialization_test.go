@@ -91,19 +91,7 @@ var knownDifferences = []knownDifference{
 	{"flowcontrol.apiserver.k8s.io.v1.FlowSchema.sparse", kubeAPIServer, "kube-apiserver's APF configuration " +
 		"controller applies status.conditions (Dangling: False, manager " +
 		"api-priority-and-fairness-config-consumer-v1); kubext writes no FlowSchema status (controlplane::flowcontrol)"},
-	{"serialization.kubext.dev.v1.Widget.float", kubeAPIServer, floatsDrift},
-	{"serialization.kubext.dev.v1.Widget.float.status", kubeAPIServer, floatsDrift},
-	{"serialization.kubext.dev.v1.WidgetList.serialization", kubeAPIServer, "its item float, with that " +
-		"Widget's own known difference: " + floatsDrift},
 }
-
-// Reasons shared by several known differences.
-const (
-	floatsDrift = "a float read back from stored JSON moves by one ulp (123456789.123456789, written " +
-		"123456789.12345679, is read back as 123456789.1234568): serde_json parses floats exactly only with " +
-		"its float_roundtrip feature, which the workspace does not enable; the create answer is right, every " +
-		"write that decodes the stored object moves it"
-)
 
 func upstreamDir(t testing.TB) string {
 	return filepath.Join(dataDir(t), "upstream")
