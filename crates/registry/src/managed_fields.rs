@@ -29,6 +29,7 @@ use std::fmt;
 
 use smol_str::SmolStr;
 
+use apimachinery::object_meta::ManagedFieldsEntry;
 use apimachinery::time;
 use patch::{FieldMeta, ListType, PatchMeta};
 use serde_json::{Map, Value, json};
@@ -1495,6 +1496,20 @@ impl ManagedEntry {
             self.fields.to_fields_v1(),
         )
     }
+
+    /// The entry as typed metadata holds it ([`ManagedEntry::to_json`]'s
+    /// members).
+    pub fn to_typed(&self) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: self.manager.clone(),
+            operation: self.operation.clone(),
+            api_version: self.api_version.clone(),
+            time: self.time.clone(),
+            fields_type: "FieldsV1".into(),
+            fields_v1: Some(self.fields.to_fields_v1()),
+            subresource: self.subresource.clone(),
+        }
+    }
 }
 
 /// A `metadata.managedFields` entry, members as upstream writes them.
@@ -1593,7 +1608,13 @@ pub fn decode_managed_fields(entries: &[Value]) -> Result<Vec<ManagedEntry>, Man
 
 /// Encode entries in upstream's order (operation, time, manager, apiVersion,
 /// subresource), dropping empty field sets.
-pub fn encode_managed_fields(mut entries: Vec<ManagedEntry>) -> Vec<Value> {
+pub fn encode_managed_fields(entries: Vec<ManagedEntry>) -> Vec<Value> {
+    ordered(entries).iter().map(ManagedEntry::to_json).collect()
+}
+
+/// The entries written: the empty ones dropped, the rest in upstream's order
+/// (operation, time, manager, apiVersion, subresource).
+fn ordered(mut entries: Vec<ManagedEntry>) -> Vec<ManagedEntry> {
     entries.retain(|e| !e.fields.is_empty());
     let seconds = |e: &ManagedEntry| {
         e.time
@@ -1609,7 +1630,7 @@ pub fn encode_managed_fields(mut entries: Vec<ManagedEntry>) -> Vec<Value> {
             .then_with(|| p.api_version.cmp(&q.api_version))
             .then_with(|| p.subresource.cmp(&q.subresource))
     });
-    entries.iter().map(ManagedEntry::to_json).collect()
+    entries
 }
 
 /// Replace `metadata.managedFields` with `entries` (removed when none are left).
@@ -1764,8 +1785,88 @@ pub fn record_update_with_schema(
 /// that computed managedFields themselves (server-side apply, through
 /// [`crate::apply::apply`]) write with an empty manager.
 pub fn record(obj: &mut Value, live: Option<&Value>, writer: &Writer<'_>, tracking: &Tracking<'_>) {
+    if let Some(recorded) = recorded(obj, live, writer, tracking) {
+        write_recorded(obj, recorded);
+    }
+}
+
+/// Put what [`recorded`] left in `obj`'s `metadata.managedFields`.
+fn write_recorded(obj: &mut Value, recorded: Recorded) {
+    match recorded {
+        Recorded::Entries(entries) => set_managed_fields(obj, entries),
+        Recorded::Created(entry) => {
+            let entry = entry.into_json();
+            apimachinery::meta::metadata_mut(obj)
+                .insert("managedFields".into(), Value::Array(vec![entry]));
+        }
+    }
+}
+
+/// [`record`], leaving `obj` without `managedFields` and answering them
+/// typed (`None`: an empty manager, nothing recorded): for a caller that
+/// keeps the metadata typed.
+pub fn record_typed(
+    obj: &mut Value,
+    live: Option<&Value>,
+    writer: &Writer<'_>,
+    tracking: &Tracking<'_>,
+) -> Option<Vec<ManagedFieldsEntry>> {
+    Some(match recorded(obj, live, writer, tracking)? {
+        Recorded::Entries(entries) => ordered(entries).into_iter().map(|e| e.to_typed()).collect(),
+        Recorded::Created(entry) => vec![entry.into_typed()],
+    })
+}
+
+/// What [`record`] leaves: the entries, or a create's single entry.
+enum Recorded {
+    Entries(Vec<ManagedEntry>),
+    Created(CreatedEntry),
+}
+
+/// A create's entry, its `FieldsV1` written straight from the object.
+struct CreatedEntry {
+    manager: String,
+    api_version: String,
+    subresource: String,
+    time: String,
+    fields_v1: Map<String, Value>,
+}
+
+impl CreatedEntry {
+    fn into_json(self) -> Value {
+        entry_json(
+            &self.manager,
+            "Update",
+            &self.api_version,
+            Some(&self.time),
+            &self.subresource,
+            Value::Object(self.fields_v1),
+        )
+    }
+
+    fn into_typed(self) -> ManagedFieldsEntry {
+        ManagedFieldsEntry {
+            manager: self.manager,
+            operation: "Update".into(),
+            api_version: self.api_version,
+            time: Some(self.time),
+            fields_type: "FieldsV1".into(),
+            fields_v1: Some(Value::Object(self.fields_v1)),
+            subresource: self.subresource,
+        }
+    }
+}
+
+/// [`record`]'s work: `obj`'s managedFields taken out (`None`, untouched,
+/// for an empty manager) and what it leaves instead.
+fn recorded(
+    obj: &mut Value,
+    live: Option<&Value>,
+    writer: &Writer<'_>,
+    tracking: &Tracking<'_>,
+) -> Option<Recorded> {
     if writer.manager.is_empty() {
-        return;
+        return None;
     }
     // Upstream's decodeLiveOrNew: the request's managedFields win when they are
     // valid and non-empty (`[]`/`[{}]` reset them); otherwise the live ones.
@@ -1789,7 +1890,7 @@ pub fn record(obj: &mut Value, live: Option<&Value>, writer: &Writer<'_>, tracki
     // Upstream's skipNonAppliedManager: an existing object without
     // managedFields is not tracked until it is applied.
     if entries.is_empty() && live.is_some() {
-        return;
+        return Some(Recorded::Entries(Vec::new()));
     }
     let empty;
     let base = match live {
@@ -1799,42 +1900,41 @@ pub fn record(obj: &mut Value, live: Option<&Value>, writer: &Writer<'_>, tracki
             empty.as_ref()
         }
     };
-    if entries.is_empty() && record_create(obj, base, writer, tracking).is_some() {
-        return;
+    if entries.is_empty()
+        && let Some(created) = record_create(obj, base, writer, tracking)
+    {
+        return Some(created);
     }
     let cmp = tracking.compare(base, obj);
     update_entries(&mut entries, cmp, writer, &time::now_rfc3339());
-    set_managed_fields(obj, entries);
+    Some(Recorded::Entries(entries))
 }
 
 /// [`record`] of a create (no entries before it): the writer's entry with
-/// the `FieldsV1` of everything it set, written straight from the object.
-/// `None` (nothing done) when `base` or `obj` is not an object.
+/// the `FieldsV1` of everything it set, written straight from the object
+/// (none when it set nothing). `None` (nothing done) when `base` or `obj`
+/// is not an object.
 fn record_create(
-    obj: &mut Value,
+    obj: &Value,
     base: &Value,
     writer: &Writer<'_>,
     tracking: &Tracking<'_>,
-) -> Option<()> {
+) -> Option<Recorded> {
     let fields = Walker::new(tracking.schema).create_fields_v1(
         base.as_object()?,
         obj.as_object()?,
         &tracking.reset,
     );
     if fields.is_empty() {
-        set_managed_fields(obj, Vec::new());
-        return Some(());
+        return Some(Recorded::Entries(Vec::new()));
     }
-    let entry = entry_json(
-        writer.manager,
-        "Update",
-        writer.api_version,
-        Some(&time::now_rfc3339()),
-        writer.subresource,
-        Value::Object(fields),
-    );
-    apimachinery::meta::metadata_mut(obj).insert("managedFields".into(), Value::Array(vec![entry]));
-    Some(())
+    Some(Recorded::Created(CreatedEntry {
+        manager: writer.manager.to_owned(),
+        api_version: writer.api_version.to_owned(),
+        subresource: writer.subresource.to_owned(),
+        time: time::now_rfc3339(),
+        fields_v1: fields,
+    }))
 }
 
 #[cfg(test)]
@@ -2369,7 +2469,8 @@ mod tests {
     fn recorded_directly(obj: &Value, base: &Value, tracking: &Tracking<'_>) -> Value {
         let mut obj = obj.clone();
         apimachinery::meta::remove(&mut obj, "managedFields");
-        record_create(&mut obj, base, &Writer::new("m", "v1"), tracking).unwrap();
+        let recorded = record_create(&obj, base, &Writer::new("m", "v1"), tracking).unwrap();
+        write_recorded(&mut obj, recorded);
         if let Some(entry) = obj.pointer_mut("/metadata/managedFields/0") {
             entry["time"] = json!("T");
         }
@@ -2597,5 +2698,49 @@ mod tests {
         ]);
         let order: Vec<&str> = out.iter().map(|e| e["manager"].as_str().unwrap()).collect();
         assert_eq!(order, vec!["z", "b", "a"]);
+    }
+
+    /// [`record_typed`] leaves the entries [`record`] writes, typed: on a
+    /// create, an update of tracked and untracked objects, and a reset.
+    #[test]
+    fn typed_records_are_the_json_ones() {
+        let schema = service_schema();
+        let tracking = Tracking::new(&schema);
+        let writer = Writer::new("m", "v1");
+        let created = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "labels": {"a": "b"}},
+            "spec": {"ports": [{"port": 80, "protocol": "TCP"}], "selector": {"app": "x"}}});
+        let mut live = created.clone();
+        record(&mut live, None, &writer, &tracking);
+        let mut changed = live.clone();
+        changed["spec"]["selector"]["app"] = json!("y");
+        let mut reset = changed.clone();
+        reset["metadata"]["managedFields"] = json!([]);
+        let untracked = created.clone();
+        let other = Writer::new("n", "v1");
+        for (obj, live, writer) in [
+            (&created, None, &writer),
+            (&changed, Some(&live), &other),
+            (&reset, Some(&live), &other),
+            (&changed, Some(&untracked), &other),
+        ] {
+            let mut written = obj.clone();
+            record(&mut written, live, writer, &tracking);
+            let mut typed = obj.clone();
+            let entries = record_typed(&mut typed, live, writer, &tracking).unwrap();
+            let as_json: Vec<Value> = entries.into_iter().map(|e| e.into_value()).collect();
+            let want = written["metadata"]
+                .get("managedFields")
+                .cloned()
+                .unwrap_or(json!([]));
+            let strip = |v: &Value| {
+                let mut v = v.clone();
+                v.as_array_mut().into_iter().flatten().for_each(|e| {
+                    e.as_object_mut().map(|o| o.remove("time"));
+                });
+                v
+            };
+            assert_eq!(strip(&Value::Array(as_json)), strip(&want), "{obj}");
+            assert!(typed["metadata"].get("managedFields").is_none());
+        }
     }
 }

@@ -1203,14 +1203,10 @@ impl GenericStore {
             md.insert("managedFields".into(), managed);
         }
         obj.insert("metadata", metadata);
-        managed_fields::record(obj, live, &writer, &self.rtype.tracking(&ctx.subresource));
-        let managed = obj
-            .remove("metadata")
-            .as_mut()
-            .and_then(Value::as_object_mut)
-            .and_then(|md| md.remove("managedFields"));
-        obj.metadata.managed_fields =
-            managed.map_or_else(Vec::new, ManagedFieldsEntry::list_from_value);
+        let tracking = self.rtype.tracking(&ctx.subresource);
+        let recorded = managed_fields::record_typed(obj, live, &writer, &tracking);
+        obj.remove("metadata");
+        obj.metadata.managed_fields = recorded.unwrap_or_default();
     }
 
     /// Finalizers (or a type-specific rule) keep a deleted object around.

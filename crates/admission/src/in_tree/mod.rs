@@ -384,12 +384,13 @@ impl InTree {
     /// The validating plugins upstream runs before policies and webhooks
     /// that need other objects: LimitRanger.
     pub async fn validate_before_policies(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
-        let (Some(objects), Some(object)) = (self.objects.get(), a.object()) else {
-            return Ok(());
-        };
+        // Asked first: the object is written out as JSON only when read.
         if !self.plugins.is_on(LIMIT_RANGER) || !limit_ranger::applies(a) {
             return Ok(());
         }
+        let (Some(objects), Some(object)) = (self.objects.get(), a.object()) else {
+            return Ok(());
+        };
         let forbidden =
             |reason: String| StatusError::forbidden(&a.rtype.group_resource(), a.name, &reason);
         let ranges = limit_ranger::limit_ranges(objects.as_ref(), &a.ctx.namespace)
