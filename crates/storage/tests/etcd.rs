@@ -485,7 +485,10 @@ async fn watch_cache_resumes_after_etcd_restarts() {
 /// Issue 34: a member that freezes (SIGSTOP: connections stay open, nothing
 /// answers) while it carries the cache's watch. Requests routed to it go to
 /// another member and the watch moves, each within the probe and progress
-/// timeouts: a write, a consistent read and a watch event all within 1.5 s.
+/// timeouts (about 0.6 s by design): a write, a consistent read and a watch
+/// event all within 2.5 s, room for a loaded two-core machine running the
+/// whole suite; a request that waited on the frozen member instead would
+/// take the 5 s request timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_member_costs_requests_and_the_watch_under_a_second() {
     let cluster = tokio::task::spawn_blocking(|| testkit::EtcdCluster::start(3).unwrap())
@@ -514,7 +517,7 @@ async fn a_frozen_member_costs_requests_and_the_watch_under_a_second() {
         .unwrap_or_else(|| panic!("no watch after {frozen:?}"));
     cluster.members[frozen].freeze(true);
 
-    let bound = Duration::from_millis(1500);
+    let bound = Duration::from_millis(2500);
     for i in 0..6 {
         // Round-robin: some of these go to the frozen member first.
         let started = Instant::now();
