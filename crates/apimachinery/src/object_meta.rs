@@ -299,36 +299,15 @@ impl ObjectMeta {
         }
         w.map(b"\"labels\":", &self.labels);
         w.map(b"\"annotations\":", &self.annotations);
-        if !self.owner_references.is_empty() {
-            w.key(b"\"ownerReferences\":[");
-            for (i, r) in self.owner_references.iter().enumerate() {
-                if i > 0 {
-                    w.out.push(b',');
-                }
-                r.write_json(w.out);
-            }
-            w.out.push(b']');
-        }
-        if !self.finalizers.is_empty() {
-            w.key(b"\"finalizers\":[");
-            for (i, f) in self.finalizers.iter().enumerate() {
-                if i > 0 {
-                    w.out.push(b',');
-                }
-                crate::json::write_str(w.out, f);
-            }
-            w.out.push(b']');
-        }
-        if !self.managed_fields.is_empty() {
-            w.key(b"\"managedFields\":[");
-            for (i, entry) in self.managed_fields.iter().enumerate() {
-                if i > 0 {
-                    w.out.push(b',');
-                }
-                entry.write_json(w.out);
-            }
-            w.out.push(b']');
-        }
+        w.list(b"\"ownerReferences\":", &self.owner_references, |out, r| {
+            r.write_json(out)
+        });
+        w.list(b"\"finalizers\":", &self.finalizers, |out, f| {
+            crate::json::write_str(out, f)
+        });
+        w.list(b"\"managedFields\":", &self.managed_fields, |out, entry| {
+            entry.write_json(out)
+        });
         w.close();
     }
 }
@@ -358,44 +337,23 @@ impl ObjectMeta {
             w.key(b"\"deletionTimestamp\":");
             w.time(t);
         }
-        if !self.finalizers.is_empty() {
-            w.key(b"\"finalizers\":[");
-            for (i, f) in self.finalizers.iter().enumerate() {
-                if i > 0 {
-                    w.out.push(b',');
-                }
-                crate::json::write_str(w.out, f);
-            }
-            w.out.push(b']');
-        }
+        w.list(b"\"finalizers\":", &self.finalizers, |out, f| {
+            crate::json::write_str(out, f)
+        });
         w.str(b"\"generateName\":", &self.generate_name);
         if self.generation != 0 {
             w.key(b"\"generation\":");
             w.int(self.generation);
         }
         w.map(b"\"labels\":", &self.labels);
-        if !self.managed_fields.is_empty() {
-            w.key(b"\"managedFields\":[");
-            for (i, entry) in self.managed_fields.iter().enumerate() {
-                if i > 0 {
-                    w.out.push(b',');
-                }
-                entry.write_json_sorted(w.out);
-            }
-            w.out.push(b']');
-        }
+        w.list(b"\"managedFields\":", &self.managed_fields, |out, entry| {
+            entry.write_json_sorted(out)
+        });
         w.str(b"\"name\":", &self.name);
         w.str(b"\"namespace\":", &self.namespace);
-        if !self.owner_references.is_empty() {
-            w.key(b"\"ownerReferences\":[");
-            for (i, r) in self.owner_references.iter().enumerate() {
-                if i > 0 {
-                    w.out.push(b',');
-                }
-                r.write_json_sorted(w.out);
-            }
-            w.out.push(b']');
-        }
+        w.list(b"\"ownerReferences\":", &self.owner_references, |out, r| {
+            r.write_json_sorted(out)
+        });
         if members == crate::json::MetadataMembers::All {
             w.str(b"\"resourceVersion\":", &self.resource_version);
         }
@@ -518,6 +476,22 @@ impl<'a> Members<'a> {
             crate::json::write_str(self.out, v);
         }
         self.out.push(b'}');
+    }
+
+    /// An `omitempty` list, each item written by `write`.
+    fn list<T>(&mut self, key: &[u8], items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
+        if items.is_empty() {
+            return;
+        }
+        self.key(key);
+        self.out.push(b'[');
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            write(self.out, item);
+        }
+        self.out.push(b']');
     }
 
     fn close(self) {

@@ -2059,23 +2059,7 @@ mod tests {
             "9999-12-31T23:59:59Z",
         ];
         /// `metav1.ObjectMeta`'s members, in the order [`metadata`] generates them.
-        const MEMBERS: &[&str] = &[
-            "name",
-            "generateName",
-            "namespace",
-            "selfLink",
-            "uid",
-            "resourceVersion",
-            "generation",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "labels",
-            "annotations",
-            "ownerReferences",
-            "finalizers",
-            "managedFields",
-        ];
+        const MEMBERS: &[&str] = &crate::json::OBJECT_META_ORDER;
         const VALIDATORS: [NameValidator; 5] = [
             name_is_dns_subdomain,
             name_is_dns_label,
