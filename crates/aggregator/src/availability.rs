@@ -23,7 +23,7 @@ use server::pki::CertPair;
 use server::remote_discovery::RemoteGroupVersion;
 use server::user::UserInfo;
 use webhook::Backend;
-use webhook::service::{Unresolved, slice_of, slices_of_endpoints};
+use webhook::service::{Unresolved, slices_of_endpoints};
 
 const MANAGER: &str = "kubext-apiservice-availability";
 /// Between rounds of checks when nothing changes.
@@ -36,6 +36,14 @@ pub type Unavailable = (&'static str, String);
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Whether `slice` belongs to Service `name` (its `kubernetes.io/service-name`).
+fn slice_of(slice: &Value, name: &str) -> bool {
+    meta::labels(slice)
+        .and_then(|l| l.get("kubernetes.io/service-name"))
+        .and_then(Value::as_str)
+        == Some(name)
 }
 
 /// A ready `ip:port` of the APIService's service, from the Service and its

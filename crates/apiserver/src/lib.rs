@@ -37,6 +37,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 
+/// An object's metadata read and written on its JSON (`meta::name`,
+/// `meta::labels`, …), for admission and providers.
+pub use apimachinery::meta;
 pub use apimachinery::{GroupResource, StatusError};
 pub use delegation::SubjectAccessReviews;
 pub use objects::Objects;

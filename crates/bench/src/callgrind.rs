@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use testkit::{Server, Storage};
 
 use crate::kubext;
+use crate::requests::{config_map, create_namespace, current_resource_version};
 
 /// Instructions per ConfigMap create: about 30 µs at 3 instructions per ns.
 const CREATE_GOAL: f64 = 90_000.0;
@@ -78,8 +79,8 @@ pub async fn measure(
     .await??;
     let pid = server.pid().context("no server pid")?;
     let client = server.client().await?;
-    kubext::create_namespace(&client, NS).await?;
-    kubext::create_namespace(&client, WATCH_NS).await?;
+    create_namespace(&client, NS).await?;
+    create_namespace(&client, WATCH_NS).await?;
     let payload = kubext::payload(1024);
     let configmaps: Api<DynamicObject> = Api::namespaced_with(
         client.clone(),
@@ -208,7 +209,7 @@ async fn watch_phase(
     watchers: usize,
 ) -> Result<u64> {
     let writer: Api<ConfigMap> = Api::namespaced(client.clone(), WATCH_NS);
-    let rv = kubext::current_resource_version(&writer).await?;
+    let rv = current_resource_version(&writer).await?;
     let received = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for _ in 0..watchers {
@@ -230,10 +231,7 @@ async fn watch_phase(
     // own (a TLS handshake is no part of delivering events), and its events
     // are not counted.
     writer
-        .create(
-            &PostParams::default(),
-            &kubext::config_map("w-warm-up", payload),
-        )
+        .create(&PostParams::default(), &config_map("w-warm-up", payload))
         .await?;
     wait_for(&received, watchers).await?;
     spare_connections(&writer).await?;
@@ -243,7 +241,7 @@ async fn watch_phase(
         writer
             .create(
                 &PostParams::default(),
-                &kubext::config_map(&format!("w-{i:06}"), payload),
+                &config_map(&format!("w-{i:06}"), payload),
             )
             .await?;
     }

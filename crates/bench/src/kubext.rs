@@ -2,53 +2,32 @@
 //! create/get/list latency and throughput, and watch fan-out. Written for
 //! kubext; any server behind a [`Handle`] (kube-apiserver too) runs the same.
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams, WatchEvent,
     WatchParams,
 };
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cpu;
-use crate::handle::{Handle, Launcher};
+use crate::handle::Handle;
+use crate::launcher::Launcher;
+use crate::plan::Plan;
+use crate::requests::{
+    PER_REQUEST, config_map, create_namespace, current_resource_version, heap, metric, settle,
+};
 use crate::stats::{self, Latencies, RunResult};
 
 /// Namespace of the create/get/list phases.
 const NS: &str = "bench";
 /// Namespace the watchers watch.
 const WATCH_NS: &str = "bench-watch";
-/// Deadline of any single request.
-const PER_REQUEST: Duration = Duration::from_secs(15);
-
-/// Sizes and time budgets of one backend's run.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub starts: usize,
-    pub objects: usize,
-    pub concurrency: usize,
-    pub gets: usize,
-    pub lists_small: usize,
-    pub lists_all: usize,
-    pub watchers: usize,
-    pub watch_objects: usize,
-    /// Creates made one at a time, `paced_interval` apart, while the watchers are open.
-    pub paced_objects: usize,
-    pub paced_interval: Duration,
-    /// Watches that never read, and the events written while they are open.
-    pub slow_watchers: usize,
-    pub slow_events: usize,
-    /// Budget of each throughput phase (creates, watch writes).
-    pub write_budget: Duration,
-    /// Budget of each latency phase (gets, lists).
-    pub read_budget: Duration,
-}
 
 /// A phase reduced to what the report prints.
 #[derive(Debug, Clone, Default)]
@@ -431,28 +410,6 @@ async fn count_items(mut body: impl futures::AsyncBufRead + Unpin) -> std::io::R
         body.consume_unpin(read);
     }
     Ok(found)
-}
-
-/// The collection's resourceVersion now: where a watch of only what follows starts.
-pub async fn current_resource_version(api: &Api<ConfigMap>) -> Result<String> {
-    api.list(&ListParams::default().limit(1))
-        .await?
-        .metadata
-        .resource_version
-        .ok_or_else(|| anyhow!("list without resourceVersion"))
-}
-
-/// The server's live heap bytes, from its `/metrics`.
-pub async fn heap<K: kube::Resource + Clone>(api: &Api<K>) -> Option<u64> {
-    metric(&api.clone().into_client(), "kubext_heap_live_bytes")
-        .await
-        .map(|v| v as u64)
-}
-
-/// Let freed memory go back (the allocator purges after a short delay) before
-/// reading RSS.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(300)).await;
 }
 
 pub fn object_name(i: usize) -> String {
@@ -872,35 +829,6 @@ async fn watch_with(
     Ok(())
 }
 
-pub async fn create_namespace(client: &kube::Client, name: &str) -> Result<()> {
-    let api: Api<Namespace> = Api::all(client.clone());
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    match api.create(&PostParams::default(), &ns).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
-        Err(e) => Err(e).with_context(|| format!("create namespace {name}")),
-    }
-}
-
-/// A ConfigMap with `payload` as its data (≈1 KiB with the default payload).
-pub fn config_map(name: &str, payload: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(BTreeMap::from([("app".into(), "kubext-bench".into())])),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([("payload".into(), payload.into())])),
-        ..Default::default()
-    }
-}
-
 /// `len` deterministic, incompressible-looking printable characters.
 pub fn payload(len: usize) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -913,18 +841,6 @@ pub fn payload(len: usize) -> String {
             char::from(ALPHABET[state as usize % ALPHABET.len()])
         })
         .collect()
-}
-
-/// One unlabelled sample from the server's `/metrics`.
-pub async fn metric(client: &kube::Client, name: &str) -> Option<f64> {
-    let request = http::Request::get("/metrics").body(Vec::new()).ok()?;
-    let text = tokio::time::timeout(PER_REQUEST, client.request_text(request))
-        .await
-        .ok()?
-        .ok()?;
-    text.lines()
-        .filter_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
-        .find_map(|v| v.trim().parse().ok())
 }
 
 #[cfg(test)]

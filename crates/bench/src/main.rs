@@ -31,9 +31,12 @@ mod cpu;
 mod crds;
 mod handle;
 mod kubext;
+mod launcher;
+mod plan;
 mod procfs;
 mod raw;
 mod report;
+mod requests;
 mod slow_watchers;
 mod stats;
 mod upstream;
@@ -46,7 +49,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use testkit::{Etcd, Storage};
 
-use crate::handle::Launcher;
+use crate::launcher::Launcher;
+use crate::plan::Plan;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -395,13 +399,13 @@ fn versus_plan(args: &Args, kubext: PathBuf) -> Result<versus::Versus> {
     })
 }
 
-fn plan(args: &Args) -> kubext::Plan {
+fn plan(args: &Args) -> Plan {
     let quick = args.quick;
     let slower = if args.versus.is_some() { 6 } else { 1 };
     let pick = |given: Option<usize>, full: usize, small: usize| {
         given.unwrap_or(if quick { small } else { full })
     };
-    kubext::Plan {
+    Plan {
         starts: args.starts.max(1),
         objects: pick(args.objects, 10_000, 1000).max(1),
         concurrency: args.concurrency.max(1),

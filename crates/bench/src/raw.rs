@@ -11,7 +11,8 @@ use storage::etcd::EtcdBackend;
 use storage::memory::MemoryBackend;
 use storage::sqlite::SqliteBackend;
 
-use crate::kubext::{Phase, config_map};
+use crate::kubext::Phase;
+use crate::requests::config_map;
 use crate::{cpu, stats};
 
 /// Which store to write to.

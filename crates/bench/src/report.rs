@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::BackendReport;
 use crate::cpu;
-use crate::kubext::{KubextResult, ObjectPhases, Phase, Plan};
+use crate::kubext::{KubextResult, ObjectPhases, Phase};
+use crate::plan::Plan;
 use crate::stats::Latencies;
 
 /// Goal for start-to-ready.

@@ -18,7 +18,8 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 use crate::handle::Handle;
-use crate::kubext::{self, Plan};
+use crate::plan::Plan;
+use crate::requests;
 use crate::stats;
 
 const NS: &str = "bench-slow";
@@ -75,17 +76,17 @@ impl SlowWatchers {
 
 pub async fn measure(plan: &Plan, server: &Handle, payload: &Arc<String>) -> Result<SlowWatchers> {
     let client = server.client()?;
-    kubext::create_namespace(&client, NS).await?;
+    requests::create_namespace(&client, NS).await?;
     let writer: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     let tls = TlsConnector::from(Arc::new(server.config.rustls_client_config()?));
     let mut out = SlowWatchers::default();
-    kubext::settle().await;
+    requests::settle().await;
     let baseline_before = server.rss();
-    let heap_baseline_before = kubext::heap(&writer).await;
+    let heap_baseline_before = requests::heap(&writer).await;
     create_config_maps(plan, &writer, payload, "b").await;
-    kubext::settle().await;
+    requests::settle().await;
     out.rss_before = server.rss();
-    out.heap_before = kubext::heap(&writer).await;
+    out.heap_before = requests::heap(&writer).await;
     out.heap_baseline_growth = out
         .heap_before
         .zip(heap_baseline_before)
@@ -95,7 +96,7 @@ pub async fn measure(plan: &Plan, server: &Handle, payload: &Arc<String>) -> Res
         .zip(baseline_before)
         .map(|(after, before)| after.saturating_sub(before));
     // Watch from now: the baseline's events are not theirs to deliver.
-    let rv = kubext::current_resource_version(&writer).await?;
+    let rv = requests::current_resource_version(&writer).await?;
 
     let path = format!(
         "/api/v1/namespaces/{NS}/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=600"
@@ -110,15 +111,15 @@ pub async fn measure(plan: &Plan, server: &Handle, payload: &Arc<String>) -> Res
         }
     }
     out.opened = held.len();
-    kubext::settle().await;
+    requests::settle().await;
     out.rss_open = server.rss();
 
     out.events = create_config_maps(plan, &writer, payload, "s").await;
     // Give the fan-out time to fill every queue it is going to fill.
     tokio::time::sleep(Duration::from_secs(2)).await;
     out.rss_after_writes = server.rss();
-    out.heap_after_writes = kubext::heap(&writer).await;
-    out.registered_after = kubext::metric(&client, "apiserver_registered_watchers")
+    out.heap_after_writes = requests::heap(&writer).await;
+    out.registered_after = requests::metric(&client, "apiserver_registered_watchers")
         .await
         .map(|v| v as u64);
     drop(held);
@@ -142,7 +143,7 @@ async fn create_config_maps(
         PER_REQUEST,
         move |i| {
             let writer = writer.clone();
-            let cm = kubext::config_map(&format!("{prefix}-{i:06}"), &payload);
+            let cm = requests::config_map(&format!("{prefix}-{i:06}"), &payload);
             async move {
                 writer.create(&PostParams::default(), &cm).await?;
                 Ok(())

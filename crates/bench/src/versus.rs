@@ -13,8 +13,9 @@ use testkit::{Etcd, Storage};
 
 use crate::aggregation::{self, ProxyResult};
 use crate::crds::{self, CrdResult};
-use crate::handle::{Launcher, Started};
-use crate::kubext::{self, KubextResult, Plan};
+use crate::kubext::{self, KubextResult};
+use crate::launcher::{Launcher, Started};
+use crate::plan::Plan;
 use crate::report::{self, Machine, PICKS, Pick};
 use crate::upstream::{self, Binaries};
 use crate::{cpu, stats::Latencies};

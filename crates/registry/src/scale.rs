@@ -111,7 +111,7 @@ fn write(obj: &mut Value, path: &str, value: Value) {
 
 /// The Scale of an object.
 pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
-    let md = obj.get("metadata").cloned().unwrap_or(json!({}));
+    let md = meta::metadata(obj);
     let metadata: serde_json::Map<String, Value> = [
         "name",
         "namespace",
@@ -120,7 +120,7 @@ pub fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
         "creationTimestamp",
     ]
     .iter()
-    .filter_map(|k| md.get(*k).map(|v| (k.to_string(), v.clone())))
+    .filter_map(|k| md?.get(*k).map(|v| (k.to_string(), v.clone())))
     .collect();
     let mut status =
         json!({"replicas": read(obj, &paths.status_replicas).and_then(Value::as_i64).unwrap_or(0)});

@@ -150,7 +150,7 @@ pub fn partial_object_metadata(obj: &Value) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+        "metadata": apimachinery::meta::member(obj).cloned().unwrap_or(json!({})),
     })
 }
 

@@ -97,14 +97,6 @@ pub fn slices_of_endpoints(endpoints: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Whether `slice` belongs to Service `name` (its `kubernetes.io/service-name`).
-pub fn slice_of(slice: &Value, name: &str) -> bool {
-    slice
-        .pointer("/metadata/labels/kubernetes.io~1service-name")
-        .and_then(Value::as_str)
-        == Some(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

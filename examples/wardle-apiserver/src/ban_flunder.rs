@@ -20,10 +20,7 @@ impl Admission for BanFlunder {
         if operation != Operation::Create {
             return Ok(());
         }
-        let name = new
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let name = apiserver::meta::name(new);
         let fischers = self
             .objects
             .list("wardle.example.com", "v1alpha1", "fischers", "")

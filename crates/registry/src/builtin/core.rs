@@ -216,7 +216,7 @@ impl Strategy for Events {
         let last = [
             str_at(obj, "/lastTimestamp"),
             str_at(obj, "/eventTime"),
-            str_at(obj, "/metadata/creationTimestamp"),
+            apimachinery::meta::str_field(obj, "creationTimestamp").unwrap_or(""),
         ]
         .into_iter()
         .find(|s| !s.is_empty())

@@ -176,18 +176,18 @@ fn fill_missing(obj: &mut Obj, target: &str, source: &str) {
     }
 }
 
-/// Sets the map `obj[parent][key]` to the map at `source` (a JSON pointer) when the
+/// Sets the map `obj[parent][key]` to the map `source` reads from `obj` when the
 /// former is empty and the latter is not.
-fn copy_map_if_empty(obj: &mut Value, parent: &str, key: &str, source: &str) {
+fn copy_map_if_empty(obj: &mut Value, parent: &str, key: &str, source: fn(&Value) -> Option<&Obj>) {
     let target = obj.get(parent).and_then(|p| p.get(key));
     let parent_ok = obj.get(parent).is_none_or(|p| p.is_object() || p.is_null());
     if !parent_ok || !is_empty_map(target) {
         return;
     }
-    let Some(labels) = obj
-        .pointer(source)
-        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+    let Some(labels) = source(obj)
+        .filter(|m| !m.is_empty())
         .cloned()
+        .map(Value::Object)
     else {
         return;
     };
@@ -196,16 +196,19 @@ fn copy_map_if_empty(obj: &mut Value, parent: &str, key: &str, source: &str) {
     }
 }
 
+/// The labels of the object's pod template (`spec.template.metadata.labels`).
+fn template_labels(obj: &Value) -> Option<&Obj> {
+    obj.pointer("/spec/template")
+        .and_then(apimachinery::meta::labels)
+}
+
 /// The object's labels, when it has none, are its template's (upstream's
 /// defaulting of ReplicationControllers and Jobs).
 fn labels_from_template(obj: &mut DynamicObject) {
     if !obj.metadata.labels.is_empty() {
         return;
     }
-    let Some(template) = obj
-        .pointer("/spec/template/metadata/labels")
-        .and_then(Value::as_object)
-    else {
+    let Some(template) = template_labels(obj) else {
         return;
     };
     let labels = template
@@ -591,7 +594,7 @@ fn replication_controller(obj: &mut DynamicObject) {
     if let Some(template) = at(spec, &["template"]) {
         pod_template_spec(template);
     }
-    copy_map_if_empty(obj, "spec", "selector", "/spec/template/metadata/labels");
+    copy_map_if_empty(obj, "spec", "selector", template_labels);
     labels_from_template(obj);
 }
 

@@ -3,7 +3,7 @@
 //! target is v1's own field; what v1 cannot express travels in
 //! `autoscaling.alpha.kubernetes.io/*` annotations.
 
-use apimachinery::DynamicObject;
+use apimachinery::{DynamicObject, meta};
 use serde_json::{Map, Value, json};
 
 use crate::resource::{ResourceType, Strategy};
@@ -157,7 +157,7 @@ fn to_v1(v2: &Value) -> Value {
         v1["status"] = Value::Object(v1_status);
     }
     if !annotations.is_empty()
-        && let Some(md) = v1.get_mut("metadata").and_then(Value::as_object_mut)
+        && let Some(md) = meta::member_mut(&mut v1).and_then(Value::as_object_mut)
     {
         let existing = md.entry("annotations").or_insert_with(|| json!({}));
         if let Some(existing) = existing.as_object_mut() {
@@ -180,8 +180,7 @@ fn annotate(annotations: &mut Map<String, Value>, key: &str, value: &Value) {
 
 /// Take (and remove) a JSON annotation written by [`to_v1`].
 fn take_annotation(v1: &mut Value, key: &str) -> Option<Value> {
-    let annotations = v1
-        .get_mut("metadata")?
+    let annotations = meta::member_mut(v1)?
         .get_mut("annotations")?
         .as_object_mut()?;
     let value = annotations.remove(key)?;
@@ -195,7 +194,7 @@ fn to_v2(v1: &Value) -> Value {
     let behavior = take_annotation(&mut v1, BEHAVIOR);
     let current_other = take_annotation(&mut v1, CURRENT_METRICS);
     let conditions = take_annotation(&mut v1, CONDITIONS);
-    if let Some(md) = v1.get_mut("metadata").and_then(Value::as_object_mut)
+    if let Some(md) = meta::member_mut(&mut v1).and_then(Value::as_object_mut)
         && md
             .get("annotations")
             .and_then(Value::as_object)

@@ -140,7 +140,9 @@ impl Strategy for Roles {
     }
 
     fn row(&self, obj: &Value) -> Vec<Value> {
-        vec![json!(str_at(obj, "/metadata/creationTimestamp"))]
+        vec![json!(
+            apimachinery::meta::str_field(obj, "creationTimestamp").unwrap_or("")
+        )]
     }
 }
 

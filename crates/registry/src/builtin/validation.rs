@@ -16,13 +16,13 @@
 //! structs holding pointers print addresses upstream; those are elided as
 //! `Type{...}`, which clients do not match on.
 
-use apimachinery::DynamicObject;
 use apimachinery::gofmt::quote;
 use apimachinery::selector::LabelSelector;
 use apimachinery::validation::{
     FIELD_IMMUTABLE_ERROR_MSG, IS_NEGATIVE_ERROR_MSG, inclusive_range_error, is_dns1123_label,
     max_len_error, regex_error, validate_label_selector, validate_labels,
 };
+use apimachinery::{DynamicObject, meta};
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Map, Value, json};
 
@@ -160,16 +160,6 @@ pub fn on_update(
         _ => return None,
     };
     Some(f)
-}
-
-// ---------------------------------------------------------------------------
-// Reading JSON of any shape: `json_fields`
-
-fn template_labels(template: &Value) -> Option<&Map<String, Value>> {
-    template
-        .get("metadata")
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
 }
 
 // ---------------------------------------------------------------------------
@@ -880,7 +870,7 @@ fn host_port_conflicts(containers: &[Value], path: &FieldPath) -> ErrorList {
 /// `ValidatePodTemplateSpec`: template labels, the PodSpec, and no
 /// ephemeral containers.
 fn validate_pod_template_spec(template: &Value, path: &FieldPath, errs: &mut ErrorList) {
-    if let Some(labels) = template_labels(template) {
+    if let Some(labels) = meta::labels(template) {
         errs.extend(validate_labels(labels, &path.child("labels")));
     }
     let spec_path = path.child("spec");
@@ -1206,7 +1196,7 @@ fn selected_template(
     errs: &mut ErrorList,
 ) {
     let template = spec.get("template").unwrap_or(&Value::Null);
-    let labels = template_labels(template);
+    let labels = meta::labels(template);
     if !selector.is_empty() && !selector.matches(labels) {
         errs.push(selector_mismatch(
             &path.child("metadata").child("labels"),
@@ -1397,7 +1387,7 @@ fn daemon_set(obj: &DynamicObject) -> ErrorList {
     let template_path = path.child("template");
     let template = spec.get("template").unwrap_or(&Value::Null);
     if let Ok(selector) = LabelSelector::from_json(selector_value) {
-        let labels = template_labels(template);
+        let labels = meta::labels(template);
         if !selector.matches(labels) {
             errs.push(selector_mismatch(
                 &template_path.child("metadata").child("labels"),
@@ -1507,7 +1497,7 @@ fn stateful_set(obj: &DynamicObject) -> ErrorList {
         )),
         Some(selector) => {
             selected_template(spec, &selector, &template_path, &mut errs);
-            if let Some(labels) = template_labels(template) {
+            if let Some(labels) = meta::labels(template) {
                 errs.extend(validate_labels(labels, &template_path.child("labels")));
             }
         }
@@ -1586,7 +1576,7 @@ fn replication_controller(obj: &DynamicObject) -> ErrorList {
         errs.push(FieldError::required(&template_path, ""));
         return errs;
     };
-    let labels = template_labels(template);
+    let labels = meta::labels(template);
     let matches = selector
         .into_iter()
         .flatten()
@@ -1685,7 +1675,7 @@ fn validate_job_spec_with_selector(spec: &Value, path: &FieldPath, errs: &mut Er
         errs.extend(validate_label_selector(selector, &path.child("selector")));
     }
     if let Ok(parsed) = LabelSelector::from_json(selector) {
-        let labels = template_labels(spec.get("template").unwrap_or(&Value::Null));
+        let labels = meta::labels(spec.get("template").unwrap_or(&Value::Null));
         if !parsed.matches(labels) {
             errs.push(selector_mismatch(
                 &path.child("template").child("metadata").child("labels"),
@@ -1796,9 +1786,9 @@ fn allow_scheduling_directives(template: &Value, old_template: &mut Value) {
             };
         }
     };
-    if let Some(meta) = old_template.get_mut("metadata") {
+    if let Some(old_meta) = meta::member_mut(old_template) {
         for key in ["labels", "annotations"] {
-            copy(template.get("metadata"), meta, key);
+            copy(meta::member(template), old_meta, key);
         }
     }
     if let Some(spec) = old_template.get_mut("spec") {

@@ -52,10 +52,7 @@ async fn bind(pods: &GenericStore, ctx: &RequestContext, binding: &Value) -> Res
         return Err(StatusError::invalid("", "Binding", &name, &errors));
     }
     let node = target["name"].as_str().unwrap_or("").to_string();
-    let annotations = binding
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-        .cloned();
+    let annotations = meta::annotations(binding).cloned();
     let mut ctx = ctx.clone();
     ctx.subresource = Subresource::Binding;
     pods.update_with(&ctx, &name, |current| {

@@ -158,7 +158,7 @@ pub(in super::super) fn claim_template(obj: &DynamicObject) -> ErrorList {
     let mut errs = Errs::default();
     let (spec, path) = (spec_of(obj), FieldPath::new("spec"));
     errs.hand(template_metadata(
-        spec.get("metadata").unwrap_or(&Value::Null),
+        apimachinery::meta::member(spec).unwrap_or(&Value::Null),
         &path.child("metadata"),
     ));
     let devices = spec_of(spec).get("devices").unwrap_or(&Value::Null);
