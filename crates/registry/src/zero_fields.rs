@@ -154,7 +154,7 @@ impl Shape {
                     map.values_mut().for_each(|v| values.fill(v));
                     return;
                 }
-                self.fill_members(map);
+                self.fill_members(map, None);
             }
             Value::Array(items) => {
                 if let Some(shape) = &self.items {
@@ -165,11 +165,16 @@ impl Shape {
         }
     }
 
-    fn fill_members(&self, map: &mut serde_json::Map<String, Value>) {
+    /// [`Shape::fill`] of an object's members, but for the member named
+    /// `skip` (left as it is, present or not).
+    fn fill_members(&self, map: &mut serde_json::Map<String, Value>, skip: Option<&str>) {
         let mut dropped: Vec<&str> = Vec::new();
         let mut added: Vec<&Member> = Vec::new();
         let mut present = map.iter_mut().peekable();
         for member in &self.members {
+            if skip == Some(member.name.as_str()) {
+                continue;
+            }
             while present
                 .next_if(|(name, _)| name.as_str() < member.name.as_str())
                 .is_some()
@@ -250,10 +255,9 @@ pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
 /// its typed metadata writes itself as Go does, so no `metadata` member is
 /// added here.
 pub fn fill_body(group: &str, version: &str, kind: &str, body: &mut Value) {
-    let had_metadata = apimachinery::meta::member(body).is_some();
-    fill(group, version, kind, body);
-    if !had_metadata && let Some(map) = body.as_object_mut() {
-        map.remove("metadata");
+    let kinds: &HashMap<(&str, &str, &str), Shape> = kinds();
+    if let (Some(shape), Some(map)) = (kinds.get(&(group, version, kind)), body.as_object_mut()) {
+        shape.fill_members(map, Some("metadata"));
     }
 }
 
@@ -410,6 +414,27 @@ mod tests {
             }
         }
         assert!(checked > 6 * 100, "{checked}");
+    }
+
+    /// A body without `metadata` is filled as the whole object is, less the
+    /// metadata the whole object gets: for every kind and sample.
+    #[test]
+    fn a_body_is_filled_as_its_object_is_less_metadata() {
+        for (&(group, version, kind), shape) in kinds() {
+            for n in 0..6 {
+                let mut body = sample(shape, n, 0);
+                if let Some(map) = body.as_object_mut() {
+                    map.remove("metadata");
+                }
+                let mut whole = body.clone();
+                fill_body(group, version, kind, &mut body);
+                fill(group, version, kind, &mut whole);
+                if let Some(map) = whole.as_object_mut() {
+                    map.remove("metadata");
+                }
+                assert_eq!(body, whole, "{group}/{version} {kind}");
+            }
+        }
     }
 
     /// The merge relies on `serde_json::Map` iterating in key order: a

@@ -180,8 +180,9 @@ async fn authorized_stages(
     }
     let query = std::mem::take(&mut scope.query);
     // Boxed once: the handler's future is large, and moved by value it would be
-    // copied into every future that awaits it.
-    let routed = Box::pin(Routing::route(api, req, scope, query, user, delegated));
+    // copied into every future that awaits it (built in the box: see `boxed`).
+    let routed =
+        crate::boxed::pin_in_place(|| Routing::route(api, req, scope, query, user, delegated));
     if long_running {
         Ok(routed.await)
     } else {

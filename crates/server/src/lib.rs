@@ -7,6 +7,7 @@ pub mod api;
 pub mod audit;
 pub mod authn;
 pub mod authz;
+mod boxed;
 pub mod catalog;
 pub mod chain;
 pub mod config;

@@ -502,7 +502,8 @@ async fn serve(
                         // Boxed per request: hyper keeps a slot the size of this future
                         // for the connection's life, and the handler's state (~4 KiB)
                         // would stay allocated for every open watch and idle connection.
-                        let handling = Box::pin(handle_catching_panics(api, req, peer));
+                        let handling =
+                            crate::boxed::pin_in_place(|| handle_catching_panics(api, req, peer));
                         async move { Ok::<_, std::convert::Infallible>(handling.await) }
                     });
                     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
