@@ -690,19 +690,20 @@ impl RuleSet {
         let Some(compiled) = self.rules.get(&rule.rule) else {
             return ErrorList::new();
         };
-        let schema_type = json!(node.schema.type_);
+        // Built only for an error: most rules pass.
+        let schema_type = || json!(node.schema.type_);
         // A failed rule shows the value, but not an object's or an array's.
-        let failed_value = match node.schema.type_.as_str() {
+        let failed_value = || match node.schema.type_.as_str() {
             "object" | "array" => None,
             _ => Some(node.self_value.clone()),
         };
-        let path = node_path(node.path);
+        let path = || node_path(node.path);
         let program = match &compiled.program {
             Ok(p) => p,
             Err(e) => {
                 return vec![FieldError::invalid(
-                    &path,
-                    schema_type,
+                    &path(),
+                    schema_type(),
                     &format!("rule compile error: {e}"),
                 )];
             }
@@ -730,8 +731,8 @@ impl RuleSet {
         }
         if charge > cost::PER_CALL_LIMIT {
             return vec![FieldError::invalid(
-                &path,
-                schema_type,
+                &path(),
+                schema_type(),
                 &format!(
                     "call cost exceeds limit for rule: {}",
                     message_or_default(rule)
@@ -768,9 +769,7 @@ impl RuleSet {
                 let with_value = |kind: apimachinery::field::ErrorType, detail: &str| FieldError {
                     kind,
                     field: at.to_string(),
-                    bad_value: failed_value
-                        .clone()
-                        .map(apimachinery::field::BadValue::Json),
+                    bad_value: failed_value().map(apimachinery::field::BadValue::Json),
                     detail: detail.to_string(),
                 };
                 vec![match rule.reason.as_str() {
@@ -783,16 +782,16 @@ impl RuleSet {
                 }]
             }
             Ok(other) => vec![FieldError::invalid(
-                &path,
-                schema_type,
+                &path(),
+                schema_type(),
                 &format!(
                     "rule did not evaluate to a bool ({other:?}) evaluating rule: {}",
                     rule_error_string(rule)
                 ),
             )],
             Err(e) => vec![FieldError::invalid(
-                &path,
-                schema_type,
+                &path(),
+                schema_type(),
                 &format!(
                     "{} evaluating rule: {}",
                     errors::runtime_error(program, activation, e),
