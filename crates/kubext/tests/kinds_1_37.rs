@@ -570,11 +570,34 @@ async fn resource_slices_reach_nodes_one_way_and_describe_devices() {
         serde_json::to_vec(&body).unwrap(),
     )
     .await;
+    let warning = r#"299 - "spec.driver: driver names should be lowercase; \"Dra.Example.com\" contains uppercase characters""#;
     assert_eq!(code, 201);
+    assert_eq!(headers["warning"], warning);
+    // Upstream's WarningsOnUpdate warns the same (strategy.go), for an update
+    // however it comes: a PATCH as a PUT.
+    let patched = send_raw(
+        &client,
+        "PATCH",
+        &format!("{slices}/upper"),
+        "application/merge-patch+json",
+        serde_json::to_vec(&json!({"spec": {"pool": {"generation": 2}}})).unwrap(),
+    )
+    .await;
     assert_eq!(
-        headers["warning"],
-        r#"299 - "spec.driver: driver names should be lowercase; \"Dra.Example.com\" contains uppercase characters""#
+        (patched.0, &patched.1["warning"]),
+        (200, &warning.parse().unwrap())
     );
+    let mut current = get(&client, &format!("{slices}/upper")).await;
+    current["spec"]["pool"]["generation"] = json!(3);
+    let put = send_raw(
+        &client,
+        "PUT",
+        &format!("{slices}/upper"),
+        "application/json",
+        serde_json::to_vec(&current).unwrap(),
+    )
+    .await;
+    assert_eq!((put.0, &put.1["warning"]), (200, &warning.parse().unwrap()));
 }
 
 #[tokio::test]
