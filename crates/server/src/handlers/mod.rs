@@ -129,11 +129,18 @@ async fn serve_inner(
         .get("fieldManager")
         .map(String::from)
         .unwrap_or_else(|| default_manager(header_str(header::USER_AGENT).as_deref()));
+    // The user is the call's from here on: moved, not copied.
+    let UserInfo {
+        name,
+        groups,
+        uid,
+        extra,
+    } = user;
     let ctx = RequestContext {
-        user: user.name.clone(),
-        groups: user.groups.clone(),
-        uid: user.uid.clone(),
-        extra: user.extra.clone(),
+        user: name,
+        groups,
+        uid,
+        extra,
         namespace: if served.rtype.namespaced {
             info.namespace.clone()
         } else {
