@@ -23,16 +23,19 @@
 //! This module records `Update` operations ([`record_update`]); server-side
 //! apply lives in [`crate::apply`] and shares the representation.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use smol_str::SmolStr;
 
-use apimachinery::object_meta::ManagedFieldsEntry;
+use apimachinery::object_meta::{DynamicObject, ManagedFieldsEntry};
 use apimachinery::time;
 use patch::{FieldMeta, ListType, PatchMeta};
 use serde_json::{Map, Value, json};
+
+mod create;
 
 /// Why `metadata.managedFields` (or a `FieldsV1` set in it) could not be
 /// decoded. Never a client's error: upstream's field manager, as this one,
@@ -594,23 +597,18 @@ impl FieldSet {
     }
 }
 
-/// What a walk over new values builds ([`Walker::all_below`]): a
-/// [`FieldSet`], or for a create its `FieldsV1` directly.
-trait NewFields: Default {
-    fn with_capacity(members: usize) -> Self;
-    /// `pe`, owned itself or not, and `below` it.
-    fn add(&mut self, pe: PathElement, member: bool, below: Self);
-}
-
-impl NewFields for FieldSet {
-    fn with_capacity(members: usize) -> Self {
+impl FieldSet {
+    /// An empty set with room for `members` members: what a walk over new
+    /// values ([`Walker::all_below`]) starts from.
+    fn with_member_capacity(members: usize) -> Self {
         FieldSet {
             members: Vec::with_capacity(members),
             children: Vec::new(),
         }
     }
 
-    fn add(&mut self, pe: PathElement, member: bool, below: Self) {
+    /// Adds `pe`, owned itself or not, and `below` it.
+    fn add_new(&mut self, pe: PathElement, member: bool, below: Self) {
         if member && let Err(at) = position(&self.members, &pe, |m| m) {
             if below.is_empty() {
                 self.members.insert(at, pe);
@@ -626,25 +624,39 @@ impl NewFields for FieldSet {
             Err(at) => self.children.insert(at, (pe, below)),
         }
     }
+
+    /// Whether the field `name` (one level down) is a member: [`Self::has_member`]
+    /// of a field without making its path element.
+    fn has_field(&self, name: &str) -> bool {
+        find_field(&self.members, name, |pe| pe).is_some()
+    }
+
+    /// The sub-set under the field `name`: [`Self::child`] of a field without
+    /// making its path element.
+    fn child_field(&self, name: &str) -> Option<&FieldSet> {
+        find_field(&self.children, name, |(pe, _)| pe).map(|(_, sub)| sub)
+    }
 }
 
-/// A `FieldsV1` node: `{}` for a member without descendants, `"."` among
-/// the descendants of one with them.
-impl NewFields for Map<String, Value> {
-    fn with_capacity(_: usize) -> Self {
-        Map::new()
+/// The item of sorted `items` whose element is the field `name`. The sets
+/// asked (system and reset fields) are small: up to eight elements are
+/// compared for equality, which compares lengths before bytes, rather
+/// than ordered.
+fn find_field<'s, T>(
+    items: &'s [T],
+    name: &str,
+    key: impl Fn(&T) -> &PathElement,
+) -> Option<&'s T> {
+    let is = |item: &T| matches!(key(item), PathElement::Field(f) if f.as_str() == name);
+    if items.len() <= 8 {
+        return items.iter().find(|item| is(item));
     }
-
-    fn add(&mut self, pe: PathElement, member: bool, mut below: Self) {
-        if !member && below.is_empty() {
-            return;
-        }
-        if member && !below.is_empty() {
-            below.insert(".".into(), Value::Object(Map::new()));
-        }
-        // The walks add each element once.
-        self.insert(pe.serialize(), Value::Object(below));
-    }
+    // Fields come first, in name order.
+    let order = |item: &T| match key(item) {
+        PathElement::Field(f) => f.as_str().cmp(name),
+        _ => Ordering::Greater,
+    };
+    items.binary_search_by(order).ok().map(|at| &items[at])
 }
 
 /// Where `pe` is (`Ok`) or would go (`Err`) in sorted `items`. Walks build
@@ -752,6 +764,45 @@ impl ListKind {
     }
 }
 
+/// The kind of a list the schema describes as `meta`, given its values on
+/// each side ([`Walker::list_kind`]). Items that cannot be keyed as the
+/// schema says make the list atomic.
+pub(crate) fn list_kind_of(meta: Option<&FieldMeta>, lists: &[&[Value]]) -> ListKind {
+    let Some(meta) = meta else {
+        return ListKind::Atomic;
+    };
+    let mut items = lists.iter().flat_map(|l| l.iter());
+    let keys: Vec<(String, Option<Value>)> = match meta.apply_list_type() {
+        ListType::Atomic => return ListKind::Atomic,
+        ListType::Set => Vec::new(),
+        ListType::Map => meta
+            .list_keys()
+            .into_iter()
+            .map(|k| {
+                let default = meta.key_default(&k).cloned();
+                (k, default)
+            })
+            .collect(),
+    };
+    if keys.is_empty() {
+        if meta.apply_list_type() == ListType::Set && items.all(|i| !i.is_object() && !i.is_array())
+        {
+            ListKind::Set
+        } else {
+            ListKind::Atomic
+        }
+    } else if items.all(|i| {
+        i.as_object().is_some_and(|o| {
+            keys.iter()
+                .all(|(k, default)| default.is_some() || o.contains_key(k))
+        })
+    }) {
+        ListKind::Keyed(keys)
+    } else {
+        ListKind::Atomic
+    }
+}
+
 /// Walks values alongside their field path; the schema is looked up by the
 /// path's field names (list items transparent, as [`PatchMeta`] expects).
 pub(crate) struct Walker<'a> {
@@ -778,40 +829,7 @@ impl<'a> Walker<'a> {
     /// The kind of the list at the current field, given its values on each side.
     /// Items that cannot be keyed as the schema says make the list atomic.
     pub(crate) fn list_kind(&self, lists: &[&[Value]]) -> ListKind {
-        let Some(meta) = self.meta() else {
-            return ListKind::Atomic;
-        };
-        let mut items = lists.iter().flat_map(|l| l.iter());
-        let keys: Vec<(String, Option<Value>)> = match meta.apply_list_type() {
-            ListType::Atomic => return ListKind::Atomic,
-            ListType::Set => Vec::new(),
-            ListType::Map => meta
-                .list_keys()
-                .into_iter()
-                .map(|k| {
-                    let default = meta.key_default(&k).cloned();
-                    (k, default)
-                })
-                .collect(),
-        };
-        if keys.is_empty() {
-            if meta.apply_list_type() == ListType::Set
-                && items.all(|i| !i.is_object() && !i.is_array())
-            {
-                ListKind::Set
-            } else {
-                ListKind::Atomic
-            }
-        } else if items.all(|i| {
-            i.as_object().is_some_and(|o| {
-                keys.iter()
-                    .all(|(k, default)| default.is_some() || o.contains_key(k))
-            })
-        }) {
-            ListKind::Keyed(keys)
-        } else {
-            ListKind::Atomic
-        }
+        list_kind_of(self.meta(), lists)
     }
 
     /// The schema's metadata at the current path: looked up by its field
@@ -995,11 +1013,11 @@ impl<'a> Walker<'a> {
     /// The paths of new `fields` of the map at the current path and all
     /// below them. Map keys come sorted, as the set keeps its fields: each
     /// is added at the end.
-    fn new_fields<'m, S: NewFields>(
+    fn new_fields<'m>(
         &mut self,
         fields: impl Iterator<Item = (&'m String, &'m Value)>,
-    ) -> S {
-        let mut set = S::with_capacity(fields.size_hint().1.unwrap_or(0));
+    ) -> FieldSet {
+        let mut set = FieldSet::with_member_capacity(fields.size_hint().1.unwrap_or(0));
         for (k, v) in fields {
             if self.is_managed_fields(k) {
                 continue;
@@ -1007,7 +1025,7 @@ impl<'a> Walker<'a> {
             self.push_field(k);
             let below = self.all_below(v);
             if let Some(pe) = self.path.pop() {
-                set.add(pe, true, below);
+                set.add_new(pe, true, below);
             }
         }
         set
@@ -1018,21 +1036,21 @@ impl<'a> Walker<'a> {
     /// granular map, the items of a keyed or set list (a duplicated item whole,
     /// without its fields); atomic maps and lists, scalars and empty
     /// containers have none.
-    fn all_below<S: NewFields>(&mut self, v: &Value) -> S {
+    fn all_below(&mut self, v: &Value) -> FieldSet {
         match v {
             Value::Object(m) if !m.is_empty() && !self.atomic_map() => self.new_fields(m.iter()),
             Value::Array(items) if !items.is_empty() => match self.list_kind(&[items]) {
-                ListKind::Atomic => S::default(),
+                ListKind::Atomic => FieldSet::new(),
                 kind => self.new_items(items, &kind),
             },
-            _ => S::default(),
+            _ => FieldSet::new(),
         }
     }
 
     /// The paths of the new items of a keyed or set list at the current path
     /// and all below them; an item that is there more than once is owned
     /// whole.
-    fn new_items<S: NewFields>(&mut self, items: &[Value], kind: &ListKind) -> S {
+    fn new_items(&mut self, items: &[Value], kind: &ListKind) -> FieldSet {
         let mut seen: BTreeMap<PathElement, usize> = BTreeMap::new();
         let elements: Vec<Option<PathElement>> = items
             .iter()
@@ -1042,7 +1060,7 @@ impl<'a> Walker<'a> {
                 Some(pe)
             })
             .collect();
-        let mut set = S::with_capacity(items.len());
+        let mut set = FieldSet::with_member_capacity(items.len());
         for (item, pe) in items.iter().zip(elements) {
             let Some(pe) = pe else { continue };
             match seen.get_mut(&pe) {
@@ -1053,7 +1071,7 @@ impl<'a> Walker<'a> {
                 Some(count) => {
                     if *count > 1 {
                         *count = 0;
-                        set.add(pe, true, S::default());
+                        set.add_new(pe, true, FieldSet::new());
                     }
                     continue;
                 }
@@ -1062,119 +1080,10 @@ impl<'a> Walker<'a> {
             self.path.push(pe);
             let below = self.all_below(item);
             if let Some(pe) = self.path.pop() {
-                set.add(pe, true, below);
+                set.add_new(pe, true, below);
             }
         }
         set
-    }
-
-    /// The `FieldsV1` of a create: what [`Walker::compare`] finds added or
-    /// modified from `base` (what an empty object of the type looks like)
-    /// to `obj`, less [`system_fields`] and `reset` (and all below them),
-    /// written straight as `FieldsV1` instead of built as a [`FieldSet`],
-    /// compared and then encoded.
-    fn create_fields_v1(
-        &mut self,
-        base: &Map<String, Value>,
-        obj: &Map<String, Value>,
-        reset: &FieldSet,
-    ) -> Map<String, Value> {
-        self.created_fields(Some(base), obj, Some(system_fields()), Some(reset))
-    }
-
-    /// [`Walker::create_fields_v1`] of the map `fields` at the current path,
-    /// against `base` (this map in the empty object), less `system` (the
-    /// system fields under this path) and `reset` (the reset fields under
-    /// it). A value as in the base is nobody's; a map the base has too (or
-    /// has null) is owned only through what it holds, and so is a keyed or
-    /// set list the base has null or empty; anything else that differs is
-    /// owned (an atomic map or list whole). A system field is nobody's, but
-    /// what it holds may be someone's; a reset field and all below it are
-    /// nobody's.
-    fn created_fields(
-        &mut self,
-        base: Option<&Map<String, Value>>,
-        fields: &Map<String, Value>,
-        system: Option<&FieldSet>,
-        reset: Option<&FieldSet>,
-    ) -> Map<String, Value> {
-        let mut out = Map::new();
-        for (k, v) in fields {
-            if self.is_managed_fields(k) {
-                continue;
-            }
-            let old = base.and_then(|b| b.get(k));
-            if old == Some(v) {
-                continue; // as in the base: nothing changed
-            }
-            self.push_field(k);
-            let Some(pe) = self.path.last() else { continue };
-            let (is_system, system_below) = match system {
-                Some(system) => (system.has_member(pe), system.child(pe)),
-                None => (false, None),
-            };
-            let (is_reset, reset_below) = match reset {
-                Some(reset) => (reset.has_member(pe), reset.child(pe)),
-                None => (false, None),
-            };
-            if is_reset {
-                self.pop_field();
-                continue;
-            }
-            // All of `v` is new: system and reset fields below it still
-            // nobody's.
-            let all_new = |w: &mut Self| match v {
-                Value::Object(map)
-                    if (system_below.is_some() || reset_below.is_some()) && !w.atomic_map() =>
-                {
-                    w.created_fields(None, map, system_below, reset_below)
-                }
-                _ => w.all_below(v),
-            };
-            let (member, below) = match (old, v) {
-                (None, _) => (true, all_new(self)),
-                (Some(Value::Object(_) | Value::Null), Value::Object(map))
-                    if !self.atomic_map()
-                        && (!map.is_empty() || old.is_some_and(Value::is_object)) =>
-                {
-                    let old = old.and_then(Value::as_object);
-                    (
-                        false,
-                        self.created_fields(old, map, system_below, reset_below),
-                    )
-                }
-                (Some(Value::Null), Value::Array(items))
-                | (Some(Value::Array(_)), Value::Array(items))
-                    if !items.is_empty()
-                        && old.and_then(Value::as_array).is_none_or(Vec::is_empty)
-                        && self.list_kind(&[items]) != ListKind::Atomic =>
-                {
-                    (false, self.all_below(v))
-                }
-                // A map emptied (to null): only removals.
-                (Some(Value::Object(o)), Value::Null) if !o.is_empty() && !self.atomic_map() => {
-                    (false, Map::new())
-                }
-                // Changed: a scalar, an atomic map or list, null to empty
-                // (`New()` holds no list items to compare with); a container
-                // where the base has another kind of value holds new fields.
-                _ => {
-                    let other_kind = old.is_some_and(|o| {
-                        !o.is_null() && std::mem::discriminant(o) != std::mem::discriminant(v)
-                    });
-                    let below = if other_kind {
-                        all_new(self)
-                    } else {
-                        Map::new()
-                    };
-                    (true, below)
-                }
-            };
-            if let Some(pe) = self.path.pop() {
-                out.add(pe, member && !is_system, below);
-            }
-        }
-        out
     }
 
     /// The contents of one side of a node whose kind changed: all removed
@@ -1371,7 +1280,7 @@ pub struct Tracking<'a> {
     /// `status` through the main resource of a kind with a status
     /// subresource, `spec` through `/status`): never credited, and changing
     /// them takes nothing from other managers.
-    pub reset: FieldSet,
+    pub reset: Cow<'a, FieldSet>,
     /// What an empty object of the type (upstream's `New()`) encodes to:
     /// what a create, and the fields an object had before its first apply,
     /// are compared against. `None`: [`empty_object`] of the object.
@@ -1384,16 +1293,16 @@ impl<'a> Tracking<'a> {
     pub fn new(schema: &'a (dyn PatchMeta + Sync)) -> Self {
         Tracking {
             schema,
-            reset: FieldSet::new(),
+            reset: Cow::Owned(FieldSet::new()),
             empty: None,
         }
     }
 
     /// What an empty object of the type looks like, beside `obj`.
-    pub(crate) fn empty_beside(&self, obj: &Value) -> std::borrow::Cow<'a, Value> {
+    pub(crate) fn empty_beside(&self, obj: &Value) -> Cow<'a, Value> {
         match self.empty {
-            Some(empty) => std::borrow::Cow::Borrowed(empty),
-            None => std::borrow::Cow::Owned(empty_object(obj)),
+            Some(empty) => Cow::Borrowed(empty),
+            None => Cow::Owned(empty_object(obj)),
         }
     }
 
@@ -1811,10 +1720,7 @@ pub fn record_typed(
     writer: &Writer<'_>,
     tracking: &Tracking<'_>,
 ) -> Option<Vec<ManagedFieldsEntry>> {
-    Some(match recorded(obj, live, writer, tracking)? {
-        Recorded::Entries(entries) => ordered(entries).into_iter().map(|e| e.to_typed()).collect(),
-        Recorded::Created(entry) => vec![entry.into_typed()],
-    })
+    Some(recorded(obj, live, writer, tracking)?.into_typed())
 }
 
 /// What [`record`] leaves: the entries, or a create's single entry.
@@ -1868,29 +1774,53 @@ fn recorded(
     if writer.manager.is_empty() {
         return None;
     }
-    // Upstream's decodeLiveOrNew: the request's managedFields win when they are
-    // valid and non-empty (`[]`/`[{}]` reset them); otherwise the live ones.
-    // A subresource's writer cannot set them.
+    let entries = entries_before(managed_fields_of(obj), live, writer);
+    apimachinery::meta::remove(obj, "managedFields");
+    Some(recorded_from(entries, obj, live, writer, tracking))
+}
+
+/// The entries a write starts from (upstream's decodeLiveOrNew), given the
+/// object's `managedFields` member: the request's win when they are valid
+/// and non-empty (`[]`/`[{}]` reset them); otherwise the live ones. A
+/// subresource's writer cannot set them.
+fn entries_before(
+    managed: Option<&Value>,
+    live: Option<&Value>,
+    writer: &Writer<'_>,
+) -> Vec<ManagedEntry> {
     let live_entries = || {
         live.and_then(managed_of)
             .and_then(Result::ok)
             .unwrap_or_default()
     };
-    let mut entries = if !writer.subresource.is_empty() {
+    if !writer.subresource.is_empty() {
         live_entries()
-    } else if is_reset(managed_fields_of(obj)) {
+    } else if is_reset(managed) {
         Vec::new()
     } else {
-        match managed_of(obj) {
+        match managed
+            .and_then(Value::as_array)
+            .map(|a| decode_managed_fields(a))
+        {
             Some(Ok(e)) if !e.is_empty() => e,
             _ => live_entries(),
         }
-    };
-    apimachinery::meta::remove(obj, "managedFields");
+    }
+}
+
+/// What [`record`] leaves, from the `entries` the write starts from and
+/// `obj` without managedFields.
+fn recorded_from(
+    mut entries: Vec<ManagedEntry>,
+    obj: &Value,
+    live: Option<&Value>,
+    writer: &Writer<'_>,
+    tracking: &Tracking<'_>,
+) -> Recorded {
     // Upstream's skipNonAppliedManager: an existing object without
     // managedFields is not tracked until it is applied.
     if entries.is_empty() && live.is_some() {
-        return Some(Recorded::Entries(Vec::new()));
+        return Recorded::Entries(Vec::new());
     }
     let empty;
     let base = match live {
@@ -1903,11 +1833,11 @@ fn recorded(
     if entries.is_empty()
         && let Some(created) = record_create(obj, base, writer, tracking)
     {
-        return Some(created);
+        return created;
     }
     let cmp = tracking.compare(base, obj);
     update_entries(&mut entries, cmp, writer, &time::now_rfc3339());
-    Some(Recorded::Entries(entries))
+    Recorded::Entries(entries)
 }
 
 /// [`record`] of a create (no entries before it): the writer's entry with
@@ -1920,21 +1850,85 @@ fn record_create(
     writer: &Writer<'_>,
     tracking: &Tracking<'_>,
 ) -> Option<Recorded> {
-    let fields = Walker::new(tracking.schema).create_fields_v1(
+    let fields = create::fields_v1(
+        tracking.schema,
         base.as_object()?,
         obj.as_object()?,
         &tracking.reset,
     );
+    Some(created(fields, writer))
+}
+
+/// A create's entry: `writer`'s, with `fields` (none when they are empty).
+fn created(fields: Map<String, Value>, writer: &Writer<'_>) -> Recorded {
     if fields.is_empty() {
-        return Some(Recorded::Entries(Vec::new()));
+        return Recorded::Entries(Vec::new());
     }
-    Some(Recorded::Created(CreatedEntry {
+    Recorded::Created(CreatedEntry {
         manager: writer.manager.to_owned(),
         api_version: writer.api_version.to_owned(),
         subresource: writer.subresource.to_owned(),
         time: time::now_rfc3339(),
         fields_v1: fields,
-    }))
+    })
+}
+
+impl Recorded {
+    /// The entries as typed metadata holds them, in upstream's order.
+    fn into_typed(self) -> Vec<ManagedFieldsEntry> {
+        match self {
+            Recorded::Entries(entries) => {
+                ordered(entries).into_iter().map(|e| e.to_typed()).collect()
+            }
+            Recorded::Created(entry) => vec![entry.into_typed()],
+        }
+    }
+}
+
+/// [`record_typed`] of a registry write's object, whose metadata is typed:
+/// `request_managed` is the `managedFields` the request sent (taken out of
+/// its metadata when it was decoded); the answer is the entries to keep.
+/// The same entries as [`record_typed`] of the object as JSON (its metadata
+/// written out beside the body, `request_managed` in it), which is how
+/// any write but a create from no entries is recorded; such a create reads
+/// the typed metadata as it is ([`create::typed_fields_v1`]). An empty
+/// manager records nothing.
+pub fn record_dynamic(
+    obj: &mut DynamicObject,
+    request_managed: Option<Value>,
+    live: Option<&Value>,
+    writer: &Writer<'_>,
+    tracking: &Tracking<'_>,
+) -> Vec<ManagedFieldsEntry> {
+    if writer.manager.is_empty() {
+        return Vec::new();
+    }
+    // The metadata's `managedFields` member as its JSON would hold it: the
+    // request's, else the typed ones.
+    let managed = request_managed.or_else(|| {
+        let typed = &obj.metadata.managed_fields;
+        (!typed.is_empty())
+            .then(|| Value::Array(typed.iter().map(ManagedFieldsEntry::to_value).collect()))
+    });
+    let entries = entries_before(managed.as_ref(), live, writer);
+    if live.is_none()
+        && entries.is_empty()
+        && let Some(fields) = create::typed_fields_v1(
+            tracking.schema,
+            &tracking.empty_beside(&obj.body),
+            &obj.metadata,
+            &obj.body,
+            &tracking.reset,
+        )
+    {
+        return created(fields, writer).into_typed();
+    }
+    // The metadata written out beside the body, for the walks over JSON
+    // (which never read its managedFields).
+    obj.insert("metadata", obj.metadata.to_value());
+    let recorded = recorded_from(entries, &obj.body, live, writer, tracking);
+    obj.remove("metadata");
+    recorded.into_typed()
 }
 
 #[cfg(test)]
@@ -2079,7 +2073,7 @@ mod tests {
     fn reset_fields_are_nobodys() {
         let schema = patch::builtin_schema("apps", "v1", "StatefulSet");
         let tracking = Tracking {
-            reset: field_paths(&[&["status"]]),
+            reset: Cow::Owned(field_paths(&[&["status"]])),
             ..Tracking::new(&schema)
         };
         let mut created = json!({"metadata": {"name": "s"}, "spec": {"replicas": 1},
@@ -2092,7 +2086,7 @@ mod tests {
         // A status writer's fields stay its own when the main resource
         // changes status (the strategy resets it anyway).
         let status_tracking = Tracking {
-            reset: field_paths(&[&["spec"]]),
+            reset: Cow::Owned(field_paths(&[&["spec"]])),
             ..Tracking::new(&schema)
         };
         let mut status = created.clone();
@@ -2581,7 +2575,7 @@ mod tests {
             for base in [empty_object(&obj), json!({}), pod, zero] {
                 for reset in [FieldSet::new(), field_paths(&[&["status"]]),
                     field_paths(&[&["spec"], &["metadata", "labels"]])] {
-                    let tracking = Tracking { reset, ..Tracking::new(&schema) };
+                    let tracking = Tracking { reset: Cow::Owned(reset), ..Tracking::new(&schema) };
                     proptest::prop_assert_eq!(
                         recorded_directly(&obj, &base, &tracking),
                         recorded_by_comparison(&obj, &base, &tracking),
@@ -2698,6 +2692,36 @@ mod tests {
         ]);
         let order: Vec<&str> = out.iter().map(|e| e["manager"].as_str().unwrap()).collect();
         assert_eq!(order, vec!["z", "b", "a"]);
+    }
+
+    /// Fields are found by name as by their path elements, in small sets
+    /// (compared one by one) and larger ones (searched), among elements of
+    /// other kinds.
+    #[test]
+    fn fields_are_found_by_name() {
+        let field = |name: &str| PathElement::Field(name.into());
+        let names = ["a", "b", "ba", "c", "d", "e", "f", "g", "h", "i", "j", "k"];
+        for len in [0, 1, 3, 8, 9, 12] {
+            let mut set = FieldSet::new();
+            for name in &names[..len] {
+                set.insert(&[field(name)]);
+                set.insert(&[field(name), field("x")]);
+            }
+            set.insert(&[PathElement::Value(json!("a"))]);
+            set.insert(&[PathElement::Index(1), field("x")]);
+            for name in ["", "a", "b", "ba", "bb", "h", "k", "z", "x"] {
+                assert_eq!(
+                    set.has_field(name),
+                    set.has_member(&field(name)),
+                    "{len} {name}"
+                );
+                assert_eq!(
+                    set.child_field(name),
+                    set.child(&field(name)),
+                    "{len} {name}"
+                );
+            }
+        }
     }
 
     /// [`record_typed`] leaves the entries [`record`] writes, typed: on a

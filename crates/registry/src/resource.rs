@@ -387,6 +387,9 @@ pub struct ResourceType {
     patch_schema: std::sync::OnceLock<patch::PatchSchema>,
     /// [`ResourceType::new_object`], made on first use.
     new_object: std::sync::OnceLock<Value>,
+    /// [`ResourceType::reset_fields`] of the main resource (every create and
+    /// update through it), made on first use.
+    main_reset_fields: std::sync::OnceLock<FieldSet>,
     /// A `Warning` header on every request to this version (deprecated versions).
     pub deprecation_warning: Option<String>,
     /// The `scale` subresource (custom resources that declare one).
@@ -756,6 +759,7 @@ impl ResourceType {
             structured: true,
             patch_schema: std::sync::OnceLock::new(),
             new_object: std::sync::OnceLock::new(),
+            main_reset_fields: std::sync::OnceLock::new(),
             deprecation_warning: None,
             scale: None,
             verbs: ALL_VERBS,
@@ -791,10 +795,15 @@ impl ResourceType {
 
     /// `group/version` (`version` for the core group); every write asks.
     pub fn api_version(&self) -> String {
+        self.api_version_text().into_owned()
+    }
+
+    /// [`Self::api_version`], borrowed for the core group (nothing to build).
+    pub fn api_version_text(&self) -> std::borrow::Cow<'_, str> {
         if self.group.is_empty() {
-            self.version.clone()
+            std::borrow::Cow::Borrowed(&self.version)
         } else {
-            [self.group.as_str(), "/", &self.version].concat()
+            std::borrow::Cow::Owned([self.group.as_str(), "/", &self.version].concat())
         }
     }
 
@@ -851,11 +860,19 @@ impl ResourceType {
         crate::managed_fields::field_paths(paths)
     }
 
-    /// How the field manager tracks writes through `subresource`.
+    /// How the field manager tracks writes through `subresource` (the main
+    /// resource's reset fields worked out once).
     pub fn tracking(&self, subresource: &apimachinery::Subresource) -> Tracking<'_> {
+        let reset = match subresource {
+            apimachinery::Subresource::None => std::borrow::Cow::Borrowed(
+                self.main_reset_fields
+                    .get_or_init(|| self.reset_fields(subresource)),
+            ),
+            _ => std::borrow::Cow::Owned(self.reset_fields(subresource)),
+        };
         Tracking {
             schema: self.patch_schema(),
-            reset: self.reset_fields(subresource),
+            reset,
             empty: Some(self.new_object()),
         }
     }

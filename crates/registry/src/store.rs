@@ -1178,8 +1178,9 @@ impl GenericStore {
     /// write's strategy resets; `request_managed` is what the request sent
     /// (see [`Incoming`]). Writes through `pods/binding` are the server's
     /// own: upstream records nothing for them. The field manager reads the
-    /// whole object as JSON: the body, and a copy of the metadata beside it
-    /// for the call; what it writes back is the list of entries.
+    /// body and the typed metadata (written out as JSON beside the body but
+    /// for a create from no entries); what it writes back is the list of
+    /// entries.
     fn record_write(
         &self,
         ctx: &RequestContext,
@@ -1192,21 +1193,15 @@ impl GenericStore {
                 request_managed.map_or_else(Vec::new, ManagedFieldsEntry::list_from_value);
             return;
         }
-        let api_version = self.rtype.api_version();
+        let api_version = self.rtype.api_version_text();
         let writer = managed_fields::Writer {
             manager: &ctx.field_manager,
             api_version: &api_version,
             subresource: ctx.subresource.as_str(),
         };
-        let mut metadata = obj.metadata.to_value();
-        if let (Some(managed), Some(md)) = (request_managed, metadata.as_object_mut()) {
-            md.insert("managedFields".into(), managed);
-        }
-        obj.insert("metadata", metadata);
         let tracking = self.rtype.tracking(&ctx.subresource);
-        let recorded = managed_fields::record_typed(obj, live, &writer, &tracking);
-        obj.remove("metadata");
-        obj.metadata.managed_fields = recorded.unwrap_or_default();
+        obj.metadata.managed_fields =
+            managed_fields::record_dynamic(obj, request_managed, live, &writer, &tracking);
     }
 
     /// Finalizers (or a type-specific rule) keep a deleted object around.
