@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::field::{ErrorList, FieldError, FieldPath};
+use crate::field::{ErrorList, FieldError, FieldPath, LazyPath};
 use crate::object_meta::{ManagedFieldsEntry, ObjectMeta, OwnerReference, ZERO_TIME};
 
 mod pattern;
@@ -97,19 +97,18 @@ pub fn inclusive_range_error(lo: i64, hi: i64) -> String {
 /// A "qualified name": `[prefix/]name` as used by label and annotation keys.
 pub fn is_qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
+    let name = match value.split_once('/') {
+        None => value,
+        Some((prefix, name)) if !name.contains('/') => {
             if prefix.is_empty() {
                 errs.push(format!("prefix part {}", empty_error()));
             } else {
                 let msgs = is_dns1123_subdomain(prefix);
                 errs.extend(msgs.into_iter().map(|m| format!("prefix part {m}")));
             }
-            *name
+            name
         }
-        _ => {
+        Some(_) => {
             let re = regex_error(
                 QUALIFIED_NAME_ERR,
                 QUALIFIED_NAME_FMT,
@@ -402,16 +401,17 @@ fn typed_entries(map: &BTreeMap<String, String>) -> impl Iterator<Item = MapEntr
 /// Labels: each key a qualified name, each value a label value. Errors sit on
 /// `path` itself (not per key), as upstream reports them.
 pub fn validate_labels(labels: &Map<String, Value>, path: &FieldPath) -> ErrorList {
-    check_labels(json_entries(labels), path)
+    check_labels(json_entries(labels), &LazyPath::At(path))
 }
 
-fn check_labels<'a>(labels: impl Iterator<Item = MapEntry<'a>>, path: &FieldPath) -> ErrorList {
+/// Labels; `path` is built only for an error.
+fn check_labels<'a>(labels: impl Iterator<Item = MapEntry<'a>>, path: &LazyPath<'_>) -> ErrorList {
     let mut errs = ErrorList::new();
     for (key, value) in labels {
-        errs.extend(validate_label_name(key, path));
+        errs.extend(invalid_each_lazy(path, key, is_qualified_name(key)));
         match value {
-            Ok(v) => errs.extend(invalid_each(path, v, is_valid_label_value(v))),
-            Err(value) => errs.push(not_a_string(&path.key(key), value)),
+            Ok(v) => errs.extend(invalid_each_lazy(path, v, is_valid_label_value(v))),
+            Err(value) => errs.push(not_a_string(&path.build().key(key), value)),
         }
     }
     errs
@@ -473,25 +473,33 @@ fn validate_selector_requirement(expr: &Value, path: &FieldPath) -> ErrorList {
 /// Annotations: keys are case-insensitive qualified names; the total size of
 /// keys and values is capped (reported as `Too long`, value omitted).
 pub fn validate_annotations(annotations: &Map<String, Value>, path: &FieldPath) -> ErrorList {
-    check_annotations(json_entries(annotations), path)
+    check_annotations(json_entries(annotations), &LazyPath::At(path))
 }
 
+/// Annotations; `path` is built only for an error.
 fn check_annotations<'a>(
     annotations: impl Iterator<Item = MapEntry<'a>>,
-    path: &FieldPath,
+    path: &LazyPath<'_>,
 ) -> ErrorList {
     let mut errs = ErrorList::new();
     let mut total = 0usize;
     for (key, value) in annotations {
-        errs.extend(invalid_each(path, key, is_qualified_name(&lowercase(key))));
+        errs.extend(invalid_each_lazy(
+            path,
+            key,
+            is_qualified_name(&lowercase(key)),
+        ));
         total += key.len();
         match value {
             Ok(v) => total += v.len(),
-            Err(value) => errs.push(not_a_string(&path.key(key), value)),
+            Err(value) => errs.push(not_a_string(&path.build().key(key), value)),
         }
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT_B {
-        errs.push(FieldError::too_long(path, TOTAL_ANNOTATION_SIZE_LIMIT_B));
+        errs.push(FieldError::too_long(
+            &path.build(),
+            TOTAL_ANNOTATION_SIZE_LIMIT_B,
+        ));
     }
     errs
 }
@@ -695,34 +703,38 @@ impl<'a> ManagedFieldsEntryFields<'a> {
 
 /// managedFields entries: operation, fieldsType, manager and subresource.
 pub fn validate_managed_fields(entries: &[Value], path: &FieldPath) -> ErrorList {
-    check_managed_fields(entries.iter().map(ManagedFieldsEntryFields::of_json), path)
+    check_managed_fields(
+        entries.iter().map(ManagedFieldsEntryFields::of_json),
+        &LazyPath::At(path),
+    )
 }
 
+/// managedFields entries; paths are built only for an error.
 fn check_managed_fields<'a>(
     entries: impl Iterator<Item = ManagedFieldsEntryFields<'a>>,
-    path: &FieldPath,
+    path: &LazyPath<'_>,
 ) -> ErrorList {
     let mut errs = ErrorList::new();
     for (i, entry) in entries.enumerate() {
         let p = path.index(i);
         if entry.operation != "Apply" && entry.operation != "Update" {
             errs.push(FieldError::invalid(
-                &p.child("operation"),
+                &p.child("operation").build(),
                 entry.operation.into(),
                 "must be `Apply` or `Update`",
             ));
         }
         if !entry.fields_type.is_empty() && entry.fields_type != "FieldsV1" {
             errs.push(FieldError::invalid(
-                &p.child("fieldsType"),
+                &p.child("fieldsType").build(),
                 entry.fields_type.into(),
                 "must be `FieldsV1`",
             ));
         }
-        errs.extend(validate_field_manager(entry.manager, &p.child("manager")));
+        errs.extend(check_field_manager(entry.manager, &p.child("manager")));
         if entry.subresource.len() > MAX_SUBRESOURCE_NAME_LENGTH {
             errs.push(FieldError::too_long(
-                &p.child("subresource"),
+                &p.child("subresource").build(),
                 MAX_SUBRESOURCE_NAME_LENGTH,
             ));
         }
@@ -732,13 +744,24 @@ fn check_managed_fields<'a>(
 
 /// A field manager name: at most 128 bytes, printable characters only.
 pub fn validate_field_manager(manager: &str, path: &FieldPath) -> ErrorList {
+    check_field_manager(manager, &LazyPath::At(path))
+}
+
+/// [`validate_field_manager`]; `path` is built only for an error.
+fn check_field_manager(manager: &str, path: &LazyPath<'_>) -> ErrorList {
     let mut errs = ErrorList::new();
+    // Printable ASCII (most names) is printable for `is_go_printable` too.
+    let printable_ascii = manager.bytes().all(|b| (b' '..=b'~').contains(&b));
+    if manager.len() <= FIELD_MANAGER_MAX_LENGTH && printable_ascii {
+        return errs;
+    }
+    let path = path.build();
     if manager.len() > FIELD_MANAGER_MAX_LENGTH {
-        errs.push(FieldError::too_long(path, FIELD_MANAGER_MAX_LENGTH));
+        errs.push(FieldError::too_long(&path, FIELD_MANAGER_MAX_LENGTH));
     }
     for (i, c) in manager.char_indices().filter(|(_, c)| !is_go_printable(*c)) {
         let detail = format!("invalid character U+{:04X} (at position {i})", u32::from(c));
-        errs.push(FieldError::invalid(path, manager.into(), &detail));
+        errs.push(FieldError::invalid(&path, manager.into(), &detail));
     }
     errs
 }
@@ -817,7 +840,7 @@ pub fn validate_typed_object_meta(
             meta.managed_fields
                 .iter()
                 .map(ManagedFieldsEntryFields::of_typed),
-            &path.child("managedFields"),
+            &LazyPath::At(path).child("managedFields"),
         ));
     }
     errs
@@ -971,16 +994,17 @@ fn validate_meta_collections(members: &Members<'_>, path: &FieldPath) -> ErrorLi
 /// have nothing to report, and their paths are not built).
 fn validate_typed_meta_collections(meta: &ObjectMeta, path: &FieldPath) -> ErrorList {
     let mut errs = ErrorList::new();
+    let at = LazyPath::At(path);
     if !meta.labels.is_empty() {
         errs.extend(check_labels(
             typed_entries(&meta.labels),
-            &path.child("labels"),
+            &at.child("labels"),
         ));
     }
     if !meta.annotations.is_empty() {
         errs.extend(check_annotations(
             typed_entries(&meta.annotations),
-            &path.child("annotations"),
+            &at.child("annotations"),
         ));
     }
     if !meta.owner_references.is_empty() {
@@ -1118,7 +1142,7 @@ pub fn validate_typed_object_meta_update(
             new.managed_fields
                 .iter()
                 .map(ManagedFieldsEntryFields::of_typed),
-            &path.child("managedFields"),
+            &LazyPath::At(path).child("managedFields"),
         ));
     }
     errs
@@ -1335,6 +1359,14 @@ fn invalid_each(path: &FieldPath, value: &str, msgs: Vec<String>) -> ErrorList {
     msgs.iter()
         .map(|m| FieldError::invalid(path, Value::String(value.to_string()), m))
         .collect()
+}
+
+/// [`invalid_each`] at a path built only if there are messages.
+fn invalid_each_lazy(path: &LazyPath<'_>, value: &str, msgs: Vec<String>) -> ErrorList {
+    if msgs.is_empty() {
+        return ErrorList::new();
+    }
+    invalid_each(&path.build(), value, msgs)
 }
 
 fn str_of<'a>(v: &'a Value, field: &str) -> &'a str {
@@ -1862,6 +1894,16 @@ mod tests {
             messages(&validate_annotations(&over, &path)),
             ["metadata.annotations: Too long: may not be more than 262144 bytes"]
         );
+    }
+
+    #[test]
+    fn field_manager_ascii_fast_path_is_go_printable() {
+        let path = FieldPath::new("fieldManager");
+        for b in 0u8..=0x7f {
+            let manager = format!("m{}m", char::from(b));
+            let errs = validate_field_manager(&manager, &path);
+            assert_eq!(errs.is_empty(), is_go_printable(char::from(b)), "{b:#x}");
+        }
     }
 
     #[test]

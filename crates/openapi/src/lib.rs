@@ -48,8 +48,8 @@ pub use docs::{
 pub use proto::{V2_PROTOBUF_ACCEPT, V2_PROTOBUF_CONTENT_TYPE, v2_protobuf};
 pub use smd::{ApplyError, Finding, PathStep, builtin_apply_errors, custom_apply_errors};
 pub use validate::{
-    Member, SchemaNode, builtin_schema_node, builtin_unknown_fields, find_schema,
-    strict_decoding_error, unknown_field_warnings, unknown_fields,
+    Member, SchemaNode, builtin_schema_node, builtin_unknown_fields, builtin_unknown_fields_of,
+    find_schema, strict_decoding_error, unknown_field_warnings, unknown_fields,
 };
 
 /// `info.title` of every document.

@@ -5,8 +5,6 @@
 //! (`spec.ports[0].bogus`, `metadata.labelz`).
 
 use foldhash::HashMap;
-use std::sync::{Arc, LazyLock, PoisonError, RwLock};
-
 use serde_json::{Map, Value};
 
 use crate::Gvk;
@@ -65,11 +63,20 @@ pub fn unknown_fields(doc: &Value, gvk: &Gvk, obj: &Value) -> Vec<String> {
 /// [`unknown_fields`] against the built-in schemas; `None` if `gvk` is not a
 /// built-in kind (e.g. a custom resource).
 pub fn builtin_unknown_fields(gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
-    let schema = builtin()
-        .components
-        .get(*builtin_schema_names().get(gvk)?)?;
+    builtin_unknown_fields_of(&gvk.group, &gvk.version, &gvk.kind, obj)
+}
+
+/// [`builtin_unknown_fields`] for a group, version and kind given apart
+/// (nothing is allocated to look the kind up).
+pub fn builtin_unknown_fields_of(
+    group: &str,
+    version: &str,
+    kind: &str,
+    obj: &Value,
+) -> Option<Vec<String>> {
+    let root = graph::root(group, version, kind)?;
     let mut out = Vec::new();
-    walk(&builtin_shape, schema, obj, &mut Vec::new(), &mut out);
+    graph::walk(root, obj, None, &mut out);
     Some(out)
 }
 
@@ -77,8 +84,8 @@ pub fn builtin_unknown_fields(gvk: &Gvk, obj: &Value) -> Option<Vec<String>> {
 /// body's own order (upstream's strict decoder names fields as it meets
 /// them). Known, free and unknown members as [`builtin_unknown_fields`]
 /// tells them.
-#[derive(Clone)]
-pub struct SchemaNode(Arc<Shape<'static>>);
+#[derive(Clone, Copy)]
+pub struct SchemaNode(&'static graph::Node);
 
 /// What a built-in kind's schema says about one member of an object.
 pub enum Member {
@@ -91,40 +98,27 @@ pub enum Member {
 
 /// The root of `gvk`'s schema; `None` if `gvk` is not a built-in kind.
 pub fn builtin_schema_node(gvk: &Gvk) -> Option<SchemaNode> {
-    let schema = builtin()
-        .components
-        .get(*builtin_schema_names().get(gvk)?)?;
-    Some(SchemaNode(builtin_shape(schema)))
+    graph::root(&gvk.group, &gvk.version, &gvk.kind).map(SchemaNode)
 }
 
 impl SchemaNode {
     /// Whether an object here takes any member unchecked (upstream decodes
     /// such values whole, as raw JSON: nothing below is looked at).
     pub fn is_free(&self) -> bool {
-        self.0.open || (self.0.properties.is_empty() && self.0.additional.is_none())
+        self.0.free
     }
 
     pub fn member(&self, key: &str) -> Member {
-        let sh = &self.0;
-        match sh
-            .properties
-            .iter()
-            .find_map(|p| p.get(key))
-            .or(sh.additional)
-        {
-            Some(child) => Member::Known(SchemaNode(builtin_shape(child))),
-            None if self.is_free()
-                || (sh.embedded && matches!(key, "apiVersion" | "kind" | "metadata")) =>
-            {
-                Member::Free
-            }
+        match self.0.member(key) {
+            Some(child) => Member::Known(SchemaNode(child.node())),
+            None if self.0.implies(key) => Member::Free,
             None => Member::Unknown,
         }
     }
 
     /// The schema of a list's items; `None`: anything goes.
     pub fn items(&self) -> Option<SchemaNode> {
-        self.0.items.map(|items| SchemaNode(builtin_shape(items)))
+        self.0.items.as_ref().map(|items| SchemaNode(items.node()))
     }
 }
 
@@ -133,35 +127,199 @@ fn unknown_fields_in(schemas: &Map<String, Value>, gvk: &Gvk, obj: &Value) -> Op
     let shape_of = |node| {
         let mut sh = Shape::default();
         shape(schemas, node, 0, &mut sh);
-        Arc::new(sh)
+        sh
     };
     let mut out = Vec::new();
     walk(&shape_of, schema, obj, &mut Vec::new(), &mut out);
     Some(out)
 }
 
-/// The shape of a node of the built-in schemas, worked out once per node:
-/// that document never changes, so a write's check looks its nodes up instead
-/// of following their `$ref`s and `allOf`s again.
-fn builtin_shape(node: &'static Value) -> Arc<Shape<'static>> {
-    type Known = HashMap<usize, Arc<Shape<'static>>>;
-    static SHAPES: LazyLock<RwLock<Known>> = LazyLock::new(Default::default);
-    let key = std::ptr::from_ref(node).addr();
-    let known = SHAPES
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-        .cloned();
-    known.unwrap_or_else(|| {
-        let mut sh = Shape::default();
-        shape(&builtin().components, node, 0, &mut sh);
-        let sh = Arc::new(sh);
-        SHAPES
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, sh.clone());
-        sh
-    })
+/// The built-in schemas as a graph of worked-out nodes: that document never
+/// changes, so each node's shape (its `$ref`s and `allOf`s followed, its
+/// members merged and sorted) is worked out once, and each child is found
+/// once and then kept in its parent. A write's check looks its kind up
+/// without allocating and walks the body from the root, a binary search per
+/// member. It finds what [`unknown_fields`] finds on [`builtin()`]'s
+/// components (tested below).
+mod graph {
+    use std::sync::{LazyLock, Mutex, OnceLock, PoisonError};
+
+    use foldhash::HashMap;
+    use serde_json::Value;
+
+    use super::{Shape, Step, builtin_schema_names, render, shape};
+    use crate::builtin::builtin;
+
+    /// A built-in schema node's shape, with its children resolved on first use.
+    pub(super) struct Node {
+        /// Declared members (the first declaration of each name), by name.
+        members: Box<[(&'static str, Child)]>,
+        additional: Option<Child>,
+        pub(super) items: Option<Child>,
+        /// An object here takes any member unchecked.
+        pub(super) free: bool,
+        /// `x-kubernetes-embedded-resource`: apiVersion, kind and metadata are implied.
+        embedded: bool,
+    }
+
+    /// A schema below a node, and its node once looked up.
+    pub(super) struct Child {
+        schema: &'static Value,
+        node: OnceLock<&'static Node>,
+    }
+
+    impl Child {
+        fn new(schema: &'static Value) -> Self {
+            Child {
+                schema,
+                node: OnceLock::new(),
+            }
+        }
+
+        pub(super) fn node(&self) -> &'static Node {
+            self.node.get_or_init(|| node_of(self.schema))
+        }
+    }
+
+    impl Node {
+        fn of(sh: &Shape<'static>) -> Node {
+            let mut members: Vec<(&'static str, Child)> = Vec::new();
+            for props in &sh.properties {
+                for (key, schema) in props.iter() {
+                    if !members.iter().any(|(k, _)| *k == key.as_str()) {
+                        members.push((key.as_str(), Child::new(schema)));
+                    }
+                }
+            }
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            Node {
+                members: members.into_boxed_slice(),
+                additional: sh.additional.map(Child::new),
+                items: sh.items.map(Child::new),
+                free: sh.open || (sh.properties.is_empty() && sh.additional.is_none()),
+                embedded: sh.embedded,
+            }
+        }
+
+        /// The schema of member `key`: declared, or the object's `additionalProperties`.
+        pub(super) fn member(&self, key: &str) -> Option<&Child> {
+            match self.members.binary_search_by(|(k, _)| (*k).cmp(key)) {
+                Ok(i) => Some(&self.members[i].1),
+                Err(_) => self.additional.as_ref(),
+            }
+        }
+
+        /// Whether an undeclared member `key` is taken unchecked.
+        pub(super) fn implies(&self, key: &str) -> bool {
+            self.free || (self.embedded && matches!(key, "apiVersion" | "kind" | "metadata"))
+        }
+    }
+
+    /// The node of a schema of the built-in document, made once per schema
+    /// (nodes live as long as the document: there is one per schema node).
+    fn node_of(schema: &'static Value) -> &'static Node {
+        type Made = HashMap<usize, &'static Node>;
+        static MADE: LazyLock<Mutex<Made>> = LazyLock::new(Default::default);
+        let key = std::ptr::from_ref(schema).addr();
+        let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
+        made.entry(key).or_insert_with(|| {
+            let mut sh = Shape::default();
+            shape(&builtin().components, schema, 0, &mut sh);
+            Box::leak(Box::new(Node::of(&sh)))
+        })
+    }
+
+    /// A built-in kind's root.
+    struct Root {
+        group: &'static str,
+        version: &'static str,
+        child: Child,
+    }
+
+    /// The root of a built-in kind's schema; `None` if it is not built in.
+    pub(super) fn root(group: &str, version: &str, kind: &str) -> Option<&'static Node> {
+        static ROOTS: LazyLock<HashMap<&'static str, Vec<Root>>> = LazyLock::new(|| {
+            let mut roots: HashMap<&'static str, Vec<Root>> = HashMap::default();
+            for (gvk, name) in builtin_schema_names() {
+                if let Some(schema) = builtin().components.get(*name) {
+                    roots.entry(gvk.kind.as_str()).or_default().push(Root {
+                        group: &gvk.group,
+                        version: &gvk.version,
+                        child: Child::new(schema),
+                    });
+                }
+            }
+            roots
+        });
+        let root = ROOTS
+            .get(kind)?
+            .iter()
+            .find(|r| r.version == version && r.group == group)?;
+        Some(root.child.node())
+    }
+
+    /// The path to a value, on the stack: rendered only for an unknown field.
+    pub(super) struct Link<'a> {
+        parent: Option<&'a Link<'a>>,
+        step: Step<'a>,
+    }
+
+    fn rendered(link: &Link<'_>) -> String {
+        let mut steps = Vec::new();
+        let mut at = Some(link);
+        while let Some(l) = at {
+            steps.push(match l.step {
+                Step::Field(key) => Step::Field(key),
+                Step::Item(i) => Step::Item(i),
+            });
+            at = l.parent;
+        }
+        steps.reverse();
+        render(&steps)
+    }
+
+    /// [`super::walk`] over built-in nodes.
+    pub(super) fn walk(
+        node: &'static Node,
+        value: &Value,
+        path: Option<&Link<'_>>,
+        out: &mut Vec<String>,
+    ) {
+        match value {
+            Value::Object(obj) => {
+                for (key, v) in obj {
+                    let link = Link {
+                        parent: path,
+                        step: Step::Field(key),
+                    };
+                    match node.member(key) {
+                        // Scalars have no fields of their own to check.
+                        Some(child) if v.is_object() || v.is_array() => {
+                            walk(child.node(), v, Some(&link), out)
+                        }
+                        Some(_) => {}
+                        None if node.implies(key) => {}
+                        None => out.push(rendered(&link)),
+                    }
+                }
+            }
+            Value::Array(list) => {
+                if let Some(items) = &node.items {
+                    let items = items.node();
+                    for (i, v) in list.iter().enumerate() {
+                        if v.is_object() || v.is_array() {
+                            let link = Link {
+                                parent: path,
+                                step: Step::Item(i),
+                            };
+                            walk(items, v, Some(&link), out);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Built-in kind → its component schema's name, indexed once: every write
@@ -298,7 +456,7 @@ fn render(path: &[Step<'_>]) -> String {
 }
 
 fn walk<'s, 'v>(
-    shape_of: &impl Fn(&'s Value) -> Arc<Shape<'s>>,
+    shape_of: &impl Fn(&'s Value) -> Shape<'s>,
     schema: &'s Value,
     value: &'v Value,
     path: &mut Vec<Step<'v>>,
@@ -341,5 +499,143 @@ fn walk<'s, 'v>(
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sample bodies for a schema: a few declared members of each object
+    /// (some of them a value of another shape than declared), map entries,
+    /// list items, and unknown members at every depth.
+    struct Samples<'a> {
+        schemas: &'a Map<String, Value>,
+        state: u64,
+    }
+
+    impl Samples<'_> {
+        fn next(&mut self) -> u64 {
+            // xorshift64
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            self.state
+        }
+
+        fn value(&mut self, schema: &Value, depth: usize) -> Value {
+            let mut sh = Shape::default();
+            shape(self.schemas, schema, 0, &mut sh);
+            let roll = self.next() % 8;
+            if depth == 0 || roll == 0 {
+                // A scalar, or an object where the schema may want a scalar.
+                return if roll == 0 && depth > 0 {
+                    serde_json::json!({"bogusScalarObject": {"deeper": 1}})
+                } else {
+                    Value::from("x")
+                };
+            }
+            if let Some(items) = sh.items.filter(|_| roll != 1) {
+                let n = 1 + (self.next() % 2) as usize;
+                return Value::Array((0..n).map(|_| self.value(items, depth - 1)).collect());
+            }
+            let mut obj = Map::new();
+            let keys: Vec<(&String, &Value)> =
+                sh.properties.iter().flat_map(|p| p.iter()).collect();
+            for _ in 0..3.min(keys.len()) {
+                let (key, child) = keys[(self.next() % keys.len() as u64) as usize];
+                let v = self.value(child, depth - 1);
+                obj.insert(key.clone(), v);
+            }
+            if let Some(additional) = sh.additional {
+                let v = self.value(additional, depth - 1);
+                obj.insert(format!("key{depth}"), v);
+            }
+            if self.next().is_multiple_of(2) {
+                obj.insert(format!("bogus{depth}"), Value::from(1));
+            }
+            if self.next().is_multiple_of(3) {
+                obj.insert(
+                    "bogusObject".into(),
+                    serde_json::json!({"inner": [{"x": 1}]}),
+                );
+            }
+            if self.next().is_multiple_of(4) {
+                for key in ["apiVersion", "kind", "metadata"] {
+                    obj.insert(key.into(), serde_json::json!({"bogusEmbedded": 1}));
+                }
+            }
+            Value::Object(obj)
+        }
+    }
+
+    /// The unknown fields as a walk over [`SchemaNode`]s finds them.
+    fn node_walk(node: SchemaNode, value: &Value, path: &str, out: &mut Vec<String>) {
+        match value {
+            Value::Object(obj) => {
+                for (key, v) in obj {
+                    let at = if path.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{path}.{key}")
+                    };
+                    match node.member(key) {
+                        Member::Known(child) => node_walk(child, v, &at, out),
+                        Member::Free => {}
+                        Member::Unknown => out.push(at),
+                    }
+                }
+            }
+            Value::Array(list) => {
+                if let Some(items) = node.items() {
+                    for (i, v) in list.iter().enumerate() {
+                        node_walk(items, v, &format!("{path}[{i}]"), out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn builtin_lookup_is_the_plain_walk() {
+        let schemas = &builtin().components;
+        let mut gvks: Vec<(&Gvk, &&str)> = builtin_schema_names().iter().collect();
+        gvks.sort();
+        assert!(gvks.len() > 100, "{}", gvks.len());
+        let mut found = 0;
+        let mut deep = 0;
+        for (gvk, name) in gvks {
+            let mut samples = Samples {
+                schemas,
+                state: 0x9E37_79B9_7F4A_7C15 ^ (name.len() as u64) << 7,
+            };
+            for _ in 0..6 {
+                let mut obj = samples.value(&schemas[*name], 6);
+                if let Value::Object(m) = &mut obj {
+                    m.insert("apiVersion".into(), Value::from("v1"));
+                    m.insert("kind".into(), Value::from(gvk.kind.as_str()));
+                }
+                let plain = unknown_fields_in(schemas, gvk, &obj).expect("found");
+                let fast = builtin_unknown_fields(gvk, &obj).expect("built-in");
+                assert_eq!(fast, plain, "{gvk:?} {obj}");
+                let fast_of = builtin_unknown_fields_of(&gvk.group, &gvk.version, &gvk.kind, &obj);
+                assert_eq!(fast_of.as_ref(), Some(&plain));
+                let mut walked = Vec::new();
+                let root = builtin_schema_node(gvk).expect("built-in");
+                node_walk(root, &obj, "", &mut walked);
+                assert_eq!(walked, plain, "{gvk:?} {obj}");
+                found += plain.len();
+                deep += plain
+                    .iter()
+                    .filter(|f| f.matches(['.', '[']).count() >= 5)
+                    .count();
+            }
+        }
+        assert!(found > 1000, "{found}");
+        assert!(deep > 100, "{deep} found five or more steps down");
+        let custom = Gvk::new("example.com", "v1", "Widget");
+        assert!(builtin_unknown_fields(&custom, &serde_json::json!({"a": 1})).is_none());
+        assert!(builtin_unknown_fields_of("", "v2", "Pod", &serde_json::json!({})).is_none());
     }
 }

@@ -286,7 +286,7 @@ impl<'de> Visitor<'de> for TypedSeed<'_> {
             let _ = write!(scan.path, "[{i}]");
             let more = seq.next_element_seed(TypedSeed {
                 scan: &mut *scan,
-                node: Some(items.clone()),
+                node: Some(items),
             })?;
             scan.path.truncate(len);
             if more.is_none() {

@@ -159,8 +159,8 @@ pub fn validate_fields(
 /// upstream reports them, and whether they are gone from `obj` already
 /// (custom resources are pruned; built-in kinds' fields are only found).
 fn unknown_fields(rtype: &ResourceType, obj: &mut Value) -> (Vec<String>, bool) {
-    let gvk = openapi::Gvk::new(&rtype.group, &rtype.version, &rtype.kind);
-    if let Some(unknown) = openapi::builtin_unknown_fields(&gvk, obj) {
+    let (group, version, kind) = (&rtype.group, &rtype.version, &rtype.kind);
+    if let Some(unknown) = openapi::builtin_unknown_fields_of(group, version, kind, obj) {
         return (unknown, false);
     }
     let mut unknown = rtype.strategy.prune(obj).unwrap_or_default();
