@@ -152,7 +152,8 @@ mod graph {
 
     /// A built-in schema node's shape, with its children resolved on first use.
     pub(super) struct Node {
-        /// Declared members (the first declaration of each name), by name.
+        /// Declared members (the first declaration of each name), by
+        /// [`by_length`].
         members: Box<[(&'static str, Child)]>,
         additional: Option<Child>,
         pub(super) items: Option<Child>,
@@ -191,7 +192,7 @@ mod graph {
                     }
                 }
             }
-            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            members.sort_unstable_by(|a, b| by_length(a.0, b.0));
             Node {
                 members: members.into_boxed_slice(),
                 additional: sh.additional.map(Child::new),
@@ -203,7 +204,7 @@ mod graph {
 
         /// The schema of member `key`: declared, or the object's `additionalProperties`.
         pub(super) fn member(&self, key: &str) -> Option<&Child> {
-            match self.members.binary_search_by(|(k, _)| (*k).cmp(key)) {
+            match self.members.binary_search_by(|(k, _)| by_length(k, key)) {
                 Ok(i) => Some(&self.members[i].1),
                 Err(_) => self.additional.as_ref(),
             }
@@ -213,6 +214,12 @@ mod graph {
         pub(super) fn implies(&self, key: &str) -> bool {
             self.free || (self.embedded && matches!(key, "apiVersion" | "kind" | "metadata"))
         }
+    }
+
+    /// Names by length, then bytes: most comparisons of a search are
+    /// decided by the lengths, without comparing bytes.
+    fn by_length(a: &str, b: &str) -> std::cmp::Ordering {
+        a.len().cmp(&b.len()).then_with(|| a.cmp(b))
     }
 
     /// The node of a schema of the built-in document, made once per schema
