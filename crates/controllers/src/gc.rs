@@ -62,16 +62,28 @@ pub struct Owner {
 
 /// One shared copy of each namespace, group and kind string.
 #[derive(Default)]
-struct Interner(HashSet<Arc<str>>);
+struct Interner {
+    all: HashSet<Arc<str>>,
+    /// The last one asked for: events come in runs of one namespace (and
+    /// comparing is cheaper than hashing).
+    last: Option<Arc<str>>,
+}
 
 impl Interner {
     fn get(&mut self, s: &str) -> Arc<str> {
-        if let Some(found) = self.0.get(s) {
-            return found.clone();
+        if let Some(last) = self.last.as_ref().filter(|last| ***last == *s) {
+            return last.clone();
         }
-        let new: Arc<str> = s.into();
-        self.0.insert(new.clone());
-        new
+        let found = match self.all.get(s) {
+            Some(found) => found.clone(),
+            None => {
+                let new: Arc<str> = s.into();
+                self.all.insert(new.clone());
+                new
+            }
+        };
+        self.last = Some(found.clone());
+        found
     }
 }
 
@@ -116,7 +128,7 @@ pub struct Graph {
 
 impl Graph {
     /// The node of a stored object, with its uid; `None` without a uid.
-    pub fn node_of(&mut self, head: &Head) -> Option<(String, Node)> {
+    pub fn node_of(&mut self, head: &Head<'_>) -> Option<(String, Node)> {
         let md = &head.metadata;
         if md.uid.is_empty() {
             return None;
@@ -139,11 +151,11 @@ impl Graph {
             Box::new(Ident {
                 group: self.interned.get(group),
                 kind: self.interned.get(&head.kind),
-                name: md.name.as_str().into(),
+                name: (*md.name).into(),
             })
         });
         Some((
-            md.uid.clone(),
+            md.uid.to_string(),
             Node {
                 namespace: self.interned.get(&md.namespace),
                 ident,
@@ -163,31 +175,40 @@ impl Graph {
     /// An object neither owned nor being deleted has nothing to decide itself
     /// (most objects): only its owners and dependents, if any, are returned.
     pub fn upsert(&mut self, uid: String, node: Node) -> Vec<String> {
+        use std::collections::hash_map::Entry;
         let mut touched = Vec::new();
         if node.deleting || !node.owners.is_empty() {
             touched.push(uid.clone());
         }
-        if let Some(old) = self.nodes.get(&uid) {
-            if *old == node {
-                return Vec::new();
+        let Graph {
+            nodes, dependents, ..
+        } = self;
+        // One lookup of the uid, whether the object is new or known.
+        let known = match nodes.entry(uid) {
+            Entry::Occupied(mut known) => {
+                if *known.get() == node {
+                    return Vec::new();
+                }
+                let old = std::mem::replace(known.get_mut(), node);
+                for owner in &old.owners {
+                    unlink(dependents, &owner.uid, known.key());
+                    touched.push(owner.uid.clone());
+                }
+                known
             }
-            let old_owners: Vec<String> = old.owners.iter().map(|o| o.uid.clone()).collect();
-            for owner in old_owners {
-                self.unlink(&owner, &uid);
-                touched.push(owner);
-            }
-        }
-        for owner in &node.owners {
-            self.dependents
+            Entry::Vacant(new) => new.insert_entry(node),
+        };
+        let uid = known.key();
+        for owner in &known.get().owners {
+            dependents
                 .entry(owner.uid.clone())
                 .or_default()
                 .insert(uid.clone());
             touched.push(owner.uid.clone());
         }
-        if let Some(deps) = self.dependents.get(&uid) {
+        if let Some(deps) = dependents.get(uid) {
             touched.extend(deps.iter().cloned());
         }
-        self.nodes.insert(uid, node);
         touched
     }
 
@@ -198,21 +219,12 @@ impl Graph {
         };
         let mut touched: Vec<String> = old.owners.iter().map(|o| o.uid.clone()).collect();
         for owner in &old.owners {
-            self.unlink(&owner.uid, uid);
+            unlink(&mut self.dependents, &owner.uid, uid);
         }
         if let Some(deps) = self.dependents.get(uid) {
             touched.extend(deps.iter().cloned());
         }
         touched
-    }
-
-    fn unlink(&mut self, owner: &str, dependent: &str) {
-        if let Some(set) = self.dependents.get_mut(owner) {
-            set.remove(dependent);
-            if set.is_empty() {
-                self.dependents.remove(owner);
-            }
-        }
     }
 
     /// Live dependents of `uid` (objects whose owner references name it).
@@ -315,6 +327,17 @@ impl Graph {
             uid: uid.to_string(),
             foreground,
             unblock,
+        }
+    }
+}
+
+/// `dependent` no longer names `owner` (an owner without dependents left
+/// is forgotten).
+fn unlink(dependents: &mut HashMap<String, HashSet<String>>, owner: &str, dependent: &str) {
+    if let Some(set) = dependents.get_mut(owner) {
+        set.remove(dependent);
+        if set.is_empty() {
+            dependents.remove(owner);
         }
     }
 }

@@ -60,8 +60,20 @@ impl<R: Resources> NamespaceController<R> {
             }
         });
         let [service_accounts, root_ca] = default_objects;
+        // Each feed a task of its own: an event wakes the one it is for (a
+        // `join!` of them would poll all three for every ConfigMap written).
         let feed = async {
-            tokio::join!(namespaces, service_accounts, root_ca);
+            let mut feeds = tokio::task::JoinSet::new();
+            feeds.spawn(namespaces);
+            feeds.spawn(service_accounts);
+            feeds.spawn(root_ca);
+            while let Some(ended) = feeds.join_next().await {
+                if let Err(error) = ended
+                    && error.is_panic()
+                {
+                    std::panic::resume_unwind(error.into_panic());
+                }
+            }
         };
         runtime::run(self, queue, WORKERS, feed).await;
     }
@@ -334,12 +346,10 @@ fn namespaces_of(event: &Event, name: &str) -> Vec<String> {
     let (Event::Applied(obj) | Event::Deleted(obj)) = event else {
         return Vec::new();
     };
-    // Every ConfigMap write passes here: read the name, not the object.
-    let (object_name, namespace) = obj.name_and_namespace();
-    if object_name == name {
-        vec![namespace.into_owned()]
-    } else {
-        Vec::new()
+    // Every ConfigMap write passes here: look at the name, not the object.
+    match obj.namespace_if_named(name) {
+        Some(namespace) => vec![namespace.into_owned()],
+        None => Vec::new(),
     }
 }
 

@@ -17,7 +17,12 @@
 //! - The head (type meta and the metadata controllers follow), the revision
 //!   and the apiVersion are scanned from the front of such bytes
 //!   ([`read_head`], [`read_revision`], [`read_api_version`]); bytes another
-//!   writer ordered differently are left to serde (`None` here).
+//!   writer ordered differently are left to serde (`None` here). The scans
+//!   find strings as bytes (the keys they know by a compare of a few bytes,
+//!   [`key_at`]) and check the ones they keep as text together, once per
+//!   object's front ([`texts`]) rather than once per string; what they skip
+//!   they skip without decoding (the bytes are well-formed: this process's,
+//!   or checked when stored, [`spliceable`]).
 //! - Encodings kept for the cache start where rustls copies them fast
 //!   ([`tls_copy_buffer`]): watch events and GETs send them as they are.
 //!
@@ -28,28 +33,31 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::Value;
+use std::borrow::Cow;
 
 use apimachinery::json;
 
 /// The fields controllers read of every object, decoded straight from its
 /// JSON: the rest is skipped, not built into a tree (a fraction of the cost
 /// of [`Object::value`]). Metadata is validated on every write, so these
-/// shapes hold for every kind.
+/// shapes hold for every kind. Strings read from the front of this
+/// process's encodings borrow it (no copy per event); those serde decodes
+/// are owned.
 #[derive(Debug, Default, PartialEq, serde::Deserialize)]
 #[serde(default)]
-pub struct Head {
-    pub kind: String,
+pub struct Head<'a> {
+    pub kind: Cow<'a, str>,
     #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    pub metadata: HeadMeta,
+    pub api_version: Cow<'a, str>,
+    pub metadata: HeadMeta<'a>,
 }
 
 #[derive(Debug, Default, PartialEq)]
-pub struct HeadMeta {
-    pub name: String,
-    pub namespace: String,
-    pub uid: String,
-    pub deletion_timestamp: Option<String>,
+pub struct HeadMeta<'a> {
+    pub name: Cow<'a, str>,
+    pub namespace: Cow<'a, str>,
+    pub uid: Cow<'a, str>,
+    pub deletion_timestamp: Option<Cow<'a, str>>,
     pub finalizers: Option<Vec<String>>,
     pub owner_references: Option<Vec<HeadOwner>>,
 }
@@ -61,9 +69,9 @@ pub struct HeadOwner {
     pub block_owner_deletion: Option<bool>,
 }
 
-impl Head {
+impl Head<'static> {
     /// The head of a decoded object, as `Object::head` reads it from JSON.
-    pub fn of(value: &Value) -> Head {
+    pub fn of(value: &Value) -> Head<'static> {
         use serde::Deserialize;
         Head::deserialize(value).unwrap_or_default()
     }
@@ -122,30 +130,58 @@ struct VersionSlot {
     after_member: bool,
 }
 
-/// The members `ObjectMeta`'s order writes before `resourceVersion`.
-const BEFORE_VERSION: [&[u8]; 5] = [b"name", b"generateName", b"namespace", b"selfLink", b"uid"];
-
 /// Just past the members before `resourceVersion` in the metadata of `json`
 /// (in `ObjectMeta`'s order all strings, at its front: metadata is checked
 /// on every write).
 fn version_slot(json: &[u8]) -> Option<VersionSlot> {
-    scan_identity(json, |_, _| {})
+    let front = checked_front(json)?;
+    scan_identity(json, &front, |_, _| {})
 }
 
 /// `metadata.name` and `metadata.namespace` (`""` when absent) from the
 /// front of the encoding, without decoding; `None` when they are not there
 /// as plain strings (escaped: the caller decodes).
 pub(crate) fn read_name_and_namespace(json: &[u8]) -> Option<(&str, &str)> {
-    let (mut name, mut namespace) = (Some(""), Some(""));
-    scan_identity(json, |key, value| {
-        let plain = plain_string(value).map(|(s, _)| s);
+    let front = front(json)?;
+    // `Some(None)`: absent; `None`: not a plain string.
+    let (mut name, mut namespace) = (Some(None), Some(None));
+    scan_identity(json, &front, |key, value| {
+        let plain = plain_bytes(value).map(|(s, _)| Some(s));
         match key {
-            b"name" => name = plain,
-            b"namespace" => namespace = plain,
+            Key::Name => name = plain,
+            Key::Namespace => namespace = plain,
             _ => {}
         }
     })?;
-    Some((name?, namespace?))
+    // Type meta's strings are checked as they are for every front read.
+    let strings = [front.kind, front.api_version, name?, namespace?];
+    let [_, _, name, namespace] = texts(json, strings)?;
+    Some((name.unwrap_or_default(), namespace.unwrap_or_default()))
+}
+
+/// Whether `metadata.name`, as the front of the encoding shows it, is
+/// something other than `name` (absent, or a plain string of other bytes:
+/// then it is no other text either, and nothing needs checking as text).
+/// `false` when that cannot be told so (the caller reads the name), and for
+/// an empty `name` (what a reading that fails stands for).
+pub(crate) fn named_otherwise(json: &[u8], name: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
+    let Some(front) = front(json) else {
+        return false;
+    };
+    // `Some(None)`: absent; `None`: not a plain string.
+    let mut found = Some(None);
+    let scanned = scan_identity(json, &front, |key, value| {
+        if key == Key::Name {
+            found = plain_bytes(value).map(|(s, _)| Some(s));
+        }
+    });
+    match (scanned, found) {
+        (Some(_), Some(found)) => found.unwrap_or_default() != name.as_bytes(),
+        _ => false,
+    }
 }
 
 /// Walks the members before `resourceVersion` in the metadata of `json`
@@ -154,10 +190,11 @@ pub(crate) fn read_name_and_namespace(json: &[u8]) -> Option<(&str, &str)> {
 /// value to `each`; where they end.
 fn scan_identity<'a>(
     json: &'a [u8],
-    mut each: impl FnMut(&'a [u8], &'a [u8]),
+    front: &Front<'a>,
+    mut each: impl FnMut(Key, &'a [u8]),
 ) -> Option<VersionSlot> {
-    let (start, sorted) = metadata_front(json)?;
-    if sorted {
+    let start = front.members;
+    if front.sorted {
         return scan_sorted_identity(json, start, each);
     }
     let mut at = start;
@@ -167,10 +204,10 @@ fn scan_identity<'a>(
             .strip_prefix(b",")
             .filter(|_| at > start)
             .unwrap_or(rest);
-        let Some((key, after_key)) = plain_bytes(member) else {
+        let Some((key, _, after_key)) = key_at(member) else {
             break;
         };
-        if !BEFORE_VERSION.contains(&key) {
+        if !key.before_version() {
             break;
         }
         let value = after_key.strip_prefix(b":")?;
@@ -190,7 +227,7 @@ fn scan_identity<'a>(
 fn scan_sorted_identity<'a>(
     json: &'a [u8],
     start: usize,
-    mut each: impl FnMut(&'a [u8], &'a [u8]),
+    mut each: impl FnMut(Key, &'a [u8]),
 ) -> Option<VersionSlot> {
     let mut at = start;
     let mut previous: &[u8] = b"";
@@ -204,17 +241,17 @@ fn scan_sorted_identity<'a>(
         } else {
             rest
         };
-        let (key, after_key) = plain_bytes(member)?;
-        if at > start && key <= previous {
+        let (key, text, after_key) = key_at(member)?;
+        if at > start && text <= previous {
             return None;
         }
-        if key >= b"resourceVersion".as_slice() {
+        if text >= b"resourceVersion".as_slice() {
             break;
         }
         let value = after_key.strip_prefix(b":")?;
         let after_value = skip_value(value)?;
         each(key, &value[..value.len() - after_value.len()]);
-        previous = key;
+        previous = text;
         at = json.len() - after_value.len();
     }
     Some(VersionSlot {
@@ -235,6 +272,29 @@ fn skip_value(bytes: &[u8]) -> Option<&[u8]> {
         _ => {
             let end = bytes.iter().position(|b| matches!(b, b',' | b'}' | b']'))?;
             Some(&bytes[end..])
+        }
+    }
+}
+
+/// [`skip_value`] of an object whose members are strings (labels,
+/// annotations): string after string, without a look at each byte between
+/// them; what is not such an object, as [`skip_value`] skips it.
+fn skip_string_map(bytes: &[u8]) -> Option<&[u8]> {
+    let mut rest = bytes.strip_prefix(b"{")?;
+    if let Some(after) = rest.strip_prefix(b"}") {
+        return Some(after);
+    }
+    loop {
+        let member = rest
+            .first()
+            .filter(|b| **b == b'"')
+            .and_then(|_| skip_string(rest)?.strip_prefix(b":"))
+            .filter(|value| value.first() == Some(&b'"'))
+            .and_then(skip_string);
+        match member.and_then(<[u8]>::split_first) {
+            Some((b',', after)) => rest = after,
+            Some((b'}', after)) => return Some(after),
+            _ => return skip_value(bytes),
         }
     }
 }
@@ -328,42 +388,76 @@ fn skip_string(bytes: &[u8]) -> Option<&[u8]> {
 /// after `kind`, or first for a custom resource); `None` when it is not there
 /// as a plain string.
 pub(crate) fn read_api_version(json: &[u8]) -> Option<&str> {
-    leading(json).find_map(|member| match member {
-        Leading::ApiVersion(v) => Some(v),
-        _ => None,
-    })
+    if let Some(usual) = usual_type_meta(json) {
+        // Read in turn, `kind` is checked only when it comes first.
+        let kind = usual.kind.filter(|_| usual.kind_first);
+        return texts(json, [kind, usual.api_version])?[1];
+    }
+    let mut kind = None;
+    for member in leading(json) {
+        match member {
+            Leading::Kind(k) => superseded(kind.replace(k))?,
+            Leading::ApiVersion(v) => return texts(json, [kind, Some(v)])?[1],
+            Leading::Other(_) | Leading::MetadataAt(_) => {}
+        }
+    }
+    None
 }
 
 /// The head from the front of an encoding that starts with its type meta
 /// and metadata (as this process writes every object): what follows
 /// `metadata` (the bulk of most objects) is not even scanned.
-pub(crate) fn read_head(json: &[u8]) -> Option<Head> {
-    let (mut kind, mut api_version) = (None, None);
-    let at = leading(json).find_map(|member| match member {
-        Leading::Kind(k) => {
-            kind = Some(k);
-            None
-        }
-        Leading::ApiVersion(v) => {
-            api_version = Some(v);
-            None
-        }
-        Leading::Other(_) => None,
-        Leading::MetadataAt(at) => Some(at),
-    })?;
+pub(crate) fn read_head(json: &[u8]) -> Option<Head<'_>> {
+    let type_meta = type_meta(json)?;
     // Type meta written after metadata (another writer's order) would be
     // missed: only a front with all three is read this way.
-    let (kind, api_version) = (kind?, api_version?);
+    let (kind, api_version) = (type_meta.kind?, type_meta.api_version?);
+    let at = type_meta.metadata_at;
     // One value is read and the rest left unread: no end-of-input check.
-    let metadata = HeadMeta::read_front(&json[at..])?;
+    let metadata = &json[at..];
+    let Some(scan) = MetaScan::scan(metadata) else {
+        let [kind, api_version] = texts(json, [Some(kind), Some(api_version)])?;
+        return Some(Head {
+            kind: Cow::Borrowed(kind?),
+            api_version: Cow::Borrowed(api_version?),
+            metadata: HeadMeta::parse_front(metadata)?,
+        });
+    };
+    let strings = [
+        Some(kind),
+        Some(api_version),
+        scan.name,
+        scan.namespace,
+        scan.uid,
+        scan.deletion_timestamp,
+    ];
+    let [kind, api_version, name, namespace, uid, deletion_timestamp] = texts(json, strings)?;
     Some(Head {
-        kind: kind.to_string(),
-        api_version: api_version.to_string(),
-        metadata,
+        kind: borrowed(kind),
+        api_version: borrowed(api_version),
+        metadata: HeadMeta {
+            name: borrowed(name),
+            namespace: borrowed(namespace),
+            uid: borrowed(uid),
+            deletion_timestamp: deletion_timestamp.map(Cow::Borrowed),
+            finalizers: scan.finalizers,
+            owner_references: scan.owner_references,
+        },
     })
 }
 
-impl<'de> serde::Deserialize<'de> for HeadMeta {
+/// A string the head keeps, as found (`""` when absent).
+fn borrowed(s: Option<&str>) -> Cow<'_, str> {
+    Cow::Borrowed(s.unwrap_or_default())
+}
+
+/// A member of type meta read again: the one it replaces was text too (as
+/// reading the members in turn, each as text, would have found).
+fn superseded(replaced: Option<&[u8]>) -> Option<()> {
+    replaced.map_or(Some(()), |bytes| std::str::from_utf8(bytes).ok().map(drop))
+}
+
+impl<'de> serde::Deserialize<'de> for HeadMeta<'_> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut meta = HeadMeta::default();
         d.deserialize_map(HeadMetaReader {
@@ -375,64 +469,63 @@ impl<'de> serde::Deserialize<'de> for HeadMeta {
     }
 }
 
-impl HeadMeta {
-    /// Reads the metadata object at the front of `json`, stopping at
-    /// `managedFields` (the bulk of most metadata) when it comes after `uid`:
-    /// then it is last, as `ObjectMeta`'s order puts it and this process
-    /// writes it, with every member the head needs already read. The sorted
-    /// order of older encodings puts `uid` after it, and is read in full.
-    fn read_front(json: &[u8]) -> Option<HeadMeta> {
-        Self::scan_front(json).or_else(|| Self::parse_front(json))
-    }
+/// What the head keeps of metadata as this process writes it, found in
+/// place: its strings as the encoding has them (no escapes; UTF-8 checked
+/// by the caller, [`texts`]), only the lists the head keeps decoded and
+/// everything else skipped ([`skip_value`]: the encoding is well-formed,
+/// this process's or checked when stored, [`spliceable`]). Stops at
+/// `managedFields` (the bulk of most metadata) when it comes after `uid`:
+/// then it is last, as `ObjectMeta`'s order puts it and this process writes
+/// it, with every member the head needs already read. The sorted order of
+/// older encodings puts `uid` after it, and is read in full.
+#[derive(Default)]
+struct MetaScan<'a> {
+    name: Option<&'a [u8]>,
+    namespace: Option<&'a [u8]>,
+    uid: Option<&'a [u8]>,
+    deletion_timestamp: Option<&'a [u8]>,
+    finalizers: Option<Vec<String>>,
+    owner_references: Option<Vec<HeadOwner>>,
+}
 
-    /// [`HeadMeta::read_front`] for metadata as this process writes it:
-    /// members scanned in place, strings without escapes taken as they are,
-    /// only the lists the head keeps decoded and other containers skipped.
-    /// Anything else (escapes, `null`s, whitespace) is `None`, left to
-    /// [`HeadMeta::parse_front`].
-    fn scan_front(json: &[u8]) -> Option<HeadMeta> {
-        let mut meta = HeadMeta::default();
-        let mut uid_read = false;
+impl<'a> MetaScan<'a> {
+    /// The metadata object at the front of `json`; `None` for what is left to
+    /// [`HeadMeta::parse_front`]: a kept string escaped, `null` or repeated,
+    /// whitespace.
+    fn scan(json: &'a [u8]) -> Option<MetaScan<'a>> {
+        let mut meta = MetaScan::default();
         let mut rest = json.strip_prefix(b"{")?;
         if rest.first() == Some(&b'}') {
             return Some(meta);
         }
         loop {
-            let (key, after_key) = plain_bytes(rest)?;
+            let (key, _, after_key) = key_at(rest)?;
             let value = after_key.strip_prefix(b":")?;
-            let plain = |slot: &mut String| -> Option<&[u8]> {
-                let (s, after) = plain_string(value)?;
-                *slot = s.to_string();
-                Some(after)
+            let keep = |slot: &mut Option<&'a [u8]>| -> Option<&'a [u8]> {
+                let (s, after) = plain_bytes(value)?;
+                slot.replace(s).is_none().then_some(after)
             };
             rest = match key {
-                b"managedFields" if uid_read => return Some(meta),
-                b"name" => plain(&mut meta.name)?,
-                b"namespace" => plain(&mut meta.namespace)?,
-                b"uid" => {
-                    uid_read = true;
-                    plain(&mut meta.uid)?
-                }
-                b"deletionTimestamp" => {
-                    let (s, after) = plain_string(value)?;
-                    meta.deletion_timestamp = Some(s.to_string());
-                    after
-                }
-                b"finalizers" => {
+                Key::ManagedFields if meta.uid.is_some() => return Some(meta),
+                Key::Name => keep(&mut meta.name)?,
+                Key::Namespace => keep(&mut meta.namespace)?,
+                Key::Uid => keep(&mut meta.uid)?,
+                Key::DeletionTimestamp => keep(&mut meta.deletion_timestamp)?,
+                Key::Finalizers => {
                     let (list, after) = json_value_at(value)?;
                     meta.finalizers = Some(list);
                     after
                 }
-                b"ownerReferences" => {
+                Key::OwnerReferences => {
                     let (list, after) = json_value_at(value)?;
                     meta.owner_references = Some(list);
                     after
                 }
-                // Before `uid` in a custom resource's sorted metadata: the
-                // bulk, skipped without decoding (this process wrote it).
-                b"managedFields" => skip_value(value)?,
-                _ if value.first() == Some(&b'"') => plain_bytes(value)?.1,
-                _ => json_value_at::<serde::de::IgnoredAny>(value)?.1,
+                Key::Labels | Key::Annotations => skip_string_map(value)?,
+                // Timestamps; in a custom resource's sorted metadata
+                // managedFields too, before `uid`.
+                _ if value.first() == Some(&b'"') => skip_string(value)?,
+                _ => skip_value(value)?,
             };
             match rest.split_first()? {
                 (b',', after) => rest = after,
@@ -441,9 +534,13 @@ impl HeadMeta {
             }
         }
     }
+}
 
-    /// [`HeadMeta::read_front`] by serde, for any member order and escapes.
-    fn parse_front(json: &[u8]) -> Option<HeadMeta> {
+impl HeadMeta<'static> {
+    /// What [`MetaScan`] reads of the metadata at the front of `json`, by
+    /// serde: for any member order, escapes and `null`s (stopping at
+    /// `managedFields` after `uid` as the scan does).
+    fn parse_front(json: &[u8]) -> Option<HeadMeta<'static>> {
         use serde::Deserializer;
         let mut meta = HeadMeta::default();
         let mut stopped = false;
@@ -472,7 +569,7 @@ enum HeadMetaKey {
 }
 
 struct HeadMetaReader<'a> {
-    meta: &'a mut HeadMeta,
+    meta: &'a mut HeadMeta<'static>,
     stop_at_managed_fields: bool,
     stopped: &'a mut bool,
 }
@@ -517,8 +614,9 @@ impl<'de> serde::de::Visitor<'de> for HeadMetaReader<'_> {
 /// `{"apiVersion":…,"kind":…,"metadata":…` for custom resources, either of
 /// type meta's two may be missing).
 enum Leading<'a> {
-    Kind(&'a str),
-    ApiVersion(&'a str),
+    /// Its value's bytes (UTF-8 unchecked: the caller's [`texts`]).
+    Kind(&'a [u8]),
+    ApiVersion(&'a [u8]),
     /// Where metadata's value starts.
     MetadataAt(usize),
     /// Another member before metadata, skipped (its key).
@@ -544,19 +642,19 @@ impl<'a> Leading<'a> {
 fn leading(json: &[u8]) -> impl Iterator<Item = Leading<'_>> {
     let mut rest = json.strip_prefix(b"{");
     std::iter::from_fn(move || {
-        let (key, after_key) = plain_bytes(rest.take()?)?;
+        let (key, text, after_key) = key_at(rest.take()?)?;
         let value_at = after_key.strip_prefix(b":")?;
         let (member, after_value) = match key {
-            b"metadata" => return Some(Leading::MetadataAt(json.len() - value_at.len())),
-            b"kind" => {
-                let (value, after_value) = plain_string(value_at)?;
+            Key::Metadata => return Some(Leading::MetadataAt(json.len() - value_at.len())),
+            Key::Kind => {
+                let (value, after_value) = plain_bytes(value_at)?;
                 (Leading::Kind(value), after_value)
             }
-            b"apiVersion" => {
-                let (value, after_value) = plain_string(value_at)?;
+            Key::ApiVersion => {
+                let (value, after_value) = plain_bytes(value_at)?;
                 (Leading::ApiVersion(value), after_value)
             }
-            _ => (Leading::Other(key), skip_value(value_at)?),
+            _ => (Leading::Other(text), skip_value(value_at)?),
         };
         rest = after_value.strip_prefix(b",");
         Some(member)
@@ -570,17 +668,157 @@ fn json_value_at<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Option<(T
     Some((value, &bytes[values.byte_offset()..]))
 }
 
-/// A JSON string without escapes at the start of `bytes`, and what follows it.
-fn plain_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
-    let (body, rest) = plain_bytes(bytes)?;
-    Some((std::str::from_utf8(body).ok()?, rest))
-}
-
-/// [`plain_string`]'s bytes, for keys only compared.
+/// The bytes of a JSON string without escapes at the start of `bytes`
+/// (UTF-8 unchecked: keys are only compared, values checked by [`texts`]),
+/// and what follows it.
 fn plain_bytes(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     let body = bytes.strip_prefix(b"\"")?;
     let end = quote_or_backslash(body)?;
     (body[end] == b'"').then(|| (&body[..end], &body[end + 1..]))
+}
+
+/// The keys of type meta and metadata, and any other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Kind,
+    ApiVersion,
+    Metadata,
+    Name,
+    GenerateName,
+    Namespace,
+    SelfLink,
+    Uid,
+    ResourceVersion,
+    Generation,
+    CreationTimestamp,
+    DeletionTimestamp,
+    Labels,
+    Annotations,
+    OwnerReferences,
+    Finalizers,
+    ManagedFields,
+    Other,
+}
+
+impl Key {
+    fn of(text: &[u8]) -> Key {
+        match text {
+            b"kind" => Key::Kind,
+            b"apiVersion" => Key::ApiVersion,
+            b"metadata" => Key::Metadata,
+            b"name" => Key::Name,
+            b"generateName" => Key::GenerateName,
+            b"namespace" => Key::Namespace,
+            b"selfLink" => Key::SelfLink,
+            b"uid" => Key::Uid,
+            b"resourceVersion" => Key::ResourceVersion,
+            b"generation" => Key::Generation,
+            b"creationTimestamp" => Key::CreationTimestamp,
+            b"deletionTimestamp" => Key::DeletionTimestamp,
+            b"labels" => Key::Labels,
+            b"annotations" => Key::Annotations,
+            b"ownerReferences" => Key::OwnerReferences,
+            b"finalizers" => Key::Finalizers,
+            b"managedFields" => Key::ManagedFields,
+            _ => Key::Other,
+        }
+    }
+
+    /// The members `ObjectMeta`'s order writes before `resourceVersion`.
+    fn before_version(self) -> bool {
+        matches!(
+            self,
+            Key::Name | Key::GenerateName | Key::Namespace | Key::SelfLink | Key::Uid
+        )
+    }
+}
+
+/// The key at the front of `bytes` as [`plain_bytes`] reads it (its text and
+/// what follows it), and which it is: the keys of type meta and metadata are
+/// told by comparing a few bytes with each that starts as it does (a word at
+/// a time), other keys searched for their end.
+#[inline(always)]
+fn key_at(bytes: &[u8]) -> Option<(Key, &[u8], &[u8])> {
+    macro_rules! known {
+        ($($text:literal => $key:expr),+) => {{
+            $(if let Some(rest) = strip(bytes, $text) {
+                return Some(($key, &$text[1..$text.len() - 1], rest));
+            })+
+        }};
+    }
+    match bytes.get(1) {
+        Some(b'n') => known!(br#""name""# => Key::Name, br#""namespace""# => Key::Namespace),
+        Some(b'u') => known!(br#""uid""# => Key::Uid),
+        Some(b'r') => known!(br#""resourceVersion""# => Key::ResourceVersion),
+        Some(b'c') => known!(br#""creationTimestamp""# => Key::CreationTimestamp),
+        Some(b'l') => known!(br#""labels""# => Key::Labels),
+        Some(b'a') => known!(
+            br#""annotations""# => Key::Annotations,
+            br#""apiVersion""# => Key::ApiVersion
+        ),
+        Some(b'm') => known!(
+            br#""managedFields""# => Key::ManagedFields,
+            br#""metadata""# => Key::Metadata
+        ),
+        Some(b'o') => known!(br#""ownerReferences""# => Key::OwnerReferences),
+        Some(b'f') => known!(br#""finalizers""# => Key::Finalizers),
+        Some(b'd') => known!(br#""deletionTimestamp""# => Key::DeletionTimestamp),
+        Some(b'g') => known!(
+            br#""generation""# => Key::Generation,
+            br#""generateName""# => Key::GenerateName
+        ),
+        Some(b'k') => known!(br#""kind""# => Key::Kind),
+        _ => {}
+    }
+    let (text, rest) = plain_bytes(bytes)?;
+    Some((Key::of(text), text, rest))
+}
+
+/// `bytes` past `prefix`, compared a word at a time (its length is known).
+fn strip<'a, const N: usize>(bytes: &'a [u8], prefix: &[u8; N]) -> Option<&'a [u8]> {
+    let (head, rest) = bytes.split_first_chunk::<N>()?;
+    (head == prefix).then_some(rest)
+}
+
+/// `strings` (each a slice of `json`: a string's bytes between its quotes,
+/// found by a scan; `None`: absent) as text, or `None` if one of them is not
+/// UTF-8. A check's call costs about as much as checking a hundred bytes, and
+/// the strings of an encoding's front are a few short ones close together
+/// (type meta, name, namespace, uid): when they are in order and near each
+/// other they are checked at once, with the keys and punctuation between
+/// them. Where that finds something that is not UTF-8 each string is
+/// checked alone, so the answer is each string's own.
+fn texts<'a, const N: usize>(
+    json: &'a [u8],
+    strings: [Option<&'a [u8]>; N],
+) -> Option<[Option<&'a str>; N]> {
+    /// At most this many bytes checked at once.
+    const RUN: usize = 512;
+    let mut texts = [None; N];
+    let base = json.as_ptr().addr();
+    let offset = |s: &[u8]| s.as_ptr().addr().wrapping_sub(base);
+    let mut present = strings.iter().flatten();
+    let (Some(first), last) = (present.next(), present.next_back()) else {
+        return Some(texts);
+    };
+    let (start, last) = (offset(first), last.unwrap_or(first));
+    let end = offset(last).wrapping_add(last.len());
+    let run = (start <= end && end <= json.len() && end - start <= RUN)
+        .then(|| std::str::from_utf8(&json[start..end]).ok())
+        .flatten();
+    for (text, s) in texts.iter_mut().zip(strings) {
+        let Some(s) = s else { continue };
+        // Cut from the run: where it is UTF-8, a string in it is iff its
+        // ends are character boundaries. One out of it (another order, or
+        // not a slice of `json`) or in a run that is not, checked alone.
+        let at = offset(s).wrapping_sub(start);
+        let cut = run.and_then(|run| run.get(at..at.wrapping_add(s.len())));
+        *text = Some(match cut {
+            Some(cut) => cut,
+            None => std::str::from_utf8(s).ok()?,
+        });
+    }
+    Some(texts)
 }
 
 /// Whether stored bytes are well-formed JSON without a `resourceVersion` key
@@ -671,43 +909,129 @@ pub fn tls_copy_buffer(capacity: usize) -> BytesMut {
 /// type meta's order is not the one this process writes for that
 /// `apiVersion` (`kind` first for a built-in kind, `apiVersion` first for a
 /// custom resource): bytes another writer, or an older kubext, ordered
-/// otherwise are decoded instead.
-fn metadata_front(json: &[u8]) -> Option<(usize, bool)> {
-    let (mut kind_seen, mut api_version, mut kind_first) = (false, None, false);
+/// otherwise are decoded instead. Type meta's strings are not yet checked as
+/// text: the caller checks them ([`texts`]), with whatever else it reads.
+struct Front<'a> {
+    kind: Option<&'a [u8]>,
+    api_version: Option<&'a [u8]>,
+    /// Where metadata's members begin.
+    members: usize,
+    /// A custom resource's: its members sorted.
+    sorted: bool,
+}
+
+/// [`front`] with type meta's strings checked as text.
+fn checked_front(json: &[u8]) -> Option<Front<'_>> {
+    let front = front(json)?;
+    texts(json, [front.kind, front.api_version])?;
+    Some(front)
+}
+
+fn front(json: &[u8]) -> Option<Front<'_>> {
+    let type_meta = type_meta(json)?;
+    // `is_unstructured_api_version` of text (none without a group).
+    let sorted = match type_meta.api_version {
+        Some(v) if v.contains(&b'/') => {
+            json::is_unstructured_api_version(std::str::from_utf8(v).ok()?)
+        }
+        _ => false,
+    };
+    let kind_after_api_version =
+        type_meta.kind.is_some() && type_meta.api_version.is_some() && !type_meta.kind_first;
+    let in_order = if sorted {
+        type_meta.ascending
+    } else {
+        !type_meta.other && !kind_after_api_version
+    };
+    let at = type_meta.metadata_at;
+    (in_order && json.get(at) == Some(&b'{')).then_some(Front {
+        kind: type_meta.kind,
+        api_version: type_meta.api_version,
+        members: at + 1,
+        sorted,
+    })
+}
+
+/// The members before metadata, as [`leading`] reads them (strings not yet
+/// checked as text).
+#[derive(Debug, PartialEq)]
+struct TypeMeta<'a> {
+    kind: Option<&'a [u8]>,
+    api_version: Option<&'a [u8]>,
+    /// Where metadata's value starts.
+    metadata_at: usize,
+    /// Whether `kind` came before `apiVersion`.
+    kind_first: bool,
+    /// Whether the members' keys ascend.
+    ascending: bool,
+    /// Whether a member other than type meta's came before metadata.
+    other: bool,
+}
+
+fn type_meta(json: &[u8]) -> Option<TypeMeta<'_>> {
+    usual_type_meta(json).or_else(|| leading_type_meta(json))
+}
+
+/// [`type_meta`] read member by member.
+fn leading_type_meta(json: &[u8]) -> Option<TypeMeta<'_>> {
+    let mut type_meta = TypeMeta {
+        kind: None,
+        api_version: None,
+        metadata_at: 0,
+        kind_first: false,
+        ascending: true,
+        other: false,
+    };
     // Members before metadata but type meta's are a custom resource's, and
     // all of them sorted (the encoding's order, which the splice keeps).
-    let (mut previous, mut ascending, mut other) = (&b""[..], true, false);
-    let at = leading(json).find_map(|member| {
-        ascending &= previous < member.key();
+    let mut previous = &b""[..];
+    let mut at = None;
+    for member in leading(json) {
+        type_meta.ascending &= previous < member.key();
         previous = member.key();
         match member {
-            Leading::Kind(_) => {
-                kind_seen = true;
-                kind_first = api_version.is_none();
-                None
+            Leading::Kind(k) => {
+                superseded(type_meta.kind.replace(k))?;
+                type_meta.kind_first = type_meta.api_version.is_none();
             }
-            Leading::ApiVersion(v) => {
-                api_version = Some(v);
-                None
-            }
-            Leading::Other(_) => {
-                other = true;
-                None
-            }
-            Leading::MetadataAt(at) => Some(at),
+            Leading::ApiVersion(v) => superseded(type_meta.api_version.replace(v))?,
+            Leading::Other(_) => type_meta.other = true,
+            Leading::MetadataAt(m) => at = Some(m),
         }
-    })?;
-    let sorted = api_version.is_some_and(json::is_unstructured_api_version);
-    let kind_after_api_version = kind_seen && api_version.is_some() && !kind_first;
-    let in_order = if sorted {
-        ascending
-    } else {
-        !other && !kind_after_api_version
-    };
-    if !in_order {
-        return None;
     }
-    (json.get(at) == Some(&b'{')).then_some((at + 1, sorted))
+    type_meta.metadata_at = at?;
+    Some(type_meta)
+}
+
+/// [`type_meta`] of the fronts this process writes, `{"kind":…,"apiVersion":…,"metadata":`
+/// (a built-in kind's) and `{"apiVersion":…,"kind":…,"metadata":` (a custom
+/// resource's when no member sorts before metadata), read at once; `None`
+/// for any other (then read member by member, to the same effect).
+fn usual_type_meta(json: &[u8]) -> Option<TypeMeta<'_>> {
+    if let Some(rest) = strip(json, br#"{"kind":"#) {
+        let (kind, rest) = plain_bytes(rest)?;
+        let (api_version, rest) = plain_bytes(strip(rest, br#","apiVersion":"#)?)?;
+        let rest = strip(rest, br#","metadata":"#)?;
+        return Some(TypeMeta {
+            kind: Some(kind),
+            api_version: Some(api_version),
+            metadata_at: json.len() - rest.len(),
+            kind_first: true,
+            ascending: false,
+            other: false,
+        });
+    }
+    let (api_version, rest) = plain_bytes(strip(json, br#"{"apiVersion":"#)?)?;
+    let (kind, rest) = plain_bytes(strip(rest, br#","kind":"#)?)?;
+    let rest = strip(rest, br#","metadata":"#)?;
+    Some(TypeMeta {
+        kind: Some(kind),
+        api_version: Some(api_version),
+        metadata_at: json.len() - rest.len(),
+        kind_first: false,
+        ascending: true,
+        other: false,
+    })
 }
 
 #[cfg(test)]
@@ -748,23 +1072,23 @@ mod tests {
         ];
         for value in ours {
             let json = kept_encoding(&value, json::MetadataMembers::All);
-            let at = metadata_front(&json).unwrap().0 - 1;
-            let scanned = HeadMeta::scan_front(&json[at..]);
+            let at = checked_front(&json).unwrap().members - 1;
+            let scanned = scan_front(&json[at..]);
             assert!(scanned.is_some(), "{}", String::from_utf8_lossy(&json));
             assert_eq!(scanned, HeadMeta::parse_front(&json[at..]));
             assert_eq!(read_head(&json).unwrap(), Head::of(&value));
         }
         for foreign in [
             &br#"{"name":"p\u0041","uid":"u"}"#[..],
+            br#"{"generateName":"p\u0041","uid":"u","labels":{"a\"":"\\"}}"#,
             br#"{"name":"p", "uid":"u"}"#,
             br#"{"name":"p","deletionTimestamp":null,"uid":"u"}"#,
             br#"{"finalizers":null,"uid":"u"}"#,
             br#"{"uid":"u","name":"p","name":"q"}"#,
             br#"{"uid":"u""#,
-            br#"{"uid":"u","labels":{"a":}}"#,
             br#"{}"#,
         ] {
-            if let Some(scanned) = HeadMeta::scan_front(foreign) {
+            if let Some(scanned) = scan_front(foreign) {
                 assert_eq!(
                     Some(scanned),
                     HeadMeta::parse_front(foreign),
@@ -773,11 +1097,29 @@ mod tests {
                 );
             }
         }
-        assert_eq!(HeadMeta::scan_front(br#"{"uid":"u""#), None);
-        assert_eq!(
-            HeadMeta::scan_front(br#"{"uid":"u","labels":{"a":}}"#),
-            None
-        );
+        assert_eq!(scan_front(br#"{"uid":"u""#), None);
+        // A string the head keeps, repeated: left to serde (the last wins).
+        assert_eq!(scan_front(br#"{"uid":"u","name":"p","name":"q"}"#), None);
+        // What the head skips is skipped, not checked: the encoding is
+        // well-formed (this process's, or checked when stored).
+        assert!(!spliceable(br#"{"uid":"u","labels":{"a":}}"#));
+    }
+
+    /// [`MetaScan`] and the check of its strings, as [`read_head`] does them.
+    fn scan_front(json: &[u8]) -> Option<HeadMeta<'_>> {
+        let scan = MetaScan::scan(json)?;
+        let [name, namespace, uid, deletion_timestamp] = texts(
+            json,
+            [scan.name, scan.namespace, scan.uid, scan.deletion_timestamp],
+        )?;
+        Some(HeadMeta {
+            name: borrowed(name),
+            namespace: borrowed(namespace),
+            uid: borrowed(uid),
+            deletion_timestamp: deletion_timestamp.map(Cow::Borrowed),
+            finalizers: scan.finalizers,
+            owner_references: scan.owner_references,
+        })
     }
 
     /// A custom resource's metadata is sorted: its revision goes after every
@@ -810,6 +1152,121 @@ mod tests {
         assert!(splice_revision(older, 7).is_none());
         assert_eq!(read_revision(older), None);
         assert_eq!(read_name_and_namespace(older), None);
+    }
+
+    /// A string that is not UTF-8 is never taken as text: the scans answer
+    /// `None` (the caller decodes, and serde rejects it) when one they keep
+    /// is not, and what they skip is not checked, as before they checked
+    /// each string on its own.
+    #[test]
+    fn strings_not_utf8_are_not_read_as_text() {
+        let pod = serde_json::json!({"kind": "Pod", "apiVersion": "v1", "metadata": {
+            "name": "pod-name", "namespace": "the-ns", "uid": "the-uid",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "deletionTimestamp": "2026-01-02T00:00:00Z",
+            "labels": {"app": "label-value"}, "finalizers": ["f"]}, "spec": {}});
+        let clean = encode_for_storage(&pod);
+        let head = read_head(&clean).unwrap();
+        // Each string, which scans keep it (head, name and namespace, type meta).
+        for (text, in_head, in_names, in_type_meta) in [
+            ("Pod", true, true, true),
+            ("v1", true, true, true),
+            ("pod-name", true, true, false),
+            ("the-ns", true, true, false),
+            ("the-uid", true, false, false),
+            ("2026-01-02", true, false, false),
+            ("2026-01-01", false, false, false),
+            ("label-value", false, false, false),
+        ] {
+            let at = memchr::memmem::find(&clean, text.as_bytes()).unwrap();
+            let mut bad = clean.to_vec();
+            bad[at + 1] = 0xff;
+            let bad = bad.as_slice();
+            let read = read_head(bad);
+            if in_head {
+                assert_eq!(read, None, "{text}");
+            } else {
+                assert_eq!(read.as_ref(), Some(&head), "{text}");
+            }
+            assert_eq!(read_name_and_namespace(bad).is_none(), in_names, "{text}");
+            assert_eq!(checked_front(bad).is_none(), in_type_meta, "{text}");
+            assert_eq!(splice_revision(bad, 3).is_none(), in_type_meta, "{text}");
+        }
+    }
+
+    proptest! {
+        /// Known keys told by their bytes read as any key is read: as
+        /// plain strings, whatever follows them.
+        #[test]
+        fn keys_are_read_as_plain_strings(
+            key in prop_oneof![
+                Just("name"), Just("namespace"), Just("uid"), Just("resourceVersion"),
+                Just("creationTimestamp"), Just("labels"), Just("annotations"),
+                Just("apiVersion"), Just("managedFields"), Just("metadata"),
+                Just("ownerReferences"), Just("finalizers"), Just("deletionTimestamp"),
+                Just("generation"), Just("generateName"), Just("kind"), Just(""),
+                Just("selfLink"), Just("names"), Just("kin"), Just("f:name"),
+            ],
+            cut in 0usize..24,
+            tail in r#"["\\a-z:{}]{0,4}"#,
+        ) {
+            let mut bytes = format!("\"{key}").into_bytes();
+            bytes.truncate(cut.max(1).min(bytes.len()));
+            bytes.extend_from_slice(tail.as_bytes());
+            let read = |bytes: &[u8]| key_at(bytes).map(|(key, text, rest)| {
+                assert_eq!(key, Key::of(text));
+                (text.to_vec(), rest.to_vec())
+            });
+            let plain = |bytes: &[u8]| plain_bytes(bytes).map(|(text, rest)| (text.to_vec(), rest.to_vec()));
+            prop_assert_eq!(read(&bytes), plain(&bytes), "{}", String::from_utf8_lossy(&bytes));
+            let whole = format!("\"{key}\"{tail}");
+            prop_assert_eq!(read(whole.as_bytes()), plain(whole.as_bytes()));
+        }
+    }
+
+    /// Bytes mostly ASCII, some not UTF-8; the strings in them by position.
+    fn texts_input() -> impl Strategy<Value = (Vec<u8>, [Option<(usize, usize)>; 6])> {
+        let byte = prop_oneof![8 => 0x20u8..0x7f, 1 => any::<u8>()];
+        let string = proptest::option::of((0usize..400, 0usize..48));
+        (
+            proptest::collection::vec(byte, 0..400),
+            [
+                string.clone(),
+                string.clone(),
+                string.clone(),
+                string.clone(),
+                string.clone(),
+                string,
+            ],
+        )
+    }
+
+    proptest! {
+        /// Checking nearby strings together answers as checking each alone:
+        /// the strings as text, or `None` if one is not UTF-8.
+        #[test]
+        fn texts_are_each_strings_own_check((bytes, strings) in texts_input(), foreign in any::<bool>()) {
+            let other = b"elsewhere".to_vec();
+            let strings = strings.map(|s| {
+                s.map(|(at, len)| {
+                    let at = at.min(bytes.len());
+                    &bytes[at..(at + len).min(bytes.len())]
+                })
+            });
+            // A string from another buffer is checked alone.
+            let mut strings = strings;
+            if foreign {
+                strings[2] = Some(&other);
+            }
+            let alone: Option<Vec<Option<&str>>> = strings
+                .iter()
+                .map(|s| match s {
+                    Some(s) => std::str::from_utf8(s).ok().map(Some),
+                    None => Some(None),
+                })
+                .collect();
+            prop_assert_eq!(texts(&bytes, strings).map(Vec::from), alone);
+        }
     }
 
     /// The word-at-a-time search finds what a byte-at-a-time one finds, at
@@ -852,15 +1309,22 @@ mod tests {
     }
 
     proptest! {
-        /// Skipping a value lands where serde's reading of it ends.
+        /// Skipping a value lands where serde's reading of it ends (labels'
+        /// and annotations' maps of strings, skipped string by string, too).
         #[test]
-        fn skip_value_ends_where_the_value_does(value in json_value()) {
+        fn skip_value_ends_where_the_value_does(value in prop_oneof![
+            json_value(),
+            proptest::collection::btree_map(text(), text(), 0..4).prop_map(|m| serde_json::json!(m)),
+        ]) {
             let mut written = Vec::new();
             json::write_value(&mut written, &value);
             let end = written.len();
             written.extend_from_slice(b",\"next\":1}");
             let rest = skip_value(&written).unwrap();
             prop_assert_eq!(written.len() - rest.len(), end, "{}", String::from_utf8_lossy(&written));
+            if value.is_object() {
+                prop_assert_eq!(skip_string_map(&written).map(<[u8]>::len), Some(rest.len()));
+            }
         }
     }
 
@@ -989,6 +1453,15 @@ mod tests {
             // Read in place wherever it was spliced in place.
             let read = read_revision(&encoded);
             prop_assert_eq!(read, splices.then_some(revision));
+            for name in [meta::name(&object), "other", ""] {
+                prop_assert_eq!(
+                    named_otherwise(&encoded, name),
+                    splices
+                        && !escaped(meta::name(&object))
+                        && !name.is_empty()
+                        && name != meta::name(&object)
+                );
+            }
             if let Some((name, namespace)) = read_name_and_namespace(&encoded) {
                 prop_assert_eq!(name, meta::name(&object));
                 prop_assert_eq!(namespace, meta::namespace(&object));
@@ -999,6 +1472,10 @@ mod tests {
             match read_head(&encoded) {
                 Some(head) => prop_assert_eq!(head, Head::of(&object)),
                 None => prop_assert!(!splices),
+            }
+            // The usual fronts read at once as member by member.
+            if let Some(usual) = usual_type_meta(&encoded) {
+                prop_assert_eq!(Some(usual), leading_type_meta(&encoded));
             }
             if let Some(version) = read_api_version(&encoded) {
                 prop_assert_eq!(version, meta::api_version(&object));
@@ -1026,6 +1503,9 @@ mod tests {
                 json::write_value(&mut sorted, &object);
                 sorted
             };
+            if let Some(usual) = usual_type_meta(&other) {
+                prop_assert_eq!(Some(usual), leading_type_meta(&other));
+            }
             prop_assume!(other != stored.to_vec());
             prop_assert!(splice_revision(&other, revision).is_none(), "{}", String::from_utf8_lossy(&other));
         }

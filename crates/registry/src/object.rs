@@ -128,8 +128,9 @@ impl Object {
     }
 
     /// Kind, apiVersion and the metadata controllers follow, without decoding
-    /// the rest.
-    pub fn head(&self) -> Head {
+    /// the rest (its strings borrowed from the encoding where they are there
+    /// as they are).
+    pub fn head(&self) -> Head<'_> {
         encoding::read_head(&self.json).unwrap_or_else(|| self.read().unwrap_or_default())
     }
 
@@ -141,12 +142,20 @@ impl Object {
             Some((name, namespace)) => (Cow::Borrowed(name), Cow::Borrowed(namespace)),
             None => {
                 let head = self.head();
-                (
-                    Cow::Owned(head.metadata.name),
-                    Cow::Owned(head.metadata.namespace),
-                )
+                (head.metadata.name, head.metadata.namespace)
             }
         }
+    }
+
+    /// `metadata.namespace` if `metadata.name` is `name` (a controller
+    /// filtering every event by name: an object named otherwise is told so by
+    /// its encoding's bytes, and read no further).
+    pub fn namespace_if_named(&self, name: &str) -> Option<std::borrow::Cow<'_, str>> {
+        if encoding::named_otherwise(&self.json, name) {
+            return None;
+        }
+        let (object_name, namespace) = self.name_and_namespace();
+        (object_name == name).then_some(namespace)
     }
 
     /// `metadata.resourceVersion` as a revision.
@@ -286,7 +295,8 @@ mod tests {
                     "uid": "u0", "controller": true, "blockOwnerDeletion": true}]},
             "spec": {"containers": []}, "status": "anything"
         });
-        let head = Object::new(value.clone()).head();
+        let object = Object::new(value.clone());
+        let head = object.head();
         assert_eq!(head, Head::of(&value));
         assert_eq!(head.metadata.uid, "u1");
         assert_eq!(head.metadata.finalizers, Some(vec!["x".to_string()]));
@@ -294,7 +304,8 @@ mod tests {
             head.metadata.owner_references.unwrap()[0].block_owner_deletion,
             Some(true)
         );
-        let bare = Object::new(serde_json::json!({"metadata": {"finalizers": null}})).head();
+        let bare = Object::new(serde_json::json!({"metadata": {"finalizers": null}}));
+        let bare = bare.head();
         assert_eq!(bare, Head::default());
         // Metadata after the rest or before the type meta (other writers'
         // orders), and an escaped kind: read in full, with the same result.
@@ -302,10 +313,55 @@ mod tests {
             &br#"{"spec":{},"kind":"P\u006fd","metadata":{"name":"p","uid":"u1"},"apiVersion":"v1"}"#[..],
             br#"{"metadata":{"name":"p","uid":"u1"},"kind":"Pod","apiVersion":"v1"}"#,
         ] {
-            let head = Object::from_json(Bytes::from_static(foreign)).head();
-            assert_eq!((head.kind.as_str(), head.api_version.as_str()), ("Pod", "v1"));
+            let object = Object::from_json(Bytes::from_static(foreign));
+            let head = object.head();
+            assert_eq!((&*head.kind, &*head.api_version), ("Pod", "v1"));
             assert_eq!(head.metadata.uid, "u1");
         }
+    }
+
+    /// Told by the bytes or read in full, the answer is the name's.
+    #[test]
+    fn an_object_named_otherwise_has_no_namespace_for_that_name() {
+        let mut objects: Vec<Object> = [
+            serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": {"name": "kube-root-ca.crt", "namespace": "a", "uid": "u"}}),
+            serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+                "metadata": {"name": "other", "namespace": "a", "uid": "u"}}),
+            serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"namespace": "a"}}),
+            serde_json::json!({"apiVersion": "x.io/v1", "kind": "W",
+                "metadata": {"name": "kube-root-ca.crt", "namespace": "b"}}),
+        ]
+        .into_iter()
+        .map(Object::new)
+        .collect();
+        for foreign in [
+            &br#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"kube-root-ca\u002ecrt","namespace":"c"}}"#[..],
+            br#"{"metadata":{"name":"kube-root-ca.crt","namespace":"d"},"kind":"ConfigMap"}"#,
+            b"{\"kind\":\"\xff\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"other\",\"namespace\":\"e\"}}",
+        ] {
+            objects.push(Object::from_json(Bytes::from_static(foreign)));
+        }
+        for object in &objects {
+            for name in ["kube-root-ca.crt", "other", ""] {
+                let (object_name, namespace) = object.name_and_namespace();
+                let read = (object_name == name).then_some(namespace);
+                assert_eq!(
+                    object.namespace_if_named(name),
+                    read,
+                    "{name} {}",
+                    String::from_utf8_lossy(object.json())
+                );
+            }
+        }
+        assert_eq!(
+            objects[0].namespace_if_named("kube-root-ca.crt").as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            objects[4].namespace_if_named("kube-root-ca.crt").as_deref(),
+            Some("c")
+        );
     }
 
     #[test]
@@ -313,16 +369,15 @@ mod tests {
         // This process's order: managedFields last, after uid. What follows
         // it is not read (here: not even well-formed).
         let ours = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","uid":"u1","ownerReferences":[{"uid":"u0"}],"managedFields":[{"manager":"m"}],"labels":"#;
-        let head = Object::from_json(Bytes::from_static(ours)).head();
-        assert_eq!(
-            (head.metadata.name.as_str(), head.metadata.uid.as_str()),
-            ("p", "u1")
-        );
+        let object = Object::from_json(Bytes::from_static(ours));
+        let head = object.head();
+        assert_eq!((&*head.metadata.name, &*head.metadata.uid), ("p", "u1"));
         assert_eq!(head.metadata.owner_references.unwrap()[0].uid, "u0");
         // Sorted members (older encodings): uid and ownerReferences follow
         // managedFields and are still read.
         let sorted = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"finalizers":["f"],"managedFields":[{"manager":"m"}],"name":"p","ownerReferences":[{"uid":"u0"}],"uid":"u1"},"spec":{}}"#;
-        let head = Object::from_json(Bytes::from_static(sorted)).head();
+        let object = Object::from_json(Bytes::from_static(sorted));
+        let head = object.head();
         assert_eq!(head, Head::of(&serde_json::from_slice(sorted).unwrap()));
         assert_eq!(head.metadata.uid, "u1");
         assert_eq!(head.metadata.owner_references.unwrap()[0].uid, "u0");

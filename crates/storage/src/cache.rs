@@ -26,7 +26,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
 use crate::backoff::Backoff;
@@ -210,6 +210,11 @@ struct Slot<O> {
 
 struct Watchers<O> {
     by_prefix: HashMap<Arc<str>, Vec<Slot<O>>>,
+    /// The lengths of the prefixes registered, modulo 64, as bits: a key's
+    /// prefix of a length not among them is not looked up. A bit is set when
+    /// a prefix is registered and cleared only with every prefix (a stale
+    /// bit costs a lookup, no more).
+    prefix_lengths: u64,
     /// Every event up to here has been offered to every watcher.
     dispatched: i64,
     count: usize,
@@ -219,6 +224,7 @@ impl<O> Watchers<O> {
     fn new(dispatched: i64) -> Self {
         Watchers {
             by_prefix: HashMap::default(),
+            prefix_lengths: 0,
             dispatched,
             count: 0,
         }
@@ -296,7 +302,11 @@ pub struct Store<C: Codec> {
     options: StoreOptions,
     state: RwLock<State<C::Object>>,
     watchers: Arc<Mutex<Watchers<C::Object>>>,
-    revision_tx: watch::Sender<i64>,
+    /// The revision the cache has applied, for [`Store::wait_for`]; waiters
+    /// are told when it moves (an atomic and one `Notify`: a `watch`
+    /// channel's send costs ten times as much, on every event).
+    applied: std::sync::atomic::AtomicI64,
+    applied_moved: tokio::sync::Notify,
     next_watcher: AtomicU64,
     failed: Mutex<Option<Error>>,
     /// Told when a consistent read found the backend ahead of a cache that stopped
@@ -304,9 +314,10 @@ pub struct Store<C: Codec> {
     stalled: Arc<tokio::sync::Notify>,
     /// Set by `close`: a watch that ends is then not reconnected.
     closed: std::sync::atomic::AtomicBool,
-    /// Objects their writer already decoded, by revision, taken by the follow task
-    /// instead of decoding the stored bytes again.
-    written: Mutex<BTreeMap<i64, Written<C::Object>>>,
+    /// Objects their writer already decoded, with their revisions, taken by the
+    /// follow task instead of decoding the stored bytes again (a few: the
+    /// writes in flight; a list is cheaper than a map's nodes).
+    written: Mutex<Vec<(i64, Written<C::Object>)>>,
 }
 
 impl<C: Codec> Store<C> {
@@ -324,7 +335,6 @@ impl<C: Codec> Store<C> {
             let entry = decode_entry(&*codec, &kv)?;
             objects.insert(kv.key.clone(), Arc::new(entry));
         }
-        let (revision_tx, _) = watch::channel(initial.revision);
         let store = Arc::new(Store {
             backend: backend.clone(),
             codec,
@@ -335,12 +345,13 @@ impl<C: Codec> Store<C> {
                 history_start: initial.revision,
             }),
             watchers: Arc::new(Mutex::new(Watchers::new(initial.revision))),
-            revision_tx,
+            applied: std::sync::atomic::AtomicI64::new(initial.revision),
+            applied_moved: tokio::sync::Notify::new(),
             next_watcher: AtomicU64::new(1),
             failed: Mutex::new(None),
             stalled: Arc::new(tokio::sync::Notify::new()),
             closed: Default::default(),
-            written: Mutex::new(BTreeMap::new()),
+            written: Mutex::new(Vec::new()),
             options,
         });
         let stream = backend.watch(initial.revision)?;
@@ -389,14 +400,25 @@ impl<C: Codec> Store<C> {
     /// Wait until the cache has applied `revision` (or `timeout` passes).
     pub async fn wait_for(&self, revision: i64, timeout: Duration) -> Result<()> {
         // Fast path: almost always already there.
-        if *self.revision_tx.borrow() >= revision {
+        if self.applied.load(Ordering::Acquire) >= revision {
             return Ok(());
         }
-        let mut rx = self.revision_tx.subscribe();
-        let reached = tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await;
+        let reached = tokio::time::timeout(timeout, async {
+            loop {
+                let moved = self.applied_moved.notified();
+                tokio::pin!(moved);
+                // Waiting before looking: a move after the look wakes it.
+                moved.as_mut().enable();
+                if self.applied.load(Ordering::Acquire) >= revision {
+                    return;
+                }
+                moved.await;
+            }
+        })
+        .await;
         match reached {
-            Ok(Ok(_)) => Ok(()),
-            _ => match self.failed.lock().clone() {
+            Ok(()) => Ok(()),
+            Err(_) => match self.failed.lock().clone() {
                 Some(e) => Err(e),
                 None => Err(Error::Unavailable(format!(
                     "timed out waiting for revision {revision} (at {})",
@@ -516,7 +538,11 @@ impl<C: Codec> Store<C> {
             .share(key, revision, &self.codec.encode(&object));
         let mut written = self.written.lock();
         if self.revision() < revision {
-            written.insert(revision, (key.into(), object));
+            let remembered = (key.into(), object);
+            match written.iter_mut().find(|(r, _)| *r == revision) {
+                Some((_, slot)) => *slot = remembered,
+                None => written.push((revision, remembered)),
+            }
         }
     }
 
@@ -557,6 +583,7 @@ impl<C: Codec> Store<C> {
             };
             let mut watchers = self.watchers.lock();
             watchers.count += 1;
+            watchers.prefix_lengths |= length_bit(prefix.len());
             watchers
                 .by_prefix
                 .entry(prefix.clone())
@@ -586,10 +613,10 @@ impl<C: Codec> Store<C> {
     fn apply(&self, batch: Vec<Event>) {
         // Decode outside the lock (the expensive part); link each event to the state
         // it replaces inside it, so events of one batch see each other.
-        let decoded: Vec<Decoded<C::Object>> = batch
-            .into_iter()
-            .filter_map(|e| self.decode_event(e))
-            .collect();
+        // Into a list of its own: collected in place, the batch's would be
+        // shrunk to fit (a reallocation per batch).
+        let mut decoded: Vec<Decoded<C::Object>> = Vec::with_capacity(batch.len());
+        decoded.extend(batch.into_iter().filter_map(|e| self.decode_event(e)));
         let Some(last) = decoded.last().map(|d| d.revision) else {
             return;
         };
@@ -597,18 +624,16 @@ impl<C: Codec> Store<C> {
         {
             let mut state = self.state.write();
             for d in decoded {
-                let prev = state.objects.get(&d.key).cloned().or_else(|| {
+                // The entry replaced, found by the one walk of the map that
+                // puts or removes the new state.
+                let replaced = match &d.current {
+                    Some(entry) => state.objects.insert(d.key.clone(), entry.clone()),
+                    None => state.objects.remove(&d.key),
+                };
+                let prev = replaced.or_else(|| {
                     d.raw_prev
                         .and_then(|p| decode_entry(&*self.codec, &p).ok().map(Arc::new))
                 });
-                match &d.current {
-                    Some(entry) => {
-                        state.objects.insert(d.key.clone(), entry.clone());
-                    }
-                    None => {
-                        state.objects.remove(&d.key);
-                    }
-                }
                 let event = Arc::new(CacheEvent {
                     revision: d.revision,
                     key: d.key,
@@ -631,12 +656,13 @@ impl<C: Codec> Store<C> {
                 }
             }
         }
-        self.revision_tx.send_replace(last);
+        self.applied.store(last, Ordering::Release);
+        self.applied_moved.notify_waiters();
         {
             // Anything remembered for an applied revision is no longer needed.
             let mut written = self.written.lock();
-            if written.first_key_value().is_some_and(|(r, _)| *r <= last) {
-                *written = written.split_off(&(last + 1));
+            if !written.is_empty() {
+                written.retain(|(r, _)| *r > last);
             }
         }
         self.dispatch(&events, last);
@@ -645,10 +671,11 @@ impl<C: Codec> Store<C> {
     /// The writer's decoded object for this exact write, if it left one.
     fn take_written(&self, kv: &KeyValue) -> Option<Arc<C::Object>> {
         let mut written = self.written.lock();
-        match written.get(&kv.mod_revision) {
-            Some((key, _)) if *key == kv.key => written.remove(&kv.mod_revision).map(|(_, o)| o),
-            _ => None,
+        let at = written.iter().position(|(r, _)| *r == kv.mod_revision)?;
+        if written[at].1.0 != kv.key {
+            return None;
         }
+        Some(written.swap_remove(at).1.1)
     }
 
     fn decode_event(&self, event: Event) -> Option<Decoded<C::Object>> {
@@ -690,6 +717,9 @@ impl<C: Codec> Store<C> {
         let mut watchers = self.watchers.lock();
         for event in events {
             for prefix in key_prefixes(&event.key) {
+                if watchers.prefix_lengths & length_bit(prefix.len()) == 0 {
+                    continue;
+                }
                 let Some(slots) = watchers.by_prefix.get_mut(prefix) else {
                     continue;
                 };
@@ -834,10 +864,12 @@ impl<C: Codec> Store<C> {
             // Same lock order as `watch`: state, then watchers.
             let mut watchers = self.watchers.lock();
             watchers.by_prefix.clear();
+            watchers.prefix_lengths = 0;
             watchers.dispatched = state.revision;
             std::mem::take(&mut watchers.count)
         };
-        self.revision_tx.send_replace(self.revision());
+        self.applied.store(self.revision(), Ordering::Release);
+        self.applied_moved.notify_waiters();
         self.written.lock().clear();
         tracing::warn!(
             revision,
@@ -945,11 +977,46 @@ fn replay<C: Codec>(
     Ok(items)
 }
 
+/// A prefix's length among [`Watchers::prefix_lengths`].
+fn length_bit(len: usize) -> u64 {
+    1 << (len % 64)
+}
+
 /// `/registry/configmaps/ns/x` → `/`, `/registry/`, `/registry/configmaps/`, `/registry/configmaps/ns/`, and the key itself.
 fn key_prefixes(key: &str) -> impl Iterator<Item = &str> {
-    key.match_indices('/')
-        .map(move |(i, _)| &key[..=i])
+    slashes(key.as_bytes())
+        .map(move |i| &key[..=i])
         .chain(std::iter::once(key))
+}
+
+/// Where the `/`s of `bytes` are, in order, found eight bytes at a time
+/// (keys are short: a vector search's call per `/` costs more, and a byte
+/// loop more still).
+fn slashes(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const SLASHES: u64 = 0x2f2f_2f2f_2f2f_2f2f;
+    let mut words = bytes.chunks(8);
+    // The word's `/`s still to report (each its byte's high bit), and where
+    // the word starts.
+    let (mut found, mut at) = (0u64, 0usize);
+    let mut next_at = 0;
+    std::iter::from_fn(move || {
+        while found == 0 {
+            let chunk = words.next()?;
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            // Bytes equal to `/` become zero; a byte is zero iff neither its
+            // low seven bits (added to 0x7f, no carry out of the byte) nor
+            // its high bit are set.
+            let x = u64::from_le_bytes(word) ^ SLASHES;
+            found = !(((x & LOWS) + LOWS) | x | LOWS);
+            at = next_at;
+            next_at += 8;
+        }
+        let i = at + found.trailing_zeros() as usize / 8;
+        found &= found - 1;
+        Some(i)
+    })
 }
 
 type EventStream = futures::stream::BoxStream<'static, Result<Vec<Event>>>;
@@ -968,6 +1035,8 @@ async fn follow<C: Codec>(
     // reconnect in lockstep.
     let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
     let mut catch_up: Option<i64> = None;
+    // One wait for a stall, kept across events (not made and dropped per event).
+    let mut stall = std::pin::pin!(stalled.notified());
     loop {
         if let Some(target) = catch_up {
             let Some(s) = store.upgrade() else { return };
@@ -977,11 +1046,17 @@ async fn follow<C: Codec>(
                 catch_up = None;
             }
         }
+        // Events first, without drawing a random order per event: a stall
+        // is news only while no event comes.
         let next = tokio::select! {
+            biased;
             next = stream.next() => next,
-            () = stalled.notified() => Some(Err(Error::Unavailable(
-                "storage watch stalled: the backend is ahead and no event came".into(),
-            ))),
+            () = stall.as_mut() => {
+                stall.set(stalled.notified());
+                Some(Err(Error::Unavailable(
+                    "storage watch stalled: the backend is ahead and no event came".into(),
+                )))
+            }
         };
         let error = match next {
             Some(Ok(batch)) => {
@@ -1077,6 +1152,7 @@ async fn compactor<C: Codec>(store: std::sync::Weak<Store<C>>) {
 mod tests {
     use super::*;
     use crate::memory::MemoryBackend;
+    use tokio::sync::watch;
 
     struct Utf8;
     impl Codec for Utf8 {
@@ -1105,6 +1181,69 @@ mod tests {
         )
         .await
         .unwrap()
+    }
+
+    /// The slashes found a word at a time are those a byte loop finds, in
+    /// keys of every length with slashes anywhere (and bytes that differ
+    /// from `/` by one bit, or are above it by one).
+    #[test]
+    fn slashes_are_found_at_every_position() {
+        let alphabet = [
+            b'/',
+            b'a',
+            b'.',
+            b'0',
+            b'/' ^ 0x80,
+            b'/' + 1,
+            b'/' - 1,
+            0xc3,
+            0xa9,
+            0x0f,
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for len in 0..40 {
+            for _ in 0..200 {
+                let bytes: Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        alphabet[(seed % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                let naive: Vec<usize> = (0..len).filter(|&i| bytes[i] == b'/').collect();
+                assert_eq!(slashes(&bytes).collect::<Vec<_>>(), naive, "{bytes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_keys_prefixes_end_at_each_slash_then_the_key() {
+        for key in [
+            "/registry/configmaps/ns/x",
+            "",
+            "/",
+            "a",
+            "//é/ü/",
+            "/registry/ns/é",
+        ] {
+            let by_slash: Vec<&str> = key
+                .match_indices('/')
+                .map(|(i, _)| &key[..=i])
+                .chain(std::iter::once(key))
+                .collect();
+            assert_eq!(key_prefixes(key).collect::<Vec<_>>(), by_slash, "{key}");
+        }
+        assert_eq!(
+            key_prefixes("/registry/configmaps/ns/x").collect::<Vec<_>>(),
+            [
+                "/",
+                "/registry/",
+                "/registry/configmaps/",
+                "/registry/configmaps/ns/",
+                "/registry/configmaps/ns/x"
+            ]
+        );
     }
 
     #[tokio::test]
