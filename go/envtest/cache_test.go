@@ -3,6 +3,7 @@ package envtest
 import (
 	"context"
 	"net/url"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -59,9 +60,13 @@ func expectWatchListSync(log *requestLog, path string) {
 var _ = Describe("the manager's informers and cached client", func() {
 	It("stream their initial state with WatchList and follow creates, updates and deletes", func() {
 		By("the informers started with the manager (Widgets, ConfigMaps) asked for WatchList first")
+		// The Widget controller's informer starts with the controller, which
+		// the manager may start after the suite's WaitForCacheSync returned.
 		for _, path := range []string{"/apis/test.kubext.dev/v1/widgets", "/api/v1/configmaps"} {
-			watchLists, _, _ := syncRequests(managerRequests, path)
-			Expect(watchLists).NotTo(BeEmpty(), "no watch with sendInitialEvents=true on %s", path)
+			Eventually(func() []string {
+				watchLists, _, _ := syncRequests(managerRequests, path)
+				return watchLists
+			}).WithTimeout(10*time.Second).ShouldNot(BeEmpty(), "no watch with sendInitialEvents=true on %s", path)
 		}
 		// (kube-apiserver may answer 429 while the watch cache of a CRD
 		// created a moment before initializes, and the informer then lists:
