@@ -634,13 +634,13 @@ impl<C: Codec> Store<C> {
                     d.raw_prev
                         .and_then(|p| decode_entry(&*self.codec, &p).ok().map(Arc::new))
                 });
-                let event = Arc::new(CacheEvent {
+                let event = CacheEvent {
                     revision: d.revision,
                     key: d.key,
                     current: d.current,
                     prev,
                     prev_at_event: std::sync::OnceLock::new(),
-                });
+                };
                 state.history.push_back(HistoryEvent {
                     revision: event.revision,
                     key: event.key.clone(),
@@ -713,7 +713,7 @@ impl<C: Codec> Store<C> {
         })
     }
 
-    fn dispatch(&self, events: &[Arc<CacheEvent<C::Object>>], last: i64) {
+    fn dispatch(&self, events: &[CacheEvent<C::Object>], last: i64) {
         let mut watchers = self.watchers.lock();
         for event in events {
             for prefix in key_prefixes(&event.key) {
