@@ -751,24 +751,27 @@ pub fn normalize_times(object: &mut Value) {
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
-    if let Some(created) = metadata.get_mut("creationTimestamp") {
-        match time(created.take()).filter(|t| t != ZERO_TIME) {
-            Some(t) => *created = t.into(),
-            None => {
-                metadata.remove("creationTimestamp");
+    // One pass over the members: most metadata has none of them.
+    let mut zero_created = false;
+    for (member, value) in metadata.iter_mut() {
+        match member.as_str() {
+            "creationTimestamp" => match time(value.take()).filter(|t| t != ZERO_TIME) {
+                Some(t) => *value = t.into(),
+                None => zero_created = true,
+            },
+            "deletionTimestamp" => normalize_pointer_time(value),
+            "managedFields" => {
+                for entry in value.as_array_mut().into_iter().flatten() {
+                    if let Some(at) = entry.get_mut("time") {
+                        normalize_pointer_time(at);
+                    }
+                }
             }
+            _ => {}
         }
     }
-    if let Some(deleted) = metadata.get_mut("deletionTimestamp") {
-        normalize_pointer_time(deleted);
-    }
-    let entries = metadata
-        .get_mut("managedFields")
-        .and_then(Value::as_array_mut);
-    for entry in entries.into_iter().flatten() {
-        if let Some(at) = entry.get_mut("time") {
-            normalize_pointer_time(at);
-        }
+    if zero_created {
+        metadata.remove("creationTimestamp");
     }
 }
 

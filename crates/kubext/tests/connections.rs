@@ -419,3 +419,61 @@ async fn the_server_chooses_aes_128_gcm_over_the_clients_order_as_go_does() {
         "{chosen:?}"
     );
 }
+
+/// A body that arrives in pieces (chunked, or a `Content-Length` body written
+/// in parts) is read whole: each piece is a frame of its own on the server.
+#[tokio::test]
+async fn a_body_sent_in_pieces_is_read_whole() {
+    let server = Server::builder().start().unwrap();
+    let payload = "x".repeat(3000);
+    let body = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"NAME"}},"data":{{"payload":"{payload}"}}}}"#
+    );
+    let pieces = |body: &str| -> Vec<String> {
+        let bytes = body.as_bytes();
+        bytes
+            .chunks(700)
+            .map(|c| String::from_utf8(c.to_vec()).unwrap())
+            .collect()
+    };
+    let path = "/api/v1/namespaces/default/configmaps";
+    for (name, chunked) in [("chunked", true), ("in-parts", false)] {
+        let body = body.replace("NAME", name);
+        let mut stream = tls(&server).await;
+        let framing = if chunked {
+            "Transfer-Encoding: chunked".to_string()
+        } else {
+            format!("Content-Length: {}", body.len())
+        };
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n{framing}\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.flush().await.unwrap();
+        for piece in pieces(&body) {
+            let piece = if chunked {
+                format!("{:x}\r\n{piece}\r\n", piece.len())
+            } else {
+                piece
+            };
+            stream.write_all(piece.as_bytes()).await.unwrap();
+            stream.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if chunked {
+            stream.write_all(b"0\r\n\r\n").await.unwrap();
+            stream.flush().await.unwrap();
+        }
+        let text = answer(&mut stream).await;
+        assert!(text.starts_with("HTTP/1.1 201"), "{name}: {text}");
+        let client = server.client().await.unwrap();
+        let maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(client, "default");
+        let stored = maps.get(name).await.unwrap();
+        assert_eq!(
+            stored.data.unwrap_or_default().get("payload"),
+            Some(&payload),
+            "{name}"
+        );
+    }
+}

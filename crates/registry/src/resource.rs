@@ -798,6 +798,16 @@ impl ResourceType {
         self.api_version_text().into_owned()
     }
 
+    /// Whether `text` is [`Self::api_version`], compared without building it.
+    pub fn is_api_version(&self, text: &str) -> bool {
+        match text.split_once('/') {
+            Some((group, version)) => {
+                !self.group.is_empty() && group == self.group && version == self.version
+            }
+            None => self.group.is_empty() && text == self.version,
+        }
+    }
+
     /// [`Self::api_version`], borrowed for the core group (nothing to build).
     pub fn api_version_text(&self) -> std::borrow::Cow<'_, str> {
         if self.group.is_empty() {
@@ -943,6 +953,35 @@ mod tests {
             .into_iter()
             .find(|t| t.group == group && t.kind == kind)
             .unwrap_or_else(|| panic!("{group}/{kind} is served"))
+    }
+
+    /// `is_api_version` answers as comparing with the built `api_version`.
+    #[test]
+    fn api_version_compared_as_built() {
+        let texts = [
+            "v1",
+            "v2",
+            "apps/v1",
+            "apps/v2",
+            "/v1",
+            "apps/",
+            "apps",
+            "apps/v1/x",
+            "",
+            "/",
+            "batch/v1",
+            "v1/apps",
+        ];
+        for rtype in [kind("", "ConfigMap"), kind("apps", "Deployment")] {
+            for text in texts {
+                assert_eq!(
+                    rtype.is_api_version(text),
+                    text == rtype.api_version(),
+                    "{text:?} for {}",
+                    rtype.api_version()
+                );
+            }
+        }
     }
 
     /// Upstream's `GetResetFields` of the strategies behind each write.

@@ -78,26 +78,21 @@ pub fn prune_non_nullable_nulls(value: &mut Value, schema: &Structural) {
 fn prune_nulls(x: &mut Value, s: Option<&Structural>) {
     let Some(s) = s else { return };
     match x {
-        Value::Object(m) => {
-            let keys: Vec<String> = m.keys().cloned().collect();
-            for k in keys {
-                let schema = match s.properties.get(&k) {
-                    Some(p) => Some(&**p),
-                    None => match ap_schema(s) {
-                        None => continue,
-                        Some(ap) => ap,
-                    },
-                };
-                let drop = m.get(&k).is_some_and(|v| {
-                    v.is_null() && schema.is_none_or(|sc| default_of(sc).is_none() && !sc.nullable)
-                });
-                if drop {
-                    m.remove(&k);
-                } else if let Some(v) = m.get_mut(&k) {
-                    prune_nulls(v, schema);
-                }
+        Value::Object(m) => m.retain(|k, v| {
+            let schema = match s.properties.get(k) {
+                Some(p) => Some(&**p),
+                None => match ap_schema(s) {
+                    None => return true,
+                    Some(ap) => ap,
+                },
+            };
+            let drop =
+                v.is_null() && schema.is_none_or(|sc| default_of(sc).is_none() && !sc.nullable);
+            if !drop {
+                prune_nulls(v, schema);
             }
-        }
+            !drop
+        }),
         Value::Array(a) => {
             for v in a.iter_mut() {
                 prune_nulls(v, s.items.as_deref());

@@ -62,7 +62,9 @@ impl Call<'_> {
 }
 
 pub async fn read_body(mut body: Incoming) -> Result<Bytes> {
-    let mut buf = bytes::BytesMut::new();
+    // Most bodies come in one frame: kept as it came, not copied.
+    let mut first: Option<Bytes> = None;
+    let mut rest = bytes::BytesMut::new();
     let mut total = 0usize;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
@@ -73,7 +75,15 @@ pub async fn read_body(mut body: Incoming) -> Result<Bytes> {
         };
         total += data.len();
         if total <= MAX_BODY_BYTES {
-            buf.extend_from_slice(&data);
+            match first.take() {
+                None if rest.is_empty() => first = Some(data),
+                earlier => {
+                    if let Some(earlier) = earlier {
+                        rest.extend_from_slice(&earlier);
+                    }
+                    rest.extend_from_slice(&data);
+                }
+            }
         } else if total > DRAIN_LIMIT {
             break;
         }
@@ -84,7 +94,7 @@ pub async fn read_body(mut body: Incoming) -> Result<Bytes> {
             "Request entity too large: limit is {MAX_BODY_BYTES}"
         )));
     }
-    Ok(buf.freeze())
+    Ok(first.unwrap_or_else(|| rest.freeze()))
 }
 
 /// Check that a decoded body is the object this endpoint serves.
@@ -105,10 +115,10 @@ pub fn check_type(rtype: &ResourceType, obj: &Value) -> Result<()> {
             "Object 'apiVersion' is missing in '{obj}'"
         )));
     }
-    let expected = rtype.api_version();
-    if api_version != expected {
+    if !rtype.is_api_version(api_version) {
         return Err(StatusError::bad_request(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+            "the API version in the data ({api_version}) does not match the expected API version ({expected})",
+            expected = rtype.api_version_text()
         )));
     }
     if kind != rtype.kind {
