@@ -14,8 +14,6 @@
 //! read in place; owner references and finalizers, rare on a create, as
 //! their JSON). Both are held to the plain way by this module's tests.
 
-use std::collections::BTreeMap;
-
 use apimachinery::object_meta::{ObjectMeta, OwnerReference};
 use patch::{FieldMeta, PatchMeta};
 use serde_json::{Map, Value};
@@ -328,36 +326,25 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
     /// The new items of a keyed or set list at the current path and all
     /// below them; an item that is there more than once is owned whole.
     fn new_items(&mut self, items: &'v [Value], kind: &ListKind) -> Map<String, Value> {
-        let mut seen: BTreeMap<PathElement, usize> = BTreeMap::new();
-        let elements: Vec<Option<PathElement>> = items
-            .iter()
-            .map(|item| {
-                let pe = kind.element(item)?;
-                *seen.entry(pe.clone()).or_default() += 1;
-                Some(pe)
-            })
-            .collect();
+        let elements: Vec<Option<PathElement>> =
+            items.iter().map(|item| kind.element(item)).collect();
+        let runs = equal_runs(&elements);
         let mut out = Map::new();
-        for (item, pe) in items.iter().zip(elements) {
+        for ((item, pe), run) in items.iter().zip(&elements).zip(runs) {
             let Some(pe) = pe else { continue };
-            match seen.get_mut(&pe) {
-                Some(1) => {}
-                // Added once, at its first occurrence (its count then
-                // cleared): elements equal as path elements may still be
-                // written differently, such as `1` and `1.0`.
-                Some(count) => {
-                    if *count > 1 {
-                        *count = 0;
-                        add(&mut out, || pe.serialize(), true, Map::new());
-                    }
-                    continue;
+            match run {
+                Run::Alone => {
+                    self.items += 1;
+                    let below = self.all_below(item);
+                    self.items -= 1;
+                    add(&mut out, || pe.serialize(), true, below);
                 }
-                None => continue,
+                // Added once, at its first occurrence: elements equal as
+                // path elements may still be written differently, such as
+                // `1` and `1.0`.
+                Run::FirstOfMany => add(&mut out, || pe.serialize(), true, Map::new()),
+                Run::Repeat => {}
             }
-            self.items += 1;
-            let below = self.all_below(item);
-            self.items -= 1;
-            add(&mut out, || pe.serialize(), true, below);
         }
         out
     }
@@ -451,6 +438,38 @@ fn field_key(name: &str) -> String {
     key
 }
 
+/// Where a list element stands among the elements equal to it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Run {
+    /// No other element equals it.
+    Alone,
+    /// The first of several equal elements.
+    FirstOfMany,
+    /// A later one of several equal elements.
+    Repeat,
+}
+
+/// Each element's [`Run`] (`Repeat` for `None`, which is skipped): the
+/// indexes sorted by element (stably, so each run starts at its first
+/// occurrence) and read in runs, without copying an element.
+fn equal_runs(elements: &[Option<PathElement>]) -> Vec<Run> {
+    let mut runs = vec![Run::Repeat; elements.len()];
+    let mut order: Vec<(usize, &PathElement)> = elements
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| Some((i, e.as_ref()?)))
+        .collect();
+    order.sort_by(|a, b| a.1.cmp(b.1));
+    for run in order.chunk_by(|a, b| a.1 == b.1) {
+        runs[run[0].0] = if run.len() == 1 {
+            Run::Alone
+        } else {
+            Run::FirstOfMany
+        };
+    }
+    runs
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -466,6 +485,38 @@ mod tests {
         Tracking, Writer, field_paths, record_dynamic, record_typed, record_update, update_entries,
     };
     use super::*;
+
+    /// A run of equal elements is found whatever their places, `1` equals
+    /// `1.0`, and a skipped (`None`) element is no one's equal.
+    #[test]
+    fn equal_runs_mark_the_first_of_equal_elements() {
+        let v = |x: Value| Some(PathElement::Value(x));
+        let elements = [
+            v(json!("b")),
+            v(json!(1)),
+            None,
+            v(json!("a")),
+            v(json!(1.0)),
+            v(json!("b")),
+            v(json!(1)),
+            None,
+        ];
+        use Run::{Alone, FirstOfMany, Repeat};
+        assert_eq!(
+            equal_runs(&elements),
+            [
+                FirstOfMany,
+                FirstOfMany,
+                Repeat,
+                Alone,
+                Repeat,
+                Repeat,
+                Repeat,
+                Repeat
+            ]
+        );
+        assert!(equal_runs(&[]).is_empty());
+    }
 
     /// Schemas of several kinds, and ones that own metadata differently:
     /// nothing declared (finalizers and owner references atomic), atomic
