@@ -33,7 +33,7 @@ pub use check::{StructuralOptions, structural_errors, structural_errors_with};
 pub use defaulting::default;
 pub use pruning::{prune, prune_root_metadata};
 pub use structural::{
-    AdditionalProperties, Extensions, Pattern, SchemaError, Structural, ValidationRule,
+    AdditionalProperties, Below, Extensions, Pattern, SchemaError, Structural, ValidationRule,
     ValueValidation, compile,
 };
 pub use validate::{

@@ -96,6 +96,52 @@ pub struct Structural {
     pub additional_properties: Option<AdditionalProperties>,
     pub extensions: Extensions,
     pub validation: ValueValidation,
+    /// What this node and the nodes under it carry, worked out when compiled.
+    pub below: Below,
+}
+
+/// What a schema node or any node under it (its properties, items and
+/// `additionalProperties` schema: where the validation walks go) carries, so
+/// a walk for a check skips the values under nodes without it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Below {
+    /// `x-kubernetes-list-type: set` or `map`.
+    pub list_types: bool,
+    /// `x-kubernetes-embedded-resource`.
+    pub embedded: bool,
+}
+
+impl Default for Below {
+    /// Everything: a node built by hand, not compiled, is walked in full.
+    fn default() -> Self {
+        Below {
+            list_types: true,
+            embedded: true,
+        }
+    }
+}
+
+impl Below {
+    /// A node's summary, from its own extensions and its children's summaries.
+    fn of(s: &Structural) -> Below {
+        let own = Below {
+            list_types: s.is_list_set() || s.is_list_map(),
+            embedded: s.extensions.embedded_resource,
+        };
+        let ap = match &s.additional_properties {
+            Some(AdditionalProperties::Schema(ap)) => Some(&**ap),
+            _ => None,
+        };
+        s.properties
+            .values()
+            .map(|p| &**p)
+            .chain(s.items.as_deref())
+            .chain(ap)
+            .fold(own, |acc, child| Below {
+                list_types: acc.list_types || child.below.list_types,
+                embedded: acc.embedded || child.below.embedded,
+            })
+    }
 }
 
 impl Structural {
@@ -356,6 +402,7 @@ fn compile_at(schema: &Value, path: &str) -> Result<Structural, SchemaError> {
     if let Some(n) = m.get("not") {
         v.not = Some(Box::new(compile_at(n, &format!("{path}.not"))?));
     }
+    s.below = Below::of(&s);
     Ok(s)
 }
 

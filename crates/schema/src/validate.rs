@@ -829,6 +829,9 @@ pub fn validate_list_types(
 }
 
 fn list_types(value: &Value, s: &Structural, path: &LazyPath<'_>, errs: &mut ErrorList) {
+    if !s.below.list_types {
+        return;
+    }
     match value {
         Value::Object(m) => {
             if let Some(AdditionalProperties::Schema(ap)) = &s.additional_properties {
@@ -922,6 +925,9 @@ pub fn validate_embedded(value: &Value, s: &Structural, path: &FieldPath) -> Err
 }
 
 fn embedded(value: &Value, s: &Structural, path: &LazyPath<'_>, errs: &mut ErrorList) {
+    if !s.below.embedded {
+        return;
+    }
     match value {
         Value::Object(m) => {
             if s.extensions.embedded_resource {

@@ -1,7 +1,9 @@
 //! Table-driven validation tests: (schema, object, old, expected errors).
 
 use apimachinery::{ErrorList, FieldPath};
-use kubext_schema::{RuleContext, RuleEvaluator, Structural, validate, validate_with};
+use kubext_schema::{
+    AdditionalProperties, Below, RuleContext, RuleEvaluator, Structural, validate, validate_with,
+};
 use serde_json::{Value, json};
 
 struct Case {
@@ -671,6 +673,52 @@ fn validation_table() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A schema whose nodes all claim to carry everything (`Below::default`):
+/// the validation walks skip nothing.
+fn walked_in_full(s: &mut Structural) {
+    s.below = Below::default();
+    for p in s.properties.values_mut() {
+        walked_in_full(p);
+    }
+    if let Some(items) = &mut s.items {
+        walked_in_full(items);
+    }
+    if let Some(AdditionalProperties::Schema(ap)) = &mut s.additional_properties {
+        walked_in_full(ap);
+    }
+}
+
+/// The walks that skip nodes by their compiled summary (`Structural::below`)
+/// find what walking every node finds, over every case of the table (and
+/// the summary does skip: a schema without list types or embedded
+/// resources says so).
+#[test]
+fn skipping_by_the_summary_finds_what_the_full_walk_finds() {
+    for case in cases() {
+        let schema = Structural::compile(&root(case.spec.clone())).expect(case.name);
+        let mut full = schema.clone();
+        walked_in_full(&mut full);
+        for old in [None, case.old.as_ref()] {
+            assert_eq!(
+                sorted(&validate(&case.obj, old, &schema, &FieldPath::root())),
+                sorted(&validate(&case.obj, old, &full, &FieldPath::root())),
+                "{}",
+                case.name
+            );
+        }
+    }
+    let plain = Structural::compile(&root(json!({"type": "object", "properties": {
+        "a": {"type": "array", "items": {"type": "string"}}}})))
+    .unwrap();
+    assert_eq!(
+        plain.below,
+        Below {
+            list_types: false,
+            embedded: false
+        }
+    );
 }
 
 #[test]
