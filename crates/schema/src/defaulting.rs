@@ -28,7 +28,9 @@ pub fn default(value: &mut Value, schema: &Structural) {
 }
 
 fn default_opt(x: &mut Value, s: Option<&Structural>) {
-    let Some(s) = s else { return };
+    let Some(s) = s.filter(|s| s.below.defaults) else {
+        return;
+    };
     match x {
         Value::Object(m) => {
             for (k, prop) in &s.properties {

@@ -109,6 +109,8 @@ pub struct Below {
     pub list_types: bool,
     /// `x-kubernetes-embedded-resource`.
     pub embedded: bool,
+    /// A `default`.
+    pub defaults: bool,
 }
 
 impl Default for Below {
@@ -117,6 +119,7 @@ impl Default for Below {
         Below {
             list_types: true,
             embedded: true,
+            defaults: true,
         }
     }
 }
@@ -127,6 +130,7 @@ impl Below {
         let own = Below {
             list_types: s.is_list_set() || s.is_list_map(),
             embedded: s.extensions.embedded_resource,
+            defaults: s.default.is_some(),
         };
         let ap = match &s.additional_properties {
             Some(AdditionalProperties::Schema(ap)) => Some(&**ap),
@@ -140,6 +144,7 @@ impl Below {
             .fold(own, |acc, child| Below {
                 list_types: acc.list_types || child.below.list_types,
                 embedded: acc.embedded || child.below.embedded,
+                defaults: acc.defaults || child.below.defaults,
             })
     }
 }

@@ -716,9 +716,47 @@ fn skipping_by_the_summary_finds_what_the_full_walk_finds() {
         plain.below,
         Below {
             list_types: false,
-            embedded: false
+            embedded: false,
+            defaults: false
         }
     );
+}
+
+/// Defaulting skips the values under nodes without defaults and gives what
+/// walking every node gives: defaults deep in one subtree, none in its
+/// siblings, nulls on both sides, under properties, items and
+/// additionalProperties.
+#[test]
+fn defaulting_by_the_summary_gives_what_the_full_walk_gives() {
+    let with_default = json!({"type": "object", "properties": {
+        "deep": {"type": "object", "properties": {"d": {"type": "integer", "default": 3}}}}});
+    let without = json!({"type": "object", "properties": {"n": {"type": "string"},
+        "o": {"type": "object", "properties": {"p": {"type": "integer"}}}}});
+    let schema = json!({"type": "object", "properties": {
+        "a": with_default,
+        "b": without,
+        "l": {"type": "array", "items": with_default},
+        "m": {"type": "object", "additionalProperties": with_default},
+        "s": {"type": "array", "items": {"type": "string", "default": "x"}},
+        "q": {"type": "array", "items": without},
+    }});
+    let objects = [
+        json!({}),
+        json!({"a": {}, "b": {}, "l": [{}, null], "m": {"k": {}}, "s": [null, "y"], "q": [{}]}),
+        json!({"a": {"deep": null}, "b": {"n": null, "o": null}, "l": [{"deep": {}}]}),
+        json!({"a": {"deep": {"d": null}}, "b": {"o": {"p": null}}, "m": {"k": {"deep": {}}}}),
+        json!({"a": null, "b": null, "l": null, "m": null, "s": null, "q": null}),
+    ];
+    let compiled = Structural::compile(&schema).unwrap();
+    let mut full = compiled.clone();
+    walked_in_full(&mut full);
+    assert!(!compiled.properties["b"].below.defaults);
+    for object in objects {
+        let (mut skipping, mut walking) = (object.clone(), object.clone());
+        kubext_schema::default(&mut skipping, &compiled);
+        kubext_schema::default(&mut walking, &full);
+        assert_eq!(skipping, walking, "{object}");
+    }
 }
 
 #[test]
