@@ -5,11 +5,12 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
+use keys::Keys;
 
 /// One version of a key: `None` marks a deletion (a tombstone).
 #[derive(Debug, Clone)]
@@ -22,7 +23,7 @@ struct Version {
 struct Inner {
     revision: i64,
     compacted: i64,
-    keys: BTreeMap<Arc<str>, Vec<Version>>,
+    keys: Keys<Vec<Version>>,
     /// Every event since `compacted`, for watches that start in the past.
     log: VecDeque<Event>,
     subscribers: Vec<mpsc::UnboundedSender<Vec<Event>>>,
@@ -49,10 +50,11 @@ impl Inner {
         versions.get(idx.checked_sub(1)?)?.kv.clone()
     }
 
-    fn commit(&mut self, key: &str, kv: Option<KeyValue>) -> i64 {
+    /// Record `kv` (`None`: a deletion) as `key`'s next version, replacing
+    /// `prev` (its latest value, which the caller looked up).
+    fn commit(&mut self, key: &Arc<str>, kv: Option<KeyValue>, prev: Option<KeyValue>) -> i64 {
         let revision = self.revision + 1;
         self.revision = revision;
-        let prev = self.latest(key).cloned();
         let event = match (&kv, prev) {
             (Some(kv), prev) => Event::Put {
                 kv: kv.clone(),
@@ -61,14 +63,7 @@ impl Inner {
             (None, Some(prev)) => Event::Delete { revision, prev },
             (None, None) => unreachable!("deleting a missing key is rejected before commit"),
         };
-        let key: Arc<str> = match &kv {
-            Some(kv) => kv.key.clone(),
-            None => event.key().clone(),
-        };
-        self.keys
-            .entry(key)
-            .or_default()
-            .push(Version { revision, kv });
+        self.keys.get_or_default(key).push(Version { revision, kv });
         self.log.push_back(event.clone());
         self.subscribers
             .retain(|s| s.send(vec![event.clone()]).is_ok());
@@ -134,10 +129,7 @@ impl Backend for MemoryBackend {
         };
         let live = inner
             .keys
-            .range::<str, _>((
-                std::ops::Bound::Included(start),
-                std::ops::Bound::Excluded(end),
-            ))
+            .range(start, end)
             .filter_map(|(_, versions)| inner.at(versions, revision));
         for kv in live {
             out.count += 1;
@@ -156,13 +148,14 @@ impl Backend for MemoryBackend {
             return Err(Error::AlreadyExists(key.into()));
         }
         let revision = inner.revision + 1;
+        let key: Arc<str> = key.into();
         let kv = KeyValue {
-            key: key.into(),
+            key: key.clone(),
             value,
             create_revision: revision,
             mod_revision: revision,
         };
-        Ok(inner.commit(key, Some(kv)))
+        Ok(inner.commit(&key, Some(kv), None))
     }
 
     async fn update(&self, key: &str, value: Bytes, expected: i64) -> Result<i64> {
@@ -177,13 +170,14 @@ impl Backend for MemoryBackend {
                 current: Some(Box::new(current)),
             });
         }
+        let key = current.key.clone();
         let kv = KeyValue {
-            key: current.key.clone(),
+            key: key.clone(),
             value,
             create_revision: current.create_revision,
             mod_revision: inner.revision + 1,
         };
-        Ok(inner.commit(key, Some(kv)))
+        Ok(inner.commit(&key, Some(kv), Some(current)))
     }
 
     async fn delete(&self, key: &str, expected: Option<i64>) -> Result<(i64, KeyValue)> {
@@ -198,7 +192,8 @@ impl Backend for MemoryBackend {
                 current: Some(Box::new(current)),
             });
         }
-        Ok((inner.commit(key, None), current))
+        let key = current.key.clone();
+        Ok((inner.commit(&key, None, Some(current.clone())), current))
     }
 
     fn watch(&self, after: i64) -> Result<BoxStream<'static, Result<Vec<Event>>>> {
@@ -251,5 +246,148 @@ impl Backend for MemoryBackend {
             !(versions.len() == 1 && versions[0].kv.is_none())
         });
         Ok(())
+    }
+}
+
+/// Every key's versions, found by hash for point operations (a create, an
+/// update, `share`) and in order for ranges: keys share long prefixes
+/// (`/registry/configmaps/<ns>/…`), and an ordered map's walk compares a
+/// dozen or more of them in full per lookup. Behaves as a `BTreeMap` would
+/// (held to one by a test); only inserting a key walks the ordered index.
+mod keys {
+    use foldhash::HashMap;
+    use std::collections::BTreeSet;
+    use std::ops::Bound;
+    use std::sync::Arc;
+
+    pub(super) struct Keys<V> {
+        values: HashMap<Arc<str>, V>,
+        /// The keys of `values`, in order.
+        order: BTreeSet<Arc<str>>,
+    }
+
+    impl<V> Default for Keys<V> {
+        fn default() -> Self {
+            Keys {
+                values: HashMap::default(),
+                order: BTreeSet::new(),
+            }
+        }
+    }
+
+    impl<V: Default> Keys<V> {
+        pub(super) fn get(&self, key: &str) -> Option<&V> {
+            self.values.get(key)
+        }
+
+        pub(super) fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+            self.values.get_mut(key)
+        }
+
+        /// `key`'s value, a default one inserted if it has none.
+        pub(super) fn get_or_default(&mut self, key: &Arc<str>) -> &mut V {
+            match self.values.entry(key.clone()) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    self.order.insert(key.clone());
+                    e.insert(V::default())
+                }
+            }
+        }
+
+        /// Keys in `[start, end)` with their values, in order.
+        pub(super) fn range<'a>(
+            &'a self,
+            start: &str,
+            end: &str,
+        ) -> impl Iterator<Item = (&'a Arc<str>, &'a V)> + 'a {
+            self.order
+                .range::<str, _>((Bound::Included(start), Bound::Excluded(end)))
+                .filter_map(|key| Some((key, self.values.get(key)?)))
+        }
+
+        /// Keep the keys for which `keep` says so.
+        pub(super) fn retain(&mut self, mut keep: impl FnMut(&Arc<str>, &mut V) -> bool) {
+            let order = &mut self.order;
+            self.values.retain(|key, value| {
+                let kept = keep(key, value);
+                if !kept {
+                    order.remove(key);
+                }
+                kept
+            });
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::Keys;
+        use std::collections::BTreeMap;
+        use std::sync::Arc;
+
+        /// Random operations on `Keys` and on a `BTreeMap` (the plain way)
+        /// leave them equal, for every kind of read.
+        #[test]
+        fn keys_behave_as_an_ordered_map() {
+            let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+            let mut next = move |n: u64| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed % n
+            };
+            let key = |i: u64| -> String {
+                // Long shared prefixes, a few namespaces, names of varied lengths.
+                format!("/registry/configmaps/ns-{}/obj-{}", i % 3, i * 7 % 101)
+            };
+            for _ in 0..20 {
+                let mut keys: Keys<Vec<u64>> = Keys::default();
+                let mut plain: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+                for step in 0..400 {
+                    let k = key(next(120));
+                    match next(10) {
+                        0..=4 => {
+                            let arc: Arc<str> = k.as_str().into();
+                            keys.get_or_default(&arc).push(step);
+                            plain.entry(k).or_default().push(step);
+                        }
+                        5 => {
+                            if let Some(v) = keys.get_mut(&k) {
+                                v.push(step);
+                            }
+                            if let Some(v) = plain.get_mut(&k) {
+                                v.push(step);
+                            }
+                        }
+                        6 => {
+                            let cut = next(400);
+                            keys.retain(|_, v| v.first().is_some_and(|f| *f >= cut));
+                            plain.retain(|_, v| v.first().is_some_and(|f| *f >= cut));
+                        }
+                        _ => {
+                            assert_eq!(keys.get(&k), plain.get(&k));
+                            let (a, b) = (key(next(120)), key(next(120)));
+                            let (start, end) = if a <= b { (a, b) } else { (b, a) };
+                            let got: Vec<(String, Vec<u64>)> = keys
+                                .range(&start, &end)
+                                .map(|(k, v)| (k.to_string(), v.clone()))
+                                .collect();
+                            let want: Vec<(String, Vec<u64>)> = plain
+                                .range(start..end)
+                                .map(|(k, v)| (k.clone(), v.clone()))
+                                .collect();
+                            assert_eq!(got, want);
+                        }
+                    }
+                }
+                let all: Vec<(String, Vec<u64>)> = keys
+                    .range("", "\u{10ffff}")
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect();
+                let want: Vec<(String, Vec<u64>)> = plain.into_iter().collect();
+                assert_eq!(all, want);
+                assert_eq!(keys.order.len(), keys.values.len());
+            }
+        }
     }
 }
