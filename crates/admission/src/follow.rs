@@ -3,10 +3,11 @@
 //! of changes is one rebuild).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use apimachinery::StatusError;
 use registry::{GenericStore, ListOptions};
-use runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{self, Snapshot};
 use serde_json::Value;
 
 use crate::{Policies, Webhooks};
@@ -47,52 +48,35 @@ impl Policies {
     }
 }
 
+/// The admission policies, recompiled from their stores.
 struct Follower {
     policies: Arc<Policies>,
     stores: Stores,
 }
 
 #[async_trait::async_trait]
-impl Reconciler for Follower {
-    type Key = ();
+impl Snapshot for Follower {
     type Error = StatusError;
 
     fn name(&self) -> &'static str {
         "admission-policies"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), StatusError> {
+    async fn rebuild(&self) -> Result<(), StatusError> {
         self.policies.rebuild(&self.stores).await
     }
 }
 
 /// Keep `policies` current (forever).
 pub async fn follow(policies: Arc<Policies>, stores: Stores) {
-    let queue = WorkQueue::new(
-        std::time::Duration::from_millis(100),
-        std::time::Duration::from_secs(5),
-    );
-    let any = |_: &Event| vec![()];
-    let (a, b, c, d) = (
-        runtime::follow(stores.policies.clone(), MANAGER, queue.clone(), any),
-        runtime::follow(stores.bindings.clone(), MANAGER, queue.clone(), any),
-        runtime::follow(
-            stores.mutating_policies.clone(),
-            MANAGER,
-            queue.clone(),
-            any,
-        ),
-        runtime::follow(
-            stores.mutating_bindings.clone(),
-            MANAGER,
-            queue.clone(),
-            any,
-        ),
-    );
-    let feed = async move {
-        tokio::join!(a, b, c, d);
-    };
-    runtime::run(Arc::new(Follower { policies, stores }), queue, 1, feed).await;
+    let watched = vec![
+        stores.policies.clone(),
+        stores.bindings.clone(),
+        stores.mutating_policies.clone(),
+        stores.mutating_bindings.clone(),
+    ];
+    let follower = Arc::new(Follower { policies, stores });
+    runtime::keep_current(follower, watched, MANAGER, Duration::from_millis(100)).await;
 }
 
 /// The stores webhook configurations are read from.
@@ -112,44 +96,28 @@ impl Webhooks {
     }
 }
 
+/// The webhook configurations, recompiled from their stores.
 struct WebhookFollower {
     webhooks: Arc<Webhooks>,
     stores: WebhookStores,
 }
 
 #[async_trait::async_trait]
-impl Reconciler for WebhookFollower {
-    type Key = ();
+impl Snapshot for WebhookFollower {
     type Error = StatusError;
 
     fn name(&self) -> &'static str {
         "admission-webhooks"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), StatusError> {
+    async fn rebuild(&self) -> Result<(), StatusError> {
         self.webhooks.rebuild(&self.stores).await
     }
 }
 
 /// Keep `webhooks` current (forever).
 pub async fn follow_webhooks(webhooks: Arc<Webhooks>, stores: WebhookStores) {
-    let queue = WorkQueue::new(
-        std::time::Duration::from_millis(50),
-        std::time::Duration::from_secs(5),
-    );
-    let any = |_: &Event| vec![()];
-    let (a, b) = (
-        runtime::follow(stores.validating.clone(), MANAGER, queue.clone(), any),
-        runtime::follow(stores.mutating.clone(), MANAGER, queue.clone(), any),
-    );
-    let feed = async move {
-        tokio::join!(a, b);
-    };
-    runtime::run(
-        Arc::new(WebhookFollower { webhooks, stores }),
-        queue,
-        1,
-        feed,
-    )
-    .await;
+    let watched = vec![stores.validating.clone(), stores.mutating.clone()];
+    let follower = Arc::new(WebhookFollower { webhooks, stores });
+    runtime::keep_current(follower, watched, MANAGER, Duration::from_millis(50)).await;
 }

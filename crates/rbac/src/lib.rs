@@ -14,13 +14,13 @@ pub mod policy;
 pub mod rules;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde_json::{Value, json};
 
 use apimachinery::StatusError;
 use registry::{GenericStore, ListOptions};
-use runtime::{self, Event, Reconciler, WorkQueue};
 use server::authz::{Attributes, Authorizer, Decision, RuleResolver};
 use server::user::UserInfo;
 
@@ -192,47 +192,34 @@ impl Stores {
     }
 }
 
-/// Keeps `rbac`'s snapshot current: rebuilt after every change to a role or
-/// binding (a burst of changes is one rebuild).
+/// `rbac`'s snapshot, rebuilt from the roles and bindings its stores hold.
 struct Follower {
     rbac: Arc<Rbac>,
     stores: Stores,
 }
 
 #[async_trait::async_trait]
-impl Reconciler for Follower {
-    type Key = ();
+impl runtime::Snapshot for Follower {
     type Error = StatusError;
 
     fn name(&self) -> &'static str {
         "rbac-policy"
     }
 
-    async fn reconcile(&self, _: &()) -> Result<(), StatusError> {
+    async fn rebuild(&self) -> Result<(), StatusError> {
         self.rbac.rebuild(&self.stores).await
     }
 }
 
-/// Build the snapshot now, then keep it current (forever).
+/// Build the snapshot now, then keep it current after every change to a role
+/// or binding (forever).
 pub async fn follow(rbac: Arc<Rbac>, stores: Stores) {
-    let queue = WorkQueue::new(
-        std::time::Duration::from_millis(100),
-        std::time::Duration::from_secs(5),
-    );
-    let any = |_: &Event| vec![()];
-    let (a, b, c, d) = (
-        runtime::follow(stores.cluster_roles.clone(), MANAGER, queue.clone(), any),
-        runtime::follow(stores.roles.clone(), MANAGER, queue.clone(), any),
-        runtime::follow(
-            stores.cluster_role_bindings.clone(),
-            MANAGER,
-            queue.clone(),
-            any,
-        ),
-        runtime::follow(stores.role_bindings.clone(), MANAGER, queue.clone(), any),
-    );
-    let feed = async move {
-        tokio::join!(a, b, c, d);
-    };
-    runtime::run(Arc::new(Follower { rbac, stores }), queue, 1, feed).await;
+    let watched = vec![
+        stores.cluster_roles.clone(),
+        stores.roles.clone(),
+        stores.cluster_role_bindings.clone(),
+        stores.role_bindings.clone(),
+    ];
+    let follower = Arc::new(Follower { rbac, stores });
+    runtime::keep_current(follower, watched, MANAGER, Duration::from_millis(100)).await;
 }

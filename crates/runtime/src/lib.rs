@@ -5,6 +5,7 @@
 //! - `queue::WorkQueue`: deduplicated keys with per-key backoff;
 //! - `run`: workers reconciling the queue's keys while feeds (`follow` a store,
 //!   `follow_changes` of a watch channel, `every` interval) fill it;
+//! - `keep_current`: a snapshot rebuilt after every change to its stores;
 //! - `leader`: which replica runs the writing controllers (a Lease), and
 //!   `while_leading` to run a controller only there.
 //!
@@ -14,6 +15,8 @@
 pub mod leader;
 pub mod queue;
 pub mod reflector;
+#[cfg(test)]
+mod testing;
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -129,6 +132,56 @@ pub async fn follow<K: Clone + Eq + Hash + Send + 'static>(
     }
 }
 
+/// A snapshot built from what some stores hold (RBAC's policy, admission
+/// policies, webhook configurations), kept current by [`keep_current`].
+#[async_trait::async_trait]
+pub trait Snapshot: Send + Sync + 'static {
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Names the snapshot's controller in logs.
+    fn name(&self) -> &'static str;
+
+    /// Build the snapshot again from what the stores hold now.
+    async fn rebuild(&self) -> Result<(), Self::Error>;
+}
+
+/// A [`Snapshot`] as a controller of one key: "rebuild".
+struct Rebuilds<S>(Arc<S>);
+
+#[async_trait::async_trait]
+impl<S: Snapshot> Reconciler for Rebuilds<S> {
+    type Key = ();
+    type Error = S::Error;
+
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    async fn reconcile(&self, _: &()) -> Result<(), S::Error> {
+        self.0.rebuild().await
+    }
+}
+
+/// Rebuild `snapshot` after every change to any of `stores` (each
+/// reflector's first list is a change: so it is built at once), one rebuild
+/// at a time: the changes that come during one make one more. A failed
+/// rebuild is tried again after `first_retry`, doubling up to 5 s. Forever.
+pub async fn keep_current<S: Snapshot>(
+    snapshot: Arc<S>,
+    stores: Vec<Arc<GenericStore>>,
+    manager: &str,
+    first_retry: Duration,
+) {
+    let queue = WorkQueue::new(first_retry, Duration::from_secs(5));
+    let mut feeds = tokio::task::JoinSet::new();
+    for store in stores {
+        let (queue, manager) = (queue.clone(), manager.to_owned());
+        feeds.spawn(async move { follow(store, &manager, queue, |_| vec![()]).await });
+    }
+    let feed = async move { while feeds.join_next().await.is_some() {} };
+    run(Arc::new(Rebuilds(snapshot)), queue, 1, feed).await;
+}
+
 /// Queue `key` now and whenever `changes` fires; ends when its sender is gone.
 pub async fn follow_changes<K: Clone + Eq + Hash + Send + 'static, T>(
     mut changes: tokio::sync::watch::Receiver<T>,
@@ -192,6 +245,80 @@ mod tests {
     #[derive(Debug, thiserror::Error)]
     #[error("boom")]
     struct Boom;
+
+    /// Counts its rebuilds; fails the next one when told to.
+    #[derive(Default)]
+    struct Counted {
+        rebuilds: AtomicUsize,
+        fail_next: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl Snapshot for Counted {
+        type Error = Boom;
+
+        fn name(&self) -> &'static str {
+            "counted"
+        }
+
+        async fn rebuild(&self) -> Result<(), Boom> {
+            self.rebuilds.fetch_add(1, Ordering::SeqCst);
+            match self.fail_next.swap(false, Ordering::SeqCst) {
+                true => Err(Boom),
+                false => Ok(()),
+            }
+        }
+    }
+
+    impl Counted {
+        fn count(&self) -> usize {
+            self.rebuilds.load(Ordering::SeqCst)
+        }
+
+        /// Wait (up to 10 s) until it has been rebuilt `n` times, then a
+        /// little longer: the count it has settled on.
+        async fn settled_at_least(&self, n: usize) -> usize {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while self.count() < n {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{} < {n}",
+                    self.count()
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            self.count()
+        }
+    }
+
+    /// A snapshot is built when followed, again after a change to any of its
+    /// stores, and a failed rebuild is tried again with no change to prompt
+    /// it; then nothing more happens.
+    #[tokio::test]
+    async fn keep_current_rebuilds_after_each_change_and_retries_a_failure() {
+        let storage = testing::storage(1024, 1000).await;
+        let configmaps = testing::core(&storage, "configmaps");
+        let secrets = testing::core(&storage, "secrets");
+        let snapshot = Arc::new(Counted::default());
+        let task = tokio::spawn(keep_current(
+            snapshot.clone(),
+            vec![configmaps.clone(), secrets.clone()],
+            "test",
+            Duration::from_millis(10),
+        ));
+        // The two reflectors' first lists: one rebuild, or two.
+        let started = snapshot.settled_at_least(1).await;
+        assert!(started <= 2, "{started}");
+        testing::create(&configmaps, "a").await;
+        let changed = snapshot.settled_at_least(started + 1).await;
+        assert_eq!(changed, started + 1);
+        snapshot.fail_next.store(true, Ordering::SeqCst);
+        testing::create(&secrets, "s").await;
+        // The failed rebuild and its retry, and no more.
+        assert_eq!(snapshot.settled_at_least(changed + 2).await, changed + 2);
+        task.abort();
+    }
 
     /// The time between each start and the next.
     fn gaps(starts: &[Instant]) -> Vec<Duration> {

@@ -253,49 +253,8 @@ fn revision_of(object: &Object) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{configmaps, core, create, storage};
     use apimachinery::meta;
-    use registry::{JsonCodec, Storage};
-    use serde_json::json;
-    use storage::StoreOptions;
-
-    /// An in-memory store whose watchers are ended after `watcher_queue` unread
-    /// events and whose history keeps `history_limit`.
-    async fn storage(watcher_queue: usize, history_limit: usize) -> Arc<Storage> {
-        let backend = Arc::new(storage::memory::MemoryBackend::new());
-        let options = StoreOptions {
-            watcher_queue,
-            history_limit,
-            ..Default::default()
-        };
-        Storage::open(backend, JsonCodec, options).await.unwrap()
-    }
-
-    /// The core resource `plural` in `storage`.
-    fn core(storage: &Arc<Storage>, plural: &str) -> Arc<GenericStore> {
-        let mut rtype = registry::builtin::resource_types()
-            .into_iter()
-            .find(|t| t.group.is_empty() && t.plural == plural)
-            .and_then(Arc::into_inner)
-            .unwrap();
-        // No namespaces in this store.
-        rtype.namespace_lifecycle = false;
-        Arc::new(GenericStore::new(
-            Arc::new(rtype),
-            storage.clone(),
-            "/registry",
-        ))
-    }
-
-    async fn configmaps(watcher_queue: usize, history_limit: usize) -> Arc<GenericStore> {
-        core(&storage(watcher_queue, history_limit).await, "configmaps")
-    }
-
-    async fn create(store: &GenericStore, name: &str) {
-        let ctx = crate::system_context("default", "test");
-        let kind = &store.rtype.kind;
-        let object = json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}});
-        store.create(&ctx, object).await.unwrap();
-    }
 
     fn names(objects: &[Arc<Object>]) -> Vec<String> {
         let mut names: Vec<String> = objects
