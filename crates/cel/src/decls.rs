@@ -56,6 +56,14 @@ impl Declarations {
         d
     }
 
+    /// Whether some function is named `<namespace>.…` (`sets.contains`).
+    pub fn has_namespace(&self, namespace: &str) -> bool {
+        self.functions.keys().any(|name| {
+            name.strip_prefix(namespace)
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+    }
+
     pub fn overloads(&self, name: &str) -> Option<&[Overload]> {
         self.functions.get(name).map(Vec::as_slice)
     }

@@ -20,6 +20,7 @@
 mod check;
 mod cost;
 mod decls;
+mod direct;
 mod errors;
 mod expression;
 pub mod library;
@@ -51,6 +52,8 @@ use crate::types::Type;
 /// One compiled rule.
 struct Compiled {
     program: Result<Program, String>,
+    /// The rule for direct evaluation, when it is in `direct`'s subset.
+    direct: Option<direct::Rule>,
     message_expression: Option<Program>,
     uses_old_self: bool,
     /// The static estimate (the most any admissible value can cost).
@@ -217,8 +220,14 @@ impl RuleSet {
                             .program
                             .as_ref()
                             .is_ok_and(|p| p.references().has_variable("oldSelf"));
+                        let direct = checked
+                            .program
+                            .as_ref()
+                            .ok()
+                            .and_then(|p| direct::compile(p.expression(), declarations()));
                         Compiled {
                             program: checked.program,
+                            direct,
                             message_expression: checked.message_expression.ok().flatten(),
                             uses_old_self,
                             static_cost: checked.cost,
@@ -602,6 +611,25 @@ const MAX_MESSAGE_EXPRESSION_BYTES: usize = 5 * 1024;
 /// kube-apiserver's per-request budget for CRD validation rules.
 const RUNTIME_BUDGET: i64 = 10_000_000;
 
+/// `self` (and `oldSelf`) of a node as CEL variables.
+fn activation<'a>(
+    env: Arc<Env>,
+    self_value: &'a serde_json::Value,
+    old_self: Option<&'a serde_json::Value>,
+    schema: &'a Structural,
+    resource_root: bool,
+) -> Context<'a, 'a> {
+    let mut activation = Context::with_env(env);
+    activation.add_variable_as_val(
+        "self",
+        values::to_val(self_value, Some(schema), resource_root),
+    );
+    if let Some(old) = old_self {
+        activation.add_variable_as_val("oldSelf", values::to_val(old, Some(schema), resource_root));
+    }
+    activation
+}
+
 impl RuleSet {
     /// An evaluator for one request, under the runtime cost budget.
     pub fn budgeted(&self) -> Budgeted<'_> {
@@ -655,7 +683,6 @@ impl RuleEvaluator for Budgeted<'_> {
 }
 
 impl RuleSet {
-    /// The variables of a node's rules, built when the first rule runs.
     /// The variables of a node's rules, built when the first rule runs
     /// (borrowing the node's values).
     fn activation<'s, 'a>(
@@ -664,19 +691,13 @@ impl RuleSet {
         slot: &'s mut Option<Context<'a, 'a>>,
     ) -> &'s Context<'a, 'a> {
         slot.get_or_insert_with(|| {
-            let resource_root = node.path.as_str().is_empty();
-            let mut activation = Context::with_env(self.env.clone());
-            activation.add_variable_as_val(
-                "self",
-                values::to_val(node.self_value, Some(node.schema), resource_root),
-            );
-            if let Some(old) = node.old_self {
-                activation.add_variable_as_val(
-                    "oldSelf",
-                    values::to_val(old, Some(node.schema), resource_root),
-                );
-            }
-            activation
+            activation(
+                self.env.clone(),
+                node.self_value,
+                node.old_self,
+                node.schema,
+                node.path.as_str().is_empty(),
+            )
         })
     }
 
@@ -747,10 +768,28 @@ impl RuleSet {
             }
             budget.set(budget.get() - charge);
         }
-        let activation = self.activation(node, slot);
-        match program.execute(activation) {
+        // The common shapes are answered without the interpreter when the
+        // answer is certain; anything else (errors included) is the crate's.
+        let direct = compiled
+            .direct
+            .as_ref()
+            .filter(|_| !optional_old_self)
+            .and_then(|d| {
+                d.evaluate(
+                    node.self_value,
+                    node.old_self,
+                    node.schema,
+                    node.path.as_str().is_empty(),
+                )
+            });
+        let outcome = match direct {
+            Some(b) => Ok(CelValue::Bool(b)),
+            None => program.execute(self.activation(node, slot)),
+        };
+        match outcome {
             Ok(CelValue::Bool(true)) => ErrorList::new(),
             Ok(CelValue::Bool(false)) => {
+                let activation = self.activation(node, slot);
                 let detail = compiled
                     .message_expression
                     .as_ref()
@@ -794,7 +833,7 @@ impl RuleSet {
                 schema_type(),
                 &format!(
                     "{} evaluating rule: {}",
-                    errors::runtime_error(program, activation, e),
+                    errors::runtime_error(program, self.activation(node, slot), e),
                     rule_error_string(rule)
                 ),
             )],
