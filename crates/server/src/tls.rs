@@ -22,9 +22,7 @@ pub fn private_key(pem: &str) -> Result<PrivateKeyDer<'static>> {
         .ok_or_else(|| anyhow!("no private key found in PEM data"))
 }
 
-pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
+pub use webhook::tls::provider;
 
 /// The serving side's cipher suites: AES-128-GCM first, chosen over the client's order.
 /// kube-apiserver's Go TLS does the same for clients that prefer AES-GCM (every client

@@ -21,6 +21,8 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use rustls::pki_types::PrivateKeyDer;
 
+use crate::tls::{AcceptAny, provider};
+
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// What is sent to a backend: a client's body, streamed, a buffered one, or nothing.
 pub type OutBody = BoxBody<Bytes, BoxError>;
@@ -304,10 +306,6 @@ fn private_key(pem: &str) -> Result<PrivateKeyDer<'static>, PemError> {
         .ok_or(PemError::NoPrivateKey)
 }
 
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// The certificates of `ca_bundle` (PEM), or the system's when it is empty
 /// (upstream: an empty caBundle leaves the default roots).
 fn roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, TlsSetupError> {
@@ -390,47 +388,6 @@ impl ServerCertVerifier for BundleVerifier {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.webpki.supported_verify_schemes()
-    }
-}
-
-/// `insecureSkipTLSVerify: true`.
-#[derive(Debug)]
-struct AcceptAny;
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        provider()
-            .signature_verification_algorithms
-            .supported_schemes()
     }
 }
 
