@@ -21,7 +21,7 @@ use bytes::Bytes;
 use foldhash::HashMap;
 use futures::StreamExt;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 
 use crate::backend::{Backend, Error, Event, KeyValue, Range, Result};
 use crate::backoff::Backoff;
+use objects::Objects;
 
 /// Turns stored bytes into the caller's object type, once per event.
 pub trait Codec: Send + Sync + 'static {
@@ -289,7 +290,7 @@ impl Default for StoreOptions {
 
 struct State<O> {
     revision: i64,
-    objects: BTreeMap<Arc<str>, Arc<Entry<O>>>,
+    objects: Objects<Arc<Entry<O>>>,
     history: VecDeque<HistoryEvent>,
     /// Events after this revision are in `history`.
     history_start: i64,
@@ -330,7 +331,7 @@ impl<C: Codec> Store<C> {
         let end = crate::prefix_end(&options.prefix);
         let initial = backend.range(&options.prefix, &end, 0, 0).await?;
         let codec = Arc::new(codec);
-        let mut objects = BTreeMap::new();
+        let mut objects = Objects::default();
         for kv in initial.kvs {
             let entry = decode_entry(&*codec, &kv)?;
             objects.insert(kv.key.clone(), Arc::new(entry));
@@ -469,7 +470,7 @@ impl<C: Codec> Store<C> {
         let mut remaining = 0usize;
         for entry in state
             .objects
-            .range::<str, _>((lower, Bound::Excluded(end.as_str())))
+            .range(lower, Bound::Excluded(end.as_str()))
             .map(|(_, e)| e)
         {
             if !predicate(&entry.object) {
@@ -494,7 +495,7 @@ impl<C: Codec> Store<C> {
         let end = crate::prefix_end(prefix);
         state
             .objects
-            .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
+            .range(Bound::Included(prefix), Bound::Excluded(end.as_str()))
             .count()
     }
 
@@ -841,7 +842,7 @@ impl<C: Codec> Store<C> {
         let end = crate::prefix_end(&self.options.prefix);
         let range = self.backend.range(&self.options.prefix, &end, 0, 0).await?;
         let stream = self.backend.watch(range.revision)?;
-        let mut objects = BTreeMap::new();
+        let mut objects = Objects::default();
         for kv in range.kvs {
             match decode_entry(&*self.codec, &kv) {
                 Ok(entry) => {
@@ -854,7 +855,7 @@ impl<C: Codec> Store<C> {
         Ok((stream, range.revision))
     }
 
-    fn replace(&self, revision: i64, objects: BTreeMap<Arc<str>, Arc<Entry<C::Object>>>) {
+    fn replace(&self, revision: i64, objects: Objects<Arc<Entry<C::Object>>>) {
         let ended = {
             let mut state = self.state.write();
             state.objects = objects;
@@ -921,7 +922,7 @@ fn initial_state<O>(
     let end = crate::prefix_end(prefix);
     state
         .objects
-        .range::<str, _>((Bound::Included(prefix), Bound::Excluded(end.as_str())))
+        .range(Bound::Included(prefix), Bound::Excluded(end.as_str()))
         .filter(|(_, e)| predicate(&e.object))
         .map(|(_, e)| WatchItem::Added(e.object.clone()))
         .collect()
@@ -975,6 +976,115 @@ fn replay<C: Codec>(
         }
     }
     Ok(items)
+}
+
+/// The cached objects by key: in order for lists and watches' initial
+/// state, and by hash for point reads (a GET; every create reads its
+/// namespace): keys share long prefixes (`/registry/configmaps/<ns>/…`), and
+/// an ordered map's lookup compares a dozen or more of them in full. Behaves
+/// as a `BTreeMap` would (held to one by a test).
+mod objects {
+    use foldhash::HashMap;
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+    use std::sync::Arc;
+
+    pub(super) struct Objects<V> {
+        ordered: BTreeMap<Arc<str>, V>,
+        /// The same entries, by hash.
+        by_key: HashMap<Arc<str>, V>,
+    }
+
+    impl<V> Default for Objects<V> {
+        fn default() -> Self {
+            Objects {
+                ordered: BTreeMap::new(),
+                by_key: HashMap::default(),
+            }
+        }
+    }
+
+    impl<V: Clone> Objects<V> {
+        pub(super) fn get(&self, key: &str) -> Option<&V> {
+            self.by_key.get(key)
+        }
+
+        /// Put `value` at `key`; what it replaced.
+        pub(super) fn insert(&mut self, key: Arc<str>, value: V) -> Option<V> {
+            let replaced = self.by_key.insert(key.clone(), value.clone());
+            self.ordered.insert(key, value);
+            replaced
+        }
+
+        pub(super) fn remove(&mut self, key: &str) -> Option<V> {
+            let removed = self.by_key.remove(key)?;
+            self.ordered.remove(key);
+            Some(removed)
+        }
+
+        /// Entries with keys within the bounds, in order.
+        pub(super) fn range<'a>(
+            &'a self,
+            lower: Bound<&str>,
+            upper: Bound<&str>,
+        ) -> impl Iterator<Item = (&'a Arc<str>, &'a V)> + 'a {
+            self.ordered.range::<str, _>((lower, upper))
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::Objects;
+        use std::collections::BTreeMap;
+        use std::ops::Bound;
+        use std::sync::Arc;
+
+        /// Random inserts and removals on `Objects` and on a `BTreeMap`
+        /// (the plain way) leave them equal, for every kind of read.
+        #[test]
+        fn objects_behave_as_an_ordered_map() {
+            let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+            let mut next = move |n: u64| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed % n
+            };
+            let key = |i: u64| -> String {
+                format!("/registry/configmaps/ns-{}/obj-{}", i % 3, i * 7 % 101)
+            };
+            for _ in 0..20 {
+                let mut objects: Objects<u64> = Objects::default();
+                let mut plain: BTreeMap<Arc<str>, u64> = BTreeMap::new();
+                for step in 0..400 {
+                    let k: Arc<str> = key(next(120)).into();
+                    match next(8) {
+                        0..=3 => assert_eq!(objects.insert(k.clone(), step), plain.insert(k, step)),
+                        4 => assert_eq!(objects.remove(&k), plain.remove(&k)),
+                        _ => {
+                            assert_eq!(objects.get(&k), plain.get(&k));
+                            let (a, b) = (key(next(120)), key(next(120)));
+                            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                            let bounds = [
+                                (Bound::Included(a.as_str()), Bound::Excluded(b.as_str())),
+                                (Bound::Excluded(a.as_str()), Bound::Excluded(b.as_str())),
+                            ];
+                            // Both ends excluded and equal: a range a `BTreeMap` refuses.
+                            for (lower, upper) in bounds.into_iter().take(1 + usize::from(a != b)) {
+                                let got: Vec<_> = objects.range(lower, upper).collect();
+                                let want: Vec<_> = plain.range::<str, _>((lower, upper)).collect();
+                                assert_eq!(got, want);
+                            }
+                        }
+                    }
+                }
+                let all: Vec<_> = objects.range(Bound::Unbounded, Bound::Unbounded).collect();
+                let want: Vec<_> = plain.iter().collect();
+                assert_eq!(all, want);
+                assert_eq!(objects.by_key.len(), plain.len());
+            }
+        }
+    }
 }
 
 /// A prefix's length among [`Watchers::prefix_lengths`].
