@@ -54,6 +54,13 @@ impl Object {
             .map(|json| Object::with_revision(json, Some(revision)))
     }
 
+    /// [`Object::from_stored`] of bytes this process has just encoded for
+    /// storage (a write's answer; [`encoding::splice_own_revision`]).
+    pub fn from_written(stored: &[u8], revision: i64) -> Option<Object> {
+        encoding::splice_own_revision(stored, revision)
+            .map(|json| Object::with_revision(json, Some(revision)))
+    }
+
     /// The object whose JSON encoding is `json` (another writer's bytes: its
     /// revision is read from them now).
     pub fn from_json(json: Bytes) -> Self {

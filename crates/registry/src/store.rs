@@ -421,7 +421,7 @@ impl GenericStore {
             }
             None if self.typed_stored_as_served(&served) => {
                 // The stored bytes are the served object but for its version.
-                let object = Object::from_stored(bytes, revision)
+                let object = Object::from_written(bytes, revision)
                     .map(Arc::new)
                     .unwrap_or_else(|| self.written(key, revision, served.into_value()));
                 self.storage.remember(key, revision, object.clone());
