@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 use crate::managed_fields::{
     BEFORE_FIRST_APPLY, FieldSet, ListKind, ManagedEntry, PathElement, Tracking, Walker, Writer,
     compare, describe_manager, field_set_of, managed_of, manager_identifier, path_string,
-    push_go_json, set_managed_fields, system_fields, update_entries,
+    set_managed_fields, system_fields, update_entries,
 };
 
 /// One field another manager owns and the configuration would change.
@@ -333,9 +333,7 @@ fn refresh_last_applied(obj: &mut Value, config: &Value) {
     }
     // Go's encoder: sorted keys, HTML-escaped, newline-terminated.
     let mut text = Vec::new();
-    push_go_json(&mut text, |out| {
-        apimachinery::json::write_value(out, &recorded)
-    });
+    apimachinery::json::write_value(&mut text, &recorded);
     text.push(b'\n');
     let text = String::from_utf8(text).unwrap_or_default();
     obj["metadata"]["annotations"][LAST_APPLIED] = Value::String(text);

@@ -121,16 +121,16 @@ impl PathElement {
                     if i > 0 {
                         out.push(b',');
                     }
-                    push_go_json(&mut out, |out| apimachinery::json::write_str(out, k));
+                    apimachinery::json::write_str(&mut out, k);
                     out.push(b':');
-                    push_go_json(&mut out, |out| apimachinery::json::write_value(out, v));
+                    apimachinery::json::write_value(&mut out, v);
                 }
                 out.push(b'}');
                 String::from_utf8(out).unwrap_or_default()
             }
             PathElement::Value(v) => {
                 let mut out = b"v:".to_vec();
-                push_go_json(&mut out, |out| apimachinery::json::write_value(out, v));
+                apimachinery::json::write_value(&mut out, v);
                 String::from_utf8(out).unwrap_or_default()
             }
             PathElement::Index(i) => format!("i:{i}"),
@@ -267,26 +267,6 @@ fn compare_values(a: &Value, b: &Value) -> Ordering {
         }
         _ => rank(a).cmp(&rank(b)),
     }
-}
-
-/// What `write` appends to `out` (serde_json's JSON), with the HTML
-/// characters and line separators escaped as Go's `encoding/json` escapes them.
-pub(crate) fn push_go_json(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
-    let start = out.len();
-    write(out);
-    // `<`, `>`, `&` and U+2028/U+2029 (E2 80 A8/A9) are escaped by Go only.
-    let html = |b: &u8| matches!(b, b'<' | b'>' | b'&' | 0xE2);
-    if !out[start..].iter().any(html) {
-        return;
-    }
-    let written = String::from_utf8_lossy(&out[start..])
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029");
-    out.truncate(start);
-    out.extend_from_slice(written.as_bytes());
 }
 
 pub(crate) use apimachinery::gofmt::quote as go_quote;
@@ -1463,7 +1443,7 @@ pub(crate) fn manager_identifier(
             for part in [b"\"", k.as_bytes(), b"\":"] {
                 out.extend_from_slice(part);
             }
-            push_go_json(&mut out, |out| apimachinery::json::write_str(out, v));
+            apimachinery::json::write_str(&mut out, v);
         }
     };
     field("manager", manager);
@@ -2616,6 +2596,22 @@ mod tests {
                 assert!(direct["metadata"]["managedFields"][0]["fieldsV1"].is_object());
             }
         }
+    }
+
+    /// Keys and values in `k:` and `v:` path elements are escaped as Go's
+    /// encoder escapes them: HTML characters and the line separators too.
+    #[test]
+    fn path_elements_escape_as_go_does() {
+        let key = PathElement::Key(vec![
+            ("name".into(), json!("<a&b>")),
+            ("port".into(), json!(80)),
+        ]);
+        assert_eq!(
+            key.serialize(),
+            r#"k:{"name":"\u003ca\u0026b\u003e","port":80}"#
+        );
+        let value = PathElement::Value(json!("x\u{2028}y\u{2029}—\"q\""));
+        assert_eq!(value.serialize(), r#"v:"x\u2028y\u2029—\"q\"""#);
     }
 
     #[test]
