@@ -23,16 +23,25 @@ pub struct Served {
     /// Set when a catalog change replaces or removes this resource (its CRD changed
     /// or went away): open watches end, and clients re-establish them.
     pub retired: tokio::sync::watch::Sender<bool>,
+    /// Whether the objects have a protobuf form (built-in kinds, as upstream:
+    /// custom resources are JSON and YAML only); worked out once, not per request.
+    pub protobuf: bool,
 }
 
 impl Served {
     pub fn new(rtype: Arc<ResourceType>, store: GenericStore) -> Self {
         Served {
+            protobuf: has_protobuf(&rtype),
             rtype,
             store,
             retired: tokio::sync::watch::Sender::new(false),
         }
     }
+}
+
+/// Whether `rtype`'s objects have a protobuf form (what [`Served::protobuf`] holds).
+fn has_protobuf(rtype: &ResourceType) -> bool {
+    rtype.structured && protobuf::encodes(&rtype.api_version(), &rtype.kind)
 }
 
 /// Prebuilt discovery documents of the whole API (JSON bytes).

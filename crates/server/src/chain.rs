@@ -159,13 +159,17 @@ async fn stages(
 /// Impersonation, authorization, the timeout and routing.
 async fn authorized_stages(
     api: &Api,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     scope: &mut Scope,
     user: UserInfo,
     audit: Option<&audit::Audit>,
     long_running: bool,
 ) -> Result<Response<Body>, Rejected> {
-    let (mut req, user, original) = Impersonation::apply(api, req, user).await?;
+    let (user, original) = if impersonation::asks(req.headers()) {
+        Impersonation::apply(api, &mut req, user).await?
+    } else {
+        (user, None)
+    };
     if let (Some(audit), Some(_)) = (audit, &original) {
         audit.impersonated(&user);
     }
@@ -275,17 +279,17 @@ impl Authentication {
 struct Impersonation;
 
 impl Impersonation {
-    /// The request and the user it acts as, and the authenticated user when
-    /// that is someone else.
+    /// The user the request acts as, and the authenticated user when that is
+    /// someone else (`impersonation::asks` tells when to ask).
     async fn apply(
         api: &Api,
-        mut req: Request<Incoming>,
+        req: &mut Request<Incoming>,
         user: UserInfo,
-    ) -> Result<(Request<Incoming>, UserInfo, Option<UserInfo>), Rejected> {
+    ) -> Result<(UserInfo, Option<UserInfo>), Rejected> {
         // A cheap copy (shared bytes): rendered only for an error.
         let uri = req.uri().clone();
         match impersonation::apply(api.authorizer.as_ref(), req.headers_mut(), &uri, user).await {
-            Ok((user, original)) => Ok((req, user, original)),
+            Ok(applied) => Ok(applied),
             Err(Refused::Forbidden(error)) => Err(reject(&error)),
             Err(Refused::Internal(message)) => {
                 let mut resp =
@@ -313,7 +317,13 @@ impl Audit {
             .get(AUDIT_ID)
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
-            .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_string)
+            .map_or_else(|| Self::uuid_text(uuid::Uuid::new_v4()), str::to_string)
+    }
+
+    /// `id.to_string()`, written without the formatting machinery.
+    fn uuid_text(id: uuid::Uuid) -> String {
+        let mut buf = uuid::Uuid::encode_buffer();
+        String::from(&*id.hyphenated().encode_lower(&mut buf))
     }
 
     fn arrival<'a>(
@@ -475,9 +485,37 @@ impl Timeout {
         api: &Api,
         routed: impl Future<Output = Response<Body>>,
     ) -> Result<Response<Body>, Rejected> {
-        tokio::time::timeout(api.request_timeout, routed)
+        Self::within(api.request_timeout, routed)
             .await
-            .map_err(|_| Self::timed_out())
+            .ok_or_else(Self::timed_out)
+    }
+
+    /// `tokio::time::timeout(limit, work)` (`None` when it ran out), with its
+    /// timer made only if `work` is not done when first polled: most answers
+    /// are, and a timer made is registered and torn down for nothing. The
+    /// deadline is taken where the plain timeout takes it.
+    async fn within<T>(limit: std::time::Duration, work: impl Future<Output = T>) -> Option<T> {
+        use std::task::Poll;
+        let deadline = tokio::time::Instant::now().checked_add(limit);
+        let mut work = std::pin::pin!(work);
+        let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = work.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            // A deadline past what `Instant` holds is none (as tokio's).
+            let Some(deadline) = deadline else {
+                return Poll::Pending;
+            };
+            if timer.is_none() {
+                timer.set(Some(tokio::time::sleep_until(deadline)));
+            }
+            match timer.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(None),
+                _ => Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// What upstream's timeout filter writes (a Status without `kind`, as it
@@ -537,5 +575,56 @@ impl Routing {
             return handlers::serve(api, req, &scope.info, user, query).await;
         }
         endpoints::serve(api, &req, &scope.path)
+    }
+}
+
+/// The stages' own shortcuts, each held equal to the plain way.
+#[cfg(test)]
+mod shortcut_tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A new audit ID is written as `Uuid`'s `Display` writes it.
+    #[test]
+    fn new_audit_ids_read_as_displayed_uuids() {
+        for id in [
+            uuid::Uuid::nil(),
+            uuid::Uuid::max(),
+            uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
+            uuid::Uuid::new_v4(),
+        ] {
+            assert_eq!(Audit::uuid_text(id), id.to_string());
+        }
+    }
+
+    /// The request timeout's lazy timer answers as `tokio::time::timeout` does:
+    /// at once, within the limit, past it, and with a limit too large for a
+    /// deadline.
+    #[tokio::test(start_paused = true)]
+    async fn the_lazy_timeout_equals_tokios() {
+        let limit = Duration::from_secs(60);
+        let after = |d: Duration| async move {
+            tokio::time::sleep(d).await;
+            d
+        };
+        for d in [
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(59),
+            Duration::from_secs(61),
+            Duration::from_secs(600),
+        ] {
+            let start = tokio::time::Instant::now();
+            let plain = tokio::time::timeout(limit, after(d)).await.ok();
+            let plain_took = start.elapsed();
+            let start = tokio::time::Instant::now();
+            let lazy = Timeout::within(limit, after(d)).await;
+            assert_eq!((lazy, start.elapsed()), (plain, plain_took), "{d:?}");
+        }
+        assert_eq!(
+            Timeout::within(Duration::MAX, after(Duration::from_secs(3600))).await,
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(Timeout::within(limit, std::future::ready(7)).await, Some(7));
     }
 }

@@ -22,6 +22,16 @@ const UID: HeaderName = HeaderName::from_static("impersonate-uid");
 const EXTRA_PREFIX: &str = "impersonate-extra-";
 const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 
+/// Whether `headers` may ask for impersonation: false when no header is an
+/// `Impersonate-*` one (then [`apply`] changes nothing). One pass over the
+/// names, where asking for each of them would hash it.
+pub fn asks(headers: &HeaderMap) -> bool {
+    headers.keys().any(|name| name.as_str().starts_with(PREFIX))
+}
+
+/// What every impersonation header's name starts with.
+const PREFIX: &str = "impersonate-";
+
 /// What a request asks to act as.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Requested {
@@ -33,6 +43,9 @@ struct Requested {
 
 impl Requested {
     fn from_headers(headers: &HeaderMap) -> Option<Requested> {
+        if !asks(headers) {
+            return None;
+        }
         let value = |v: &http::HeaderValue| v.to_str().ok().map(str::to_string);
         let mut r = Requested {
             user: headers.get(&USER).and_then(value).filter(|u| !u.is_empty()),
@@ -307,6 +320,37 @@ mod tests {
         .await;
         assert_eq!(extra.extra["example.com/escapedᛄscopes"], ["a"]);
         assert_eq!(extra.uid, "1234");
+    }
+
+    /// `asks` only skips what `Requested::from_headers` finds nothing in.
+    #[test]
+    fn asks_is_false_only_where_nothing_is_requested() {
+        let cases: &[&[(&str, &str)]] = &[
+            &[],
+            &[("Accept", "application/json"), ("User-Agent", "kubectl")],
+            &[("Impersonate-User", "u")],
+            &[("Impersonate-User", "")],
+            &[("Impersonate-Group", "g"), ("Accept", "*/*")],
+            &[("Impersonate-Uid", "1")],
+            &[("Impersonate-Extra-scopes", "a")],
+            &[("Impersonate-Other", "x")],
+            &[("X-Impersonate-User", "u")],
+        ];
+        for pairs in cases {
+            let h = headers(pairs);
+            let plain = {
+                let value = |v: &http::HeaderValue| v.to_str().ok().map(str::to_string);
+                let user = h.get(&USER).and_then(value).filter(|u| !u.is_empty());
+                let groups = h.get_all(&GROUP).iter().count();
+                let uid = h.get(&UID).is_some();
+                let extra = h.keys().any(|k| k.as_str().starts_with(EXTRA_PREFIX));
+                user.is_some() || groups > 0 || uid || extra
+            };
+            if plain {
+                assert!(asks(&h), "{pairs:?}");
+            }
+            assert_eq!(Requested::from_headers(&h).is_some(), plain, "{pairs:?}");
+        }
     }
 
     #[tokio::test]

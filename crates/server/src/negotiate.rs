@@ -231,22 +231,32 @@ pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
     if content_type.is_empty() {
         return Ok(BodyKind::Json);
     }
-    let essence = content_type
-        .split(';')
-        .next()
-        .map(|s| s.trim().to_ascii_lowercase())
-        .unwrap_or_default();
-    Ok(match essence.as_str() {
-        "application/json" | "*/*" => BodyKind::Json,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => BodyKind::Yaml,
-        "application/json-patch+json" => BodyKind::JsonPatch,
-        "application/merge-patch+json" => BodyKind::MergePatch,
-        "application/strategic-merge-patch+json" => BodyKind::StrategicMergePatch,
-        "application/apply-patch+yaml" | "application/apply-patch+json" => BodyKind::ApplyPatch,
-        "application/vnd.kubernetes.protobuf" => BodyKind::Protobuf,
-        _ => return Err(StatusError::unsupported_media_type(&OBJECT_MEDIA_TYPES)),
-    })
+    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    // Compared ignoring ASCII case, not lower-cased into a copy.
+    BODY_KINDS
+        .iter()
+        .find(|(name, _)| essence.eq_ignore_ascii_case(name))
+        .map(|&(_, kind)| kind)
+        .ok_or_else(|| StatusError::unsupported_media_type(&OBJECT_MEDIA_TYPES))
 }
+
+/// The media types bodies are read as (lower case), the most common first.
+const BODY_KINDS: [(&str, BodyKind); 11] = [
+    ("application/json", BodyKind::Json),
+    ("application/vnd.kubernetes.protobuf", BodyKind::Protobuf),
+    ("application/yaml", BodyKind::Yaml),
+    ("application/merge-patch+json", BodyKind::MergePatch),
+    (
+        "application/strategic-merge-patch+json",
+        BodyKind::StrategicMergePatch,
+    ),
+    ("application/apply-patch+yaml", BodyKind::ApplyPatch),
+    ("application/json-patch+json", BodyKind::JsonPatch),
+    ("application/apply-patch+json", BodyKind::ApplyPatch),
+    ("application/x-yaml", BodyKind::Yaml),
+    ("text/yaml", BodyKind::Yaml),
+    ("*/*", BodyKind::Json),
+];
 
 /// Decode a JSON or YAML document into a value.
 pub fn decode(kind: BodyKind, body: &[u8]) -> Result<Value, StatusError> {
@@ -279,6 +289,61 @@ pub fn to_yaml(value: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `body_kind` as it was written first: the essence lower-cased, then matched.
+    fn body_kind_plain(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
+        let content_type = content_type.map(str::trim).unwrap_or("");
+        if content_type.is_empty() {
+            return Ok(BodyKind::Json);
+        }
+        let essence = content_type
+            .split(';')
+            .next()
+            .map(|s| s.trim().to_ascii_lowercase())
+            .unwrap_or_default();
+        Ok(match essence.as_str() {
+            "application/json" | "*/*" => BodyKind::Json,
+            "application/yaml" | "application/x-yaml" | "text/yaml" => BodyKind::Yaml,
+            "application/json-patch+json" => BodyKind::JsonPatch,
+            "application/merge-patch+json" => BodyKind::MergePatch,
+            "application/strategic-merge-patch+json" => BodyKind::StrategicMergePatch,
+            "application/apply-patch+yaml" | "application/apply-patch+json" => BodyKind::ApplyPatch,
+            "application/vnd.kubernetes.protobuf" => BodyKind::Protobuf,
+            _ => return Err(StatusError::unsupported_media_type(&OBJECT_MEDIA_TYPES)),
+        })
+    }
+
+    #[test]
+    fn body_kind_equals_the_lower_cased_match() {
+        let mut cases = vec![
+            None,
+            Some(""),
+            Some("  "),
+            Some(";"),
+            Some("application/JSON; charset=utf-8"),
+            Some(" Application/Yaml "),
+            Some("application/json ;x=y"),
+            Some("application/jsonx"),
+            Some("application/json-patch+json"),
+            Some("APPLICATION/APPLY-PATCH+YAML"),
+            Some("text/plain"),
+            Some("application/ẞjson"),
+            Some("*/*"),
+        ];
+        let names: Vec<String> = BODY_KINDS
+            .iter()
+            .flat_map(|(name, _)| [name.to_string(), name.to_ascii_uppercase()])
+            .collect();
+        cases.extend(names.iter().map(|n| Some(n.as_str())));
+        for case in cases {
+            let (fast, plain) = (body_kind(case), body_kind_plain(case));
+            match (&fast, &plain) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{case:?}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_json(), b.to_json(), "{case:?}"),
+                _ => panic!("{case:?}: {fast:?} but {plain:?}"),
+            }
+        }
+    }
 
     #[test]
     fn kubectl_table_accept() {

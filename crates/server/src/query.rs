@@ -4,9 +4,9 @@ use apimachinery::StatusError;
 use apimachinery::meta::parse_resource_version;
 use apimachinery::options::FieldValidation;
 use apimachinery::selector::{FieldSelector, LabelSelector};
+use foldhash::HashMap;
 use registry::options::{ContinueToken, DeleteOptions, PropagationPolicy, ReadFreshness};
 use registry::{ListOptions, WatchOptions};
-use std::collections::HashMap;
 
 #[derive(Default)]
 pub struct Query(HashMap<String, String>);

@@ -24,13 +24,17 @@ pub struct RequestInfo {
 
 /// `watch=true` / `watch=1` on a collection GET turns list into watch.
 pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
-    let parts: Vec<&str> = path
-        .trim_matches('/')
-        .split('/')
-        .filter(|p| !p.is_empty())
-        .collect();
+    let mut stack = [""; SEGMENTS_ON_STACK];
+    let heap: Vec<&str>;
+    let parts: &[&str] = match segments_into(path, &mut stack) {
+        Some(n) => &stack[..n],
+        None => {
+            heap = segments(path);
+            &heap
+        }
+    };
     let mut info = RequestInfo::default();
-    let rest: &[&str] = match parts.as_slice() {
+    let rest: &[&str] = match parts {
         ["api", version, rest @ ..] => {
             info.prefix = "api".into();
             info.version = version.to_string();
@@ -92,9 +96,85 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
     info
 }
 
+/// Paths of up to this many segments are split without allocating (the
+/// longest a resource path has, but for `proxy`'s: apis/{g}/{v}/watch/
+/// namespaces/{ns}/{resource}/{name}/{subresource}).
+const SEGMENTS_ON_STACK: usize = 12;
+
+/// The path's non-empty `/`-separated segments: the plain way, which
+/// [`segments_into`] equals.
+fn segments(path: &str) -> Vec<&str> {
+    path.trim_matches('/')
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// [`segments`] written into `out`, with their count; `None` when there are
+/// more than `out` holds. A byte loop: `/` is ASCII, so every cut is on a
+/// character boundary.
+fn segments_into<'a>(path: &'a str, out: &mut [&'a str]) -> Option<usize> {
+    let bytes = path.as_bytes();
+    let mut n = 0;
+    let mut start = 0;
+    for end in 0..=bytes.len() {
+        if end < bytes.len() && bytes[end] != b'/' {
+            continue;
+        }
+        if end > start {
+            *out.get_mut(n)? = &path[start..end];
+            n += 1;
+        }
+        start = end + 1;
+    }
+    Some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segments_on_the_stack_equal_the_plain_split() {
+        let paths = [
+            "",
+            "/",
+            "//",
+            "/api",
+            "api",
+            "/api/v1/namespaces/default/configmaps/x",
+            "//api//v1///namespaces/default/",
+            "/apis/apps/v1/watch/namespaces/ns/deployments/web/status",
+            "/api/v1/namespaces/default/services/https:web:443/proxy/a/b/c/d/e/f/g/h",
+            "/a/b/c/d/e/f/g/h/i/j/k/l",
+            "/a/b/c/d/e/f/g/h/i/j/k/l/m",
+            "/é/ü/\u{1F600}/x",
+        ];
+        for path in paths {
+            let mut stack = [""; SEGMENTS_ON_STACK];
+            let plain = segments(path);
+            match segments_into(path, &mut stack) {
+                Some(n) => assert_eq!(&stack[..n], &plain[..], "{path:?}"),
+                None => assert!(plain.len() > SEGMENTS_ON_STACK, "{path:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn long_paths_parse_as_short_ones_do() {
+        let long = "/api/v1/namespaces/default/services/web/proxy/1/2/3/4/5/6/7/8/9/10";
+        let i = parse("GET", long, false);
+        assert_eq!(
+            (i.verb, i.resource.as_str(), i.name.as_str(), i.subresource),
+            (Verb::Get, "services", "web", Subresource::Proxy)
+        );
+        let i = parse(
+            "GET",
+            "/api/v1/namespaces/default/pods/p/log/1/2/3/4/5/6/7/8",
+            false,
+        );
+        assert_eq!(i.verb, Verb::Unknown);
+    }
 
     fn check(
         method: &str,

@@ -133,10 +133,26 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
 pub fn respond(code: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
     let mut resp = Response::new(full(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    if let Ok(v) = HeaderValue::from_str(content_type) {
+    if let Some(v) = content_type_value(content_type) {
         resp.headers_mut().insert(header::CONTENT_TYPE, v);
     }
     resp
+}
+
+/// `HeaderValue::from_str(content_type).ok()`, the common types without the
+/// check and copy (prebuilt values share their static bytes).
+fn content_type_value(content_type: &str) -> Option<HeaderValue> {
+    const JSON: HeaderValue = HeaderValue::from_static("application/json");
+    const YAML: HeaderValue = HeaderValue::from_static("application/yaml");
+    const PROTOBUF: HeaderValue = HeaderValue::from_static(protobuf::CONTENT_TYPE);
+    const TEXT: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+    Some(match content_type {
+        "application/json" => JSON,
+        "application/yaml" => YAML,
+        protobuf::CONTENT_TYPE => PROTOBUF,
+        "text/plain; charset=utf-8" => TEXT,
+        other => return HeaderValue::from_str(other).ok(),
+    })
 }
 
 pub fn json(code: u16, body: impl Into<Bytes>) -> Response<Body> {
@@ -309,6 +325,25 @@ mod tests {
                 assert_eq!(taken, joined[at..at + take], "copy of {take} from {at}");
                 assert_eq!(read_by_chunk(taking), joined[at + take..]);
             }
+        }
+    }
+
+    #[test]
+    fn prebuilt_content_types_equal_the_parsed_ones() {
+        for content_type in [
+            "application/json",
+            "application/yaml",
+            protobuf::CONTENT_TYPE,
+            "text/plain; charset=utf-8",
+            "application/json;as=Table;v=v1;g=meta.k8s.io",
+            "",
+            "bad\nvalue",
+        ] {
+            assert_eq!(
+                content_type_value(content_type),
+                HeaderValue::from_str(content_type).ok(),
+                "{content_type:?}"
+            );
         }
     }
 

@@ -71,12 +71,6 @@ pub async fn serve(
     resp
 }
 
-/// Whether the resource's objects have a protobuf form (built-in kinds, as
-/// upstream: custom resources are JSON and YAML only).
-fn has_protobuf(rtype: &registry::ResourceType) -> bool {
-    rtype.structured && protobuf::encodes(&rtype.api_version(), &rtype.kind)
-}
-
 /// Whether the endpoint answers as a Table or PartialObjectMetadata: upstream's
 /// storages of objects and their `status` and `scale` convert; reviews,
 /// tokens, bindings, evictions and the other subresources do not.
@@ -121,7 +115,7 @@ async fn serve_inner(
     };
     let output = negotiate::negotiate(
         header_str(header::ACCEPT).as_deref(),
-        has_protobuf(&served.rtype),
+        served.protobuf,
         converts_to_tables(&served.rtype, info),
     )
     .map_err(|refusal| negotiate::not_acceptable(refuser(&served.rtype, info), refusal))?;
