@@ -42,6 +42,8 @@ pub struct GenericStore {
     prefix: String,
     /// Admission for every type (policies), after the type's own.
     global_admission: Option<Arc<dyn GlobalAdmission>>,
+    /// The namespace version a create last found active.
+    active_namespace: ActiveNamespace,
 }
 
 pub struct ListResult {
@@ -81,6 +83,7 @@ impl GenericStore {
             storage,
             prefix: prefix.trim_end_matches('/').to_string(),
             global_admission: None,
+            active_namespace: ActiveNamespace::default(),
         }
     }
 
@@ -229,6 +232,7 @@ impl GenericStore {
             storage: self.storage.clone(),
             prefix: self.prefix.clone(),
             global_admission: self.global_admission.clone(),
+            active_namespace: ActiveNamespace::default(),
         }
     }
 
@@ -681,7 +685,7 @@ impl GenericStore {
                 namespace,
             ));
         };
-        if namespace_terminating(&ns.object) {
+        if self.active_namespace.terminating(&ns) {
             return Err(StatusError::forbidden(
                 &self.rtype.group_resource(),
                 "",
@@ -1671,6 +1675,28 @@ pub fn random_suffix() -> String {
 
 /// Whether a Namespace is `Terminating`, read without decoding the whole object
 /// (every create in the namespace asks).
+/// [`namespace_terminating`] of a cached namespace, remembered for the last
+/// version found active: every create in a namespace reads it, and it
+/// changes rarely. A revision is one write to one key, so the same
+/// `mod_revision` is the same namespace version (revisions start at 1: 0 is
+/// none).
+#[derive(Default)]
+struct ActiveNamespace(std::sync::atomic::AtomicI64);
+
+impl ActiveNamespace {
+    fn terminating(&self, ns: &Entry<Object>) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.0.load(Relaxed) == ns.mod_revision {
+            return false;
+        }
+        let terminating = namespace_terminating(&ns.object);
+        if !terminating {
+            self.0.store(ns.mod_revision, Relaxed);
+        }
+        terminating
+    }
+}
+
 fn namespace_terminating(ns: &Object) -> bool {
     // Almost every namespace is active: a phase of `Terminating` cannot be
     // there when the word is not, unless written with escapes.
@@ -1716,5 +1742,39 @@ mod tests {
         assert!(namespace_terminating(&ns(
             br#"{"metadata":{"name":"a"},"status":{"phase":"\u0054erminating"}}"#
         )));
+    }
+
+    /// The remembered answer is the plain one, whatever order versions of
+    /// namespaces are asked about in.
+    #[test]
+    fn a_remembered_active_namespace_answers_as_the_plain_check() {
+        let phases = ["Active", "Terminating", "\\u0054erminating", ""];
+        let entry = |revision: i64| {
+            let phase = phases[(revision as usize * 7) % phases.len()];
+            let json = format!(
+                r#"{{"kind":"Namespace","metadata":{{"name":"n{}"}},"status":{{"phase":"{phase}"}}}}"#,
+                revision % 3
+            );
+            Entry {
+                key: format!("/registry/namespaces/n{}", revision % 3).into(),
+                object: Arc::new(Object::from_json(bytes::Bytes::from(json))),
+                create_revision: 1,
+                mod_revision: revision,
+            }
+        };
+        let remembered = ActiveNamespace::default();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..500 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let ns = entry(1 + (seed % 12) as i64);
+            assert_eq!(
+                remembered.terminating(&ns),
+                namespace_terminating(&ns.object),
+                "{:?}",
+                ns.object.json()
+            );
+        }
     }
 }
