@@ -25,7 +25,6 @@
 //! Hot path: every request passes here; stages allocate nothing they do not need.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use http::{Request, Response, header};
 use hyper::body::Incoming;
@@ -98,9 +97,8 @@ pub async fn handle(
     api: Arc<Api>,
     req: Request<Incoming>,
     peer: &PeerIdentity,
-    audit_id: String,
+    audit_id: &str,
 ) -> Response<Body> {
-    let started = Instant::now();
     let mut scope = Scope::of(&req);
     let long_running = Timeout::is_long_running(&scope.info, &req);
     let refused = match api.lifecycle.phase() {
@@ -111,15 +109,15 @@ pub async fn handle(
     let _in_flight = (!long_running).then(|| api.lifecycle.track());
     let mut resp = match refused {
         Some(refused) => *refused,
-        None => match stages(&api, req, &mut scope, peer, &audit_id, long_running).await {
+        None => match stages(&api, req, &mut scope, peer, audit_id, long_running).await {
             Ok(resp) => resp,
             Err(rejected) => *rejected,
         },
     };
     response::add_standard_headers(&mut resp);
-    set_audit_id(&mut resp, &audit_id);
+    set_audit_id(&mut resp, audit_id);
     let code = resp.status().as_u16();
-    api.metrics.observe(&scope.info, code, started.elapsed());
+    api.metrics.observe(&scope.info, code);
     if !matches!(scope.info.verb, Verb::None | Verb::Watch) {
         let user = scope.user.as_deref().unwrap_or("system:anonymous");
         tracing::debug!(verb = %scope.info.verb, path = %scope.path, code, user = %user, "request");

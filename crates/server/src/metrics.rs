@@ -5,7 +5,6 @@ use foldhash::HashMap;
 use parking_lot::RwLock;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use apimachinery::Verb;
 use registry::Storage;
@@ -22,7 +21,7 @@ pub struct Metrics {
 type Counters = HashMap<String, HashMap<String, HashMap<(Verb, u16), AtomicU64>>>;
 
 impl Metrics {
-    pub fn observe(&self, info: &RequestInfo, code: u16, _elapsed: Duration) {
+    pub fn observe(&self, info: &RequestInfo, code: u16) {
         let key = (info.verb, code);
         if let Some(counter) = self
             .requests

@@ -10,7 +10,7 @@ pub struct RequestInfo {
     /// False for `/healthz`, `/version`, discovery roots, `/openapi/...`.
     pub is_resource: bool,
     /// `api` or `apis` for resource requests.
-    pub prefix: String,
+    pub prefix: &'static str,
     pub verb: Verb,
     pub group: String,
     pub version: String,
@@ -36,12 +36,12 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
     let mut info = RequestInfo::default();
     let rest: &[&str] = match parts {
         ["api", version, rest @ ..] => {
-            info.prefix = "api".into();
+            info.prefix = "api";
             info.version = version.to_string();
             rest
         }
         ["apis", group, version, rest @ ..] => {
-            info.prefix = "apis".into();
+            info.prefix = "apis";
             info.group = group.to_string();
             info.version = version.to_string();
             rest

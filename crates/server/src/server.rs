@@ -1,7 +1,6 @@
 //! Start-up, the TLS accept loop and graceful shutdown.
 
 use anyhow::{Context, Result, anyhow};
-use futures::FutureExt;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::graceful::GracefulShutdown;
 use std::net::SocketAddr;
@@ -583,10 +582,20 @@ pub(crate) async fn handle_catching_panics(
     peer: Arc<crate::authn::PeerIdentity>,
 ) -> hyper::Response<response::Body> {
     let audit_id = crate::chain::audit_id(&req);
-    let handled = crate::chain::handle(api, req, &peer, audit_id.clone());
-    match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
-        Ok(resp) => resp,
-        Err(_) => {
+    // Polled where it is built (as `catch_unwind` would, without moving the
+    // large future into its wrappers first).
+    let mut handled = std::pin::pin!(crate::chain::handle(api, req, &peer, &audit_id));
+    let caught = std::future::poll_fn(|cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handled.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(resp)) => std::task::Poll::Ready(Some(resp)),
+            Err(_) => std::task::Poll::Ready(None),
+        }
+    })
+    .await;
+    match caught {
+        Some(resp) => resp,
+        None => {
             let mut resp = response::respond(
                 500,
                 "text/plain; charset=utf-8",

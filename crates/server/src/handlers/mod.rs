@@ -49,17 +49,11 @@ pub async fn serve(
         return response::error(&StatusError::path_not_found());
     };
     let deprecation = served.rtype.deprecation_warning.clone();
-    // Errors are answered in protobuf to clients that asked for it first.
-    let accept = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok());
-    // (Custom resources' too: their Status has a protobuf form.)
-    let protobuf_errors = matches!(
-        negotiate::negotiate(accept, true, true),
-        Ok(negotiate::Output::Protobuf)
-    );
-    let mut resp = match serve_inner(api, served, req, info, user, query).await {
+    // Errors are answered in protobuf to clients that asked for it first
+    // (set from the request's `Accept` before anything can fail).
+    let mut protobuf_errors = false;
+    let served_inner = serve_inner(api, served, req, info, user, query, &mut protobuf_errors);
+    let mut resp = match served_inner.await {
         Ok(resp) => resp,
         Err(e) if protobuf_errors => response::error_as_protobuf(&e),
         Err(e) => response::error(&e),
@@ -100,21 +94,22 @@ async fn serve_inner(
     info: &RequestInfo,
     user: UserInfo,
     query: Query,
+    protobuf_errors: &mut bool,
 ) -> Result<Response<Body>> {
+    let (parts, body) = req.into_parts();
+    let wanted = Wanted::of(&parts.headers);
+    // (Custom resources' too: their Status has a protobuf form.)
+    *protobuf_errors = matches!(
+        negotiate::negotiate(wanted.accept, true, true),
+        Ok(negotiate::Output::Protobuf)
+    );
     check_scope(&served.rtype, info)?;
     // Proxied requests take any media type and query: they are the backend's.
     if proxy::handles(&served.rtype, info) {
-        return proxy::serve(api, info, &user, req).await;
+        return proxy::serve(api, info, &user, Request::from_parts(parts, body)).await;
     }
-    let headers = req.headers();
-    let header_str = |h: header::HeaderName| {
-        headers
-            .get(h)
-            .and_then(|v| v.to_str().ok())
-            .map(String::from)
-    };
     let output = negotiate::negotiate(
-        header_str(header::ACCEPT).as_deref(),
+        wanted.accept,
         served.protobuf,
         converts_to_tables(&served.rtype, info),
     )
@@ -122,7 +117,7 @@ async fn serve_inner(
     let field_manager = query
         .get("fieldManager")
         .map(String::from)
-        .unwrap_or_else(|| default_manager(header_str(header::USER_AGENT).as_deref()));
+        .unwrap_or_else(|| default_manager(wanted.user_agent));
     // The user is the call's from here on: moved, not copied.
     let UserInfo {
         name,
@@ -144,8 +139,8 @@ async fn serve_inner(
         field_manager,
         subresource: info.subresource.clone(),
         warnings: Default::default(),
-        audit_annotations: req
-            .extensions()
+        audit_annotations: parts
+            .extensions
             .get::<registry::AuditAnnotations>()
             .cloned()
             .unwrap_or_default(),
@@ -154,9 +149,9 @@ async fn serve_inner(
         include_object: query.get("includeObject").unwrap_or("").to_string(),
         no_headers: false,
     };
-    let content_type = header_str(header::CONTENT_TYPE);
+    let content_type = wanted.content_type;
     if let Some(options_kind) = write_options_kind(info.verb) {
-        let patch_type = (info.verb == Verb::Patch).then(|| content_type.as_deref().unwrap_or(""));
+        let patch_type = (info.verb == Verb::Patch).then(|| content_type.unwrap_or(""));
         query.check_write_options(options_kind, patch_type)?;
     }
     let call = Call {
@@ -167,24 +162,24 @@ async fn serve_inner(
         output,
         table,
         ctx,
-        accept_encoding: header_str(header::ACCEPT_ENCODING),
-        audit_body: req.extensions().get::<crate::audit::BodyCapture>().cloned(),
+        accept_encoding: wanted.accept_encoding.map(String::from),
+        audit_body: parts.extensions.get::<crate::audit::BodyCapture>().cloned(),
     };
     if info.subresource == Subresource::Token {
-        let body = call.read_body(req.into_body()).await?;
-        return token::token_request(&call, content_type.as_deref(), &body).await;
+        let body = call.read_body(body).await?;
+        return token::token_request(&call, content_type, &body).await;
     }
     if pods::handles_legacy_binding(&call) {
-        let body = call.read_body(req.into_body()).await?;
-        return pods::legacy_binding(&call, content_type.as_deref(), body).await;
+        let body = call.read_body(body).await?;
+        return pods::legacy_binding(&call, content_type, body).await;
     }
     if pods::handles(&call) {
-        let body = call.read_body(req.into_body()).await?;
-        return pods::serve(&call, content_type.as_deref(), body).await;
+        let body = call.read_body(body).await?;
+        return pods::serve(&call, content_type, body).await;
     }
     if info.subresource == Subresource::Scale {
-        let body = call.read_body(req.into_body()).await?;
-        return scale::serve(&call, content_type.as_deref(), body).await;
+        let body = call.read_body(body).await?;
+        return scale::serve(&call, content_type, body).await;
     }
     if let Some(provider) = call.rtype().provider.clone() {
         return computed::serve(&call, provider.as_ref()).await;
@@ -192,7 +187,7 @@ async fn serve_inner(
     if !call.rtype().is_stored() {
         return match info.verb {
             Verb::Create => {
-                let obj = decode_object(&call, content_type.as_deref(), req.into_body()).await?;
+                let obj = decode_object(&call, content_type, body).await?;
                 let reviewed = reviews::review(api, &call.ctx, obj).await?;
                 Ok(object_response(&call, 201, &Object::new(reviewed), &[]))
             }
@@ -216,23 +211,52 @@ async fn serve_inner(
         Verb::Get => read::get(&call).await,
         Verb::List => read::list(&call).await,
         Verb::Watch => watch::serve(&call).await,
-        Verb::Create => write::create(&call, content_type.as_deref(), req.into_body()).await,
-        Verb::Update => write::update(&call, content_type.as_deref(), req.into_body()).await,
-        Verb::Patch => {
-            patch::patch(
-                &call,
-                content_type.as_deref(),
-                call.read_body(req.into_body()).await?,
-            )
-            .await
-        }
-        Verb::Delete => delete::delete(&call, content_type.as_deref(), req.into_body()).await,
-        Verb::DeleteCollection => {
-            delete::delete_collection(&call, content_type.as_deref(), req.into_body()).await
-        }
+        Verb::Create => write::create(&call, content_type, body).await,
+        Verb::Update => write::update(&call, content_type, body).await,
+        Verb::Patch => patch::patch(&call, content_type, call.read_body(body).await?).await,
+        Verb::Delete => delete::delete(&call, content_type, body).await,
+        Verb::DeleteCollection => delete::delete_collection(&call, content_type, body).await,
         _ => Err(StatusError::method_not_allowed(
             "the server does not allow this method on the requested resource",
         )),
+    }
+}
+
+/// The request headers serving reads, found in one pass over the headers
+/// rather than one hashed lookup each: each name's first value, as
+/// `HeaderMap::get` finds it, as text (`None` where that is not text).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Wanted<'a> {
+    accept: Option<&'a str>,
+    content_type: Option<&'a str>,
+    user_agent: Option<&'a str>,
+    accept_encoding: Option<&'a str>,
+}
+
+impl<'a> Wanted<'a> {
+    fn of(headers: &'a http::HeaderMap) -> Wanted<'a> {
+        let mut first: [Option<&'a http::HeaderValue>; 4] = [None; 4];
+        for (name, value) in headers {
+            let slot = if *name == header::ACCEPT {
+                0
+            } else if *name == header::CONTENT_TYPE {
+                1
+            } else if *name == header::USER_AGENT {
+                2
+            } else if *name == header::ACCEPT_ENCODING {
+                3
+            } else {
+                continue;
+            };
+            first[slot].get_or_insert(value);
+        }
+        let text = |value: Option<&'a http::HeaderValue>| value.and_then(|v| v.to_str().ok());
+        Wanted {
+            accept: text(first[0]),
+            content_type: text(first[1]),
+            user_agent: text(first[2]),
+            accept_encoding: text(first[3]),
+        }
     }
 }
 
@@ -291,5 +315,66 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
             Some(_) => Err(StatusError::no_route_for_method()),
             None => Err(StatusError::path_not_found()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::{HeaderMap, HeaderValue};
+
+    /// `Wanted::of` finds what a `HeaderMap::get` of each name finds.
+    #[test]
+    fn wanted_headers_equal_their_lookups() {
+        let names = [
+            header::ACCEPT,
+            header::CONTENT_TYPE,
+            header::USER_AGENT,
+            header::ACCEPT_ENCODING,
+        ];
+        let text = |s: &str| HeaderValue::from_str(s).unwrap();
+        let not_text = HeaderValue::from_bytes(b"caf\xc3\xa9").unwrap();
+        let mut maps = vec![HeaderMap::new()];
+        let mut all = HeaderMap::new();
+        all.insert(header::HOST, text("localhost"));
+        all.insert(header::ACCEPT, text("application/json"));
+        all.insert(header::CONTENT_TYPE, text("application/yaml"));
+        all.insert(header::USER_AGENT, text("kubectl/v1.37"));
+        all.insert(header::ACCEPT_ENCODING, text("gzip"));
+        all.insert(header::AUTHORIZATION, text("Bearer x"));
+        maps.push(all.clone());
+        let mut repeated = all.clone();
+        repeated.append(header::ACCEPT, text("application/yaml"));
+        repeated.append(header::USER_AGENT, not_text.clone());
+        maps.push(repeated);
+        let mut first_not_text = HeaderMap::new();
+        first_not_text.append(header::ACCEPT, not_text.clone());
+        first_not_text.append(header::ACCEPT, text("application/json"));
+        first_not_text.insert(header::CONTENT_TYPE, text(""));
+        maps.push(first_not_text);
+        let mut custom = HeaderMap::new();
+        custom.insert(
+            http::HeaderName::from_static("x-accept"),
+            text("application/json"),
+        );
+        custom.insert(header::ACCEPT_ENCODING, text("br"));
+        maps.push(custom);
+        for headers in &maps {
+            let got = Wanted::of(headers);
+            let plain: Vec<Option<&str>> = names
+                .iter()
+                .map(|n| headers.get(n).and_then(|v| v.to_str().ok()))
+                .collect();
+            assert_eq!(
+                vec![
+                    got.accept,
+                    got.content_type,
+                    got.user_agent,
+                    got.accept_encoding
+                ],
+                plain,
+                "{headers:?}"
+            );
+        }
     }
 }
