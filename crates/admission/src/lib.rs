@@ -199,6 +199,16 @@ impl Policies {
     fn snapshot(&self) -> Arc<Vec<Entry<Policy>>> {
         self.validating.read().clone()
     }
+
+    /// Whether there is a mutating policy (else its round has nothing to do).
+    fn any_mutating(&self) -> bool {
+        !self.mutating.read().is_empty()
+    }
+
+    /// Whether there is a validating policy.
+    fn any_validating(&self) -> bool {
+        !self.validating.read().is_empty()
+    }
 }
 
 /// Policies never apply to the objects that configure admission.
@@ -724,17 +734,16 @@ impl GlobalAdmission for Chain {
             if round == reinvocation::Round::Reinvocation && !state.needed {
                 break;
             }
-            if policies {
-                changed |= self
-                    .policies
-                    .mutate_round(a, object, &mut state, round)
-                    .await?;
+            // Each boxed, and only when there is something to call: the
+            // rounds' futures are large, and this one is boxed and moved on
+            // every write.
+            if policies && self.policies.any_mutating() {
+                changed |=
+                    Box::pin(self.policies.mutate_round(a, object, &mut state, round)).await?;
             }
-            if webhooks {
-                changed |= self
-                    .webhooks
-                    .mutate_round(a, object, &mut state, round)
-                    .await?;
+            if webhooks && self.webhooks.any_mutating() {
+                changed |=
+                    Box::pin(self.webhooks.mutate_round(a, object, &mut state, round)).await?;
             }
         }
         Ok(changed)
@@ -743,11 +752,12 @@ impl GlobalAdmission for Chain {
     async fn admit(&self, a: &Attributes<'_>) -> Result<(), StatusError> {
         self.in_tree.validate_before_policies(a).await?;
         if !exempt(a) {
-            if self.on(in_tree::VALIDATING_ADMISSION_POLICY) {
-                self.policies.admit(a).await?;
+            // Boxed only when called, as in `mutate`.
+            if self.on(in_tree::VALIDATING_ADMISSION_POLICY) && self.policies.any_validating() {
+                Box::pin(self.policies.admit(a)).await?;
             }
-            if self.on(in_tree::VALIDATING_ADMISSION_WEBHOOK) {
-                self.webhooks.validate(a).await?;
+            if self.on(in_tree::VALIDATING_ADMISSION_WEBHOOK) && self.webhooks.validates(a) {
+                Box::pin(self.webhooks.validate(a)).await?;
             }
         }
         self.in_tree.validate(a)

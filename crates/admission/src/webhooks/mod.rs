@@ -172,6 +172,19 @@ impl Webhooks {
         self.hooks.read().clone()
     }
 
+    /// Whether there is a mutating webhook (else its round has nothing to do).
+    pub(crate) fn any_mutating(&self) -> bool {
+        !self.hooks.read().mutating.is_empty()
+    }
+
+    /// Whether [`Self::validate`] has a webhook to call for `a`: a validating
+    /// one, or on a delete a mutating one.
+    pub(crate) fn validates(&self, a: &Attributes<'_>) -> bool {
+        let hooks = self.hooks.read();
+        !hooks.validating.is_empty()
+            || (a.operation == Operation::Delete && !hooks.mutating.is_empty())
+    }
+
     /// Mutating webhooks on a create or update, in order: `object` is
     /// changed in place. In round 0 every one that applies is called; a
     /// change asks for a reinvocation round in which the `IfNeeded` ones
