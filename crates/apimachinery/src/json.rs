@@ -511,7 +511,7 @@ fn leading_rank(key: &str) -> Option<usize> {
 }
 
 /// Where `key` is in [`OBJECT_META_ORDER`].
-fn object_meta_rank(key: &str) -> Option<usize> {
+pub fn object_meta_rank(key: &str) -> Option<usize> {
     let rank = match key {
         "name" => 0,
         "generateName" => 1,

@@ -9,7 +9,7 @@ const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 /// ObjectMeta's JSON fields (and the retired `clusterName`): what survives in
 /// an embedded resource's metadata.
 fn is_object_meta_field(name: &str) -> bool {
-    apimachinery::json::OBJECT_META_ORDER.contains(&name) || name == "clusterName"
+    apimachinery::json::object_meta_rank(name).is_some() || name == "clusterName"
 }
 
 /// Removes fields not specified by `schema` (unless
