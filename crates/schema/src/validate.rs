@@ -206,6 +206,22 @@ fn has_rules(s: &Structural) -> bool {
         || matches!(&s.additional_properties, Some(AdditionalProperties::Schema(ap)) if has_rules(ap))
 }
 
+/// A numeric bound as an error prints it: `%d` for integer data, Go's `%v`
+/// for floats. Printed only for an error.
+enum Shown {
+    Int(i64),
+    Float(f64),
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shown::Int(i) => write!(f, "{i}"),
+            Shown::Float(x) => f.write_str(&format_float(*x)),
+        }
+    }
+}
+
 /// kube-openapi's type name of a JSON value.
 fn type_name(v: &Value) -> &'static str {
     match v {
@@ -631,13 +647,13 @@ impl Validator<'_> {
                 this.bound_type_error(name, prefix, vv.format.as_deref());
             }
         };
-        // (comparison, bound as printed) for a bound
-        let bound = |b: f64| -> (f64, f64, String) {
+        // (data, bound) as compared, and the bound as printed (only in an error)
+        let bound = |b: f64| -> (f64, f64, Shown) {
             match int_data {
                 Some(i) if !integer_bounds_only || fits_integer_format(b, vv.format.as_deref()) => {
-                    (i as f64, (b as i64) as f64, format!("{}", b as i64))
+                    (i as f64, (b as i64) as f64, Shown::Int(b as i64))
                 }
-                _ => (x, b, format_float(b)),
+                _ => (x, b, Shown::Float(b)),
             }
         };
         if let Some(m) = vv.multiple_of {
