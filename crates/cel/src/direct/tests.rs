@@ -99,6 +99,8 @@ const FIELDS: &[&str] = &[
     "kind",
     "`a-b`",
     "a__dash__b",
+    "labels",
+    "generateName",
 ];
 const STRINGS: &[&str] = &[
     "''",
@@ -179,7 +181,8 @@ impl Gen<'_> {
             1 => self
                 .one(&["self.i", "self.j", "oldSelf.i", "self.o.i"])
                 .to_string(),
-            2 => format!("{var}.v"),
+            2 if self.chance(50) => format!("{var}.v"),
+            2 => var.to_string(),
             3 => {
                 let s = self.typed_string(vars);
                 if self.chance(50) {
@@ -201,7 +204,18 @@ impl Gen<'_> {
         match self.pick(4) {
             0 => self.one(STRINGS).to_string(),
             1 => self
-                .one(&["self.s", "self.t", "oldSelf.s", "self.o.s", "self.m.x"])
+                .one(&[
+                    "self.s",
+                    "self.t",
+                    "oldSelf.s",
+                    "self.o.s",
+                    "self.m.x",
+                    "self.by",
+                    "self.ts",
+                    "self.du",
+                    "self.ios",
+                    "self.metadata.name",
+                ])
                 .to_string(),
             2 => var.to_string(),
             _ => format!("{var}.name"),
@@ -225,11 +239,16 @@ impl Gen<'_> {
     }
 
     fn list(&mut self, vars: &[&str]) -> String {
-        match self.pick(5) {
+        match self.pick(6) {
             0 => "['a', 'b']".into(),
             1 => "[1, 2, 1000]".into(),
-            2 => "[1, 'a', true]".into(),
+            2 => self
+                .one(&["[1, 'a', true]", "['a', 1]", "[true, 'b', 2]"])
+                .into(),
             3 => "[]".into(),
+            4 => self
+                .one(&["self.tags", "self.nums", "self.objs", "oldSelf.tags"])
+                .into(),
             _ => self.path(vars),
         }
     }
@@ -257,6 +276,11 @@ impl Gen<'_> {
                     self.operand(vars, depth)
                 )
             }
+            4 if self.chance(30) => format!(
+                "has({}.metadata.{})",
+                self.one(&["self", "self.emb", "self.any"]),
+                self.one(&["name", "generateName", "labels", "x"])
+            ),
             4 => format!("has({}.{})", self.path(vars), self.one(FIELDS)),
             5 => {
                 let f = self.one(&["startsWith", "endsWith", "contains"]);
@@ -371,7 +395,20 @@ impl Gen<'_> {
             "nums" => Value::Array((0..self.pick(4)).map(|_| json!(self.small_int())).collect()),
             "objs" => Value::Array(
                 (0..self.pick(4))
-                    .map(|_| json!({"name": self.string(), "v": self.small_int()}))
+                    .map(|_| {
+                        let mut o = json!({"name": self.string(), "v": self.small_int()});
+                        if self.chance(30) {
+                            // One field missing or of another type.
+                            let k = self.one(&["name", "v"]);
+                            match self.pick(3) {
+                                0 => o[k] = self.json(0),
+                                _ => {
+                                    o.as_object_mut().map(|o| o.remove(k));
+                                }
+                            }
+                        }
+                        o
+                    })
                     .collect(),
             ),
             "m" => {
@@ -386,7 +423,13 @@ impl Gen<'_> {
             "any" | "emb" => {
                 json!({"x": self.json(1), "metadata": {"name": self.string()}, "s": self.string()})
             }
-            "metadata" => json!({"name": self.string(), "labels": {"a": "b"}}),
+            "metadata" => {
+                let mut m = json!({"name": self.string(), "labels": {"a": "b"}});
+                if self.chance(50) {
+                    m["generateName"] = json!(self.string());
+                }
+                m
+            }
             _ => json!(self.string()),
         }
     }
@@ -468,7 +511,7 @@ fn the_direct_answer_is_the_cel_crates() {
     let s = test_schema();
     let counts: [AtomicUsize; 4] = Default::default();
     let mut runner = TestRunner::new(Config {
-        cases: 20000,
+        cases: 50000,
         failure_persistence: None,
         ..Config::default()
     });
