@@ -498,6 +498,7 @@ impl Timeout {
         let mut work = std::pin::pin!(work);
         let mut timer = std::pin::pin!(None::<tokio::time::Sleep>);
         std::future::poll_fn(|cx| {
+            let had_budget_before = tokio::task::coop::has_budget_remaining();
             if let Poll::Ready(done) = work.as_mut().poll(cx) {
                 return Poll::Ready(Some(done));
             }
@@ -508,10 +509,17 @@ impl Timeout {
             if timer.is_none() {
                 timer.set(Some(tokio::time::sleep_until(deadline)));
             }
-            match timer.as_mut().as_pin_mut().map(|sleep| sleep.poll(cx)) {
-                Some(Poll::Ready(())) => Poll::Ready(None),
-                _ => Poll::Pending,
-            }
+            let Some(sleep) = timer.as_mut().as_pin_mut() else {
+                return Poll::Pending;
+            };
+            // As tokio's: work that used up the task's budget does not keep
+            // the timer from being checked.
+            let fired = if had_budget_before && !tokio::task::coop::has_budget_remaining() {
+                std::pin::pin!(tokio::task::coop::unconstrained(sleep)).poll(cx)
+            } else {
+                sleep.poll(cx)
+            };
+            fired.map(|()| None)
         })
         .await
     }
@@ -624,5 +632,19 @@ mod shortcut_tests {
             Some(Duration::from_secs(3600))
         );
         assert_eq!(Timeout::within(limit, std::future::ready(7)).await, Some(7));
+    }
+
+    /// Work that uses up the task's budget on every poll still times out (as
+    /// with tokio's timeout, which checks its timer unconstrained then).
+    #[tokio::test]
+    async fn busy_work_still_times_out() {
+        let busy = async {
+            loop {
+                tokio::task::coop::consume_budget().await;
+            }
+        };
+        let bounded = Timeout::within(Duration::from_millis(20), busy);
+        let outcome = tokio::time::timeout(Duration::from_secs(10), bounded).await;
+        assert_eq!(outcome.ok(), Some(None::<()>));
     }
 }

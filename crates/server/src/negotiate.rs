@@ -231,7 +231,12 @@ pub fn body_kind(content_type: Option<&str>) -> Result<BodyKind, StatusError> {
     if content_type.is_empty() {
         return Ok(BodyKind::Json);
     }
-    let essence = content_type.split(';').next().unwrap_or_default().trim();
+    // Up to the first `;` (an ASCII byte, so a character boundary).
+    let essence = content_type[..content_type
+        .bytes()
+        .position(|b| b == b';')
+        .unwrap_or(content_type.len())]
+        .trim();
     // Compared ignoring ASCII case, not lower-cased into a copy.
     BODY_KINDS
         .iter()

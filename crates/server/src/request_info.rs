@@ -111,23 +111,25 @@ fn segments(path: &str) -> Vec<&str> {
 }
 
 /// [`segments`] written into `out`, with their count; `None` when there are
-/// more than `out` holds. A byte loop: `/` is ASCII, so every cut is on a
-/// character boundary.
+/// more than `out` holds. Cut at the bytes of `/`, which is ASCII, so every
+/// cut is on a character boundary.
 fn segments_into<'a>(path: &'a str, out: &mut [&'a str]) -> Option<usize> {
-    let bytes = path.as_bytes();
     let mut n = 0;
-    let mut start = 0;
-    for end in 0..=bytes.len() {
-        if end < bytes.len() && bytes[end] != b'/' {
-            continue;
-        }
-        if end > start {
-            *out.get_mut(n)? = &path[start..end];
+    let mut rest = path;
+    loop {
+        let (segment, tail) = match rest.bytes().position(|b| b == b'/') {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
+        if !segment.is_empty() {
+            *out.get_mut(n)? = segment;
             n += 1;
         }
-        start = end + 1;
+        match tail {
+            Some(tail) => rest = tail,
+            None => return Some(n),
+        }
     }
-    Some(n)
 }
 
 #[cfg(test)]

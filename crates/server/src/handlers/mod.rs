@@ -271,14 +271,21 @@ fn write_options_kind(verb: Verb) -> Option<&'static str> {
 }
 
 /// Upstream derives the default field manager from the user agent's first segment.
+/// At most 128 characters of it, cut once rather than collected a character
+/// at a time (`/` is ASCII: cutting at its byte is cutting at a character).
 fn default_manager(user_agent: Option<&str>) -> String {
+    const MAX_CHARS: usize = 128;
     let ua = user_agent.unwrap_or("unknown");
-    ua.split('/')
-        .next()
-        .unwrap_or(ua)
-        .chars()
-        .take(128)
-        .collect()
+    let first = &ua[..ua.bytes().position(|b| b == b'/').unwrap_or(ua.len())];
+    // Fewer bytes than the limit are fewer characters too.
+    let end = match first.len() <= MAX_CHARS {
+        true => first.len(),
+        false => first
+            .char_indices()
+            .nth(MAX_CHARS)
+            .map_or(first.len(), |(i, _)| i),
+    };
+    first[..end].to_string()
 }
 
 /// Paths that name the wrong scope, or a subresource the type lacks, are 404s.
@@ -322,6 +329,37 @@ fn check_scope(rtype: &ResourceType, info: &RequestInfo) -> Result<()> {
 mod tests {
     use super::*;
     use http::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn default_managers_equal_the_collected_characters() {
+        let plain = |user_agent: Option<&str>| -> String {
+            let ua = user_agent.unwrap_or("unknown");
+            ua.split('/')
+                .next()
+                .unwrap_or(ua)
+                .chars()
+                .take(128)
+                .collect()
+        };
+        let long_ascii = "k".repeat(300);
+        let long_wide = "é".repeat(200);
+        let exactly = format!("{}/v1", "x".repeat(128));
+        let wide_then_slash = format!("{}/v1", "ü".repeat(127));
+        for ua in [
+            None,
+            Some(""),
+            Some("/"),
+            Some("kubectl/v1.37.0 (linux/amd64) kubernetes/abc"),
+            Some("kube-bench"),
+            Some("é/x"),
+            Some(long_ascii.as_str()),
+            Some(long_wide.as_str()),
+            Some(exactly.as_str()),
+            Some(wide_then_slash.as_str()),
+        ] {
+            assert_eq!(default_manager(ua), plain(ua), "{ua:?}");
+        }
+    }
 
     /// `Wanted::of` finds what a `HeaderMap::get` of each name finds.
     #[test]
