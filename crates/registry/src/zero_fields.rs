@@ -7,7 +7,6 @@
 //! (`labels: {}`, `selector: {}`, `externalIPs: []`). The table (`data/go-zero-fields.tsv`) is generated from
 //! `k8s.io/api` by `tools/upstream-data` (`cmd/zero-fields`).
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -213,12 +212,13 @@ impl Member {
 
 /// Keyed by group, version and kind as the table spells them (no allocation
 /// per lookup: every write of a built-in kind looks its kind up).
-type Kinds = HashMap<(&'static str, &'static str, &'static str), Shape>;
+/// Looked up twice per write: by foldhash, not the default SipHash.
+type Kinds = foldhash::HashMap<(&'static str, &'static str, &'static str), Shape>;
 
 fn kinds() -> &'static Kinds {
     static KINDS: OnceLock<Kinds> = OnceLock::new();
     KINDS.get_or_init(|| {
-        let mut kinds = Kinds::new();
+        let mut kinds = Kinds::default();
         for line in TABLE
             .lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -245,7 +245,7 @@ fn kinds() -> &'static Kinds {
 /// encoder writes although they are absent (or null); kinds without rows are
 /// left alone.
 pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
-    let kinds: &HashMap<(&str, &str, &str), Shape> = kinds();
+    let kinds: &Kinds = kinds();
     if let Some(shape) = kinds.get(&(group, version, kind)) {
         shape.fill(obj);
     }
@@ -255,7 +255,7 @@ pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
 /// its typed metadata writes itself as Go does, so no `metadata` member is
 /// added here.
 pub fn fill_body(group: &str, version: &str, kind: &str, body: &mut Value) {
-    let kinds: &HashMap<(&str, &str, &str), Shape> = kinds();
+    let kinds: &Kinds = kinds();
     if let (Some(shape), Some(map)) = (kinds.get(&(group, version, kind)), body.as_object_mut()) {
         shape.fill_members(map, Some("metadata"));
     }
