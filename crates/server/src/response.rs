@@ -131,7 +131,13 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
 }
 
 pub fn respond(code: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
-    let mut resp = Response::new(full(body));
+    respond_chunk(code, content_type, Chunk::from(body.into()))
+}
+
+/// [`respond`] with a body of several buffers, sent without being copied
+/// together.
+pub fn respond_chunk(code: u16, content_type: &str, body: Chunk) -> Response<Body> {
+    let mut resp = Response::new(Full::new(body).boxed_unsync());
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(v) = content_type_value(content_type) {
         resp.headers_mut().insert(header::CONTENT_TYPE, v);

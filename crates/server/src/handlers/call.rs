@@ -305,16 +305,20 @@ pub fn object_response(
     obj: &Object,
     warnings: &[String],
 ) -> Response<Body> {
-    let mut body = encode::object(&call.output, call.rtype(), obj, &call.table);
-    if matches!(call.output, Output::Json) {
-        body = encode::with_newline(&body);
-    }
-    let mut resp = response::maybe_gzip(
-        call.accept_encoding.as_deref(),
-        code,
-        &call.output.content_type(),
-        body,
-    );
+    let body = encode::object(&call.output, call.rtype(), obj, &call.table);
+    let (accept, content_type) = (call.accept_encoding.as_deref(), call.output.content_type());
+    let mut resp = match call.output {
+        // The object's own bytes and the newline as two buffers: no copy.
+        Output::Json if !response::gzips(accept, body.len() + 1) => {
+            let mut framed = response::Chunk::from(body);
+            framed.push(Bytes::from_static(b"\n"));
+            response::respond_chunk(code, &content_type, framed)
+        }
+        Output::Json => {
+            response::maybe_gzip(accept, code, &content_type, encode::with_newline(&body))
+        }
+        _ => response::maybe_gzip(accept, code, &content_type, body),
+    };
     response::add_warnings(&mut resp, warnings);
     response::add_warnings(&mut resp, &call.ctx.warnings.take());
     resp
