@@ -67,6 +67,20 @@ impl Query {
         options_kind: &str,
         patch_type: Option<&str>,
     ) -> Result<(), StatusError> {
+        // No options and no patch: nothing to refuse (what the checks find
+        // for them, held equal by a test), and no field paths built to find it.
+        if self.0.is_empty() && patch_type.is_none() {
+            return Ok(());
+        }
+        self.check_each_write_option(options_kind, patch_type)
+    }
+
+    /// [`Self::check_write_options`], every check made.
+    fn check_each_write_option(
+        &self,
+        options_kind: &str,
+        patch_type: Option<&str>,
+    ) -> Result<(), StatusError> {
         let manager = self.get("fieldManager").unwrap_or_default();
         let mut errs = apimachinery::ErrorList::new();
         if let Some(content_type) = patch_type {
@@ -238,4 +252,33 @@ pub fn parse_propagation_policy(policy: &str) -> Result<PropagationPolicy, Statu
             "DeleteOptions.propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Foreground\", \"Background\", \"Orphan\""
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut for a write without options answers what every check does.
+    #[test]
+    fn no_options_pass_every_write_check() {
+        for kind in ["CreateOptions", "UpdateOptions", "PatchOptions"] {
+            let empty = Query::parse(None);
+            assert!(empty.check_write_options(kind, None).is_ok());
+            assert!(empty.check_each_write_option(kind, None).is_ok());
+            assert!(
+                Query::parse(Some(""))
+                    .check_write_options(kind, None)
+                    .is_ok()
+            );
+        }
+        // With options or a patch, every check is made.
+        let bad = Query::parse(Some("fieldValidation=Nope"));
+        assert!(bad.check_write_options("CreateOptions", None).is_err());
+        let apply = Query::parse(None);
+        assert!(
+            apply
+                .check_write_options("PatchOptions", Some("application/apply-patch+yaml"))
+                .is_err()
+        );
+    }
 }
