@@ -402,6 +402,7 @@ fn lit_value(l: &Lit) -> V<'_> {
     }
 }
 
+#[inline]
 fn kind(v: V<'_>) -> Kind<'_> {
     match v {
         V::Int(i) => Kind::Int(i),
@@ -468,7 +469,19 @@ fn as_bool(v: V<'_>) -> Option<bool> {
 }
 
 fn eval_bool<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<bool> {
-    as_bool(eval(n, f)?)
+    as_bool(operand(n, f)?)
+}
+
+/// `n`'s value: variables and literals inline, the rest through `eval`.
+#[inline(always)]
+fn operand<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
+    match n {
+        Node::SelfVar => Some(f.self_value),
+        Node::OldSelf => f.old_self,
+        Node::Var(depth) => f.vars[*depth],
+        Node::Lit(l) => Some(lit_value(l)),
+        _ => eval(n, f),
+    }
 }
 
 fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
@@ -478,8 +491,8 @@ fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
         Node::SelfVar => f.self_value,
         Node::OldSelf => f.old_self?,
         Node::Var(depth) => f.vars[*depth]?,
-        Node::Select(operand, field) => {
-            let Kind::Object(o, s, root) = kind(eval(operand, f)?) else {
+        Node::Select(of, field) => {
+            let Kind::Object(o, s, root) = kind(operand(of, f)?) else {
                 return None;
             };
             if root && &**field == "metadata" {
@@ -494,8 +507,8 @@ fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
                 child_schema.is_some_and(|c| c.extensions.embedded_resource),
             )
         }
-        Node::Has(operand, field) => {
-            let Kind::Object(o, _, root) = kind(eval(operand, f)?) else {
+        Node::Has(of, field) => {
+            let Kind::Object(o, _, root) = kind(operand(of, f)?) else {
                 return None;
             };
             if root && &**field == "metadata" {
@@ -524,14 +537,14 @@ fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
         }),
         Node::If(c, a, b) => {
             if eval_bool(c, f)? {
-                eval(a, f)?
+                operand(a, f)?
             } else {
-                eval(b, f)?
+                operand(b, f)?
             }
         }
         Node::Compare(cmp, a, b) => {
-            let a = eval(a, f)?;
-            let b = eval(b, f)?;
+            let a = operand(a, f)?;
+            let b = operand(b, f)?;
             let ordering = match (kind(a), kind(b)) {
                 (Kind::Int(a), Kind::Int(b)) => a.cmp(&b),
                 (Kind::Str(a), Kind::Str(b)) => a.cmp(b),
@@ -548,8 +561,8 @@ fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
             })
         }
         Node::Str(function, a, b) => {
-            let a = eval(a, f)?;
-            let b = eval(b, f)?;
+            let a = operand(a, f)?;
+            let b = operand(b, f)?;
             let (Kind::Str(a), Kind::Str(b)) = (kind(a), kind(b)) else {
                 return None;
             };
@@ -560,7 +573,7 @@ fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
             })
         }
         Node::Size(a) => {
-            let size = match kind(eval(a, f)?) {
+            let size = match kind(operand(a, f)?) {
                 Kind::Str(s) => s.chars().count(),
                 Kind::List(l) => l.len(),
                 _ => return None,
@@ -568,8 +581,8 @@ fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
             V::Int(i64::try_from(size).ok()?)
         }
         Node::In(a, b) => {
-            let needle = kind(eval(a, f)?);
-            let Kind::List(list) = kind(eval(b, f)?) else {
+            let needle = kind(operand(a, f)?);
+            let Kind::List(list) = kind(operand(b, f)?) else {
                 return None;
             };
             let mut unknown = false;
@@ -598,7 +611,7 @@ fn eval<'a>(n: &'a Node, f: &mut Frame<'a>) -> Option<V<'a>> {
             range,
             predicate,
         } => {
-            let Kind::List(list) = kind(eval(range, f)?) else {
+            let Kind::List(list) = kind(operand(range, f)?) else {
                 return None;
             };
             let result = quantify(*quantifier, list, predicate, *depth, f);
