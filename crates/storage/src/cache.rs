@@ -1043,16 +1043,8 @@ mod objects {
         /// (the plain way) leave them equal, for every kind of read.
         #[test]
         fn objects_behave_as_an_ordered_map() {
-            let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-            let mut next = move |n: u64| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed % n
-            };
-            let key = |i: u64| -> String {
-                format!("/registry/configmaps/ns-{}/obj-{}", i % 3, i * 7 % 101)
-            };
+            let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15_u64);
+            let key = crate::testing::registry_key;
             for _ in 0..20 {
                 let mut objects: Objects<u64> = Objects::default();
                 let mut plain: BTreeMap<Arc<str>, u64> = BTreeMap::new();

@@ -17,6 +17,8 @@ pub mod conformance;
 pub mod etcd;
 pub mod memory;
 pub mod sqlite;
+#[cfg(test)]
+mod testing;
 
 pub use backend::{Backend, Error, Event, KeyValue, Range, Result};
 pub use backoff::Backoff;

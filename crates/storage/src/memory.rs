@@ -329,17 +329,8 @@ mod keys {
         /// leave them equal, for every kind of read.
         #[test]
         fn keys_behave_as_an_ordered_map() {
-            let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-            let mut next = move |n: u64| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed % n
-            };
-            let key = |i: u64| -> String {
-                // Long shared prefixes, a few namespaces, names of varied lengths.
-                format!("/registry/configmaps/ns-{}/obj-{}", i % 3, i * 7 % 101)
-            };
+            let mut next = crate::testing::xorshift(0x2545_f491_4f6c_dd1d_u64);
+            let key = crate::testing::registry_key;
             for _ in 0..20 {
                 let mut keys: Keys<Vec<u64>> = Keys::default();
                 let mut plain: BTreeMap<String, Vec<u64>> = BTreeMap::new();
