@@ -113,6 +113,16 @@ fn write_go_float(out: &mut Vec<u8>, f: f64) {
     }
 }
 
+/// Where `resourceVersion` goes in an encoding written without it: the
+/// offset in the output, and whether a metadata member comes before it (then
+/// it follows a comma). Known to the writer, so a write's answer needs no
+/// scan to put the revision there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RevisionSlot {
+    pub at: usize,
+    pub after_member: bool,
+}
+
 /// Which `metadata` members an encoding keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetadataMembers {
@@ -268,13 +278,17 @@ fn write_root_members(
 /// for `obj.to_value()` (a test holds the two equal), the metadata written
 /// straight from its typed fields, so no JSON is built for it on a write.
 /// An object of a kind whose order is unknown is written the plain way.
+///
+/// Where `resourceVersion` goes, when it is left out and the metadata was
+/// written from the typed fields.
 pub fn encode_dynamic_into(
     out: &mut Vec<u8>,
     obj: &crate::DynamicObject,
     metadata: MetadataMembers,
-) {
+) -> Option<RevisionSlot> {
     let Value::Object(map) = &obj.body else {
-        return encode_object_into(out, &obj.to_value(), metadata);
+        encode_object_into(out, &obj.to_value(), metadata);
+        return None;
     };
     let text = |key: &str| map.get(key).and_then(Value::as_str);
     let orders = json_order::orders();
@@ -284,15 +298,16 @@ pub fn encode_dynamic_into(
     };
     let unstructured = text("apiVersion").is_some_and(is_unstructured_api_version);
     let mut written = 0;
-    match root {
+    let slot = match root {
         None if unstructured => {
             // Sorted members: `metadata` goes where its name falls.
             out.push(b'{');
+            let mut slot = None;
             let mut metadata_written = false;
             for (key, value) in map {
                 if !metadata_written && key.as_str() > "metadata" {
                     member_key(out, &mut written, "metadata");
-                    obj.metadata.write_json_sorted(out, metadata);
+                    slot = obj.metadata.write_json_sorted(out, metadata);
                     metadata_written = true;
                 }
                 member_key(out, &mut written, key);
@@ -300,10 +315,14 @@ pub fn encode_dynamic_into(
             }
             if !metadata_written {
                 member_key(out, &mut written, "metadata");
-                obj.metadata.write_json_sorted(out, metadata);
+                slot = obj.metadata.write_json_sorted(out, metadata);
             }
+            slot
         }
-        None => return encode_object_into(out, &obj.to_value(), metadata),
+        None => {
+            encode_object_into(out, &obj.to_value(), metadata);
+            return None;
+        }
         Some(root) => {
             out.push(b'{');
             for key in ["kind", "apiVersion"] {
@@ -313,11 +332,13 @@ pub fn encode_dynamic_into(
                 }
             }
             member_key(out, &mut written, "metadata");
-            obj.metadata.write_json_with(out, metadata);
+            let slot = obj.metadata.write_json_with(out, metadata);
             write_root_members(out, &mut written, map, root, orders);
+            slot
         }
-    }
+    };
     out.push(b'}');
+    slot
 }
 
 /// A value of an unstructured object (a custom resource's), as Go writes

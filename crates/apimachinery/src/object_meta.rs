@@ -267,16 +267,19 @@ impl ObjectMeta {
 
     /// [`ObjectMeta::write_json`], leaving `resourceVersion` out when
     /// `members` says so (the stored encoding).
-    pub fn write_json_with(&self, out: &mut Vec<u8>, members: crate::json::MetadataMembers) {
+    /// Where `resourceVersion` goes when it is left out.
+    pub fn write_json_with(
+        &self,
+        out: &mut Vec<u8>,
+        members: crate::json::MetadataMembers,
+    ) -> Option<crate::json::RevisionSlot> {
         let mut w = Members::open(out);
         w.str(b"\"name\":", &self.name);
         w.str(b"\"generateName\":", &self.generate_name);
         w.str(b"\"namespace\":", &self.namespace);
         w.str(b"\"selfLink\":", &self.self_link);
         w.str(b"\"uid\":", &self.uid);
-        if members == crate::json::MetadataMembers::All {
-            w.str(b"\"resourceVersion\":", &self.resource_version);
-        }
+        let slot = w.resource_version(members, &self.resource_version);
         if self.generation != 0 {
             w.key(b"\"generation\":");
             w.int(self.generation);
@@ -309,6 +312,7 @@ impl ObjectMeta {
             entry.write_json(out)
         });
         w.close();
+        slot
     }
 }
 
@@ -318,7 +322,12 @@ impl ObjectMeta {
     /// name at every depth, numbers as Go writes them; `resourceVersion` left
     /// out when `members` says so. Equal to writing `to_value()` sorted
     /// (`tests::sorted_as_the_json_is`), without building it.
-    pub fn write_json_sorted(&self, out: &mut Vec<u8>, members: crate::json::MetadataMembers) {
+    /// Where `resourceVersion` goes when it is left out.
+    pub fn write_json_sorted(
+        &self,
+        out: &mut Vec<u8>,
+        members: crate::json::MetadataMembers,
+    ) -> Option<crate::json::RevisionSlot> {
         let mut w = Members::open(out);
         w.map(b"\"annotations\":", &self.annotations);
         if let Some(t) = self
@@ -354,12 +363,11 @@ impl ObjectMeta {
         w.list(b"\"ownerReferences\":", &self.owner_references, |out, r| {
             r.write_json_sorted(out)
         });
-        if members == crate::json::MetadataMembers::All {
-            w.str(b"\"resourceVersion\":", &self.resource_version);
-        }
+        let slot = w.resource_version(members, &self.resource_version);
         w.str(b"\"selfLink\":", &self.self_link);
         w.str(b"\"uid\":", &self.uid);
         w.close();
+        slot
     }
 }
 
@@ -427,6 +435,26 @@ impl<'a> Members<'a> {
         if !value.is_empty() {
             self.key(key);
             crate::json::write_str(self.out, value);
+        }
+    }
+
+    /// `resourceVersion`, or (left out) where it would go.
+    fn resource_version(
+        &mut self,
+        members: crate::json::MetadataMembers,
+        version: &str,
+    ) -> Option<crate::json::RevisionSlot> {
+        match members {
+            crate::json::MetadataMembers::All => {
+                self.str(b"\"resourceVersion\":", version);
+                None
+            }
+            crate::json::MetadataMembers::WithoutResourceVersion => {
+                Some(crate::json::RevisionSlot {
+                    at: self.out.len(),
+                    after_member: !self.empty,
+                })
+            }
         }
     }
 

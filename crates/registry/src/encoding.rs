@@ -36,6 +36,9 @@ use serde_json::Value;
 use std::borrow::Cow;
 
 use apimachinery::json;
+/// Where `resourceVersion` goes in an encoding's metadata (as the encoder
+/// knows it, or as a scan finds it).
+use apimachinery::json::RevisionSlot as VersionSlot;
 
 /// The fields controllers read of every object, decoded straight from its
 /// JSON: the rest is skipped, not built into a tree (a fraction of the cost
@@ -156,13 +159,6 @@ pub(crate) fn read_revision(json: &[u8]) -> Option<i64> {
     let rest = rest.strip_prefix(b"\"resourceVersion\":\"")?;
     let end = rest.iter().position(|b| *b == b'"')?;
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
-}
-
-/// Where `resourceVersion` goes in an encoding's metadata.
-struct VersionSlot {
-    at: usize,
-    /// Whether a member precedes it (then it follows a comma).
-    after_member: bool,
 }
 
 /// Just past the members before `resourceVersion` in the metadata of `json`
@@ -875,12 +871,37 @@ pub fn encode_for_storage(obj: &Value) -> Bytes {
     kept_encoding(obj, json::MetadataMembers::WithoutResourceVersion)
 }
 
+/// A stored encoding, with where its revision goes when the encoder said.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    pub bytes: Bytes,
+    slot: Option<VersionSlot>,
+}
+
+impl Encoded {
+    /// Bytes whose revision slot a splice finds by scanning.
+    pub fn unplaced(bytes: Bytes) -> Encoded {
+        Encoded { bytes, slot: None }
+    }
+
+    /// The bytes with `"resourceVersion":"<revision>"` in their metadata:
+    /// put where the encoder said, else where a scan finds
+    /// ([`splice_own_revision`]; equal, a property test holds).
+    pub(crate) fn spliced(&self, revision: i64) -> Option<Bytes> {
+        match self.slot {
+            Some(slot) => Some(splice_at(&self.bytes, slot, revision)),
+            None => splice_own_revision(&self.bytes, revision),
+        }
+    }
+}
+
 /// [`encode_for_storage`] of a typed object (its metadata written from the
-/// typed fields: [`json::encode_dynamic_into`]).
-pub fn encode_typed_for_storage(obj: &apimachinery::DynamicObject) -> Bytes {
-    kept_bytes(|out| {
+/// typed fields: [`json::encode_dynamic_into`]), with where its revision goes.
+pub fn encode_typed_for_storage(obj: &apimachinery::DynamicObject) -> Encoded {
+    let (bytes, slot) = kept_bytes(|out| {
         json::encode_dynamic_into(out, obj, json::MetadataMembers::WithoutResourceVersion)
-    })
+    });
+    Encoded { bytes, slot }
 }
 
 /// `obj`'s encoding in bytes kept as long as the object is cached: exactly its
@@ -888,11 +909,12 @@ pub fn encode_typed_for_storage(obj: &apimachinery::DynamicObject) -> Bytes {
 /// once, not grown by doubling (three reallocations for a 1.5 KiB object)
 /// and then shrunk.
 pub(crate) fn kept_encoding(obj: &Value, metadata: json::MetadataMembers) -> Bytes {
-    kept_bytes(|out| json::encode_object_into(out, obj, metadata))
+    kept_bytes(|out| json::encode_object_into(out, obj, metadata)).0
 }
 
-/// What `write` writes, in bytes kept as [`kept_encoding`] keeps them.
-fn kept_bytes(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+/// What `write` writes, in bytes kept as [`kept_encoding`] keeps them, and
+/// what it says.
+fn kept_bytes<R>(write: impl FnOnce(&mut Vec<u8>) -> R) -> (Bytes, R) {
     /// Larger buffers are not kept for the next object.
     const KEPT_SCRATCH: usize = 256 * 1024;
     thread_local! {
@@ -900,14 +922,14 @@ fn kept_bytes(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
     }
     SCRATCH.with_borrow_mut(|scratch| {
         scratch.clear();
-        write(scratch);
+        let said = write(scratch);
         let mut kept = tls_copy_buffer(scratch.len());
         kept.put_slice(scratch);
         let kept = kept.freeze();
         if scratch.capacity() > KEPT_SCRATCH {
             *scratch = Vec::new();
         }
-        kept
+        (kept, said)
     })
 }
 
@@ -1475,6 +1497,32 @@ mod tests {
             let mut digits = [0u8; 20];
             let want = n.to_string();
             prop_assert_eq!(decimal(n, &mut digits), want.as_bytes());
+        }
+
+        /// Where the typed encoder says the revision goes is where the scan
+        /// finds it, and splicing there gives the encoding at that revision.
+        #[test]
+        fn the_encoders_slot_is_the_scanned_slot(object in object(), revision in any::<i64>()) {
+            let prefix = if meta::api_version(&object).contains('.') { "" } else { "metadata." };
+            let Ok(typed) = apimachinery::DynamicObject::from_value(object, prefix) else {
+                return Ok(());
+            };
+            let encoded = encode_typed_for_storage(&typed);
+            let Some(slot) = encoded.slot else {
+                return Ok(());
+            };
+            // The scan finds the same slot where it reads the front at all
+            // (not through escaped type meta, which the encoder still places).
+            if let Some(scanned) = version_slot(&encoded.bytes) {
+                prop_assert_eq!(slot, scanned);
+            }
+            // Spliced there, the bytes are the typed object's encoding at that revision.
+            let mut at_revision = typed.clone();
+            at_revision.metadata.resource_version = revision.to_string();
+            let mut plain = Vec::new();
+            json::encode_dynamic_into(&mut plain, &at_revision, json::MetadataMembers::All);
+            let spliced = encoded.spliced(revision);
+            prop_assert_eq!(spliced.as_deref(), Some(&plain[..]));
         }
 
         /// The splice of this process's own bytes is the checked one.

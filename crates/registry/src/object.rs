@@ -56,8 +56,9 @@ impl Object {
 
     /// [`Object::from_stored`] of bytes this process has just encoded for
     /// storage (a write's answer; [`encoding::splice_own_revision`]).
-    pub fn from_written(stored: &[u8], revision: i64) -> Option<Object> {
-        encoding::splice_own_revision(stored, revision)
+    pub fn from_written(stored: &encoding::Encoded, revision: i64) -> Option<Object> {
+        stored
+            .spliced(revision)
             .map(|json| Object::with_revision(json, Some(revision)))
     }
 

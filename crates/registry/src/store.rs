@@ -16,7 +16,7 @@ use apimachinery::{
 };
 use storage::{Entry, WatchStart, Watcher};
 
-use crate::encoding::{encode_for_storage, encode_typed_for_storage};
+use crate::encoding::{Encoded, encode_for_storage, encode_typed_for_storage};
 use crate::errors::to_status;
 use crate::managed_fields;
 use crate::object::Object;
@@ -386,7 +386,7 @@ impl GenericStore {
 
     /// The stored bytes for a served object, and its stored form when it was
     /// converted (written in another version than the storage one).
-    async fn encode(&self, obj: &DynamicObject) -> Result<(bytes::Bytes, Option<Value>)> {
+    async fn encode(&self, obj: &DynamicObject) -> Result<(Encoded, Option<Value>)> {
         if let Some(converter) = &self.rtype.converter
             && obj.api_version() != converter.storage_api_version()
         {
@@ -394,14 +394,17 @@ impl GenericStore {
             let served = obj.to_value();
             let mut converted = converter.convert(vec![&served], &storage_version).await?;
             let stored = converted.pop().unwrap_or(Value::Null);
-            return Ok((encode_for_storage(&stored), Some(stored)));
+            return Ok((Encoded::unplaced(encode_for_storage(&stored)), Some(stored)));
         }
         if !self.rtype.strategy.stored_as_served()
             && let Some(converted) = self.rtype.strategy.to_storage(&obj.to_value())
         {
             // Answered from what was stored, converted back (a field the
             // storage version lacks is gone, as upstream answers).
-            return Ok((encode_for_storage(&converted), Some(converted)));
+            return Ok((
+                Encoded::unplaced(encode_for_storage(&converted)),
+                Some(converted),
+            ));
         }
         Ok((encode_typed_for_storage(obj), None))
     }
@@ -416,7 +419,7 @@ impl GenericStore {
         revision: i64,
         served: DynamicObject,
         stored: Option<Value>,
-        bytes: &bytes::Bytes,
+        bytes: &Encoded,
     ) -> Result<Arc<Object>> {
         match stored {
             Some(stored) => {
@@ -829,7 +832,7 @@ impl GenericStore {
             return Ok(Created::Stored(Arc::new(Object::new(obj.into_value()))));
         }
         let (bytes, stored) = self.encode(&obj).await?;
-        let revision = match self.storage.create(&key, bytes.clone()).await {
+        let revision = match self.storage.create(&key, bytes.bytes.clone()).await {
             Ok(revision) => revision,
             Err(storage::Error::AlreadyExists(_)) => return Ok(Created::NameTaken),
             Err(e) => return Err(self.storage_error(e, &name)),
@@ -1146,11 +1149,11 @@ impl GenericStore {
             self.storage
                 .delete(key, Some(current.mod_revision))
                 .await
-                .map(|(revision, _)| (revision, None, bytes::Bytes::new()))
+                .map(|(revision, _)| (revision, None, Encoded::unplaced(bytes::Bytes::new())))
         } else {
             let (bytes, stored) = self.encode(&new).await?;
             self.storage
-                .update(key, bytes.clone(), current.mod_revision)
+                .update(key, bytes.bytes.clone(), current.mod_revision)
                 .await
                 .map(|revision| (revision, stored, bytes))
         };
@@ -1393,7 +1396,11 @@ impl GenericStore {
                 }
                 match self
                     .storage
-                    .update(&key, self.encode(&pending).await?.0, current.mod_revision)
+                    .update(
+                        &key,
+                        self.encode(&pending).await?.0.bytes,
+                        current.mod_revision,
+                    )
                     .await
                 {
                     Ok(rev) => {
