@@ -66,12 +66,22 @@ impl Gen<'_> {
         from[self.pick(from.len())]
     }
 
+    /// A field a rule selects: an object's member or a rule-only name.
+    fn field_name(&mut self) -> &'static str {
+        let i = self.pick(OBJECT_FIELDS.len() + RULE_ONLY_FIELDS.len());
+        match OBJECT_FIELDS.get(i) {
+            Some(member) => member,
+            None => RULE_ONLY_FIELDS[i - OBJECT_FIELDS.len()],
+        }
+    }
+
     fn chance(&mut self, percent: usize) -> bool {
         self.pick(100) < percent
     }
 }
 
-const FIELDS: &[&str] = &[
+/// The members a generated object may have (each with values of its own kind).
+const OBJECT_FIELDS: [&str; 22] = [
     "i",
     "j",
     "n",
@@ -90,13 +100,18 @@ const FIELDS: &[&str] = &[
     "any",
     "emb",
     "metadata",
+    "apiVersion",
+    "kind",
+    "a-b",
+    "zz",
+];
+/// What generated rules select beside an object's members (written as a
+/// rule writes them): names no object has, and escaped ones.
+const RULE_ONLY_FIELDS: [&str; 8] = [
     "name",
     "v",
     "x",
     "a",
-    "zz",
-    "apiVersion",
-    "kind",
     "`a-b`",
     "a__dash__b",
     "labels",
@@ -233,7 +248,7 @@ impl Gen<'_> {
         }
         for _ in 0..self.pick(3) {
             p.push('.');
-            p.push_str(self.one(FIELDS));
+            p.push_str(self.field_name());
         }
         p
     }
@@ -281,7 +296,7 @@ impl Gen<'_> {
                 self.one(&["self", "self.emb", "self.any"]),
                 self.one(&["name", "generateName", "labels", "x"])
             ),
-            4 => format!("has({}.{})", self.path(vars), self.one(FIELDS)),
+            4 => format!("has({}.{})", self.path(vars), self.field_name()),
             5 => {
                 let f = self.one(&["startsWith", "endsWith", "contains"]);
                 format!(
@@ -436,30 +451,7 @@ impl Gen<'_> {
 
     fn object(&mut self) -> Value {
         let mut m = serde_json::Map::new();
-        for f in [
-            "i",
-            "j",
-            "n",
-            "s",
-            "t",
-            "b",
-            "by",
-            "ts",
-            "du",
-            "ios",
-            "tags",
-            "nums",
-            "objs",
-            "m",
-            "o",
-            "any",
-            "emb",
-            "metadata",
-            "apiVersion",
-            "kind",
-            "a-b",
-            "zz",
-        ] {
+        for f in OBJECT_FIELDS {
             if self.chance(75) {
                 m.insert(f.to_string(), self.field(f));
             }
