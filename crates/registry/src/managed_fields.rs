@@ -2451,33 +2451,15 @@ mod tests {
         obj
     }
 
-    /// Pod-shaped objects: keyed lists (containers, ports, env, volumes,
-    /// ownerReferences), sets (finalizers), duplicates, scalars where maps
-    /// are expected and the other way round.
-    fn pod_like() -> impl proptest::strategy::Strategy<Value = Value> {
+    /// Objects of `tops` members whose values nest maps of `keys` and lists
+    /// down to scalars (strings, numbers written both ways, null, a bool):
+    /// the shape of the field manager's property tests, their keys theirs.
+    pub(super) fn nested_objects(
+        keys: &'static [&'static str],
+        tops: &'static [&'static str],
+    ) -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
-        let key = prop_oneof![
-            Just("name"),
-            Just("containers"),
-            Just("ports"),
-            Just("containerPort"),
-            Just("protocol"),
-            Just("env"),
-            Just("value"),
-            Just("volumes"),
-            Just("labels"),
-            Just("finalizers"),
-            Just("uid"),
-            Just("a"),
-            Just("metadata"),
-            Just("spec"),
-            Just("status"),
-            Just("kind"),
-            Just("apiVersion"),
-            Just("ownerReferences"),
-            Just("generation"),
-        ]
-        .prop_map(String::from);
+        let key = prop::sample::select(keys).prop_map(String::from);
         let scalar = prop_oneof![
             Just(json!("x")),
             Just(json!("y")),
@@ -2494,17 +2476,39 @@ mod tests {
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         });
-        let top = prop_oneof![
-            Just("metadata"),
-            Just("spec"),
-            Just("status"),
-            Just("kind"),
-            Just("apiVersion"),
-            Just("data"),
-        ]
-        .prop_map(String::from);
+        let top = prop::sample::select(tops).prop_map(String::from);
         prop::collection::btree_map(top, value, 0..5)
             .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    /// Pod-shaped objects: keyed lists (containers, ports, env, volumes,
+    /// ownerReferences), sets (finalizers), duplicates, scalars where maps
+    /// are expected and the other way round.
+    fn pod_like() -> impl proptest::strategy::Strategy<Value = Value> {
+        nested_objects(
+            &[
+                "name",
+                "containers",
+                "ports",
+                "containerPort",
+                "protocol",
+                "env",
+                "value",
+                "volumes",
+                "labels",
+                "finalizers",
+                "uid",
+                "a",
+                "metadata",
+                "spec",
+                "status",
+                "kind",
+                "apiVersion",
+                "ownerReferences",
+                "generation",
+            ],
+            &["metadata", "spec", "status", "kind", "apiVersion", "data"],
+        )
     }
 
     /// What an empty object may look like (upstream's `New()` encoded):

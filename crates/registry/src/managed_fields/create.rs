@@ -705,48 +705,31 @@ mod tests {
     /// (a template's), a top-level `managedFields` (walked: only
     /// `metadata`'s is nobody's).
     fn body() -> impl Strategy<Value = Value> {
-        let key = prop_oneof![
-            Just("name"),
-            Just("containers"),
-            Just("ports"),
-            Just("containerPort"),
-            Just("protocol"),
-            Just("labels"),
-            Just("finalizers"),
-            Just("template"),
-            Just("metadata"),
-            Just("managedFields"),
-            Just("conditions"),
-            Just("type"),
-            Just("a"),
-        ]
-        .prop_map(String::from);
-        let scalar = prop_oneof![
-            Just(json!("x")),
-            Just(json!(80)),
-            Just(json!(null)),
-            Just(json!(true)),
-            Just(json!("TCP")),
-            Just(json!(80.0)),
-        ];
-        let value = scalar.prop_recursive(4, 40, 4, move |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::btree_map(key.clone(), inner, 0..4)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        });
-        let top = prop_oneof![
-            Just("spec"),
-            Just("status"),
-            Just("kind"),
-            Just("apiVersion"),
-            Just("data"),
-            Just("managedFields"),
-        ]
-        .prop_map(String::from);
-        prop::collection::btree_map(top, value, 0..5)
-            .prop_map(|m| Value::Object(m.into_iter().collect()))
+        super::super::tests::nested_objects(
+            &[
+                "name",
+                "containers",
+                "ports",
+                "containerPort",
+                "protocol",
+                "labels",
+                "finalizers",
+                "template",
+                "metadata",
+                "managedFields",
+                "conditions",
+                "type",
+                "a",
+            ],
+            &[
+                "spec",
+                "status",
+                "kind",
+                "apiVersion",
+                "data",
+                "managedFields",
+            ],
+        )
     }
 
     /// The object as JSON: the metadata written out beside the body.
