@@ -466,14 +466,7 @@ pub(crate) fn read_head(json: &[u8]) -> Option<Head<'_>> {
     Some(Head {
         kind: borrowed(kind),
         api_version: borrowed(api_version),
-        metadata: HeadMeta {
-            name: borrowed(name),
-            namespace: borrowed(namespace),
-            uid: borrowed(uid),
-            deletion_timestamp: deletion_timestamp.map(Cow::Borrowed),
-            finalizers: scan.finalizers,
-            owner_references: scan.owner_references,
-        },
+        metadata: scan.into_meta([name, namespace, uid, deletion_timestamp]),
     })
 }
 
@@ -520,6 +513,22 @@ struct MetaScan<'a> {
 }
 
 impl<'a> MetaScan<'a> {
+    /// The head's metadata: what the scan found, its strings (name,
+    /// namespace, uid, deletionTimestamp) checked as text by the caller.
+    fn into_meta(
+        self,
+        [name, namespace, uid, deletion_timestamp]: [Option<&str>; 4],
+    ) -> HeadMeta<'_> {
+        HeadMeta {
+            name: borrowed(name),
+            namespace: borrowed(namespace),
+            uid: borrowed(uid),
+            deletion_timestamp: deletion_timestamp.map(Cow::Borrowed),
+            finalizers: self.finalizers,
+            owner_references: self.owner_references,
+        }
+    }
+
     /// The metadata object at the front of `json`; `None` for what is left to
     /// [`HeadMeta::parse_front`]: a kept string escaped, `null` or repeated,
     /// whitespace.
@@ -1169,14 +1178,7 @@ mod tests {
             json,
             [scan.name, scan.namespace, scan.uid, scan.deletion_timestamp],
         )?;
-        Some(HeadMeta {
-            name: borrowed(name),
-            namespace: borrowed(namespace),
-            uid: borrowed(uid),
-            deletion_timestamp: deletion_timestamp.map(Cow::Borrowed),
-            finalizers: scan.finalizers,
-            owner_references: scan.owner_references,
-        })
+        Some(scan.into_meta([name, namespace, uid, deletion_timestamp]))
     }
 
     /// A custom resource's metadata is sorted: its revision goes after every
