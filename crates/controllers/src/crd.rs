@@ -24,8 +24,8 @@ const MANAGER: &str = "kubext-crd-controller";
 /// Receives the full set of custom resource types after every change.
 pub type Publish = Arc<dyn Fn(Vec<Arc<ResourceType>>) + Send + Sync>;
 
-/// A CRD's [`compile_key`] and the resource types compiled from it.
-pub type Compiled = (String, Vec<Arc<ResourceType>>);
+/// A CRD's [`CompileKey`] and the resource types compiled from it.
+pub type Compiled = (CompileKey, Vec<Arc<ResourceType>>);
 
 pub struct CrdController {
     crds: Arc<GenericStore>,
@@ -33,9 +33,12 @@ pub struct CrdController {
     /// The CRDs as last seen and what changed since the last sync: the
     /// reflector's feed writes it, the sync reads it.
     known: Mutex<Known>,
-    /// Compiled types per CRD, keyed by [`compile_key`]: a change to one CRD
+    /// Compiled types per CRD, keyed by [`CompileKey`]: a change to one CRD
     /// recompiles only that CRD's schemas and JSONPaths.
     compiled: Mutex<HashMap<String, Compiled>>,
+    /// The uids of deleted CRDs whose published types refuse creates: the
+    /// cleanup deletes instances only once new ones cannot appear behind it.
+    refusing: tokio::sync::watch::Sender<HashSet<String>>,
     /// Every replica serves what CRDs say; only the leader writes statuses and
     /// cleans up deleted CRDs.
     leadership: Leadership,
@@ -62,6 +65,7 @@ impl CrdController {
             compiled: Default::default(),
             leadership,
             conversion: None,
+            refusing: tokio::sync::watch::Sender::new(HashSet::new()),
         }
     }
 
@@ -80,6 +84,7 @@ impl CrdController {
         let cleaner = Arc::new(Cleaner {
             crds: self.crds.clone(),
             leadership: self.leadership.clone(),
+            refusing: self.refusing.subscribe(),
         });
         let feed = self.clone().follow(syncs.clone(), cleanups.clone());
         let sync = runtime::run(self, syncs, 1, feed);
@@ -203,7 +208,7 @@ impl CrdController {
                 continue;
             };
             let status = pending.get(name).or_else(|| crd.get("status"));
-            let key = compile_key(&crd, status);
+            let key = CompileKey::of(&crd, status);
             let entry = compiled.entry(name.clone()).or_default();
             if entry.0 == key {
                 continue;
@@ -222,8 +227,18 @@ impl CrdController {
             .values()
             .flat_map(|(_, types)| types.iter().cloned())
             .collect();
+        let refusing: HashSet<String> = compiled
+            .values()
+            .filter(|(key, _)| key.terminating)
+            .map(|(key, _)| key.uid.clone())
+            .collect();
         drop(compiled);
         (self.publish)(types);
+        self.refusing.send_if_modified(|current| {
+            let changed = *current != refusing;
+            *current = refusing;
+            changed
+        });
     }
 }
 
@@ -428,19 +443,29 @@ fn reconcile(known: &Known, groups: &HashSet<String>) -> BTreeMap<String, Value>
 /// What the served types of a CRD depend on: which CRD (uid), its spec
 /// (generation), whether it is established and whether it is terminating. Status
 /// writes that change none of these keep the compiled types (and their stores).
-fn compile_key(crd: &Value, status: Option<&Value>) -> String {
-    let established = status
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Established" && c["status"] == "True");
-    format!(
-        "{}/{}/{established}/{}",
-        meta::uid(crd),
-        meta::generation(crd),
-        meta::deletion_timestamp(crd).is_some(),
-    )
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompileKey {
+    uid: String,
+    generation: i64,
+    established: bool,
+    terminating: bool,
+}
+
+impl CompileKey {
+    fn of(crd: &Value, status: Option<&Value>) -> CompileKey {
+        let established = status
+            .and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Established" && c["status"] == "True");
+        CompileKey {
+            uid: meta::uid(crd).to_string(),
+            generation: meta::generation(crd),
+            established,
+            terminating: meta::deletion_timestamp(crd).is_some(),
+        }
+    }
 }
 
 /// The status a CRD should have: names accepted, Established, stored versions.
@@ -605,7 +630,13 @@ pub enum InstancesRemain {
 struct Cleaner {
     crds: Arc<GenericStore>,
     leadership: Leadership,
+    /// [`CrdController::refusing`]'s receiving end.
+    refusing: tokio::sync::watch::Receiver<HashSet<String>>,
 }
+
+/// How long a cleanup round waits for this replica to refuse the deleted CRD's
+/// creates before it is retried.
+const REFUSAL_WAIT: Duration = Duration::from_secs(10);
 
 #[async_trait::async_trait]
 impl Reconciler for Cleaner {
@@ -630,6 +661,15 @@ impl Reconciler for Cleaner {
         // Released already, or re-created under the same name.
         if meta::uid(&crd) != key.uid || !awaits_cleanup(&crd) {
             return Ok(());
+        }
+        // Instances created after the deletion below would outlive the CRD.
+        let mut refusing = self.refusing.clone();
+        let published = refusing.wait_for(|uids| uids.contains(&key.uid));
+        if !matches!(
+            tokio::time::timeout(REFUSAL_WAIT, published).await,
+            Ok(Ok(_))
+        ) {
+            return Err(Error::CreatesNotRefused(key.name.clone()));
         }
         let crds = &*self.crds;
         let in_progress = "CustomResource deletion is in progress";
@@ -774,6 +814,99 @@ mod tests {
             name: "crontabs.stable.example.com".into(),
             uid: uid.into(),
         }
+    }
+
+    /// A CRD store in memory holding one CronTab CRD (with its cleanup
+    /// finalizer), and an instance of it.
+    async fn crontabs() -> (Arc<GenericStore>, Arc<GenericStore>) {
+        let backend = Arc::new(storage::memory::MemoryBackend::new());
+        let storage = registry::Storage::open(backend, registry::JsonCodec, Default::default())
+            .await
+            .unwrap();
+        let rtype = Arc::new(apiextensions::crd::crd_resource_type());
+        let crds = Arc::new(GenericStore::new(rtype, storage.clone(), "/registry"));
+        let ctx = system_context("", "test");
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com"},
+            "spec": {"group": "stable.example.com", "scope": "Cluster",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "listKind": "CronTabList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]},
+        });
+        crds.create(&ctx, crd).await.unwrap();
+        let mut status_ctx = ctx.clone();
+        status_ctx.subresource = apimachinery::Subresource::Status;
+        let established = |crd: &Value| {
+            let mut next = crd.clone();
+            apiextensions::crd::set_condition(&mut next, "Established", "", "");
+            Ok(next)
+        };
+        let crd = crds
+            .update_with(&status_ctx, "crontabs.stable.example.com", established)
+            .await
+            .unwrap()
+            .value();
+        let rtype = storage_type(&crd, None).unwrap();
+        let instances = Arc::new(GenericStore::new(Arc::new(rtype), storage, "/registry"));
+        let cron = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": {"name": "c"}});
+        instances.create(&ctx, cron).await.unwrap();
+        (crds, instances)
+    }
+
+    async fn count(store: &GenericStore) -> usize {
+        let ctx = system_context("", "test");
+        store
+            .list(&ctx, Default::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+    }
+
+    // Instances are deleted only once the CRD's served types refuse creates:
+    // a create that slipped in after the deletion would outlive its CRD.
+    #[tokio::test(start_paused = true)]
+    async fn instances_are_deleted_only_once_creates_are_refused() {
+        let (crds, instances) = crontabs().await;
+        let ctx = system_context("", "test");
+        crds.delete(&ctx, "crontabs.stable.example.com", &Default::default())
+            .await
+            .unwrap();
+        let deleted = crds
+            .get(&ctx, "crontabs.stable.example.com")
+            .await
+            .unwrap()
+            .value();
+        assert!(awaits_cleanup(&deleted));
+        let published = Arc::new(Mutex::new(Vec::new()));
+        let sink = published.clone();
+        let publish: Publish = Arc::new(move |types| *lock(&sink) = types);
+        let (_leading, leadership) = tokio::sync::watch::channel(true);
+        let controller = CrdController::new(crds.clone(), publish, leadership.clone());
+        let cleaner = Cleaner {
+            crds: crds.clone(),
+            leadership,
+            refusing: controller.refusing.subscribe(),
+        };
+        let key = cleanup_key(&deleted);
+
+        // Not yet published as terminating: nothing is deleted.
+        let error = cleaner.reconcile(&key).await.unwrap_err();
+        assert!(matches!(error, Error::CreatesNotRefused(_)), "{error}");
+        assert_eq!(count(&instances).await, 1);
+
+        let name = "crontabs.stable.example.com".to_string();
+        let changed = [(
+            name,
+            Some(Arc::new(registry::Object::new(Value::clone(&deleted)))),
+        )];
+        controller.republish(&changed, &BTreeMap::new());
+        let types = lock(&published).clone();
+        assert_eq!(types.len(), 1);
+        assert!(types[0].refuse_create.is_some(), "the types refuse creates");
+        cleaner.reconcile(&key).await.unwrap();
+        assert_eq!(count(&instances).await, 0);
     }
 
     // The cleanup of a deleted CRD is queued once when it is seen deleted, not

@@ -33,6 +33,9 @@ pub enum Error {
     /// condition message).
     #[error("could not confirm zero CustomResources remaining: {0}")]
     InstancesRemain(#[source] crd::InstancesRemain),
+    /// The served types of a deleted CRD did not come to refuse creates in time.
+    #[error("the types of deleted CRD {0} still accept creates")]
+    CreatesNotRefused(String),
     #[error(transparent)]
     Sign(#[from] service_account_tokens::SignError),
 }
