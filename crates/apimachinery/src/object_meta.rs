@@ -63,8 +63,61 @@ pub struct ManagedFieldsEntry {
     /// As [`ObjectMeta::deletion_timestamp`].
     pub time: Option<String>,
     pub fields_type: String,
-    pub fields_v1: Option<Value>,
+    pub fields_v1: Option<FieldsV1>,
     pub subresource: String,
+}
+
+/// `metav1.FieldsV1`, which Go keeps as the raw bytes of any JSON value: as
+/// decoded from a request or the store, or as the field manager wrote it
+/// (a create's entry is written once, as text, and never built as a tree).
+#[derive(Debug, Clone)]
+pub enum FieldsV1 {
+    Value(Value),
+    /// Compact JSON of an object tree of objects (a field set), its keys
+    /// escaped as Go escapes them: written as it is by either encoder.
+    Text(Box<str>),
+}
+
+impl FieldsV1 {
+    /// The document as a JSON value (the text parsed).
+    pub fn to_value(&self) -> Value {
+        match self {
+            FieldsV1::Value(v) => v.clone(),
+            FieldsV1::Text(text) => Self::parse(text),
+        }
+    }
+
+    pub fn into_value(self) -> Value {
+        match self {
+            FieldsV1::Value(v) => v,
+            FieldsV1::Text(text) => Self::parse(&text),
+        }
+    }
+
+    /// A `Text` is valid JSON by construction; `Null` would only hide a
+    /// writer's bug, which the field manager's tests catch.
+    fn parse(text: &str) -> Value {
+        serde_json::from_str(text).unwrap_or(Value::Null)
+    }
+
+    /// Appends the document: a value as `write` writes it, text as it is.
+    fn write_with(&self, out: &mut Vec<u8>, write: fn(&mut Vec<u8>, &Value)) {
+        match self {
+            FieldsV1::Value(v) => write(out, v),
+            FieldsV1::Text(text) => out.extend_from_slice(text.as_bytes()),
+        }
+    }
+}
+
+/// Equal as JSON documents, whichever way each is held.
+impl PartialEq for FieldsV1 {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (FieldsV1::Value(a), FieldsV1::Value(b)) => a == b,
+            (FieldsV1::Text(a), FieldsV1::Text(b)) => a == b,
+            _ => self.to_value() == other.to_value(),
+        }
+    }
 }
 
 /// Go's zero `metav1.Time` as text: a `deletionTimestamp` or managed fields'
@@ -394,7 +447,7 @@ impl ManagedFieldsEntry {
         w.str(b"\"fieldsType\":", &self.fields_type);
         if let Some(f) = &self.fields_v1 {
             w.key(b"\"fieldsV1\":");
-            crate::json::write_unstructured_value(w.out, f);
+            f.write_with(w.out, crate::json::write_unstructured_value);
         }
         w.str(b"\"manager\":", &self.manager);
         w.str(b"\"operation\":", &self.operation);
@@ -594,7 +647,10 @@ impl ManagedFieldsEntry {
             api_version,
             time: map.remove("time").and_then(time),
             fields_type,
-            fields_v1: map.remove("fieldsV1").filter(|v| !v.is_null()),
+            fields_v1: map
+                .remove("fieldsV1")
+                .filter(|v| !v.is_null())
+                .map(FieldsV1::Value),
             subresource,
         }
     }
@@ -615,7 +671,7 @@ impl ManagedFieldsEntry {
         }
         put_string(&mut map, "fieldsType", self.fields_type);
         if let Some(f) = self.fields_v1 {
-            map.insert("fieldsV1".into(), f);
+            map.insert("fieldsV1".into(), f.into_value());
         }
         put_string(&mut map, "subresource", self.subresource);
         Value::Object(map)
@@ -634,7 +690,7 @@ impl ManagedFieldsEntry {
         w.str(b"\"fieldsType\":", &self.fields_type);
         if let Some(f) = &self.fields_v1 {
             w.key(b"\"fieldsV1\":");
-            crate::json::write_value(w.out, f);
+            f.write_with(w.out, crate::json::write_value);
         }
         w.str(b"\"subresource\":", &self.subresource);
         w.close();
@@ -1202,7 +1258,7 @@ mod tests {
                         api_version,
                         time,
                         fields_type,
-                        fields_v1,
+                        fields_v1: fields_v1.map(FieldsV1::Value),
                         subresource,
                     }
                 },

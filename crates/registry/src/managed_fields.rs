@@ -30,7 +30,7 @@ use std::fmt;
 
 use smol_str::SmolStr;
 
-use apimachinery::object_meta::{DynamicObject, ManagedFieldsEntry};
+use apimachinery::object_meta::{DynamicObject, FieldsV1, ManagedFieldsEntry};
 use apimachinery::time;
 use patch::{FieldMeta, ListType, PatchMeta};
 use serde_json::{Map, Value, json};
@@ -1395,7 +1395,7 @@ impl ManagedEntry {
             api_version: self.api_version.clone(),
             time: self.time.clone(),
             fields_type: "FieldsV1".into(),
-            fields_v1: Some(self.fields.to_fields_v1()),
+            fields_v1: Some(FieldsV1::Value(self.fields.to_fields_v1())),
             subresource: self.subresource.clone(),
         }
     }
@@ -1715,7 +1715,8 @@ struct CreatedEntry {
     api_version: String,
     subresource: String,
     time: String,
-    fields_v1: Map<String, Value>,
+    /// Written by [`create`]'s walk.
+    fields_v1: Box<str>,
 }
 
 impl CreatedEntry {
@@ -1726,7 +1727,7 @@ impl CreatedEntry {
             &self.api_version,
             Some(&self.time),
             &self.subresource,
-            Value::Object(self.fields_v1),
+            FieldsV1::Text(self.fields_v1).into_value(),
         )
     }
 
@@ -1737,7 +1738,7 @@ impl CreatedEntry {
             api_version: self.api_version,
             time: Some(self.time),
             fields_type: "FieldsV1".into(),
-            fields_v1: Some(Value::Object(self.fields_v1)),
+            fields_v1: Some(FieldsV1::Text(self.fields_v1)),
             subresource: self.subresource,
         }
     }
@@ -1839,11 +1840,11 @@ fn record_create(
     Some(created(fields, writer))
 }
 
-/// A create's entry: `writer`'s, with `fields` (none when they are empty).
-fn created(fields: Map<String, Value>, writer: &Writer<'_>) -> Recorded {
-    if fields.is_empty() {
+/// A create's entry: `writer`'s, with `fields` (none when it set nothing).
+fn created(fields: create::Written, writer: &Writer<'_>) -> Recorded {
+    let Some(fields) = fields else {
         return Recorded::Entries(Vec::new());
-    }
+    };
     Recorded::Created(CreatedEntry {
         manager: writer.manager.to_owned(),
         api_version: writer.api_version.to_owned(),

@@ -31,9 +31,14 @@ pub(super) fn fields_v1(
     base: &Map<String, Value>,
     obj: &Map<String, Value>,
     reset: &FieldSet,
-) -> Map<String, Value> {
-    CreateWalk::new(schema).created(Some(base), obj, Some(system_fields()), Some(reset))
+) -> Written {
+    CreateWalk::new(schema)
+        .created(Some(base), obj, Some(system_fields()), Some(reset))
+        .into_text()
 }
+
+/// A create's `FieldsV1` as JSON text, `None` when the create set nothing.
+pub(super) type Written = Option<Box<str>>;
 
 /// [`fields_v1`] of the object whose metadata is `meta` and the rest `body`
 /// (a JSON object without `metadata`), without writing `meta` out as JSON.
@@ -46,7 +51,7 @@ pub(super) fn typed_fields_v1(
     meta: &ObjectMeta,
     body: &Value,
     reset: &FieldSet,
-) -> Option<Map<String, Value>> {
+) -> Option<Written> {
     let (base, body) = (base.as_object()?, body.as_object()?);
     // Equality compares lengths first: cheaper than a search by order.
     if body.keys().any(|k| k == METADATA) {
@@ -88,18 +93,79 @@ pub(super) fn typed_fields_v1(
                 finalizers: finalizers.as_ref(),
             };
             let below = walk.typed_metadata(&fields, reset.child_field(METADATA));
-            add(&mut out, || field_key(METADATA), false, below);
+            add(&mut out, Key::Field(METADATA), false, below);
         }
         walk.names.pop();
     }
-    Some(out)
+    Some(out.into_text())
 }
 
 /// The typed metadata, its lists written out as JSON.
-struct TypedMeta<'m, 'v> {
-    meta: &'m ObjectMeta,
+struct TypedMeta<'v> {
+    meta: &'v ObjectMeta,
     owner_references: Option<&'v Value>,
     finalizers: Option<&'v Value>,
+}
+
+/// A `FieldsV1` node as the walk builds it: whether its field is owned
+/// itself (`"."` among its members, set by [`add`]) and its members, keyed
+/// by what they borrow from the object; written out once, as text
+/// ([`Fields::into_text`]), never built as a JSON tree.
+#[derive(Debug, Default)]
+struct Fields<'v> {
+    owned: bool,
+    members: Vec<(Key<'v>, Fields<'v>)>,
+}
+
+/// A member's key: a field (`f:name`, written from the name) or a list
+/// element, serialized (`k:…`, `v:…`, `i:…`). Ordered as their text is
+/// (byte order, as Go sorts a map's keys): every `f:` key before every
+/// element's, and `"."` before both.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key<'v> {
+    Field(&'v str),
+    Element(String),
+}
+
+impl Fields<'_> {
+    fn is_empty(&self) -> bool {
+        !self.owned && self.members.is_empty()
+    }
+
+    /// The node as JSON text, `None` when it holds nothing.
+    fn into_text(self) -> Written {
+        if self.is_empty() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(128);
+        self.write(&mut out);
+        // Only whole strings and ASCII punctuation were written.
+        String::from_utf8(out).ok().map(String::into_boxed_str)
+    }
+
+    /// Appends `{…}`, its members in key order (the walks add a map's fields
+    /// in order; metadata's and a list's elements are sorted here).
+    fn write(mut self, out: &mut Vec<u8>) {
+        if !self.members.is_sorted_by(|a, b| a.0 <= b.0) {
+            self.members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        }
+        out.push(b'{');
+        if self.owned {
+            out.extend_from_slice(b"\".\":{}");
+        }
+        for (i, (key, node)) in self.members.into_iter().enumerate() {
+            if i > 0 || self.owned {
+                out.push(b',');
+            }
+            match key {
+                Key::Field(name) => apimachinery::json::write_prefixed_str(out, "f:", name),
+                Key::Element(text) => apimachinery::json::write_str(out, &text),
+            }
+            out.push(b':');
+            node.write(out);
+        }
+        out.push(b'}');
+    }
 }
 
 /// A walk over a created object's new fields. The schema is looked up by the
@@ -204,8 +270,8 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
         fields: &'v Map<String, Value>,
         system: Option<&FieldSet>,
         reset: Option<&FieldSet>,
-    ) -> Map<String, Value> {
-        let mut out = Map::new();
+    ) -> Fields<'v> {
+        let mut out = Fields::default();
         for (k, v) in fields {
             if self.is_managed_fields(k) {
                 continue;
@@ -228,7 +294,7 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
             self.names.push(k);
             let (member, below) = self.created_field(old, v, system_below, reset_below);
             self.names.pop();
-            add(&mut out, || field_key(k), member && !is_system, below);
+            add(&mut out, Key::Field(k), member && !is_system, below);
         }
         out
     }
@@ -241,7 +307,7 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
         v: &'v Value,
         system: Option<&FieldSet>,
         reset: Option<&FieldSet>,
-    ) -> (bool, Map<String, Value>) {
+    ) -> (bool, Fields<'v>) {
         let Some(old) = old else {
             return (true, self.all_new(v, system, reset));
         };
@@ -261,7 +327,7 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
             }
             // A map emptied (to null): only removals.
             (Value::Object(o), Value::Null) if !o.is_empty() && !self.atomic_map() => {
-                return (false, Map::new());
+                return (false, Fields::default());
             }
             _ => {}
         }
@@ -272,7 +338,7 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
         let below = if other_kind {
             self.all_new(v, system, reset)
         } else {
-            Map::new()
+            Fields::default()
         };
         (true, below)
     }
@@ -283,7 +349,7 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
         v: &'v Value,
         system: Option<&FieldSet>,
         reset: Option<&FieldSet>,
-    ) -> Map<String, Value> {
+    ) -> Fields<'v> {
         match v {
             Value::Object(map) if (system.is_some() || reset.is_some()) && !self.atomic_map() => {
                 self.created(None, map, system, reset)
@@ -297,20 +363,20 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
     /// the items of a keyed or set list (a duplicated item whole, without
     /// its fields); atomic maps and lists, scalars and empty containers have
     /// nothing below them.
-    fn all_below(&mut self, v: &'v Value) -> Map<String, Value> {
+    fn all_below(&mut self, v: &'v Value) -> Fields<'v> {
         match v {
             Value::Object(m) if !m.is_empty() && !self.atomic_map() => self.new_fields(m),
             Value::Array(items) if !items.is_empty() => match self.list_kind(items) {
-                ListKind::Atomic => Map::new(),
+                ListKind::Atomic => Fields::default(),
                 kind => self.new_items(items, &kind),
             },
-            _ => Map::new(),
+            _ => Fields::default(),
         }
     }
 
     /// The new fields of the map at the current path and all below them.
-    fn new_fields(&mut self, fields: &'v Map<String, Value>) -> Map<String, Value> {
-        let mut out = Map::new();
+    fn new_fields(&mut self, fields: &'v Map<String, Value>) -> Fields<'v> {
+        let mut out = Fields::default();
         for (k, v) in fields {
             if self.is_managed_fields(k) {
                 continue;
@@ -318,18 +384,18 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
             self.names.push(k);
             let below = self.all_below(v);
             self.names.pop();
-            add(&mut out, || field_key(k), true, below);
+            add(&mut out, Key::Field(k), true, below);
         }
         out
     }
 
     /// The new items of a keyed or set list at the current path and all
     /// below them; an item that is there more than once is owned whole.
-    fn new_items(&mut self, items: &'v [Value], kind: &ListKind) -> Map<String, Value> {
+    fn new_items(&mut self, items: &'v [Value], kind: &ListKind) -> Fields<'v> {
         let elements: Vec<Option<PathElement>> =
             items.iter().map(|item| kind.element(item)).collect();
         let runs = equal_runs(&elements);
-        let mut out = Map::new();
+        let mut out = Fields::default();
         for ((item, pe), run) in items.iter().zip(&elements).zip(runs) {
             let Some(pe) = pe else { continue };
             match run {
@@ -337,12 +403,19 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
                     self.items += 1;
                     let below = self.all_below(item);
                     self.items -= 1;
-                    add(&mut out, || pe.serialize(), true, below);
+                    add(&mut out, Key::Element(pe.serialize()), true, below);
                 }
                 // Added once, at its first occurrence: elements equal as
                 // path elements may still be written differently, such as
                 // `1` and `1.0`.
-                Run::FirstOfMany => add(&mut out, || pe.serialize(), true, Map::new()),
+                Run::FirstOfMany => {
+                    add(
+                        &mut out,
+                        Key::Element(pe.serialize()),
+                        true,
+                        Fields::default(),
+                    );
+                }
                 Run::Repeat => {}
             }
         }
@@ -354,13 +427,9 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
     /// [`Self::created`] finds in [`ObjectMeta::to_value`] against no base.
     /// The system fields (`name`, `namespace`, `uid`, `resourceVersion`,
     /// `generation`, `creationTimestamp`, `selfLink`) are scalars: nothing.
-    fn typed_metadata(
-        &mut self,
-        fields: &TypedMeta<'_, 'v>,
-        reset: Option<&FieldSet>,
-    ) -> Map<String, Value> {
+    fn typed_metadata(&mut self, fields: &TypedMeta<'v>, reset: Option<&FieldSet>) -> Fields<'v> {
         let meta = fields.meta;
-        let mut out = Map::new();
+        let mut out = Fields::default();
         let owned = |name: &str| reset.is_none_or(|r| !r.has_field(name));
         // Scalars: owned, nothing below them.
         for (name, set) in [
@@ -372,7 +441,7 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
             ),
         ] {
             if set && owned(name) {
-                add(&mut out, || field_key(name), true, Map::new());
+                add(&mut out, Key::Field(name), true, Fields::default());
             }
         }
         // Maps of strings: owned, and each of their keys but reset ones
@@ -382,17 +451,17 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
                 continue;
             }
             self.names.push(name);
-            let mut below = Map::new();
+            let mut below = Fields::default();
             if !self.atomic_map() {
                 let reset = reset.and_then(|r| r.child_field(name));
                 for key in map.keys() {
                     if reset.is_none_or(|r| !r.has_field(key)) {
-                        below.insert(field_key(key), Value::Object(Map::new()));
+                        below.members.push((Key::Field(key), Fields::default()));
                     }
                 }
             }
             self.names.pop();
-            add(&mut out, || field_key(name), true, below);
+            add(&mut out, Key::Field(name), true, below);
         }
         // Lists: owned, their items as the schema says.
         for (name, list) in [
@@ -405,7 +474,7 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
             self.names.push(name);
             let below = self.all_below(list);
             self.names.pop();
-            add(&mut out, || field_key(name), true, below);
+            add(&mut out, Key::Field(name), true, below);
         }
         out
     }
@@ -415,27 +484,14 @@ impl<'s, 'v> CreateWalk<'s, 'v> {
 /// (`member`) or not, with `below` under it: `{}` for a member without
 /// descendants, `"."` among the descendants of one with them; nothing for
 /// neither. The walks add each element once.
-fn add(
-    out: &mut Map<String, Value>,
-    key: impl FnOnce() -> String,
-    member: bool,
-    mut below: Map<String, Value>,
-) {
+fn add<'v>(out: &mut Fields<'v>, key: Key<'v>, member: bool, mut below: Fields<'v>) {
     if !member && below.is_empty() {
         return;
     }
     if member && !below.is_empty() {
-        below.insert(".".into(), Value::Object(Map::new()));
+        below.owned = true;
     }
-    out.insert(key(), Value::Object(below));
-}
-
-/// The `FieldsV1` key of the field `name`: `f:name`.
-fn field_key(name: &str) -> String {
-    let mut key = String::with_capacity(2 + name.len());
-    key.push_str("f:");
-    key.push_str(name);
-    key
+    out.members.push((key, below));
 }
 
 /// Where a list element stands among the elements equal to it.
@@ -741,6 +797,14 @@ mod tests {
         obj
     }
 
+    /// A `FieldsV1` document as the encoder writes it: the walk's text must
+    /// be these bytes (member order and escaping included).
+    fn written(fields: &Value) -> Box<str> {
+        let mut out = Vec::new();
+        apimachinery::json::write_value(&mut out, fields);
+        String::from_utf8(out).unwrap().into()
+    }
+
     /// The plain way: the object compared with the base, the change
     /// credited to a writer without entries, its field set encoded.
     fn by_comparison(obj: &Value, base: &Value, tracking: &Tracking<'_>) -> Option<Value> {
@@ -765,11 +829,9 @@ mod tests {
                     prop_assert_eq!(fields.is_some(), typed, "base {}", base);
                     let tracking = Tracking { schema, reset: Cow::Owned(reset), empty: Some(&base) };
                     let Some(fields) = fields else { continue };
-                    let want = by_comparison(&obj, &base, &tracking);
-                    let got = (!fields.is_empty()).then_some(Value::Object(fields));
-                    prop_assert_eq!(&got, &want, "base {}, reset {:?}", base, tracking.reset);
+                    let want = by_comparison(&obj, &base, &tracking).map(|want| written(&want));
+                    prop_assert_eq!(&fields, &want, "base {}, reset {:?}", base, tracking.reset);
                     let json = fields_v1(schema, base.as_object().unwrap(), obj.as_object().unwrap(), &tracking.reset);
-                    let json = (!json.is_empty()).then_some(Value::Object(json));
                     prop_assert_eq!(json, want);
                 }
             }
@@ -889,7 +951,7 @@ mod tests {
             empty: Some(&base),
         };
         let fields = typed_fields_v1(&schema, &base, &meta, &body, &reset).unwrap();
-        let fields = Value::Object(fields);
+        let fields: Value = serde_json::from_str(&fields.unwrap()).unwrap();
         assert_eq!(
             Some(&fields),
             by_comparison(&whole(&meta, &body), &base, &tracking).as_ref()
@@ -923,9 +985,10 @@ mod tests {
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "x"}});
         let fields = typed_fields_v1(&schema, &base, &meta, &body, &FieldSet::new()).unwrap();
         assert_eq!(
-            Value::Object(fields),
-            json!({"f:data": {".": {}, "f:payload": {}},
-                "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+            fields.as_deref(),
+            Some(
+                r#"{"f:data":{".":{},"f:payload":{}},"f:metadata":{"f:labels":{".":{},"f:app":{}}}}"#
+            )
         );
     }
 }
