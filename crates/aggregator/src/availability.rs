@@ -203,9 +203,8 @@ pub async fn run(
     // Local APIServices (one per CRD group-version) come and go with CRDs; only
     // service-backed ones matter here.
     let follow = |store: &Arc<GenericStore>, matters: fn(&Object) -> bool| {
-        runtime::follow(store.clone(), MANAGER, queue.clone(), move |e| {
-            round_if(e, matters)
-        })
+        let reflector = runtime::Reflector::new(store.clone(), MANAGER);
+        runtime::follow(reflector, queue.clone(), move |e| round_if(e, matters))
     };
     let (apiservices, services, slices, endpoints, ticks) = (
         follow(&stores.apiservices, service_backed),

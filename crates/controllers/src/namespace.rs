@@ -12,7 +12,7 @@ use registry::options::DeleteOptions;
 use registry::{GenericStore, ListOptions, RequestContext};
 
 use crate::{Error, api};
-use runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{self, Event, Reconciler, Reflector, WorkQueue};
 use runtime::{Resources, system_context};
 
 const MANAGER: &str = "kubext-namespace-controller";
@@ -43,7 +43,7 @@ impl<R: Resources> NamespaceController<R> {
             return;
         };
         let queue = WorkQueue::new(Duration::from_millis(100), Duration::from_secs(5));
-        let namespaces = runtime::follow(namespaces, MANAGER, queue.clone(), names);
+        let namespaces = runtime::follow(Reflector::new(namespaces, MANAGER), queue.clone(), names);
         // A default object deleted or changed is put back, as the service
         // account controller and the root CA publisher of kube-controller-
         // manager do: its namespace is reconciled again.
@@ -52,8 +52,10 @@ impl<R: Resources> NamespaceController<R> {
             let queue = queue.clone();
             async move {
                 match store {
+                    // Only the default object's events: not every ConfigMap write.
                     Some(store) => {
-                        runtime::follow(store, MANAGER, queue, |e| namespaces_of(e, name)).await
+                        let reflector = Reflector::named(store, name, MANAGER);
+                        runtime::follow(reflector, queue, |e| namespaces_of(e, name)).await
                     }
                     None => std::future::pending().await,
                 }

@@ -23,7 +23,7 @@ use registry::{GenericStore, ListOptions, RequestContext};
 use serde_json::{Value, json};
 
 use crate::{Error, api};
-use runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{self, Event, Reconciler, Reflector, WorkQueue};
 use runtime::{Resources, system_context};
 
 pub const SECRET_TYPE: &str = "kubernetes.io/service-account-token";
@@ -271,10 +271,10 @@ impl<R: Resources> TokensController<R> {
         let known_secrets = Mutex::new(HashMap::default());
         let feed = async {
             tokio::join!(
-                runtime::follow(accounts, MANAGER, queue.clone(), |e| {
+                runtime::follow(Reflector::new(accounts, MANAGER), queue.clone(), |e| {
                     event_keys(&mut lock(&known_accounts), e, account_key)
                 }),
-                runtime::follow(secrets, MANAGER, queue.clone(), |e| {
+                runtime::follow(Reflector::new(secrets, MANAGER), queue.clone(), |e| {
                     event_keys(&mut lock(&known_secrets), e, token_key)
                 }),
             );

@@ -28,7 +28,7 @@ use registry::{GenericStore, ListOptions, RequestContext};
 use serde_json::{Value, json};
 
 use crate::{Error, api};
-use runtime::{self, Event, Reconciler, WorkQueue};
+use runtime::{self, Event, Reconciler, Reflector, WorkQueue};
 use runtime::{Resources, system_context};
 
 pub const PVC_FINALIZER: &str = "kubernetes.io/pvc-protection";
@@ -539,8 +539,12 @@ impl<R: Resources> ClaimProtection<R> {
         let pod_keys = move |event: &Event| pod_event_keys(&lock(&known), event);
         let feed = async {
             tokio::join!(
-                runtime::follow(claims, CLAIM_MANAGER, queue.clone(), claim_keys),
-                runtime::follow(pods, CLAIM_MANAGER, queue.clone(), pod_keys),
+                runtime::follow(
+                    Reflector::new(claims, CLAIM_MANAGER),
+                    queue.clone(),
+                    claim_keys
+                ),
+                runtime::follow(Reflector::new(pods, CLAIM_MANAGER), queue.clone(), pod_keys),
             );
         };
         runtime::run(self.clone(), queue.clone(), 1, feed).await;
@@ -661,7 +665,7 @@ impl<R: Resources> VolumeProtection<R> {
             }
             Event::Deleted(_) => Vec::new(),
         };
-        let feed = runtime::follow(volumes, VOLUME_MANAGER, queue.clone(), keys);
+        let feed = runtime::follow(Reflector::new(volumes, VOLUME_MANAGER), queue.clone(), keys);
         runtime::run(self.clone(), queue, 1, feed).await;
     }
 }
@@ -709,11 +713,15 @@ impl<R: Resources> ClassProtection<R> {
         let users = |store| {
             let named = Mutex::new(HashMap::default());
             let keys = move |event: &Event| released_classes(&mut lock(&named), event);
-            runtime::follow(store, CLASS_MANAGER, queue.clone(), keys)
+            runtime::follow(Reflector::new(store, CLASS_MANAGER), queue.clone(), keys)
         };
         let feed = async {
             tokio::join!(
-                runtime::follow(classes, CLASS_MANAGER, queue.clone(), class_event_keys),
+                runtime::follow(
+                    Reflector::new(classes, CLASS_MANAGER),
+                    queue.clone(),
+                    class_event_keys
+                ),
                 users(claims),
                 users(volumes),
             );

@@ -128,12 +128,8 @@ pub async fn run(cluster_roles: Arc<GenericStore>) {
         std::time::Duration::from_millis(100),
         std::time::Duration::from_secs(10),
     );
-    let feed = runtime::follow(
-        cluster_roles.clone(),
-        MANAGER,
-        queue.clone(),
-        |_: &Event| vec![()],
-    );
+    let reflector = runtime::Reflector::new(cluster_roles.clone(), MANAGER);
+    let feed = runtime::follow(reflector, queue.clone(), |_: &Event| vec![()]);
     runtime::run(Arc::new(Aggregation { cluster_roles }), queue, 1, feed).await;
 }
 

@@ -474,15 +474,7 @@ impl GenericStore {
         if labels.is_none() && fields.is_none() {
             return Arc::new(|_: &Object| true);
         }
-        Arc::new(move |o: &Object| {
-            let value = o.value();
-            labels
-                .as_ref()
-                .is_none_or(|l| l.matches(meta::labels(&value)))
-                && fields
-                    .as_ref()
-                    .is_none_or(|f| f.matches(|field| rtype.field_value(&value, field)))
-        })
+        Arc::new(move |o: &Object| selected(&rtype, labels.as_ref(), fields.as_ref(), o))
     }
 
     /// Reject selectors on fields this type does not support (400, upstream's text).
@@ -1730,6 +1722,27 @@ fn namespace_terminating(ns: &Object) -> bool {
     }
 }
 
+/// Whether `o` is selected by `labels` and `fields`. Name and namespace are
+/// read from the encoding's front: a watch of one name decodes no other
+/// object (the whole object is decoded only for labels or other fields).
+fn selected(
+    rtype: &ResourceType,
+    labels: Option<&apimachinery::selector::LabelSelector>,
+    fields: Option<&apimachinery::selector::FieldSelector>,
+    o: &Object,
+) -> bool {
+    let decoded = std::cell::OnceCell::new();
+    let value = || decoded.get_or_init(|| o.value());
+    labels.is_none_or(|l| l.matches(meta::labels(value())))
+        && fields.is_none_or(|f| {
+            f.matches(|field| match field {
+                "metadata.name" => Some(o.name_and_namespace().0.into_owned()),
+                "metadata.namespace" => Some(o.name_and_namespace().1.into_owned()),
+                _ => rtype.field_value(value(), field),
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1749,6 +1762,54 @@ mod tests {
         assert!(namespace_terminating(&ns(
             br#"{"metadata":{"name":"a"},"status":{"phase":"\u0054erminating"}}"#
         )));
+    }
+
+    /// Selection reads name and namespace from the encoding as decoding the
+    /// object would: escaped, missing, out of order, beside labels and other
+    /// fields.
+    #[test]
+    fn selection_by_name_reads_as_the_decoded_object() {
+        use apimachinery::selector::{FieldSelector, LabelSelector};
+        let rtype = crate::builtin::resource_types()
+            .into_iter()
+            .find(|t| t.group.is_empty() && t.plural == "secrets")
+            .unwrap();
+        let objects: [&'static [u8]; 6] = [
+            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"a","namespace":"x","labels":{"k":"v"}},"type":"t"}"#,
+            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"\u0061","namespace":"y"},"type":"u"}"#,
+            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"namespace":"x","name":"b"}}"#,
+            br#"{"metadata":{"name":"a"},"kind":"Secret","apiVersion":"v1"}"#,
+            br#"{"kind":"Secret","apiVersion":"v1","metadata":{}}"#,
+            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"ab","namespace":"x"}}"#,
+        ];
+        let field_selectors = [
+            "metadata.name=a",
+            "metadata.name!=a",
+            "metadata.namespace=x",
+            "metadata.name=a,metadata.namespace=x",
+            "metadata.name=,type=t",
+            "type=u",
+        ];
+        for json in objects {
+            let o = Object::from_json(bytes::Bytes::from_static(json));
+            let value = o.value();
+            for fields in field_selectors {
+                let fields = FieldSelector::parse(fields).unwrap();
+                for labels in [None, Some(LabelSelector::parse("k=v").unwrap())] {
+                    let plain = labels
+                        .as_ref()
+                        .is_none_or(|l| l.matches(meta::labels(&value)))
+                        && fields.matches(|f| rtype.field_value(&value, f));
+                    let got = selected(&rtype, labels.as_ref(), Some(&fields), &o);
+                    assert_eq!(
+                        got,
+                        plain,
+                        "{fields} {labels:?} {}",
+                        String::from_utf8_lossy(json)
+                    );
+                }
+            }
+        }
     }
 
     /// The remembered answer is the plain one, whatever order versions of

@@ -117,14 +117,12 @@ pub async fn run<R: Reconciler>(
     // Dropping the set stops the workers.
 }
 
-/// Queue the keys `keys` finds in each event of `store`, forever.
+/// Queue the keys `keys` finds in each event `reflector` sees, forever.
 pub async fn follow<K: Clone + Eq + Hash + Send + 'static>(
-    store: Arc<GenericStore>,
-    manager: &str,
+    mut reflector: Reflector,
     queue: Arc<WorkQueue<K>>,
     keys: impl Fn(&Event) -> Vec<K>,
 ) {
-    let mut reflector = Reflector::new(store, manager);
     loop {
         for key in keys(&reflector.next().await) {
             queue.add(key);
@@ -176,7 +174,9 @@ pub async fn keep_current<S: Snapshot>(
     let mut feeds = tokio::task::JoinSet::new();
     for store in stores {
         let (queue, manager) = (queue.clone(), manager.to_owned());
-        feeds.spawn(async move { follow(store, &manager, queue, |_| vec![()]).await });
+        feeds.spawn(
+            async move { follow(Reflector::new(store, &manager), queue, |_| vec![()]).await },
+        );
     }
     let feed = async move { while feeds.join_next().await.is_some() {} };
     run(Arc::new(Rebuilds(snapshot)), queue, 1, feed).await;

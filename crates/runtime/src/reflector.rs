@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apimachinery::selector::{FieldOp, FieldRequirement, FieldSelector};
 use registry::{GenericStore, Object, RequestContext, Storage, WatchOptions};
 use storage::{Backoff, WatchItem, WatchStart, Watcher};
 
@@ -41,8 +42,13 @@ enum State {
 /// What a reflector follows.
 enum Source {
     /// One resource's objects, through its store (the first list is a
-    /// consistent read).
-    Store(Arc<GenericStore>),
+    /// consistent read); with `name`, only the objects of that name (the
+    /// store's watch leaves out the others' events, so a controller that
+    /// cares for one name is not woken by every write of the resource).
+    Store {
+        store: Arc<GenericStore>,
+        name: Option<String>,
+    },
     /// Every object stored under `prefix`, whatever its type (the first list
     /// is a consistent read too).
     Keyspace {
@@ -80,7 +86,13 @@ pub struct Reflector {
 impl Reflector {
     /// Follow `store`; `manager` names the controller in logs.
     pub fn new(store: Arc<GenericStore>, manager: &str) -> Self {
-        Self::of(Source::Store(store), manager)
+        Self::of(Source::Store { store, name: None }, manager)
+    }
+
+    /// Follow the objects of `store` named `name` (in any namespace).
+    pub fn named(store: Arc<GenericStore>, name: &str, manager: &str) -> Self {
+        let name = Some(name.to_string());
+        Self::of(Source::Store { store, name }, manager)
     }
 
     /// Follow every object `storage` holds under `prefix`.
@@ -101,9 +113,16 @@ impl Reflector {
     /// Start watching: with the current state, or after `revision`.
     async fn start(&self, after: Option<i64>) -> Result<Watcher<Object>, StartError> {
         match &self.source {
-            Source::Store(store) => {
+            Source::Store { store, name } => {
                 let opts = WatchOptions {
                     resource_version: after,
+                    field_selector: name.as_ref().map(|name| {
+                        FieldSelector::new(vec![FieldRequirement {
+                            field: "metadata.name".into(),
+                            op: FieldOp::Eq,
+                            value: name.clone(),
+                        }])
+                    }),
                     ..Default::default()
                 };
                 store
@@ -238,7 +257,7 @@ impl Reflector {
     async fn wait(&mut self, error: &StartError) {
         let delay = self.backoff.next_delay();
         let following = match &self.source {
-            Source::Store(store) => store.rtype.plural.as_str(),
+            Source::Store { store, .. } => store.rtype.plural.as_str(),
             Source::Keyspace { prefix, .. } => prefix.as_str(),
         };
         tracing::warn!(following, %error, ?delay, "reflector: cannot watch; retrying");
