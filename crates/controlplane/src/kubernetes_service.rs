@@ -223,7 +223,7 @@ impl EndpointReconciler {
     /// The live entries; expired ones are deleted (whoever sees one first).
     async fn live(&self) -> (Vec<SocketAddr>, Option<jiff::Timestamp>) {
         let now = jiff::Timestamp::now();
-        let listed = self.storage.list(&self.leases, None, 0, &|_| true);
+        let listed = self.storage.list(&self.leases, None, 0, &|_, _| true);
         let mut live = Vec::new();
         let mut next_expiry: Option<jiff::Timestamp> = None;
         for item in listed.items {

@@ -118,7 +118,7 @@ impl ServiceRepair {
     fn stored(&self, store: &GenericStore) -> Vec<Arc<Value>> {
         store
             .storage()
-            .list(&store.collection(""), None, 0, &|_: &Object| true)
+            .list(&store.collection(""), None, 0, &|_: &str, _: &Object| true)
             .items
             .iter()
             .map(|e| e.object.value())

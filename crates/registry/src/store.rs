@@ -472,9 +472,11 @@ impl GenericStore {
         let labels = labels.filter(|l| !l.is_empty());
         let fields = fields.filter(|f| !f.is_empty());
         if labels.is_none() && fields.is_none() {
-            return Arc::new(|_: &Object| true);
+            return Arc::new(|_: &str, _: &Object| true);
         }
-        Arc::new(move |o: &Object| selected(&rtype, labels.as_ref(), fields.as_ref(), o))
+        Arc::new(move |key: &str, o: &Object| {
+            selected(&rtype, labels.as_ref(), fields.as_ref(), key, o)
+        })
     }
 
     /// Reject selectors on fields this type does not support (400, upstream's text).
@@ -572,7 +574,7 @@ impl GenericStore {
         start: Option<&str>,
         rv: i64,
         limit: usize,
-        predicate: &(dyn Fn(&Object) -> bool + Send + Sync),
+        predicate: &(dyn Fn(&str, &Object) -> bool + Send + Sync),
         has_selector: bool,
     ) -> Result<ListResult> {
         let entries = self
@@ -586,7 +588,7 @@ impl GenericStore {
         let mut items = Vec::new();
         let mut remaining = 0;
         for entry in entries {
-            if !predicate(&entry.object) {
+            if !predicate(&entry.key, &entry.object) {
                 continue;
             }
             if limit > 0 && items.len() >= limit {
@@ -1722,13 +1724,15 @@ fn namespace_terminating(ns: &Object) -> bool {
     }
 }
 
-/// Whether `o` is selected by `labels` and `fields`. Name and namespace are
-/// read from the encoding's front: a watch of one name decodes no other
-/// object (the whole object is decoded only for labels or other fields).
+/// Whether `o`, stored at `key`, is selected by `labels` and `fields`. Name
+/// and namespace are read from the key (`…/namespace/name`, as the store
+/// writes every object): a watch of one name decodes no other object, nor
+/// scans it (the whole object is decoded only for labels or other fields).
 fn selected(
     rtype: &ResourceType,
     labels: Option<&apimachinery::selector::LabelSelector>,
     fields: Option<&apimachinery::selector::FieldSelector>,
+    key: &str,
     o: &Object,
 ) -> bool {
     let decoded = std::cell::OnceCell::new();
@@ -1736,11 +1740,21 @@ fn selected(
     labels.is_none_or(|l| l.matches(meta::labels(value())))
         && fields.is_none_or(|f| {
             f.matches(|field| match field {
-                "metadata.name" => Some(o.name_and_namespace().0.into_owned()),
-                "metadata.namespace" => Some(o.name_and_namespace().1.into_owned()),
+                "metadata.name" => Some(key_name_and_namespace(rtype, key).0.to_string()),
+                "metadata.namespace" => Some(key_name_and_namespace(rtype, key).1.to_string()),
                 _ => rtype.field_value(value(), field),
             })
         })
+}
+
+/// The name and namespace (`""` for a cluster-scoped type) a key names.
+fn key_name_and_namespace<'k>(rtype: &ResourceType, key: &'k str) -> (&'k str, &'k str) {
+    let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
+    let namespace = match rtype.namespaced {
+        true => parent.rsplit_once('/').map_or("", |(_, ns)| ns),
+        false => "",
+    };
+    (name, namespace)
 }
 
 #[cfg(test)]
@@ -1764,49 +1778,55 @@ mod tests {
         )));
     }
 
-    /// Selection reads name and namespace from the encoding as decoding the
-    /// object would: escaped, missing, out of order, beside labels and other
-    /// fields.
+    /// Selection reads name and namespace from the key the store writes an
+    /// object at as decoding the object would (namespaced or not), beside
+    /// labels and other fields.
     #[test]
     fn selection_by_name_reads_as_the_decoded_object() {
         use apimachinery::selector::{FieldSelector, LabelSelector};
-        let rtype = crate::builtin::resource_types()
-            .into_iter()
-            .find(|t| t.group.is_empty() && t.plural == "secrets")
-            .unwrap();
-        let objects: [&'static [u8]; 6] = [
-            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"a","namespace":"x","labels":{"k":"v"}},"type":"t"}"#,
-            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"\u0061","namespace":"y"},"type":"u"}"#,
-            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"namespace":"x","name":"b"}}"#,
-            br#"{"metadata":{"name":"a"},"kind":"Secret","apiVersion":"v1"}"#,
-            br#"{"kind":"Secret","apiVersion":"v1","metadata":{}}"#,
-            br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"ab","namespace":"x"}}"#,
+        let rtype = |plural: &str| {
+            crate::builtin::resource_types()
+                .into_iter()
+                .find(|t| t.group.is_empty() && t.plural == plural)
+                .unwrap()
+        };
+        let objects: [(&str, &'static [u8]); 5] = [
+            ("secrets", br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"a","namespace":"x","labels":{"k":"v"}},"type":"t"}"#),
+            ("secrets", br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"\u0061","namespace":"y"},"type":"u"}"#),
+            ("secrets", br#"{"kind":"Secret","apiVersion":"v1","metadata":{"namespace":"x","name":"b"}}"#),
+            ("secrets", br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"ab","namespace":"x"}}"#),
+            ("namespaces", br#"{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"x","labels":{"k":"v"}}}"#),
         ];
         let field_selectors = [
             "metadata.name=a",
             "metadata.name!=a",
+            "metadata.name=x",
             "metadata.namespace=x",
+            "metadata.namespace=",
             "metadata.name=a,metadata.namespace=x",
-            "metadata.name=,type=t",
+            "metadata.name=ab,type=t",
             "type=u",
         ];
-        for json in objects {
+        for (plural, json) in objects {
+            let rtype = rtype(plural);
             let o = Object::from_json(bytes::Bytes::from_static(json));
             let value = o.value();
+            let key = match meta::namespace(&value) {
+                "" => format!("/registry/{plural}/{}", meta::name(&value)),
+                ns => format!("/registry/{plural}/{ns}/{}", meta::name(&value)),
+            };
             for fields in field_selectors {
                 let fields = FieldSelector::parse(fields).unwrap();
+                if fields.fields().any(|f| rtype.check_field_label(f).is_err()) {
+                    continue;
+                }
                 for labels in [None, Some(LabelSelector::parse("k=v").unwrap())] {
                     let plain = labels
                         .as_ref()
                         .is_none_or(|l| l.matches(meta::labels(&value)))
                         && fields.matches(|f| rtype.field_value(&value, f));
-                    let got = selected(&rtype, labels.as_ref(), Some(&fields), &o);
-                    assert_eq!(
-                        got,
-                        plain,
-                        "{fields} {labels:?} {}",
-                        String::from_utf8_lossy(json)
-                    );
+                    let got = selected(&rtype, labels.as_ref(), Some(&fields), &key, &o);
+                    assert_eq!(got, plain, "{fields} {labels:?} {key}");
                 }
             }
         }

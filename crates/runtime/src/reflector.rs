@@ -140,7 +140,7 @@ impl Reflector {
                     }
                 };
                 storage
-                    .watch(prefix, start, Arc::new(|_| true), false)
+                    .watch(prefix, start, Arc::new(|_, _| true), false)
                     .await
                     .map_err(StartError::Storage)
             }

@@ -144,7 +144,7 @@ pub enum WatchStart {
     After(i64),
 }
 
-pub type Predicate<O> = Arc<dyn Fn(&O) -> bool + Send + Sync>;
+pub type Predicate<O> = Arc<dyn Fn(&str, &O) -> bool + Send + Sync>;
 
 /// A running watch: first the items in `initial`, then whatever `events` yields.
 /// `events` closes when the watcher fell behind or the store shut down.
@@ -458,7 +458,7 @@ impl<C: Codec> Store<C> {
         prefix: &str,
         start_after: Option<&str>,
         limit: usize,
-        predicate: &dyn Fn(&C::Object) -> bool,
+        predicate: &dyn Fn(&str, &C::Object) -> bool,
     ) -> CachedList<C::Object> {
         let state = self.state.read();
         let end = crate::prefix_end(prefix);
@@ -468,12 +468,8 @@ impl<C: Codec> Store<C> {
         };
         let mut items = Vec::new();
         let mut remaining = 0usize;
-        for entry in state
-            .objects
-            .range(lower, Bound::Excluded(end.as_str()))
-            .map(|(_, e)| e)
-        {
-            if !predicate(&entry.object) {
+        for (key, entry) in state.objects.range(lower, Bound::Excluded(end.as_str())) {
+            if !predicate(key, &entry.object) {
                 continue;
             }
             if limit > 0 && items.len() >= limit {
@@ -755,7 +751,7 @@ impl<C: Codec> Store<C> {
         slot: &Slot<C::Object>,
         event: &CacheEvent<C::Object>,
     ) -> Option<WatchItem<C::Object>> {
-        let matches = |o: &C::Object| (slot.predicate)(o);
+        let matches = |o: &C::Object| (slot.predicate)(&event.key, o);
         let now = event
             .current
             .as_ref()
@@ -917,13 +913,13 @@ fn decode_entry<C: Codec>(codec: &C, kv: &KeyValue) -> Result<Entry<C::Object>> 
 fn initial_state<O>(
     state: &State<O>,
     prefix: &str,
-    predicate: &dyn Fn(&O) -> bool,
+    predicate: &dyn Fn(&str, &O) -> bool,
 ) -> Vec<WatchItem<O>> {
     let end = crate::prefix_end(prefix);
     state
         .objects
         .range(Bound::Included(prefix), Bound::Excluded(end.as_str()))
-        .filter(|(_, e)| predicate(&e.object))
+        .filter(|(key, e)| predicate(key, &e.object))
         .map(|(_, e)| WatchItem::Added(e.object.clone()))
         .collect()
 }
@@ -932,7 +928,7 @@ fn replay<C: Codec>(
     state: &State<C::Object>,
     prefix: &str,
     after: i64,
-    predicate: &dyn Fn(&C::Object) -> bool,
+    predicate: &dyn Fn(&str, &C::Object) -> bool,
     codec: &C,
 ) -> Result<Vec<WatchItem<C::Object>>> {
     if after < state.history_start {
@@ -962,8 +958,8 @@ fn replay<C: Codec>(
         }
         let current = event.current.as_ref().and_then(object);
         let prev = event.prev.as_ref().and_then(object);
-        let now = current.as_ref().is_some_and(|o| predicate(o));
-        let before = prev.as_ref().is_some_and(|o| predicate(o));
+        let now = current.as_ref().is_some_and(|o| predicate(&event.key, o));
+        let before = prev.as_ref().is_some_and(|o| predicate(&event.key, o));
         match (current, prev) {
             (Some(cur), _) if now && before => items.push(WatchItem::Modified(cur)),
             (Some(cur), _) if now => items.push(WatchItem::Added(cur)),
@@ -1367,7 +1363,7 @@ mod tests {
             .watch(
                 "/registry/a/",
                 WatchStart::CurrentState,
-                Arc::new(|o: &(String, i64)| o.0 == "red"),
+                Arc::new(|_: &str, o: &(String, i64)| o.0 == "red"),
                 false,
             )
             .await
@@ -1403,7 +1399,7 @@ mod tests {
             .watch(
                 "/registry/",
                 WatchStart::CurrentState,
-                Arc::new(|_: &_| true),
+                Arc::new(|_: &str, _: &_| true),
                 false,
             )
             .await
@@ -1463,7 +1459,7 @@ mod tests {
             .watch(
                 "/registry/a/",
                 WatchStart::After(r1),
-                Arc::new(|_: &_| true),
+                Arc::new(|_: &str, _: &_| true),
                 false,
             )
             .await
@@ -1475,7 +1471,7 @@ mod tests {
             .watch(
                 "/registry/a/",
                 WatchStart::After(r1),
-                Arc::new(|_: &_| true),
+                Arc::new(|_: &str, _: &_| true),
                 false,
             )
             .await
@@ -1515,7 +1511,7 @@ mod tests {
                 .watch(
                     "/registry/a/",
                     WatchStart::CurrentState,
-                    Arc::new(|_: &_| true),
+                    Arc::new(|_: &str, _: &_| true),
                     false,
                 )
                 .await
@@ -1559,7 +1555,7 @@ mod tests {
             .watch(
                 "/registry/a/",
                 WatchStart::After(r1),
-                Arc::new(|o: &(String, i64)| o.0 == "red"),
+                Arc::new(|_: &str, o: &(String, i64)| o.0 == "red"),
                 false,
             )
             .await
@@ -1675,7 +1671,7 @@ mod tests {
     }
 
     fn all() -> Predicate<(String, i64)> {
-        Arc::new(|_: &_| true)
+        Arc::new(|_: &str, _: &_| true)
     }
 
     /// A store with one object and one watcher, whose backend then goes down.

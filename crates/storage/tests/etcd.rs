@@ -437,7 +437,7 @@ async fn watch_cache_resumes_after_etcd_restarts() {
         .unwrap();
     store.create("/registry/r/1", bytes("one")).await.unwrap();
     store.sync().await.unwrap();
-    let all = || Arc::new(|_: &String| true);
+    let all = || Arc::new(|_: &str, _: &String| true);
     let mut before = store
         .watch("/registry/r/", WatchStart::CurrentState, all(), false)
         .await
@@ -501,7 +501,7 @@ async fn a_frozen_member_costs_requests_and_the_watch_under_a_second() {
     let store = Store::open(Arc::new(backend), Utf8, StoreOptions::default())
         .await
         .unwrap();
-    let all = || Arc::new(|_: &String| true);
+    let all = || Arc::new(|_: &str, _: &String| true);
     let mut watcher = store
         .watch("/registry/f/", WatchStart::CurrentState, all(), false)
         .await

@@ -1115,7 +1115,7 @@ mod tests {
         let held = f
             .addresses
             .storage()
-            .list("/registry/ipaddresses/", None, 0, &|_| true);
+            .list("/registry/ipaddresses/", None, 0, &|_, _| true);
         assert_eq!(held.items.len(), 1);
     }
 
@@ -1183,7 +1183,7 @@ mod tests {
         assert_eq!(
             f.addresses
                 .storage()
-                .list("/registry/ipaddresses/", None, 0, &|_| true)
+                .list("/registry/ipaddresses/", None, 0, &|_, _| true)
                 .items
                 .len(),
             1
