@@ -144,6 +144,8 @@ pub enum WatchStart {
     After(i64),
 }
 
+/// Which objects a watch or list takes: given each object's key and the
+/// object (a selector on name or namespace reads the key alone).
 pub type Predicate<O> = Arc<dyn Fn(&str, &O) -> bool + Send + Sync>;
 
 /// A running watch: first the items in `initial`, then whatever `events` yields.
