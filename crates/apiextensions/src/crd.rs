@@ -2,7 +2,7 @@
 
 use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath, meta};
-use registry::{ResourceType, Strategy};
+use registry::{Prepared, ResourceType, Strategy};
 use serde_json::{Value, json};
 
 /// `apiextensions.k8s.io/v1` CustomResourceDefinition.
@@ -53,13 +53,14 @@ impl Strategy for Crds {
         default_spec(obj);
     }
 
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         default_spec(obj);
         obj["status"] = json!({
             "conditions": null,
             "acceptedNames": {"plural": "", "kind": ""},
             "storedVersions": storage_versions(obj),
         });
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {

@@ -2,7 +2,7 @@
 
 use crate::conversion::WebhookConverter;
 use apimachinery::DynamicObject;
-use registry::{ResourceType, Strategy, TableColumn};
+use registry::{Prepared, ResourceType, Strategy, TableColumn};
 use schema::Structural;
 use schema::jsonpath::JsonPath;
 use serde_json::Value;
@@ -449,12 +449,13 @@ impl Strategy for CustomResources {
     /// Defaults were applied where the body was decoded ([`Self::default`],
     /// and again after a mutating admission), as upstream's decoder does:
     /// only `status` is dropped here, as upstream's `PrepareForCreate`.
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         if self.has_status
             && let Some(map) = obj.as_object_mut()
         {
             map.remove("status");
         }
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {

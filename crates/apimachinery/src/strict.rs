@@ -145,7 +145,7 @@ impl<'de> Visitor<'de> for ValueSeed {
 pub fn from_json_slice(bytes: &[u8]) -> serde_json::Result<(Value, bool)> {
     let (value, duplicates) = noting_duplicates(|| {
         // UTF-8 checked once for the whole input, as `json::from_slice` does.
-        match std::str::from_utf8(bytes) {
+        match crate::json::text(bytes) {
             Ok(text) => {
                 let mut de = serde_json::Deserializer::from_str(text);
                 let value = ValueSeed.deserialize(&mut de)?;

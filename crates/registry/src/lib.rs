@@ -27,8 +27,8 @@ pub use options::{AuditAnnotations, ListOptions, RequestContext, Warnings, Watch
 pub use resource::{
     Admission, AdmittedObject, Allocation, AllocationPool, Allocator, Attributes, Converter,
     ExtraSubresource, FieldLabelError, FieldLabelRefusal, FieldLabels, GlobalAdmission, ObjectJson,
-    Operation, Provider, READ_VERBS, Reservation, ResourceType, ScalePaths, StorageVersion,
-    Strategy, TableColumn,
+    Operation, Prepared, Provider, READ_VERBS, Reservation, ResourceType, ScalePaths,
+    StorageVersion, Strategy, TableColumn,
 };
 pub use store::{
     DeleteOutcome, GenericStore, Incoming, ListResult, Replaced, Storage, random_suffix,

@@ -25,7 +25,7 @@ use crate::options::{
 };
 use crate::resource::{
     AdmittedObject, Allocation, AllocationPool, Attributes, GlobalAdmission, ObjectJson, Operation,
-    ResourceType,
+    Prepared, ResourceType,
 };
 
 pub use crate::object::Storage;
@@ -779,8 +779,9 @@ impl GenericStore {
         self.mutate_globally(Operation::Create, &name, &mut obj, managed, None, ctx)
             .await?;
         self.fill_create_metadata(&mut obj);
-        self.rtype.strategy.prepare_create_for(&mut obj, ctx);
-        self.write_zero_fields(&mut obj);
+        if self.rtype.strategy.prepare_create_for(&mut obj, ctx) == Prepared::BodyChanged {
+            self.write_zero_fields(&mut obj);
+        }
         let errs = self.validate_new(&obj);
         if !errs.is_empty() {
             return Err(self.invalid(&obj.metadata.name, &errs));

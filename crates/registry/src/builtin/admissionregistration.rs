@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use apimachinery::{ErrorList, FieldError, FieldPath};
 
-use crate::resource::{Strategy, TableColumn};
+use crate::resource::{Prepared, Strategy, TableColumn};
 
 pub const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -172,10 +172,11 @@ impl Strategy for Policies {
         }
     }
 
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         if let Some(o) = obj.as_object_mut() {
             o.remove("status");
         }
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {

@@ -5,7 +5,7 @@ use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath, validation};
 use serde_json::{Value, json};
 
-use crate::resource::{Strategy, TableColumn};
+use crate::resource::{Prepared, Strategy, TableColumn};
 
 /// The label kube-aggregator puts on the APIServices it manages itself.
 pub const AUTOMANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
@@ -96,13 +96,14 @@ fn decoded_len(b64: &str) -> usize {
 }
 
 impl Strategy for ApiServices {
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         default_port(obj);
         obj["status"] = if is_local(obj) {
             json!({"conditions": [local_available_condition()]})
         } else {
             json!({})
         };
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::printers;
 use crate::options::RequestContext;
-use crate::resource::Strategy;
+use crate::resource::{Prepared, Strategy};
 
 const APPROVED: &str = "Approved";
 const DENIED: &str = "Denied";
@@ -52,18 +52,19 @@ pub struct Csrs;
 
 impl Strategy for Csrs {
     /// Users cannot create pre-approved requests: `status` starts empty.
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         obj["status"] = json!({});
+        Prepared::BodyChanged
     }
 
     /// Who asked is the authenticated user, not what the body claims.
-    fn prepare_create_for(&self, obj: &mut DynamicObject, ctx: &RequestContext) {
+    fn prepare_create_for(&self, obj: &mut DynamicObject, ctx: &RequestContext) -> Prepared {
         self.prepare_create(obj);
         if !obj.get("spec").is_some_and(Value::is_object) {
             obj["spec"] = json!({});
         }
         let Some(spec) = obj["spec"].as_object_mut() else {
-            return;
+            return Prepared::BodyChanged;
         };
         for field in ["username", "uid", "groups", "extra"] {
             spec.remove(field);
@@ -80,6 +81,7 @@ impl Strategy for Csrs {
         if !ctx.extra.is_empty() {
             spec.insert("extra".into(), json!(ctx.extra));
         }
+        Prepared::BodyChanged
     }
 
     /// The main resource changes only metadata.

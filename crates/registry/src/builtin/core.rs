@@ -5,7 +5,7 @@ use apimachinery::DynamicObject;
 use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Value, json};
 
-use crate::resource::{Strategy, TableColumn};
+use crate::resource::{Prepared, Strategy, TableColumn};
 
 fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
@@ -75,7 +75,7 @@ impl Strategy for Namespaces {
     }
 
     /// Status starts Active; `kubernetes` is added to the finalizers asked for.
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         obj["status"] = json!({"phase": "Active"});
         let mut finalizers: Vec<Value> = spec_finalizers(obj).cloned().collect();
         if !finalizers.iter().any(|f| f == FINALIZER_KUBERNETES) {
@@ -86,6 +86,7 @@ impl Strategy for Namespaces {
         }
         obj["spec"]["finalizers"] = json!(finalizers);
         label_with_name(obj);
+        Prepared::BodyChanged
     }
 
     /// Upstream's `ValidateNamespace`: finalizer names, reported on
@@ -258,8 +259,9 @@ pub const SERVICE_COLUMNS: [TableColumn; 5] = [
 pub struct Endpoints;
 
 impl Strategy for Endpoints {
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         apply_defaults("", "Endpoints", obj);
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {
@@ -307,8 +309,9 @@ pub struct EndpointSlices;
 const ADDRESS_TYPES: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
 
 impl Strategy for EndpointSlices {
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         apply_defaults("discovery.k8s.io", "EndpointSlice", obj);
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {

@@ -6,7 +6,7 @@
 use apimachinery::{DynamicObject, meta};
 use serde_json::{Map, Value, json};
 
-use crate::resource::{ResourceType, Strategy};
+use crate::resource::{Prepared, ResourceType, Strategy};
 
 /// autoscaling/v1 horizontalpodautoscalers, stored with autoscaling/v2's.
 pub fn resource_type() -> ResourceType {
@@ -49,9 +49,10 @@ impl Strategy for HpaV1 {
         crate::resource::take_status_and_metadata(new, old);
     }
 
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         super::defaults::hpa_v1(obj);
         obj["status"] = json!({});
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {

@@ -14,7 +14,7 @@ use super::validation;
 use apimachinery::ErrorList;
 
 use crate::ExtraSubresource;
-use crate::resource::{ResourceType, ScalePaths, Strategy, TableColumn};
+use crate::resource::{Prepared, ResourceType, ScalePaths, Strategy, TableColumn};
 
 const TABLE: &str = include_str!("../../data/builtin-kinds.tsv");
 
@@ -299,7 +299,7 @@ impl Strategy for BuiltinKind {
         BuiltinKind::default(self, obj);
     }
 
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         self.default(obj);
         // Status is the controllers' to write (Nodes register with theirs).
         if self.status
@@ -312,6 +312,7 @@ impl Strategy for BuiltinKind {
             rule(obj);
         }
         self.default(obj);
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use apimachinery::validation::is_dns1123_subdomain;
 use apimachinery::{ErrorList, FieldError, FieldPath};
 
-use crate::resource::{Strategy, TableColumn};
+use crate::resource::{Prepared, Strategy, TableColumn};
 
 pub const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -236,8 +236,9 @@ impl Bindings {
 
 impl Strategy for Bindings {
     /// Upstream's defaults: `roleRef.apiGroup` and the subjects' API groups.
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         default_binding(obj);
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {

@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use super::configmaps::{check_immutable, immutable_unchanged};
-use crate::resource::Strategy;
+use crate::resource::{Prepared, Strategy};
 
 const MAX_SECRET_BYTES: usize = 1024 * 1024;
 /// The type of the Secrets the service-account token controller fills.
@@ -61,9 +61,10 @@ impl Strategy for Secrets {
         default_type(obj);
     }
 
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         fold_string_data(obj);
         default_type(obj);
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, _old: &DynamicObject) {

@@ -7,7 +7,7 @@ use apimachinery::{ErrorList, FieldError, FieldPath};
 use serde_json::{Value, json};
 
 use super::service_allocation::{cluster_ips, go_strings};
-use crate::resource::Strategy;
+use crate::resource::{Prepared, Strategy};
 
 fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
@@ -92,12 +92,13 @@ impl Strategy for Services {
         set_defaults(obj);
     }
 
-    fn prepare_create(&self, obj: &mut DynamicObject) {
+    fn prepare_create(&self, obj: &mut DynamicObject) -> Prepared {
         set_defaults(obj);
         if let Some(o) = obj.as_object_mut() {
             o.remove("status");
         }
         obj["status"] = json!({"loadBalancer": {}});
+        Prepared::BodyChanged
     }
 
     fn prepare_update(&self, new: &mut DynamicObject, old: &DynamicObject) {
