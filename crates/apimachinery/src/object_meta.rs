@@ -141,7 +141,9 @@ impl From<MetaDecodeError> for crate::status::StatusError {
 /// never holding `metadata`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DynamicObject {
-    pub metadata: ObjectMeta,
+    /// Boxed: an object moves by value through a write's async steps, and
+    /// each move copied the whole metadata.
+    pub metadata: Box<ObjectMeta>,
     pub body: Value,
 }
 
@@ -710,7 +712,7 @@ impl DynamicObject {
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
         let metadata = ObjectMeta::from_value_in(metadata, prefix, kind)?;
         Ok(Self {
-            metadata,
+            metadata: Box::new(metadata),
             body: object,
         })
     }
@@ -1123,7 +1125,7 @@ mod tests {
             Ok(ObjectMeta::default())
         );
         let object = DynamicObject::from_value(json!({"kind": "ConfigMap"}), "metadata.").unwrap();
-        assert_eq!(object.metadata, ObjectMeta::default());
+        assert_eq!(object.metadata, Box::default());
     }
 
     /// kube-apiserver v1.37.2 answered an update of a ConfigMap (and of a
@@ -1324,7 +1326,7 @@ mod tests {
                 json!({"apiVersion": "v1", "kind": "NoSuchKind", "spec": spec}),
             ];
             for body in bodies {
-                let typed = DynamicObject { metadata: meta.clone(), body };
+                let typed = DynamicObject { metadata: Box::new(meta.clone()), body };
                 for members in [MetadataMembers::All, MetadataMembers::WithoutResourceVersion] {
                     let mut written = Vec::new();
                     crate::json::encode_dynamic_into(&mut written, &typed, members);

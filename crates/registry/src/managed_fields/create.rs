@@ -905,7 +905,7 @@ mod tests {
             if typed_managed {
                 meta.managed_fields = ManagedFieldsEntry::list_from_value(previous_managed);
             }
-            let obj = DynamicObject { metadata: meta, body };
+            let obj = DynamicObject { metadata: Box::new(meta), body };
             let mut plain = obj.clone();
             let want = recorded_plainly(&mut plain, request_managed.clone(), live, &writer, &tracking);
             let mut dynamic = obj;
