@@ -44,6 +44,12 @@ use crate::response::{self, Body};
 use crate::user::UserInfo;
 use crate::{endpoints, handlers};
 
+/// A request as the stages pass it on: boxed once, as it arrives, since each
+/// stage is an async function holding it by value and moving the ~250-byte
+/// `Request` into every one's state was a copy each (~0.7 k instructions a
+/// request in all).
+pub type BoxedRequest = Box<Request<Incoming>>;
+
 #[cfg(test)]
 mod tests;
 
@@ -95,7 +101,7 @@ pub fn set_audit_id(resp: &mut Response<Body>, audit_id: &str) {
 /// Run `req`, whose audit ID is `audit_id` ([`audit_id`]), through the chain.
 pub async fn handle(
     api: Arc<Api>,
-    req: Request<Incoming>,
+    req: BoxedRequest,
     peer: &PeerIdentity,
     audit_id: &str,
 ) -> Response<Body> {
@@ -127,7 +133,7 @@ pub async fn handle(
 
 async fn stages(
     api: &Api,
-    mut req: Request<Incoming>,
+    mut req: BoxedRequest,
     scope: &mut Scope,
     peer: &PeerIdentity,
     audit_id: &str,
@@ -157,7 +163,7 @@ async fn stages(
 /// Impersonation, authorization, the timeout and routing.
 async fn authorized_stages(
     api: &Api,
-    mut req: Request<Incoming>,
+    mut req: BoxedRequest,
     scope: &mut Scope,
     user: UserInfo,
     audit: Option<&audit::Audit>,
@@ -571,14 +577,14 @@ impl Routing {
 
     async fn route(
         api: &Api,
-        req: Request<Incoming>,
+        req: BoxedRequest,
         scope: &Scope,
         query: Query,
         user: UserInfo,
         delegated: Option<(String, String)>,
     ) -> Response<Body> {
         if let (Some((group, version)), Some(delegation)) = (delegated, &api.delegation) {
-            return delegation.forward(&group, &version, req, &user).await;
+            return delegation.forward(&group, &version, *req, &user).await;
         }
         if scope.info.is_resource {
             return handlers::serve(api, req, &scope.info, user, query).await;

@@ -502,7 +502,7 @@ async fn serve(
                         // for the connection's life, and the handler's state (~4 KiB)
                         // would stay allocated for every open watch and idle connection.
                         let handling =
-                            crate::boxed::pin_in_place(|| handle_catching_panics(api, req, peer));
+                            crate::boxed::pin_in_place(|| handle_catching_panics(api, Box::new(req), peer));
                         async move { Ok::<_, std::convert::Infallible>(handling.await) }
                     });
                     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
@@ -578,7 +578,7 @@ impl AcceptBackoff {
 /// `WithPanicRecovery` answers with `http.Error`'s plain text.
 pub(crate) async fn handle_catching_panics(
     api: Arc<Api>,
-    req: hyper::Request<hyper::body::Incoming>,
+    req: crate::chain::BoxedRequest,
     peer: Arc<crate::authn::PeerIdentity>,
 ) -> hyper::Response<response::Body> {
     let audit_id = crate::chain::audit_id(&req);

@@ -164,7 +164,8 @@ impl Harness {
         let peer = Arc::new(PeerIdentity::default());
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
-                let handled = crate::server::handle_catching_panics(api.clone(), req, peer.clone());
+                let handled =
+                    crate::server::handle_catching_panics(api.clone(), Box::new(req), peer.clone());
                 async move { Ok::<_, std::convert::Infallible>(handled.await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()

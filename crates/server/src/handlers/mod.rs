@@ -18,7 +18,6 @@ mod write;
 pub use call::MAX_BODY_BYTES;
 
 use http::{Request, Response, header};
-use hyper::body::Incoming;
 use std::sync::Arc;
 
 use apimachinery::{StatusError, Subresource, Verb};
@@ -36,7 +35,7 @@ use call::{Call, Result, decode_object, object_response};
 
 pub async fn serve(
     api: &Api,
-    req: Request<Incoming>,
+    req: crate::chain::BoxedRequest,
     info: &RequestInfo,
     user: UserInfo,
     query: Query,
@@ -90,7 +89,7 @@ fn refuser(rtype: &registry::ResourceType, info: &RequestInfo) -> negotiate::Ref
 async fn serve_inner(
     api: &Api,
     served: Arc<Served>,
-    req: Request<Incoming>,
+    req: crate::chain::BoxedRequest,
     info: &RequestInfo,
     user: UserInfo,
     query: Query,
