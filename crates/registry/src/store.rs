@@ -1741,18 +1741,29 @@ fn selected(
     labels.is_none_or(|l| l.matches(meta::labels(value())))
         && fields.is_none_or(|f| {
             f.matches(|field| match field {
-                "metadata.name" => Some(key_name_and_namespace(rtype, key).0.to_string()),
-                "metadata.namespace" => Some(key_name_and_namespace(rtype, key).1.to_string()),
-                _ => rtype.field_value(value(), field),
+                "metadata.name" => Some(std::borrow::Cow::Borrowed(
+                    key_name_and_namespace(rtype, key).0,
+                )),
+                "metadata.namespace" => Some(std::borrow::Cow::Borrowed(
+                    key_name_and_namespace(rtype, key).1,
+                )),
+                _ => rtype
+                    .field_value(value(), field)
+                    .map(std::borrow::Cow::Owned),
             })
         })
 }
 
 /// The name and namespace (`""` for a cluster-scoped type) a key names.
 fn key_name_and_namespace<'k>(rtype: &ResourceType, key: &'k str) -> (&'k str, &'k str) {
-    let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
+    // Split at an ASCII `/`, so at character boundaries; memrchr, not
+    // `rsplit_once`'s char searcher (every name-selected watcher asks this
+    // of every event of its type).
+    let split_last =
+        |s: &'k str| memchr::memrchr(b'/', s.as_bytes()).map(|at| (&s[..at], &s[at + 1..]));
+    let (parent, name) = split_last(key).unwrap_or(("", key));
     let namespace = match rtype.namespaced {
-        true => parent.rsplit_once('/').map_or("", |(_, ns)| ns),
+        true => split_last(parent).map_or("", |(_, ns)| ns),
         false => "",
     };
     (name, namespace)

@@ -78,6 +78,11 @@ impl Written {
 }
 
 impl Shape {
+    /// No rows inside: filling changes nothing.
+    fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.items.is_none() && self.values.is_none()
+    }
+
     fn member(&mut self, name: &str) -> &mut Member {
         let at = match self.members.iter().position(|m| m.name == name) {
             Some(at) => at,
@@ -180,7 +185,13 @@ impl Shape {
             {}
             match present.next_if(|(name, _)| **name == member.name) {
                 Some((_, v)) if member.omit.drops(v) => dropped.push(&member.name),
-                Some((_, v)) if !v.is_null() => member.shape.fill(v),
+                Some((_, v)) if !v.is_null() => {
+                    // Nothing to write inside a value whose shape has no rows
+                    // (a ConfigMap's `data`): no walk over it.
+                    if !member.shape.is_empty() {
+                        member.shape.fill(v);
+                    }
+                }
                 Some((_, v)) => {
                     if let Some(zero) = member.zero_filled() {
                         *v = zero;

@@ -557,7 +557,7 @@ impl Routing {
         if info.is_resource {
             return (!info.group.is_empty()
                 && delegation.claim(&info.group, &info.version).is_some())
-            .then(|| (info.group.clone(), info.version.clone()));
+            .then(|| (info.group.to_string(), info.version.to_string()));
         }
         let mut parts = scope.path.trim_matches('/').split('/');
         let (Some("apis"), Some(group), Some(version), None) =

@@ -35,9 +35,9 @@ impl Metrics {
         }
         self.requests
             .write()
-            .entry(info.group.clone())
+            .entry(info.group.to_string())
             .or_default()
-            .entry(info.resource.clone())
+            .entry(info.resource.to_string())
             .or_default()
             .entry(key)
             .or_default()

@@ -4,6 +4,7 @@
 //! Hot path: once per request, allocation-light parsing.
 
 use apimachinery::{Subresource, Verb};
+use smol_str::SmolStr;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestInfo {
@@ -12,11 +13,13 @@ pub struct RequestInfo {
     /// `api` or `apis` for resource requests.
     pub prefix: &'static str,
     pub verb: Verb,
-    pub group: String,
-    pub version: String,
-    pub namespace: String,
-    pub resource: String,
-    pub name: String,
+    // Inline strings (up to 23 bytes, as most are): parsing every request's
+    // path allocated each of them.
+    pub group: SmolStr,
+    pub version: SmolStr,
+    pub namespace: SmolStr,
+    pub resource: SmolStr,
+    pub name: SmolStr,
     pub subresource: Subresource,
     /// The resource was addressed under `namespaces/{ns}/` (not the namespace itself).
     pub namespaced_path: bool,
@@ -37,13 +40,13 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
     let rest: &[&str] = match parts {
         ["api", version, rest @ ..] => {
             info.prefix = "api";
-            info.version = version.to_string();
+            info.version = SmolStr::new(version);
             rest
         }
         ["apis", group, version, rest @ ..] => {
             info.prefix = "apis";
-            info.group = group.to_string();
-            info.version = version.to_string();
+            info.group = SmolStr::new(group);
+            info.version = SmolStr::new(version);
             rest
         }
         _ => return info,
@@ -64,19 +67,19 @@ pub fn parse(method: &str, path: &str, is_watch: bool) -> RequestInfo {
         ["namespaces", ns, resource, tail @ ..]
             if !matches!(*resource, "status" | "finalize") || !tail.is_empty() =>
         {
-            info.namespace = ns.to_string();
+            info.namespace = SmolStr::new(ns);
             info.namespaced_path = true;
             &rest[2..]
         }
         ["namespaces", name, ..] => {
-            info.namespace = name.to_string();
+            info.namespace = SmolStr::new(name);
             rest
         }
         other => other,
     };
-    info.resource = rest[0].to_string();
+    info.resource = SmolStr::new(rest[0]);
     if let Some(name) = rest.get(1) {
-        info.name = name.to_string();
+        info.name = SmolStr::new(name);
     }
     if let Some(sub) = rest.get(2) {
         info.subresource = Subresource::parse(sub);

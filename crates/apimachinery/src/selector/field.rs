@@ -107,12 +107,12 @@ impl FieldSelector {
         self.requirements.iter().map(|r| r.field.as_str())
     }
 
-    /// Whether every term holds; `get` returns an object's field value, and a
-    /// missing field compares as the empty string.
-    pub fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+    /// Whether every term holds; `get` returns an object's field value (owned
+    /// or borrowed), and a missing field compares as the empty string.
+    pub fn matches<S: AsRef<str>>(&self, get: impl Fn(&str) -> Option<S>) -> bool {
         self.requirements
             .iter()
-            .all(|r| r.matches_value(get(&r.field).as_deref()))
+            .all(|r| r.matches_value(get(&r.field).as_ref().map(AsRef::as_ref)))
     }
 
     /// The value `field` must equal, if some `=` term pins it (for indexes).

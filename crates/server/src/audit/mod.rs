@@ -160,11 +160,11 @@ fn base_event(
 ) -> Event {
     let info = arrival.info;
     let object_ref = info.is_resource.then(|| ObjectRef {
-        resource: info.resource.clone(),
-        namespace: info.namespace.clone(),
-        name: info.name.clone(),
-        api_group: info.group.clone(),
-        api_version: info.version.clone(),
+        resource: info.resource.to_string(),
+        namespace: info.namespace.to_string(),
+        name: info.name.to_string(),
+        api_group: info.group.to_string(),
+        api_version: info.version.to_string(),
         subresource: info.subresource.as_str().to_string(),
         ..Default::default()
     });

@@ -130,7 +130,7 @@ async fn serve_inner(
         uid,
         extra,
         namespace: if served.rtype.namespaced {
-            info.namespace.clone()
+            info.namespace.to_string()
         } else {
             String::new()
         },

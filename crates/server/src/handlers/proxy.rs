@@ -82,7 +82,7 @@ fn context(user: &UserInfo, info: &RequestInfo) -> RequestContext {
         groups: user.groups.clone(),
         uid: user.uid.clone(),
         extra: user.extra.clone(),
-        namespace: info.namespace.clone(),
+        namespace: info.namespace.to_string(),
         ..Default::default()
     }
 }
