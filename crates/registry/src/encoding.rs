@@ -439,6 +439,28 @@ pub(crate) fn read_api_version(json: &[u8]) -> Option<&str> {
 /// and metadata (as this process writes every object): what follows
 /// `metadata` (the bulk of most objects) is not even scanned.
 pub(crate) fn read_head(json: &[u8]) -> Option<Head<'_>> {
+    read_head_until(json, Until::ManagedFields)
+}
+
+/// [`read_head`] of this process's encoding of metadata without
+/// `deletionTimestamp`, `finalizers` and `ownerReferences`
+/// ([`Encoded::plain_metadata`]): nothing the head keeps comes after `uid`
+/// (in `ObjectMeta`'s order and in a custom resource's sorted one), so the
+/// scan stops there, before the labels, annotations and timestamps.
+pub(crate) fn read_plain_head(json: &[u8]) -> Option<Head<'_>> {
+    read_head_until(json, Until::Uid)
+}
+
+/// Where a scan of metadata may stop.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// At `managedFields` once `uid` is read (or at the end).
+    ManagedFields,
+    /// Right after `uid`.
+    Uid,
+}
+
+fn read_head_until(json: &[u8], until: Until) -> Option<Head<'_>> {
     let type_meta = type_meta(json)?;
     // Type meta written after metadata (another writer's order) would be
     // missed: only a front with all three is read this way.
@@ -446,7 +468,7 @@ pub(crate) fn read_head(json: &[u8]) -> Option<Head<'_>> {
     let at = type_meta.metadata_at;
     // One value is read and the rest left unread: no end-of-input check.
     let metadata = &json[at..];
-    let Some(scan) = MetaScan::scan(metadata) else {
+    let Some(scan) = MetaScan::scan(metadata, until) else {
         let [kind, api_version] = texts(json, [Some(kind), Some(api_version)])?;
         return Some(Head {
             kind: Cow::Borrowed(kind?),
@@ -532,7 +554,7 @@ impl<'a> MetaScan<'a> {
     /// The metadata object at the front of `json`; `None` for what is left to
     /// [`HeadMeta::parse_front`]: a kept string escaped, `null` or repeated,
     /// whitespace.
-    fn scan(json: &'a [u8]) -> Option<MetaScan<'a>> {
+    fn scan(json: &'a [u8], until: Until) -> Option<MetaScan<'a>> {
         let mut meta = MetaScan::default();
         let mut rest = json.strip_prefix(b"{")?;
         if rest.first() == Some(&b'}') {
@@ -549,6 +571,10 @@ impl<'a> MetaScan<'a> {
                 Key::ManagedFields if meta.uid.is_some() => return Some(meta),
                 Key::Name => keep(&mut meta.name)?,
                 Key::Namespace => keep(&mut meta.namespace)?,
+                Key::Uid if until == Until::Uid => {
+                    keep(&mut meta.uid)?;
+                    return Some(meta);
+                }
                 Key::Uid => keep(&mut meta.uid)?,
                 Key::DeletionTimestamp => keep(&mut meta.deletion_timestamp)?,
                 Key::Finalizers => {
@@ -885,12 +911,25 @@ pub fn encode_for_storage(obj: &Value) -> Bytes {
 pub struct Encoded {
     pub bytes: Bytes,
     slot: Option<VersionSlot>,
+    /// Written from metadata without `deletionTimestamp`, `finalizers` and
+    /// `ownerReferences` ([`read_plain_head`]).
+    plain_metadata: bool,
 }
 
 impl Encoded {
     /// Bytes whose revision slot a splice finds by scanning.
     pub fn unplaced(bytes: Bytes) -> Encoded {
-        Encoded { bytes, slot: None }
+        Encoded {
+            bytes,
+            slot: None,
+            plain_metadata: false,
+        }
+    }
+
+    /// Whether the encoder wrote metadata without `deletionTimestamp`,
+    /// `finalizers` and `ownerReferences`.
+    pub(crate) fn plain_metadata(&self) -> bool {
+        self.plain_metadata
     }
 
     /// The bytes with `"resourceVersion":"<revision>"` in their metadata:
@@ -910,7 +949,14 @@ pub fn encode_typed_for_storage(obj: &apimachinery::DynamicObject) -> Encoded {
     let (bytes, slot) = kept_bytes(|out| {
         json::encode_dynamic_into(out, obj, json::MetadataMembers::WithoutResourceVersion)
     });
-    Encoded { bytes, slot }
+    let meta = &obj.metadata;
+    Encoded {
+        bytes,
+        slot,
+        plain_metadata: meta.deletion_timestamp.is_none()
+            && meta.finalizers.is_empty()
+            && meta.owner_references.is_empty(),
+    }
 }
 
 /// `obj`'s encoding in bytes kept as long as the object is cached: exactly its
@@ -1173,7 +1219,7 @@ mod tests {
 
     /// [`MetaScan`] and the check of its strings, as [`read_head`] does them.
     fn scan_front(json: &[u8]) -> Option<HeadMeta<'_>> {
-        let scan = MetaScan::scan(json)?;
+        let scan = MetaScan::scan(json, Until::ManagedFields)?;
         let [name, namespace, uid, deletion_timestamp] = texts(
             json,
             [scan.name, scan.namespace, scan.uid, scan.deletion_timestamp],
@@ -1525,6 +1571,34 @@ mod tests {
             json::encode_dynamic_into(&mut plain, &at_revision, json::MetadataMembers::All);
             let spliced = encoded.spliced(revision);
             prop_assert_eq!(spliced.as_deref(), Some(&plain[..]));
+        }
+
+        /// The encoder's word on plain metadata is true of what it wrote,
+        /// and on that word the head read up to `uid` is the head read in
+        /// full, which is the parsed object's.
+        #[test]
+        fn a_head_read_up_to_uid_on_the_encoders_word_is_the_whole_head(object in object(), revision in 1..i64::MAX) {
+            let prefix = if meta::api_version(&object).contains('.') { "" } else { "metadata." };
+            let Ok(typed) = apimachinery::DynamicObject::from_value(object, prefix) else {
+                return Ok(());
+            };
+            let encoded = encode_typed_for_storage(&typed);
+            let Some(spliced) = encoded.spliced(revision) else {
+                return Ok(());
+            };
+            let parsed: Value = serde_json::from_slice(&spliced).unwrap();
+            let whole = Head::of(&parsed);
+            let md = &whole.metadata;
+            let plain = md.deletion_timestamp.is_none()
+                && md.finalizers.as_ref().is_none_or(Vec::is_empty)
+                && md.owner_references.as_ref().is_none_or(Vec::is_empty);
+            prop_assert_eq!(encoded.plain_metadata(), plain);
+            if encoded.plain_metadata() {
+                if let Some(head) = read_plain_head(&spliced) {
+                    prop_assert_eq!(head, whole);
+                }
+                prop_assert_eq!(read_plain_head(&spliced).is_some(), read_head(&spliced).is_some());
+            }
         }
 
         /// The splice of this process's own bytes is the checked one.

@@ -34,9 +34,18 @@ pub struct Object {
     /// `None`: that presentation is the stored form itself (checked once).
     presented: Mutex<Vec<(u64, Option<Arc<Object>>)>>,
     /// `metadata.resourceVersion` as a revision, known when the object is
-    /// made (every controller's reflector asks it of every event).
-    revision: Option<i64>,
+    /// made (every controller's reflector asks it of every event);
+    /// [`NO_REVISION`] when there is none (packed beside `plain_metadata`).
+    revision: i64,
+    /// The encoder's word that the metadata holds no `deletionTimestamp`,
+    /// `finalizers` or `ownerReferences`: its head is read up to `uid` and
+    /// no further ([`Object::head`]; the garbage collector reads every
+    /// written object's).
+    plain_metadata: bool,
 }
+
+/// [`Object::revision`]'s none: revisions are never negative.
+const NO_REVISION: i64 = -1;
 
 impl Object {
     /// The object `value` (encoded now; the tree itself is not kept).
@@ -57,9 +66,11 @@ impl Object {
     /// [`Object::from_stored`] of bytes this process has just encoded for
     /// storage (a write's answer; [`encoding::splice_own_revision`]).
     pub fn from_written(stored: &encoding::Encoded, revision: i64) -> Option<Object> {
-        stored
-            .spliced(revision)
-            .map(|json| Object::with_revision(json, Some(revision)))
+        let json = stored.spliced(revision)?;
+        Some(Object {
+            plain_metadata: stored.plain_metadata(),
+            ..Object::with_revision(json, Some(revision))
+        })
     }
 
     /// The object whose JSON encoding is `json` (another writer's bytes: its
@@ -78,7 +89,8 @@ impl Object {
             json,
             decoded: Mutex::new(Weak::new()),
             presented: Mutex::new(Vec::new()),
-            revision,
+            revision: revision.filter(|r| *r >= 0).unwrap_or(NO_REVISION),
+            plain_metadata: false,
         }
     }
 
@@ -139,7 +151,11 @@ impl Object {
     /// the rest (its strings borrowed from the encoding where they are there
     /// as they are).
     pub fn head(&self) -> Head<'_> {
-        encoding::read_head(&self.json).unwrap_or_else(|| self.read().unwrap_or_default())
+        let read = match self.plain_metadata {
+            true => encoding::read_plain_head,
+            false => encoding::read_head,
+        };
+        read(&self.json).unwrap_or_else(|| self.read().unwrap_or_default())
     }
 
     /// `metadata.name` and `metadata.namespace`, read from the encoding's
@@ -168,7 +184,7 @@ impl Object {
 
     /// `metadata.resourceVersion` as a revision.
     pub fn revision(&self) -> Option<i64> {
-        self.revision
+        (self.revision != NO_REVISION).then_some(self.revision)
     }
 
     /// A typed view of some of the object's fields, decoded from its JSON
