@@ -870,7 +870,7 @@ fn texts<'a, const N: usize>(
     let (start, last) = (offset(first), last.unwrap_or(first));
     let end = offset(last).wrapping_add(last.len());
     let run = (start <= end && end <= json.len() && end - start <= RUN)
-        .then(|| std::str::from_utf8(&json[start..end]).ok())
+        .then(|| apimachinery::json::text(&json[start..end]).ok())
         .flatten();
     for (text, s) in texts.iter_mut().zip(strings) {
         let Some(s) = s else { continue };
