@@ -184,7 +184,7 @@ impl WebhookConverter {
                 CALL_FAILURE,
             )
         })?;
-        let uid = uuid::Uuid::new_v4().to_string();
+        let uid = apimachinery::object_meta::new_uid();
         let review = json!({
             "apiVersion": review_version.api_version("apiextensions.k8s.io"),
             "kind": "ConversionReview",

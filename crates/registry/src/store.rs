@@ -882,7 +882,7 @@ impl GenericStore {
 
     fn fill_create_metadata(&self, obj: &mut DynamicObject) {
         let md = &mut obj.metadata;
-        md.uid = uuid::Uuid::new_v4().to_string();
+        md.uid = apimachinery::object_meta::new_uid();
         md.creation_timestamp = Some(time::now_rfc3339());
         // Kinds that do not track generation keep what the client sent:
         // upstream's `BeforeCreate` leaves it to the strategy.

@@ -321,13 +321,7 @@ impl Audit {
             .get(AUDIT_ID)
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
-            .map_or_else(|| Self::uuid_text(uuid::Uuid::new_v4()), str::to_string)
-    }
-
-    /// `id.to_string()`, written without the formatting machinery.
-    fn uuid_text(id: uuid::Uuid) -> String {
-        let mut buf = uuid::Uuid::encode_buffer();
-        String::from(&*id.hyphenated().encode_lower(&mut buf))
+            .map_or_else(apimachinery::object_meta::new_uid, str::to_string)
     }
 
     fn arrival<'a>(
@@ -598,19 +592,6 @@ impl Routing {
 mod shortcut_tests {
     use super::*;
     use std::time::Duration;
-
-    /// A new audit ID is written as `Uuid`'s `Display` writes it.
-    #[test]
-    fn new_audit_ids_read_as_displayed_uuids() {
-        for id in [
-            uuid::Uuid::nil(),
-            uuid::Uuid::max(),
-            uuid::Uuid::from_u128(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210),
-            uuid::Uuid::new_v4(),
-        ] {
-            assert_eq!(Audit::uuid_text(id), id.to_string());
-        }
-    }
 
     /// The request timeout's lazy timer answers as `tokio::time::timeout` does:
     /// at once, within the limit, past it, and with a limit too large for a

@@ -440,7 +440,7 @@ impl Webhooks {
             object: object.as_ref(),
             old_object: old_object.as_ref(),
         };
-        let uid = uuid::Uuid::new_v4().to_string();
+        let uid = apimachinery::object_meta::new_uid();
         let body = review::request_body(review_version, &uid, &invocation);
         let started = Instant::now();
         let answer = match self.post(hook, body).await {
