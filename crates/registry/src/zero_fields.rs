@@ -152,6 +152,11 @@ impl Shape {
     /// absent members). [`tests::fill_by_lookup`] is the plain way; a test
     /// checks the two agree on every kind.
     fn fill(&self, value: &mut Value) {
+        // Nothing to write inside a value whose shape has no rows (a
+        // ConfigMap's `data`): no walk over it.
+        if self.is_empty() {
+            return;
+        }
         match value {
             Value::Object(map) => {
                 if let Some(values) = &self.values {
@@ -185,13 +190,7 @@ impl Shape {
             {}
             match present.next_if(|(name, _)| **name == member.name) {
                 Some((_, v)) if member.omit.drops(v) => dropped.push(&member.name),
-                Some((_, v)) if !v.is_null() => {
-                    // Nothing to write inside a value whose shape has no rows
-                    // (a ConfigMap's `data`): no walk over it.
-                    if !member.shape.is_empty() {
-                        member.shape.fill(v);
-                    }
-                }
+                Some((_, v)) if !v.is_null() => member.shape.fill(v),
                 Some((_, v)) => {
                     if let Some(zero) = member.zero_filled() {
                         *v = zero;
