@@ -35,6 +35,7 @@ use crate::api::Api;
 use crate::audit;
 use crate::authn::{Authenticated, PeerIdentity};
 use crate::authz::{self, Attributes, Decision};
+use crate::boxed::BoxedRequest;
 use crate::delegation::Claim;
 use crate::impersonation::{self, Refused};
 use crate::lifecycle::{self, Phase};
@@ -43,12 +44,6 @@ use crate::request_info::{self, RequestInfo};
 use crate::response::{self, Body};
 use crate::user::UserInfo;
 use crate::{endpoints, handlers};
-
-/// A request as the stages pass it on: boxed once, as it arrives, since each
-/// stage is an async function holding it by value and moving the ~250-byte
-/// `Request` into every one's state was a copy each (~0.7 k instructions a
-/// request in all).
-pub type BoxedRequest = Box<Request<Incoming>>;
 
 #[cfg(test)]
 mod tests;

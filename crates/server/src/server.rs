@@ -578,7 +578,7 @@ impl AcceptBackoff {
 /// `WithPanicRecovery` answers with `http.Error`'s plain text.
 pub(crate) async fn handle_catching_panics(
     api: Arc<Api>,
-    req: crate::chain::BoxedRequest,
+    req: crate::boxed::BoxedRequest,
     peer: Arc<crate::authn::PeerIdentity>,
 ) -> hyper::Response<response::Body> {
     let audit_id = crate::chain::audit_id(&req);

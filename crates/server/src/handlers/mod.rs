@@ -35,7 +35,7 @@ use call::{Call, Result, decode_object, object_response};
 
 pub async fn serve(
     api: &Api,
-    req: crate::chain::BoxedRequest,
+    req: crate::boxed::BoxedRequest,
     info: &RequestInfo,
     user: UserInfo,
     query: Query,
@@ -89,7 +89,7 @@ fn refuser(rtype: &registry::ResourceType, info: &RequestInfo) -> negotiate::Ref
 async fn serve_inner(
     api: &Api,
     served: Arc<Served>,
-    req: crate::chain::BoxedRequest,
+    req: crate::boxed::BoxedRequest,
     info: &RequestInfo,
     user: UserInfo,
     query: Query,
