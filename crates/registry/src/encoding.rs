@@ -1516,6 +1516,20 @@ mod tests {
         )
     }
 
+    /// `object` typed as the store types it (built-in kinds' metadata at
+    /// `metadata.`, a custom resource's alone) and its typed encoding;
+    /// `None` when its metadata does not decode.
+    fn typed_encoding(object: Value) -> Option<(apimachinery::DynamicObject, Encoded)> {
+        let prefix = if meta::api_version(&object).contains('.') {
+            ""
+        } else {
+            "metadata."
+        };
+        let typed = apimachinery::DynamicObject::from_value(object, prefix).ok()?;
+        let encoded = encode_typed_for_storage(&typed);
+        Some((typed, encoded))
+    }
+
     /// Whether Go's encoder escapes something in `s` (the front scans then
     /// leave it to serde).
     fn escaped(s: &str) -> bool {
@@ -1551,11 +1565,9 @@ mod tests {
         /// finds it, and splicing there gives the encoding at that revision.
         #[test]
         fn the_encoders_slot_is_the_scanned_slot(object in object(), revision in any::<i64>()) {
-            let prefix = if meta::api_version(&object).contains('.') { "" } else { "metadata." };
-            let Ok(typed) = apimachinery::DynamicObject::from_value(object, prefix) else {
+            let Some((typed, encoded)) = typed_encoding(object) else {
                 return Ok(());
             };
-            let encoded = encode_typed_for_storage(&typed);
             let Some(slot) = encoded.slot else {
                 return Ok(());
             };
@@ -1578,11 +1590,9 @@ mod tests {
         /// full, which is the parsed object's.
         #[test]
         fn a_head_read_up_to_uid_on_the_encoders_word_is_the_whole_head(object in object(), revision in 1..i64::MAX) {
-            let prefix = if meta::api_version(&object).contains('.') { "" } else { "metadata." };
-            let Ok(typed) = apimachinery::DynamicObject::from_value(object, prefix) else {
+            let Some((_, encoded)) = typed_encoding(object) else {
                 return Ok(());
             };
-            let encoded = encode_typed_for_storage(&typed);
             let Some(spliced) = encoded.spliced(revision) else {
                 return Ok(());
             };
