@@ -671,11 +671,12 @@ async fn a_replica_killed_under_load_loses_no_acknowledged_write() {
     let mut rig = Rig::builder().start().await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let stop_watchers = Arc::new(AtomicBool::new(false));
-    let from = listed_resource_version(&Api::<ConfigMap>::namespaced(
-        rig.lb_client().await.unwrap(),
-        "default",
-    ))
-    .await;
+    let direct = replica_clients(&rig).await;
+    let from =
+        listed_resource_version(&Api::<ConfigMap>::namespaced(direct[0].clone(), "default")).await;
+    // No connection of the rig's start-up (its `/readyz` through the load
+    // balancer) may still be counted when the watchers' sessions are.
+    tokio::task::block_in_place(|| rig.lb.wait_for_no_sessions(Duration::from_secs(10))).unwrap();
     let mut watchers = Vec::new();
     for _ in 0..WATCHERS {
         let api = Api::namespaced(rig.lb_client().await.unwrap(), "default");
@@ -1078,6 +1079,7 @@ async fn a_watch_through_the_load_balancer_ends_when_its_replica_dies() {
         listed_resource_version(&Api::<ConfigMap>::namespaced(direct[0].clone(), "default")).await;
     // The watch is the load balancer's only connection: the replica HAProxy has
     // a session open to is the watch's.
+    tokio::task::block_in_place(|| rig.lb.wait_for_no_sessions(Duration::from_secs(10))).unwrap();
     let lb: Api<ConfigMap> = Api::namespaced(rig.lb_client().await.unwrap(), "default");
     let wp = WatchParams::default().labels("ha=lbwatch");
     let mut stream = lb.watch(&wp, &from).await.unwrap().boxed();

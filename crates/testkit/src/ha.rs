@@ -651,6 +651,22 @@ backend replicas
             .collect())
     }
 
+    /// Wait until no backend server has a session open, so that sessions
+    /// counted next are only those opened after this returns.
+    pub fn wait_for_no_sessions(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let sessions = self.server_sessions()?;
+            if sessions.iter().all(|(_, n)| *n == 0) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("haproxy: sessions still open after {timeout:?}: {sessions:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Wait until `done` holds for the servers' states.
     pub fn wait_for(
         &self,
