@@ -344,6 +344,12 @@ async fn list_pagination_keeps_one_snapshot() {
     .await
     .unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "pages");
+    // The root CA publisher adds its ConfigMap to the new namespace soon after.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while api.get_opt("kube-root-ca.crt").await.unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no kube-root-ca.crt");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     for i in 0..7 {
         api.create(&PostParams::default(), &cm(&format!("c{i}")))
             .await
