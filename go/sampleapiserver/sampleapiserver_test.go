@@ -28,6 +28,7 @@ import (
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -246,13 +247,68 @@ func TestSampleAPIServer(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("refusal %q, want %q", err, want)
 		}
-		grant(t, ctx, clientset, "alice")
+		grant(t, ctx, clientset, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"})
 		eventually(t, timeout, func() error {
 			list, err := aliceFlunders.List(ctx, metav1.ListOptions{})
 			if err == nil && len(list.Items) == 0 {
 				err = fmt.Errorf("alice sees no flunders")
 			}
 			return err
+		})
+	})
+
+	t.Run("a bearer token sent straight to it is reviewed by kubext", func(t *testing.T) {
+		const account = "flunder-reader"
+		accounts := clientset.CoreV1().ServiceAccounts("default")
+		if _, err := accounts.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: account}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		grant(t, ctx, clientset, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: "default"})
+		issued, err := accounts.CreateToken(ctx, account, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := base64.StdEncoding.DecodeString(caPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not through kubext: straight to sample-apiserver, with nothing but
+		// the token.
+		direct := func(token string) dynamic.ResourceInterface {
+			config := &rest.Config{
+				Host:            "https://127.0.0.1:" + strconv.Itoa(port),
+				BearerToken:     token,
+				TLSClientConfig: rest.TLSClientConfig{CAData: ca, ServerName: "api.wardle.svc"},
+			}
+			return dynamic.NewForConfigOrDie(config).Resource(flunders).Namespace("default")
+		}
+		eventually(t, timeout, func() error {
+			_, err := direct(issued.Status.Token).List(ctx, metav1.ListOptions{})
+			return err
+		})
+		flunder := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": group + "/v1beta1", "kind": "Flunder",
+			"metadata": map[string]any{"name": "by-token"},
+		}}
+		_, err = direct(issued.Status.Token).Create(ctx, flunder, metav1.CreateOptions{})
+		want := `flunders.wardle.example.com is forbidden: User "system:serviceaccount:default:flunder-reader" cannot create resource "flunders" in API group "wardle.example.com" in the namespace "default"`
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("creating with a reader's token: %v, want %q", err, want)
+		}
+		_, err = direct("not-a-token").List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) || err.Error() != "Unauthorized" {
+			t.Fatalf("listing with a token nobody issued: %v, want Unauthorized", err)
+		}
+		// The account's token dies with it, once the cached review expires.
+		if err := accounts.Delete(ctx, account, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, timeout, func() error {
+			_, err := direct(issued.Status.Token).List(ctx, metav1.ListOptions{})
+			if !apierrors.IsUnauthorized(err) {
+				return fmt.Errorf("the deleted account's token: %v, want Unauthorized", err)
+			}
+			return nil
 		})
 	})
 
@@ -316,9 +372,9 @@ func TestSampleAPIServer(t *testing.T) {
 	})
 }
 
-// grant lets user get, list and watch flunders, as a cluster administrator
-// would with kubectl create clusterrole/clusterrolebinding.
-func grant(t *testing.T, ctx context.Context, clientset *kubernetes.Clientset, user string) {
+// grant lets subject get, list and watch flunders, as a cluster
+// administrator would with kubectl create clusterrole/clusterrolebinding.
+func grant(t *testing.T, ctx context.Context, clientset *kubernetes.Clientset, subject rbacv1.Subject) {
 	t.Helper()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "flunder-reader"},
@@ -326,13 +382,14 @@ func grant(t *testing.T, ctx context.Context, clientset *kubernetes.Clientset, u
 			APIGroups: []string{group}, Resources: []string{"flunders"}, Verbs: []string{"get", "list", "watch"},
 		}},
 	}
-	if _, err := clientset.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	_, err := clientset.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "flunder-reader"},
+		ObjectMeta: metav1.ObjectMeta{Name: "flunder-reader-" + strings.ToLower(subject.Kind) + "-" + subject.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		Subjects:   []rbacv1.Subject{subject},
 	}
 	if _, err := clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,16 +1,19 @@
 //! What an extension server takes from its main server: whom to trust (the
-//! `kube-system/extension-apiserver-authentication` ConfigMap) and who may do what
-//! (SubjectAccessReviews).
+//! `kube-system/extension-apiserver-authentication` ConfigMap), who a bearer
+//! token stands for (TokenReviews) and who may do what (SubjectAccessReviews).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, TokenReviewStatus};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use server::authn::TokenReviewer;
 use server::authz::{Attributes, Authorizer, Decision};
 use server::front_proxy::FrontProxyConfig;
+use server::user::UserInfo;
 
 /// The main server's trust settings, with its CAs written to files.
 pub struct Trust {
@@ -70,20 +73,124 @@ pub async fn trust(client: &kube::Client, dir: &Path) -> Result<Trust> {
     })
 }
 
-/// How long an answer is reused (upstream's delegated authorizer defaults).
+/// How long an answer is reused (upstream's delegating authenticator's and
+/// authorizer's defaults, for answers both ways).
 const CACHE_TTL: Duration = Duration::from_secs(10);
+
+/// At most this many answers are kept: beyond it (a flood of distinct
+/// tokens), older ones are forgotten.
+const MAX_ANSWERS: usize = 4096;
+
+/// The main server's answers, each reused for [`CACHE_TTL`].
+struct Answers<V> {
+    entries: Mutex<HashMap<String, (V, Instant)>>,
+}
+
+impl<V: Clone> Answers<V> {
+    fn new() -> Self {
+        Answers {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn get(&self, question: &str) -> Option<V> {
+        let entries = self.entries.lock();
+        let (answer, at) = entries.get(question)?;
+        (at.elapsed() < CACHE_TTL).then(|| answer.clone())
+    }
+
+    fn put(&self, question: String, answer: V) {
+        let mut entries = self.entries.lock();
+        entries.retain(|_, (_, at)| at.elapsed() < CACHE_TTL);
+        if entries.len() >= MAX_ANSWERS {
+            entries.clear();
+        }
+        entries.insert(question, (answer, Instant::now()));
+    }
+}
+
+/// How long a review may take before the request is refused (upstream's
+/// `--authentication-token-webhook` and delegating defaults).
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Authentication of bearer tokens by TokenReview to the main server, answers
+/// (authenticated or not) cached; a failed review is not cached and refuses
+/// the request (401), as upstream's delegating authenticator does.
+pub struct TokenReviews {
+    reviews: kube::Api<TokenReview>,
+    answers: Answers<Option<UserInfo>>,
+}
+
+impl TokenReviews {
+    pub fn new(client: kube::Client) -> Self {
+        TokenReviews {
+            reviews: kube::Api::all(client),
+            answers: Answers::new(),
+        }
+    }
+
+    async fn ask(&self, token: &str) -> Result<Option<UserInfo>> {
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: token.to_string(),
+                audiences: None,
+            },
+            ..Default::default()
+        };
+        let created = tokio::time::timeout(
+            REVIEW_TIMEOUT,
+            self.reviews.create(&Default::default(), &review),
+        )
+        .await
+        .map_err(|_| anyhow!("no answer within {REVIEW_TIMEOUT:?}"))??;
+        Ok(created.status.and_then(reviewed_user))
+    }
+}
+
+/// The user an answered review names, if it authenticated the token.
+fn reviewed_user(status: TokenReviewStatus) -> Option<UserInfo> {
+    if status.authenticated != Some(true) {
+        return None;
+    }
+    let user = status.user?;
+    Some(UserInfo {
+        name: user.username?,
+        uid: user.uid.unwrap_or_default(),
+        groups: user.groups.unwrap_or_default(),
+        extra: user.extra.unwrap_or_default(),
+    })
+}
+
+#[async_trait::async_trait]
+impl TokenReviewer for TokenReviews {
+    async fn review(&self, token: &str) -> Option<UserInfo> {
+        if let Some(answer) = self.answers.get(token) {
+            return answer;
+        }
+        match self.ask(token).await {
+            Ok(answer) => {
+                self.answers.put(token.to_string(), answer.clone());
+                answer
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "TokenReview failed");
+                None
+            }
+        }
+    }
+}
 
 /// Authorization by SubjectAccessReview to the main server, answers cached.
 pub struct SubjectAccessReviews {
     client: kube::Client,
-    cache: Mutex<HashMap<String, (Decision, Instant)>>,
+    answers: Answers<Decision>,
 }
 
 impl SubjectAccessReviews {
     pub fn new(client: kube::Client) -> Self {
         SubjectAccessReviews {
             client,
-            cache: Mutex::new(HashMap::new()),
+            answers: Answers::new(),
         }
     }
 
@@ -163,15 +270,11 @@ impl Authorizer for SubjectAccessReviews {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Decision {
         let spec = spec(attributes);
         let key = spec.to_string();
-        if let Some((decision, at)) = self.cache.lock().get(&key)
-            && at.elapsed() < CACHE_TTL
-        {
-            return decision.clone();
+        if let Some(decision) = self.answers.get(&key) {
+            return decision;
         }
         let decision = self.ask(&spec).await;
-        let mut cache = self.cache.lock();
-        cache.retain(|_, (_, at)| at.elapsed() < CACHE_TTL);
-        cache.insert(key, (decision.clone(), Instant::now()));
+        self.answers.put(key, decision.clone());
         decision
     }
 }
@@ -179,7 +282,61 @@ impl Authorizer for SubjectAccessReviews {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use server::user::UserInfo;
+    use k8s_openapi::api::authentication::v1::UserInfo as ReviewedUser;
+
+    #[test]
+    fn an_authenticated_review_names_its_user_and_no_other_does() {
+        let reviewed = ReviewedUser {
+            username: Some("system:serviceaccount:default:reader".into()),
+            uid: Some("8f0e".into()),
+            groups: Some(vec!["system:serviceaccounts".into()]),
+            extra: Some(
+                [(
+                    "authentication.kubernetes.io/pod-name".to_string(),
+                    vec!["p".to_string()],
+                )]
+                .into(),
+            ),
+        };
+        let status = |authenticated, user: Option<ReviewedUser>| TokenReviewStatus {
+            authenticated,
+            user,
+            ..Default::default()
+        };
+        assert_eq!(
+            reviewed_user(status(Some(true), Some(reviewed.clone()))),
+            Some(UserInfo {
+                name: "system:serviceaccount:default:reader".into(),
+                uid: "8f0e".into(),
+                groups: vec!["system:serviceaccounts".into()],
+                extra: [(
+                    "authentication.kubernetes.io/pod-name".to_string(),
+                    vec!["p".to_string()]
+                )]
+                .into(),
+            })
+        );
+        assert_eq!(
+            reviewed_user(status(Some(false), Some(reviewed.clone()))),
+            None
+        );
+        assert_eq!(reviewed_user(status(None, Some(reviewed))), None);
+        assert_eq!(reviewed_user(status(Some(true), None)), None);
+    }
+
+    #[test]
+    fn answers_are_bounded_in_number() {
+        let answers = Answers::new();
+        for n in 0..MAX_ANSWERS + 10 {
+            answers.put(format!("token-{n}"), n);
+        }
+        assert!(answers.entries.lock().len() <= MAX_ANSWERS);
+        assert_eq!(
+            answers.get(&format!("token-{}", MAX_ANSWERS + 9)),
+            Some(MAX_ANSWERS + 9)
+        );
+        assert_eq!(answers.get("never-asked"), None);
+    }
 
     #[test]
     fn reviews_carry_the_user_and_the_request() {

@@ -11,6 +11,8 @@
 //! - request-header authentication of the aggregator, trusting the CA and header
 //!   names its main server publishes in `kube-system/extension-apiserver-authentication`
 //!   (client certificates of the main server's client CA work directly too);
+//! - bearer tokens (a service account's, say) authenticated by the main server
+//!   with TokenReviews, for clients that call the server directly, cached;
 //! - authorization delegated to the main server with SubjectAccessReviews, cached.
 //!
 //! Objects live in kubext's storage (in memory or in an embedded database), or are
@@ -41,7 +43,7 @@ use serde_json::Value;
 /// `meta::labels`, …), for admission and providers.
 pub use apimachinery::meta;
 pub use apimachinery::{GroupResource, StatusError};
-pub use delegation::SubjectAccessReviews;
+pub use delegation::{SubjectAccessReviews, TokenReviews};
 pub use objects::Objects;
 pub use registry::{Admission, Operation, Provider, RequestContext};
 pub use server::{Running, StorageKind, wait_for_shutdown_signal};
@@ -210,12 +212,13 @@ impl ApiServer {
             authorizer: Arc::new(server::authz::Union(vec![
                 Arc::new(server::authz::PrivilegedGroups::masters()),
                 Arc::new(server::authz::AllowPaths::health()),
-                Arc::new(SubjectAccessReviews::new(client)),
+                Arc::new(SubjectAccessReviews::new(client.clone())),
             ])),
             rules: Arc::new(server::authz::NoRules),
             admission: None,
             // An aggregated server answers everything it serves itself.
             delegation: None,
+            token_reviewer: Some(Arc::new(TokenReviews::new(client))),
         };
         let running = server::start(config, serving).await?;
         self.objects.bind(running.api.clone());

@@ -105,6 +105,8 @@ pub async fn start(config: Config) -> Result<Running> {
         rules: authorization.rules.clone(),
         delegation: Some(Arc::new(remotes.clone())),
         admission: Some(admission.clone()),
+        // The main server issues its tokens itself.
+        token_reviewer: None,
     };
     let storage = config.server.storage;
     let orphan_grace = config.server.request_timeout;

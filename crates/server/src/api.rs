@@ -30,6 +30,9 @@ pub struct Serving {
     pub delegation: Option<Arc<dyn Delegation>>,
     /// Admission for writes of every type (admission policies), if any.
     pub admission: Option<Arc<dyn registry::GlobalAdmission>>,
+    /// Who is asked about bearer tokens this server did not issue (a
+    /// delegating server's main server), if anyone.
+    pub token_reviewer: Option<Arc<dyn crate::authn::TokenReviewer>>,
 }
 
 /// Shared state of a running server.
@@ -74,6 +77,10 @@ impl Api {
         serving: Serving,
     ) -> Self {
         let admission = serving.admission;
+        let authn = match serving.token_reviewer {
+            Some(reviewer) => authn.with_token_reviewer(reviewer),
+            None => authn,
+        };
         let builtins: Vec<Arc<Served>> = serving
             .types
             .into_iter()

@@ -1,7 +1,10 @@
 //! Authentication, in kube-apiserver's order: the request-header identity of a
 //! trusted front proxy (an aggregator), x509 client certificates (CN = user,
-//! O = groups), and static bearer tokens (`--token-auth-file`, kube-apiserver's CSV
-//! format). Certificates are checked once per TLS connection, not per request.
+//! O = groups), and bearer tokens: static ones (`--token-auth-file`,
+//! kube-apiserver's CSV format), service-account tokens, and last those a
+//! [`TokenReviewer`] knows (a delegating server's main server, asked with a
+//! TokenReview). Certificates are checked once per TLS connection, not per
+//! request.
 
 use anyhow::{Context, Result, anyhow};
 use http::HeaderMap;
@@ -23,11 +26,25 @@ pub enum Authenticated {
     Nobody,
     /// Credentials that prove nothing: 401.
     Invalid,
+    /// A bearer token this server did not issue, which its [`TokenReviewer`]
+    /// is to be asked about ([`Authenticator::review`]).
+    UnknownToken,
+}
+
+/// Someone else who knows bearer tokens: an extension server's main server,
+/// asked with a TokenReview. Only asked about tokens this server did not
+/// issue; implementations cache their answers.
+#[async_trait::async_trait]
+pub trait TokenReviewer: Send + Sync {
+    /// The user `token` stands for; `None` when it proves nothing or the
+    /// reviewer could not be asked.
+    async fn review(&self, token: &str) -> Option<UserInfo>;
 }
 
 pub struct Authenticator {
     tokens: HashMap<String, UserInfo>,
     service_accounts: Option<Arc<crate::serviceaccounts::Tokens>>,
+    reviewer: Option<Arc<dyn TokenReviewer>>,
     client_cas: Arc<dyn ClientCertVerifier>,
     request_header: RequestHeader,
 }
@@ -80,6 +97,7 @@ impl Authenticator {
         Ok(Authenticator {
             tokens,
             service_accounts: None,
+            reviewer: None,
             client_cas: verifier(client_cas).context("--client-ca-file")?,
             request_header: RequestHeader {
                 verifier: verifier(&[requestheader_ca_pem.to_string()])
@@ -133,19 +151,33 @@ impl Authenticator {
             return Authenticated::User(user.clone());
         }
         let certificate_failed = peer.presented;
-        let bearer = headers
-            .get(http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|token| !token.is_empty());
-        match bearer {
+        match bearer_token(headers) {
             None if certificate_failed => Authenticated::Invalid,
             None => Authenticated::Nobody,
-            Some(token) => self
-                .token(token)
-                .map_or(Authenticated::Invalid, Authenticated::User),
+            Some(token) => match self.token(token) {
+                Some(user) => Authenticated::User(user),
+                None if self.reviewer.is_some() => Authenticated::UnknownToken,
+                None => Authenticated::Invalid,
+            },
         }
+    }
+
+    /// Who the request's bearer token proves to be, as the [`TokenReviewer`]
+    /// answers (after [`Authenticated::UnknownToken`]).
+    pub async fn review(&self, headers: &HeaderMap) -> Authenticated {
+        let (Some(reviewer), Some(token)) = (&self.reviewer, bearer_token(headers)) else {
+            return Authenticated::Invalid;
+        };
+        match reviewer.review(token).await {
+            Some(user) => Authenticated::User(user.authenticated()),
+            None => Authenticated::Invalid,
+        }
+    }
+
+    /// Ask `reviewer` about bearer tokens this server did not issue.
+    pub fn with_token_reviewer(mut self, reviewer: Arc<dyn TokenReviewer>) -> Self {
+        self.reviewer = Some(reviewer);
+        self
     }
 
     /// Also accept service-account tokens (JWTs) checked by `tokens`.
@@ -181,6 +213,16 @@ impl Authenticator {
             .authenticate(token, audiences)
             .map(UserInfo::authenticated)
     }
+}
+
+/// The `Authorization: Bearer` token, if any.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|token| !token.is_empty())
 }
 
 impl RequestHeader {

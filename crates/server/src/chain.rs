@@ -140,7 +140,7 @@ async fn stages(
     {
         req.extensions_mut().insert(crate::forward::ClientIp(ip));
     }
-    let user = match Authentication::authenticate(api, peer, &req) {
+    let user = match Authentication::authenticate(api, peer, &req).await {
         Ok(user) => user,
         Err(rejected) => {
             Audit::unauthenticated(api, scope, &req, peer, audit_id);
@@ -259,15 +259,19 @@ impl ShuttingDown {
 struct Authentication;
 
 impl Authentication {
-    fn authenticate(
+    async fn authenticate(
         api: &Api,
         peer: &PeerIdentity,
         req: &Request<Incoming>,
     ) -> Result<UserInfo, Rejected> {
-        match api.authn.authenticate(peer, req.headers()) {
+        let authenticated = match api.authn.authenticate(peer, req.headers()) {
+            Authenticated::UnknownToken => api.authn.review(req.headers()).await,
+            known => known,
+        };
+        match authenticated {
             Authenticated::User(user) => Ok(user),
             Authenticated::Nobody if api.anonymous => Ok(UserInfo::anonymous()),
-            Authenticated::Nobody | Authenticated::Invalid => {
+            Authenticated::Nobody | Authenticated::Invalid | Authenticated::UnknownToken => {
                 Err(reject(&StatusError::unauthorized("Unauthorized")))
             }
         }

@@ -287,3 +287,122 @@ async fn wardle_serves_through_kubext() {
     kubext.kubectl_ok(&["get", "configmaps", "-A"]);
     kubext.kubectl_ok(&["api-resources"]);
 }
+
+/// A client straight to wardle, with nothing but `token` (wardle's CA from its
+/// admin kubeconfig).
+async fn direct_with_token(wardle: &Wardle, token: &str) -> Api<DynamicObject> {
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(wardle.data_dir.path().join("admin.kubeconfig"))
+            .unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    config.auth_info = kube::config::AuthInfo {
+        token: Some(token.to_string().into()),
+        ..Default::default()
+    };
+    config.default_retry = false;
+    flunders(kube::Client::try_from(config).unwrap())
+}
+
+fn api_status(error: kube::Error) -> kube::core::Status {
+    match error {
+        kube::Error::Api(status) => *status,
+        other => panic!("not an API error: {other:?}"),
+    }
+}
+
+/// As upstream's sample-apiserver does (go/sampleapiserver checks it with the
+/// same expectations): a bearer token sent straight to wardle is reviewed by
+/// kubext (TokenReview); the user it names is then authorized by kubext's RBAC,
+/// a token nobody issued is 401, and a deleted account's token stops working
+/// once the cached review expires.
+#[tokio::test]
+async fn a_bearer_token_sent_straight_to_wardle_is_reviewed_by_kubext() {
+    let kubext = Server::builder()
+        .log_filter("info,kubext_server::chain=debug")
+        .start()
+        .unwrap();
+    let wardle = Wardle::start(&kubext.kubeconfig);
+    kubext.kubectl_ok(&["create", "serviceaccount", "flunder-reader"]);
+    kubext.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: flunder-reader}\nrules:\n- {apiGroups: [wardle.example.com], resources: [flunders], verbs: [get, list, watch]}\n",
+    );
+    kubext.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "flunder-reader",
+        "--clusterrole=flunder-reader",
+        "--serviceaccount=default:flunder-reader",
+    ]);
+    let token = kubext.kubectl_ok(&["create", "token", "flunder-reader"]);
+    let reader = direct_with_token(&wardle, token.trim()).await;
+    let listed = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match reader.list(&Default::default()).await {
+                Ok(list) => break list,
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    })
+    .await
+    .expect("the reader's token lists flunders");
+    assert!(listed.items.is_empty());
+    assert!(
+        kubext
+            .log()
+            .contains("verb=create path=/apis/authentication.k8s.io/v1/tokenreviews"),
+        "no TokenReview reached kubext"
+    );
+
+    let flunder: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "by-token"},
+    }))
+    .unwrap();
+    let refused = api_status(
+        reader
+            .create(&Default::default(), &flunder)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((refused.code, refused.reason.as_str()), (403, "Forbidden"));
+    assert!(
+        refused.message.contains(r#"flunders.wardle.example.com is forbidden: User "system:serviceaccount:default:flunder-reader" cannot create resource "flunders" in API group "wardle.example.com" in the namespace "default""#),
+        "{}",
+        refused.message
+    );
+
+    let stranger = direct_with_token(&wardle, "not-a-token").await;
+    let refused = api_status(stranger.list(&Default::default()).await.unwrap_err());
+    assert_eq!(
+        (
+            refused.code,
+            refused.reason.as_str(),
+            refused.message.as_str()
+        ),
+        (401, "Unauthorized", "Unauthorized")
+    );
+
+    // The account's token dies with it, once the cached review expires.
+    kubext.kubectl_ok(&["delete", "serviceaccount", "flunder-reader"]);
+    let deleted = std::time::Instant::now();
+    let refused = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match reader.list(&Default::default()).await {
+                Ok(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                Err(e) => break api_status(e),
+            }
+        }
+    })
+    .await
+    .expect("the deleted account's token still works after 30 s");
+    assert_eq!(
+        (refused.code, refused.reason.as_str()),
+        (401, "Unauthorized")
+    );
+    println!(
+        "the deleted account's token refused {:?} after the deletion",
+        deleted.elapsed()
+    );
+}

@@ -19,7 +19,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 use crate::api::{Api, Serving};
-use crate::authn::{Authenticator, PeerIdentity};
+use crate::authn::{Authenticator, PeerIdentity, TokenReviewer};
 use crate::authz::{Attributes, Authorizer, Decision, NoRules};
 use crate::front_proxy::FrontProxyConfig;
 use crate::lifecycle::{Lifecycle, Phase, ShutdownOptions};
@@ -98,10 +98,14 @@ impl Harness {
     }
 
     async fn with(configure: impl FnOnce(Api) -> Api) -> Harness {
-        Self::build(ShutdownOptions::default(), configure).await
+        Self::build(ShutdownOptions::default(), None, configure).await
     }
 
-    async fn build(shutdown: ShutdownOptions, configure: impl FnOnce(Api) -> Api) -> Harness {
+    async fn build(
+        shutdown: ShutdownOptions,
+        token_reviewer: Option<Arc<dyn TokenReviewer>>,
+        configure: impl FnOnce(Api) -> Api,
+    ) -> Harness {
         let tokens = tempfile::NamedTempFile::new().expect("token file");
         std::fs::write(tokens.path(), TOKENS).expect("token file");
         let ca = ca_pem();
@@ -127,6 +131,7 @@ impl Harness {
             rules: Arc::new(NoRules),
             delegation: None,
             admission: None,
+            token_reviewer,
         };
         let lifecycle = Arc::new(Lifecycle::new(shutdown));
         let api = Arc::new(configure(Api::new(
@@ -235,6 +240,76 @@ async fn credentials_that_prove_nothing_are_401_everywhere() {
     }
     // Nobody was asked to authorize what was never authenticated.
     assert_eq!(harness.asked(), vec![]);
+}
+
+/// Knows one token, carol's; remembers what it was asked.
+#[derive(Default)]
+struct TestReviewer {
+    asked: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl TokenReviewer for TestReviewer {
+    async fn review(&self, token: &str) -> Option<crate::user::UserInfo> {
+        self.asked.lock().expect("lock").push(token.to_string());
+        (token == "carols-token").then(|| crate::user::UserInfo {
+            name: "carol".into(),
+            groups: vec!["system:masters".into()],
+            ..Default::default()
+        })
+    }
+}
+
+#[tokio::test]
+async fn tokens_the_server_did_not_issue_are_asked_of_its_reviewer() {
+    let reviewer = Arc::new(TestReviewer::default());
+    let harness = Harness::build(ShutdownOptions::default(), Some(reviewer.clone()), |api| {
+        api
+    })
+    .await;
+    let (status, _, body) = harness
+        .send(request(
+            Method::GET,
+            "/api/v1/namespaces",
+            Some("Bearer carols-token"),
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    assert_eq!(harness.asked()[0].user, "carol");
+    // A token the reviewer does not know is 401, as any credential that
+    // proves nothing.
+    let (status, _, body) = harness
+        .send(request(
+            Method::GET,
+            "/api/v1/namespaces",
+            Some("Bearer wrong"),
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n"
+    );
+    // Tokens the server issued itself, and requests without one, are not
+    // asked about.
+    let (status, _, _) = harness
+        .send(request(
+            Method::GET,
+            "/api/v1/namespaces",
+            Some(ADMIN),
+            None,
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    harness
+        .send(request(Method::GET, "/api/v1/namespaces", None, None))
+        .await;
+    assert_eq!(
+        *reviewer.asked.lock().expect("lock"),
+        ["carols-token", "wrong"]
+    );
 }
 
 #[tokio::test]
@@ -511,7 +586,7 @@ async fn a_server_that_stopped_accepting_refuses_new_requests() {
         send_retry_after: true,
         ..Default::default()
     };
-    let harness = Harness::build(retry_after, |api| api).await;
+    let harness = Harness::build(retry_after, None, |api| api).await;
     harness.api.lifecycle.advance(Phase::NotAcceptingNewRequest);
     let (status, headers, body) = harness
         .send(request(
