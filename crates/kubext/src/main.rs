@@ -244,6 +244,11 @@ struct ServeArgs {
     /// Longest lifetime a TokenRequest is granted (e.g. 24h) [default: as requested].
     #[arg(long, value_parser = parse_duration)]
     service_account_max_token_expiration: Option<Duration>,
+    /// The `jwks_uri` the issuer's discovery document
+    /// (/.well-known/openid-configuration) names, for relying parties that
+    /// reach the keys elsewhere [default: https://<advertise-address>:<secure-port>/openid/v1/jwks].
+    #[arg(long)]
+    service_account_jwks_uri: Option<String>,
     /// How much history is kept for resuming watches and continuing lists; older
     /// revisions are compacted (410 Gone), as kube-apiserver's
     /// `--etcd-compaction-interval` (`--compaction-interval` is an alias).
@@ -424,6 +429,9 @@ async fn serve(args: ServeArgs) -> Result<()> {
                 signing_key_file: args.service_account_signing_key_file,
                 key_files: args.service_account_key_file,
                 max_token_expiration: args.service_account_max_token_expiration,
+                issuer_discovery: true,
+                jwks_uri: args.service_account_jwks_uri,
+                advertise_address: args.advertise_address,
             },
             ..Default::default()
         },

@@ -197,3 +197,114 @@ async fn service_account_tokens_authenticate_until_revoked() {
     server.kubectl_ok(&["create", "serviceaccount", "robot"]);
     assert_eq!(common::whoami(&as_robot).await, Err(401));
 }
+
+/// GET `path` with `client`; status, headers and body.
+async fn get(client: &kube::Client, path: &str) -> (u16, http::HeaderMap, Value) {
+    let (code, headers, body) = common::send_raw(client, "GET", path, "", Vec::new()).await;
+    let body = serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&body)));
+    (code, headers, body)
+}
+
+/// The issuer's OpenID Connect discovery documents, as kube-apiserver serves
+/// them: to service accounts (the bootstrap policy's
+/// `system:service-account-issuer-discovery`), cacheable, the key set as a JWK
+/// set whose key verifies the issuer's tokens. go/serviceaccounts checks the
+/// same with go-oidc, a relying party's library.
+#[tokio::test]
+async fn the_issuer_publishes_its_discovery_documents() {
+    let server = Server::builder().start().unwrap();
+    let token = server
+        .kubectl_ok(&["create", "token", "default"])
+        .trim()
+        .to_string();
+    let as_sa = client_with_token(&server, &token).await;
+
+    let (code, headers, configuration) = get(&as_sa, "/.well-known/openid-configuration").await;
+    assert_eq!(code, 200, "{configuration}");
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(headers["cache-control"], "public, max-age=3600");
+    assert_eq!(
+        configuration,
+        json!({
+            "issuer": "https://kubernetes.default.svc.cluster.local",
+            "jwks_uri": format!("https://127.0.0.1:{}/openid/v1/jwks", server.addr.port()),
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    );
+
+    let (code, headers, keyset) = get(&as_sa, "/openid/v1/jwks").await;
+    assert_eq!(code, 200, "{keyset}");
+    assert_eq!(headers["content-type"], "application/jwk-set+json");
+    assert_eq!(headers["cache-control"], "public, max-age=3600");
+    let [key] = keyset["keys"].as_array().unwrap().as_slice() else {
+        panic!("{keyset}");
+    };
+    let header = jsonwebtoken::decode_header(&token).unwrap();
+    assert_eq!(key["kid"].as_str(), header.kid.as_deref());
+    assert_eq!(
+        (&key["kty"], &key["crv"], &key["alg"], &key["use"]),
+        (
+            &json!("EC"),
+            &json!("P-256"),
+            &json!("ES256"),
+            &json!("sig")
+        )
+    );
+    // The published key verifies the token.
+    let decoding = jsonwebtoken::DecodingKey::from_ec_components(
+        key["x"].as_str().unwrap(),
+        key["y"].as_str().unwrap(),
+    )
+    .unwrap();
+    let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+    validation.set_audience(&["https://kubernetes.default.svc.cluster.local"]);
+    validation.set_issuer(&["https://kubernetes.default.svc.cluster.local"]);
+    let claims = jsonwebtoken::decode::<Value>(&token, &decoding, &validation)
+        .unwrap()
+        .claims;
+    assert_eq!(claims["sub"], "system:serviceaccount:default:default");
+
+    // Only service accounts (and admins) are granted the documents by default.
+    let mut config = server.client_config().await.unwrap();
+    config.auth_info = kube::config::AuthInfo::default();
+    let anonymous = kube::Client::try_from(config).unwrap();
+    let (code, _, refused) = get(&anonymous, "/openid/v1/jwks").await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        refused["message"],
+        r#"forbidden: User "system:anonymous" cannot get path "/openid/v1/jwks""#
+    );
+}
+
+/// `--service-account-jwks-uri` names where relying parties fetch the keys; an
+/// issuer that is not an https URL leaves the documents unserved (with
+/// kube-apiserver's warning), and the server serves on.
+#[tokio::test]
+async fn the_jwks_uri_flag_and_an_issuer_the_documents_cannot_be_made_for() {
+    let server = Server::builder()
+        .arg("--service-account-jwks-uri=https://keys.example.com/jwks")
+        .start()
+        .unwrap();
+    let admin = server.client().await.unwrap();
+    let (code, _, configuration) = get(&admin, "/.well-known/openid-configuration").await;
+    assert_eq!(code, 200);
+    assert_eq!(configuration["jwks_uri"], "https://keys.example.com/jwks");
+
+    let server = Server::builder()
+        .arg("--service-account-issuer=kubernetes.default.svc")
+        .start()
+        .unwrap();
+    let admin = server.client().await.unwrap();
+    for path in ["/.well-known/openid-configuration", "/openid/v1/jwks"] {
+        let (code, _, body) = get(&admin, path).await;
+        assert_eq!(code, 404, "{path}: {body}");
+    }
+    assert!(
+        server.log().contains("Could not construct pre-rendered responses for ServiceAccountIssuerDiscovery endpoints. Endpoints will not be enabled."),
+        "{}",
+        server.log()
+    );
+}

@@ -66,6 +66,8 @@ pub struct Api {
     pub(crate) audit: Option<Arc<crate::audit::Auditor>>,
     /// Admission for writes of every type, bound to every store.
     pub(crate) admission: Option<Arc<dyn registry::GlobalAdmission>>,
+    /// The service-account issuer's discovery documents, when served.
+    pub(crate) issuer_discovery: Option<crate::serviceaccounts::discovery::IssuerDiscovery>,
 }
 
 impl Api {
@@ -109,6 +111,7 @@ impl Api {
             anonymous: true,
             audit: None,
             admission,
+            issuer_discovery: None,
         }
     }
 
@@ -128,6 +131,15 @@ impl Api {
     /// Record requests as `auditor` says.
     pub fn with_audit(mut self, auditor: Option<Arc<crate::audit::Auditor>>) -> Self {
         self.audit = auditor;
+        self
+    }
+
+    /// Serve the service-account issuer's discovery documents.
+    pub fn with_issuer_discovery(
+        mut self,
+        discovery: Option<crate::serviceaccounts::discovery::IssuerDiscovery>,
+    ) -> Self {
+        self.issuer_discovery = discovery;
         self
     }
 

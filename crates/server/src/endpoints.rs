@@ -13,6 +13,7 @@ use crate::lifecycle::Phase;
 use crate::negotiate::parse_accept;
 use crate::openapi;
 use crate::response::{self, Body};
+use crate::serviceaccounts::discovery::{CONFIGURATION_PATH, IssuerDiscovery, KEYSET_PATH};
 
 pub fn serve(api: &Api, req: &Request<Incoming>, path: &str) -> Response<Body> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -47,9 +48,29 @@ pub fn serve(api: &Api, req: &Request<Incoming>, path: &str) -> Response<Body> {
             response::respond(200, "text/plain; version=0.0.4", text)
         }
         "/api" | "/apis" => discovery_root(api, path, accept),
+        CONFIGURATION_PATH | KEYSET_PATH if let Some(documents) = &api.issuer_discovery => {
+            issuer_discovery(documents, path)
+        }
         p if p.starts_with("/openapi/") => openapi::serve(api, p, accept),
         p => discovery_group(api, p),
     }
+}
+
+/// The service-account issuer's discovery documents, as kube-apiserver
+/// answers them: cacheable for an hour by anyone (relying parties outside the
+/// cluster), the key set as `application/jwk-set+json` (RFC 7517).
+fn issuer_discovery(documents: &IssuerDiscovery, path: &str) -> Response<Body> {
+    let (content_type, document) = if path == KEYSET_PATH {
+        ("application/jwk-set+json", &documents.keyset)
+    } else {
+        ("application/json", &documents.configuration)
+    };
+    let mut resp = response::respond(200, content_type, document.clone());
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        http::HeaderValue::from_static("public, max-age=3600"),
+    );
+    resp
 }
 
 /// `/readyz`'s checks, in upstream's order; each says why it fails, if it does.

@@ -201,7 +201,8 @@ pub async fn prepare(config: Config, serving: Serving) -> Result<Prepared> {
         Api::new(storage, &config.etcd_prefix, authn, lifecycle, serving)
             .with_request_timeout(config.request_timeout)
             .with_anonymous(config.anonymous_auth)
-            .with_audit(open_audit(&config)?),
+            .with_audit(open_audit(&config)?)
+            .with_issuer_discovery(issuer_discovery(&config, &tokens, addr)),
     );
     let weak_api = Arc::downgrade(&api);
     let secrets: crate::serviceaccounts::legacy::SecretsStore = Arc::new(move || {
@@ -370,6 +371,29 @@ async fn open_backend(config: &Config) -> Result<Arc<dyn Backend>> {
             ));
         }
     })
+}
+
+/// The service-account issuer's discovery documents, if this server serves
+/// them; an issuer they cannot be made for leaves them unserved, with
+/// kube-apiserver's warning.
+fn issuer_discovery(
+    config: &Config,
+    tokens: &crate::serviceaccounts::Tokens,
+    bound: SocketAddr,
+) -> Option<crate::serviceaccounts::discovery::IssuerDiscovery> {
+    let accounts = &config.service_accounts;
+    if !accounts.issuer_discovery {
+        return None;
+    }
+    tokens
+        .issuer_discovery(&accounts.jwks_uri_for(bound))
+        .inspect_err(|e| {
+            tracing::warn!(
+                error = %e,
+                "Could not construct pre-rendered responses for ServiceAccountIssuerDiscovery endpoints. Endpoints will not be enabled."
+            )
+        })
+        .ok()
 }
 
 fn serving_hosts(config: &Config) -> Vec<String> {

@@ -6,6 +6,7 @@
 //! `--service-account-signing-key-file` and `--service-account-key-file`, else a key
 //! pair generated in the data dir.
 
+pub mod discovery;
 pub mod legacy;
 
 use std::collections::BTreeMap;
@@ -34,6 +35,14 @@ pub struct ServiceAccountConfig {
     pub key_files: Vec<PathBuf>,
     /// Longest lifetime a TokenRequest gets (longer requests are shortened).
     pub max_token_expiration: Option<Duration>,
+    /// Serve the issuer's OpenID Connect discovery documents, as kube-apiserver
+    /// does (an extension server does not).
+    pub issuer_discovery: bool,
+    /// `--service-account-jwks-uri` [default: `https://<advertised address>/openid/v1/jwks`].
+    pub jwks_uri: Option<String>,
+    /// The address the default `jwks_uri` names (`--advertise-address`)
+    /// [default: the bound address, or 127.0.0.1 when bound to all].
+    pub advertise_address: Option<std::net::IpAddr>,
 }
 
 impl Default for ServiceAccountConfig {
@@ -44,7 +53,26 @@ impl Default for ServiceAccountConfig {
             signing_key_file: None,
             key_files: Vec::new(),
             max_token_expiration: None,
+            issuer_discovery: false,
+            jwks_uri: None,
+            advertise_address: None,
         }
+    }
+}
+
+impl ServiceAccountConfig {
+    /// The `jwks_uri` of the discovery document for a server bound to `bound`.
+    pub fn jwks_uri_for(&self, bound: std::net::SocketAddr) -> String {
+        if let Some(uri) = &self.jwks_uri {
+            return uri.clone();
+        }
+        let ip = match self.advertise_address {
+            Some(ip) => ip,
+            None if bound.ip().is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
+            None => bound.ip(),
+        };
+        let address = std::net::SocketAddr::new(ip, bound.port());
+        format!("https://{address}{}", discovery::KEYSET_PATH)
     }
 }
 
@@ -85,6 +113,8 @@ pub struct Tokens {
     signing: EncodingKey,
     key_id: String,
     verifying: Vec<DecodingKey>,
+    /// Each verifying key's id and PEM, for the discovery key set.
+    public_keys: Vec<(String, String)>,
     issuer: String,
     audiences: Vec<String>,
     max_expiration: Option<Duration>,
@@ -125,11 +155,16 @@ impl Tokens {
             .map(|pem| DecodingKey::from_ec_pem(pem.as_bytes()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| anyhow!("service-account public key: {e}"))?;
+        let public_keys = public_pems
+            .iter()
+            .map(|pem| Ok((key_id(pem)?, pem.clone())))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Tokens {
             signing: EncodingKey::from_ec_pem(private_pem.as_bytes())
                 .map_err(|e| anyhow!("service-account signing key: {e}"))?,
-            key_id: key_id(&public_pems[0])?,
+            key_id: public_keys[0].0.clone(),
             verifying,
+            public_keys,
             issuer: config.issuer.clone(),
             audiences: if config.api_audiences.is_empty() {
                 vec![config.issuer.clone()]
@@ -140,6 +175,11 @@ impl Tokens {
             objects,
             legacy_use: OnceLock::new(),
         })
+    }
+
+    /// The issuer's discovery documents, naming `jwks_uri`.
+    pub fn issuer_discovery(&self, jwks_uri: &str) -> Result<discovery::IssuerDiscovery> {
+        discovery::IssuerDiscovery::render(&self.issuer, jwks_uri, &self.public_keys)
     }
 
     /// Tell `recorder` whenever a legacy token authenticates (set once).
