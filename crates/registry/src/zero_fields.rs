@@ -6,12 +6,18 @@
 //! written them, and drops the present but empty ones `omitempty` leaves out
 //! (`labels: {}`, `selector: {}`, `externalIPs: []`). The table (`data/go-zero-fields.tsv`) is generated from
 //! `k8s.io/api` by `tools/upstream-data` (`cmd/zero-fields`).
+//!
+//! Go's encoder also writes every `resource.Quantity` in its canonical text
+//! (`1024Mi` as `1Gi`, `0.5` and `"0.5"` as `"500m"`): the fields that hold
+//! one are a second table of the same generator (`data/go-quantity-fields.tsv`),
+//! walked in the same pass.
 
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
 const TABLE: &str = include_str!("../data/go-zero-fields.tsv");
+const QUANTITIES: &str = include_str!("../data/go-quantity-fields.tsv");
 
 /// What Go writes inside one JSON value of a kind.
 #[derive(Debug, Default)]
@@ -23,6 +29,8 @@ struct Shape {
     items: Option<Box<Shape>>,
     /// Every value of a map.
     values: Option<Box<Shape>>,
+    /// The value is a `resource.Quantity`, written in its canonical text.
+    quantity: bool,
 }
 
 #[derive(Debug)]
@@ -80,7 +88,7 @@ impl Written {
 impl Shape {
     /// No rows inside: filling changes nothing.
     fn is_empty(&self) -> bool {
-        self.members.is_empty() && self.items.is_none() && self.values.is_none()
+        self.members.is_empty() && self.items.is_none() && self.values.is_none() && !self.quantity
     }
 
     fn member(&mut self, name: &str) -> &mut Member {
@@ -97,6 +105,27 @@ impl Shape {
             }
         };
         &mut self.members[at]
+    }
+
+    /// Marks the value at `path` (`spec.containers[].resources.limits{}`) a
+    /// quantity.
+    fn add_quantity(&mut self, path: &str) {
+        let mut shape = self;
+        for segment in path.split('.') {
+            let name = segment.trim_end_matches(['[', ']', '{', '}']);
+            shape = &mut shape.member(name).shape;
+            let mut suffixes = &segment[name.len()..];
+            while !suffixes.is_empty() {
+                let inner = if suffixes.starts_with("[]") {
+                    &mut shape.items
+                } else {
+                    &mut shape.values
+                };
+                shape = inner.get_or_insert_with(Box::default);
+                suffixes = &suffixes[2..];
+            }
+        }
+        shape.quantity = true;
     }
 
     /// Adds the row `path` (`spec.containers[].resources`).
@@ -157,6 +186,10 @@ impl Shape {
         if self.is_empty() {
             return;
         }
+        if self.quantity {
+            canonicalize_quantity(value);
+            return;
+        }
         match value {
             Value::Object(map) => {
                 if let Some(values) = &self.values {
@@ -211,6 +244,30 @@ impl Shape {
     }
 }
 
+/// A quantity's JSON as `Quantity.MarshalJSON` writes it: its canonical text,
+/// from a string or a number (Go parses a number's text; a float here is its
+/// shortest decimal, so an exponent literal such as `1e3` reads as `1000`).
+/// What does not parse is left for validation to refuse.
+fn canonicalize_quantity(value: &mut Value) {
+    let text = match value {
+        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string().into(),
+            (None, Some(u), _) => u.to_string().into(),
+            (None, None, Some(f)) => f.to_string().into(),
+            _ => return,
+        },
+        _ => return,
+    };
+    let Ok(quantity) = apimachinery::quantity::Quantity::parse(text.trim()) else {
+        return;
+    };
+    let canonical = quantity.to_string();
+    if !matches!(value, Value::String(s) if *s == canonical) {
+        *value = Value::String(canonical);
+    }
+}
+
 impl Member {
     /// The member's zero value with Go's zero fields written inside it.
     fn zero_filled(&self) -> Option<Value> {
@@ -245,6 +302,20 @@ fn kinds() -> &'static Kinds {
                 .entry((group, *version, *kind))
                 .or_default()
                 .add(path, written);
+        }
+        for line in QUANTITIES
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let cells: Vec<&str> = line.split('\t').collect();
+            let [group, version, kind, path] = cells.as_slice() else {
+                continue;
+            };
+            let group = if *group == "core" { "" } else { *group };
+            kinds
+                .entry((group, *version, *kind))
+                .or_default()
+                .add_quantity(path);
         }
         kinds.values_mut().for_each(Shape::sort);
         kinds
@@ -317,6 +388,39 @@ mod tests {
         assert_eq!(cm, json!({"data": {"a": "b"}}));
     }
 
+    /// Quantities as Go's `Quantity.MarshalJSON` writes them after
+    /// `UnmarshalJSON`: the expected texts are what k8s.io/api v0.37.2's
+    /// `ResourceRequirements` round trip wrote for the same input (run once).
+    #[test]
+    fn quantities_are_written_in_their_canonical_text() {
+        let sent = json!({"a": "1024Mi", "b": "0.5", "c": 0.5, "d": 2, "e": "1.5Gi",
+            "f": "1000m", "g": "1e3", "h": "+1", "i": "01", "j": "0.1", "k": "2000Mi",
+            "l": 1.0, "m": "100k", "n": "1.5e3", "o": "1Ki", "p": "512", "q": "0",
+            "r": "0.0001", "s": "1m", "t": "1.25"});
+        let go_wrote = json!({"a": "1Gi", "b": "500m", "c": "500m", "d": "2", "e": "1536Mi",
+            "f": "1", "g": "1e3", "h": "+1", "i": "01", "j": "100m", "k": "2000Mi", "l": "1",
+            "m": "100k", "n": "1500", "o": "1Ki", "p": "512", "q": "0", "r": "100u",
+            "s": "1m", "t": "1250m"});
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "i",
+            "resources": {"limits": sent.clone(), "requests": {"cpu": "nonsense"}}}],
+            "overhead": {"cpu": 0.25}}});
+        fill("", "v1", "Pod", &mut pod);
+        let resources = &pod["spec"]["containers"][0]["resources"];
+        assert_eq!(resources["limits"], go_wrote);
+        // What does not parse is left for validation.
+        assert_eq!(resources["requests"], json!({"cpu": "nonsense"}));
+        assert_eq!(pod["spec"]["overhead"], json!({"cpu": "250m"}));
+
+        let mut pvc = json!({"spec": {"resources": {"requests": {"storage": "1073741824"}}},
+            "status": {"capacity": {"storage": "1024Mi"}}});
+        fill("", "v1", "PersistentVolumeClaim", &mut pvc);
+        assert_eq!(
+            pvc["spec"]["resources"]["requests"]["storage"],
+            "1073741824"
+        );
+        assert_eq!(pvc["status"]["capacity"]["storage"], "1Gi");
+    }
+
     /// What kube-apiserver answers (1.33 checked side by side; 1.37.2's
     /// answers in `crates/protobuf/tests/data`): `omitempty` members sent
     /// empty are left out, and so is a null `creationTimestamp` (`omitzero`
@@ -344,6 +448,10 @@ mod tests {
 
     /// The plain way [`Shape::fill`] walks an object: each row looked up.
     fn fill_by_lookup(shape: &Shape, value: &mut Value) {
+        if shape.quantity {
+            canonicalize_quantity(value);
+            return;
+        }
         match value {
             Value::Object(map) => {
                 if let Some(values) = &shape.values {
@@ -386,6 +494,16 @@ mod tests {
     /// interesting values (absent, null, empty, a filled object, a value), plus
     /// members no row names: every branch of a fill, for every kind.
     fn sample(shape: &Shape, n: usize, depth: usize) -> Value {
+        if shape.quantity {
+            return [
+                json!("1024Mi"),
+                json!(0.5),
+                json!(2),
+                json!("x"),
+                json!(null),
+            ][n % 5]
+                .clone();
+        }
         if let Some(values) = &shape.values {
             return json!({"k": sample(values, n + 1, depth + 1)});
         }

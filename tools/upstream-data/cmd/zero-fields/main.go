@@ -142,6 +142,7 @@ func write(out io.Writer, all map[schema.GroupVersionKind][]Row, kinds []schema.
 func main() {
 	output := flag.String("o", "", "write the table to this file instead of stdout")
 	orderOutput := flag.String("order-o", "", "also write the member-order table (go-member-order.tsv) to this file")
+	quantityOutput := flag.String("quantity-o", "", "also write the quantity-field table (go-quantity-fields.tsv) to this file")
 	notes := flag.Bool("notes", false, "print observations (custom marshallers, omitzero, unusual omitempty fields, recursion cut-offs) to stderr")
 	flag.Parse()
 
@@ -159,6 +160,15 @@ func main() {
 		sort.Strings(ns)
 		for _, n := range ns {
 			fmt.Fprintln(os.Stderr, n)
+		}
+	}
+	if *quantityOutput != "" {
+		if err := writeFile(*quantityOutput, func(f io.Writer) error { return writeQuantities(f, kinds) }); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if *output == "" && *orderOutput == "" {
+			return
 		}
 	}
 	if *orderOutput != "" {

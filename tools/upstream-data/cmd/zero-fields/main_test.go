@@ -844,3 +844,35 @@ func TestOrderFileUpToDate(t *testing.T) {
 		t.Errorf("%s is stale; regenerate it: %s", path, orderCommand)
 	}
 }
+
+// TestQuantityFileUpToDate: the checked-in quantity-field table is what the
+// generator writes now, and it names the quantities everyone knows. (That
+// kubext writes them as Go does is go/serialization's y-quantities.yaml.)
+func TestQuantityFileUpToDate(t *testing.T) {
+	const path = "../../../../crates/registry/data/go-quantity-fields.tsv"
+	have, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		t.Skipf("%s not found", path)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := writeQuantities(&want, Kinds(Scheme())); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, want.Bytes()) {
+		t.Errorf("%s is stale; regenerate it: %s", path, quantityCommand)
+	}
+	for _, row := range []string{
+		"core\tv1\tPod\tspec.containers[].resources.limits{}\n",
+		"core\tv1\tPersistentVolumeClaim\tstatus.capacity{}\n",
+		"core\tv1\tNode\tstatus.allocatable{}\n",
+		"core\tv1\tLimitRange\tspec.limits[].max{}\n",
+		"storage.k8s.io\tv1\tCSIStorageCapacity\tcapacity\n",
+	} {
+		if !bytes.Contains(have, []byte(row)) {
+			t.Errorf("%s lacks the row %q", path, row)
+		}
+	}
+}
