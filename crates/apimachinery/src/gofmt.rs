@@ -87,3 +87,34 @@ pub fn go_syntax(v: &serde_json::Value) -> String {
         }
     }
 }
+
+/// Go's `%v` (and `%+v`, the same for maps) of a decoded JSON value, as
+/// upstream prints a strategic merge patch in its errors:
+/// `map[spec:map[hard:map[cpu:1.5 pods:nonsense x:[1 a true <nil>]]]]` (keys
+/// sorted, strings bare).
+pub fn plain(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(u)) => u.to_string(),
+            _ => format_float(n.as_f64().unwrap_or(0.0)),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(plain).collect();
+            format!("[{}]", inner.join(" "))
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{k}:{}", plain(&map[k])))
+                .collect();
+            format!("map[{}]", inner.join(" "))
+        }
+    }
+}

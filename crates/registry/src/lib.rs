@@ -33,3 +33,4 @@ pub use resource::{
 pub use store::{
     DeleteOutcome, GenericStore, Incoming, ListResult, Replaced, Storage, random_suffix,
 };
+pub use zero_fields::quantity_error;

@@ -14,6 +14,7 @@
 
 use std::sync::OnceLock;
 
+use apimachinery::quantity::{ParseError, Quantity};
 use serde_json::Value;
 
 const TABLE: &str = include_str!("../data/go-zero-fields.tsv");
@@ -31,6 +32,8 @@ struct Shape {
     values: Option<Box<Shape>>,
     /// The value is a `resource.Quantity`, written in its canonical text.
     quantity: bool,
+    /// The value or something inside it is a quantity (set once loaded).
+    holds_quantity: bool,
 }
 
 #[derive(Debug)]
@@ -161,6 +164,43 @@ impl Shape {
         }
     }
 
+    /// Sets [`Shape::holds_quantity`] here and below; whether it holds one.
+    fn mark_quantities(&mut self) -> bool {
+        let mut holds = self.quantity;
+        for member in &mut self.members {
+            holds |= member.shape.mark_quantities();
+        }
+        for inner in [&mut self.items, &mut self.values].into_iter().flatten() {
+            holds |= inner.mark_quantities();
+        }
+        self.holds_quantity = holds;
+        holds
+    }
+
+    /// Why Go's decoder refuses the first quantity in `value` it refuses.
+    fn quantity_error(&self, value: &Value) -> Option<ParseError> {
+        if !self.holds_quantity {
+            return None;
+        }
+        if self.quantity {
+            return decode_quantity(value).err();
+        }
+        match value {
+            Value::Object(map) => match &self.values {
+                Some(values) => map.values().find_map(|v| values.quantity_error(v)),
+                None => self
+                    .members
+                    .iter()
+                    .find_map(|m| m.shape.quantity_error(map.get(&m.name)?)),
+            },
+            Value::Array(items) => {
+                let shape = self.items.as_ref()?;
+                items.iter().find_map(|item| shape.quantity_error(item))
+            }
+            _ => None,
+        }
+    }
+
     /// Sorts every shape's members by name, the order of a `serde_json::Map`'s
     /// keys, so that [`Shape::fill`] walks both lists side by side.
     fn sort(&mut self) {
@@ -249,23 +289,31 @@ impl Shape {
 /// shortest decimal, so an exponent literal such as `1e3` reads as `1000`).
 /// What does not parse is left for validation to refuse.
 fn canonicalize_quantity(value: &mut Value) {
-    let text = match value {
-        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => i.to_string().into(),
-            (None, Some(u), _) => u.to_string().into(),
-            (None, None, Some(f)) => f.to_string().into(),
-            _ => return,
-        },
-        _ => return,
-    };
-    let Ok(quantity) = apimachinery::quantity::Quantity::parse(text.trim()) else {
+    let Ok(Some(quantity)) = decode_quantity(value) else {
         return;
     };
     let canonical = quantity.to_string();
     if !matches!(value, Value::String(s) if *s == canonical) {
         *value = Value::String(canonical);
     }
+}
+
+/// What `Quantity.UnmarshalJSON` makes of a JSON value: nothing for null, the
+/// quantity a string or a number's text spells, or its error (any other JSON
+/// reaches `ParseQuantity` as its own text, which no quantity matches).
+fn decode_quantity(value: &Value) -> Result<Option<Quantity>, ParseError> {
+    let text = match value {
+        Value::Null => return Ok(None),
+        Value::String(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string().into(),
+            (None, Some(u), _) => u.to_string().into(),
+            (None, None, Some(f)) => f.to_string().into(),
+            _ => return Err(ParseError::FormatWrong),
+        },
+        _ => return Err(ParseError::FormatWrong),
+    };
+    Quantity::parse(text.trim()).map(Some)
 }
 
 impl Member {
@@ -317,7 +365,10 @@ fn kinds() -> &'static Kinds {
                 .or_default()
                 .add_quantity(path);
         }
-        kinds.values_mut().for_each(Shape::sort);
+        kinds.values_mut().for_each(|shape| {
+            shape.sort();
+            shape.mark_quantities();
+        });
         kinds
     })
 }
@@ -330,6 +381,13 @@ pub fn fill(group: &str, version: &str, kind: &str, obj: &mut Value) {
     if let Some(shape) = kinds.get(&(group, version, kind)) {
         shape.fill(obj);
     }
+}
+
+/// Why kube-apiserver's decoder would refuse `obj`, an object of
+/// `group`/`version`/`kind`, for one of its quantities (`quantities must match
+/// the regular expression …`), if it would.
+pub fn quantity_error(group: &str, version: &str, kind: &str, obj: &Value) -> Option<ParseError> {
+    kinds().get(&(group, version, kind))?.quantity_error(obj)
 }
 
 /// [`fill`] for an object's body ([`apimachinery::DynamicObject::body`]):

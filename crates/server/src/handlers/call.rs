@@ -250,6 +250,7 @@ pub async fn decode_body(
     default_type(call.rtype(), &mut obj);
     check_type(call.rtype(), &obj)?;
     check_metadata_decodes(call.rtype(), &obj)?;
+    check_quantities_decode(call.rtype(), &obj)?;
     apimachinery::object_meta::normalize_times(&mut obj);
     if let Some(capture) = &call.audit_body {
         capture.keep(&obj);
@@ -274,12 +275,32 @@ fn check_metadata_decodes(rtype: &ResourceType, obj: &Value) -> Result<()> {
     };
     match error {
         None => Ok(()),
-        Some(err) => Err(StatusError::bad_request(format!(
-            "{kind} in version \"{version}\" cannot be handled as a {kind}: {err}",
-            kind = rtype.kind,
-            version = rtype.version,
-        ))),
+        Some(err) => Err(cannot_be_handled(rtype, &err)),
     }
+}
+
+/// Upstream decodes a built-in kind's quantities into `resource.Quantity`, so
+/// one that does not parse is a 400 decode error (`quantities must match the
+/// regular expression …`), and nothing is stored that Go clients could not
+/// read back.
+fn check_quantities_decode(rtype: &ResourceType, obj: &Value) -> Result<()> {
+    if !rtype.structured {
+        return Ok(());
+    }
+    match registry::quantity_error(&rtype.group, &rtype.version, &rtype.kind, obj) {
+        None => Ok(()),
+        Some(err) => Err(cannot_be_handled(rtype, &err)),
+    }
+}
+
+/// Upstream's decode error: `<Kind> in version "<version>" cannot be handled
+/// as a <Kind>: <why>`, a 400.
+fn cannot_be_handled(rtype: &ResourceType, why: &dyn std::fmt::Display) -> StatusError {
+    StatusError::bad_request(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {kind}: {why}",
+        kind = rtype.kind,
+        version = rtype.version,
+    ))
 }
 
 /// A body for a built-in type may leave out `apiVersion` and `kind`: upstream's

@@ -72,6 +72,7 @@ pub async fn patch(
         }
         .map_err(patch_error)?;
         check_type(rtype, &patched)?;
+        check_patched_quantities(rtype, kind, &patch_doc, &patched)?;
         let found = validate_fields(call, &mut patched, None)?;
         if let Ok(mut w) = warnings.lock() {
             *w = found;
@@ -85,6 +86,39 @@ pub async fn patch(
         .await?;
     let warnings = warnings.into_inner().unwrap_or_default();
     Ok(object_response(call, 200, &updated, &warnings))
+}
+
+/// A patched built-in object whose quantity Go's decoder refuses: upstream's
+/// 422 on the field `patch`, showing what it decoded: the patched object's
+/// JSON (JSON and merge patches), or the patch itself as Go prints a map
+/// (strategic merge patches).
+fn check_patched_quantities(
+    rtype: &registry::ResourceType,
+    kind: BodyKind,
+    patch_doc: &Value,
+    patched: &Value,
+) -> Result<()> {
+    if !rtype.structured {
+        return Ok(());
+    }
+    let Some(err) = registry::quantity_error(&rtype.group, &rtype.version, &rtype.kind, patched)
+    else {
+        return Ok(());
+    };
+    let shown = match kind {
+        BodyKind::StrategicMergePatch => apimachinery::gofmt::plain(patch_doc),
+        _ => String::from_utf8_lossy(&apimachinery::json::encode_object(
+            patched,
+            apimachinery::json::MetadataMembers::All,
+        ))
+        .into_owned(),
+    };
+    let error = apimachinery::FieldError::invalid_go(
+        &apimachinery::FieldPath::new("patch"),
+        &apimachinery::gofmt::quote(&shown),
+        &err.to_string(),
+    );
+    Err(StatusError::invalid("", "", "", &vec![error]))
 }
 
 /// Decode a JSON patch once (not per retry) and enforce upstream's operation limit.
