@@ -116,19 +116,25 @@ impl Shape {
         let mut shape = self;
         for segment in path.split('.') {
             let name = segment.trim_end_matches(['[', ']', '{', '}']);
-            shape = &mut shape.member(name).shape;
-            let mut suffixes = &segment[name.len()..];
-            while !suffixes.is_empty() {
-                let inner = if suffixes.starts_with("[]") {
-                    &mut shape.items
-                } else {
-                    &mut shape.values
-                };
-                shape = inner.get_or_insert_with(Box::default);
-                suffixes = &suffixes[2..];
-            }
+            shape = shape.member(name).shape.inner(&segment[name.len()..]);
         }
         shape.quantity = true;
+    }
+
+    /// The shape of what `suffixes` (`[]` items, `{}` values, in order: items
+    /// of items, values of items…) reach inside this one.
+    fn inner(&mut self, mut suffixes: &str) -> &mut Shape {
+        let mut shape = self;
+        while !suffixes.is_empty() {
+            let inner = if suffixes.starts_with("[]") {
+                &mut shape.items
+            } else {
+                &mut shape.values
+            };
+            shape = inner.get_or_insert_with(Box::default);
+            suffixes = &suffixes[2..];
+        }
+        shape
     }
 
     /// Adds the row `path` (`spec.containers[].resources`).
@@ -145,18 +151,7 @@ impl Shape {
                 }
                 return;
             }
-            shape = &mut member.shape;
-            // `[]` and `{}` suffixes, in order: items of items, values of items…
-            let mut suffixes = &segment[name.len()..];
-            while !suffixes.is_empty() {
-                let inner = if suffixes.starts_with("[]") {
-                    &mut shape.items
-                } else {
-                    &mut shape.values
-                };
-                shape = inner.get_or_insert_with(Box::default);
-                suffixes = &suffixes[2..];
-            }
+            shape = member.shape.inner(&segment[name.len()..]);
             if segments.peek().is_none() {
                 // A row for every item or value itself is never written.
                 return;

@@ -1277,27 +1277,6 @@ fn format_exp(digits: &str, exp: i32) -> String {
     out
 }
 
-/// Go `fmt.Sprint(float64)` (`%v` = shortest `%g`: exponent form when exp < -4 || exp >= 6).
-fn go_fmt_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_string();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
-    }
-    let sign = if f.is_sign_negative() { "-" } else { "" };
-    if f == 0.0 {
-        return format!("{sign}0");
-    }
-    let (digits, exp) = shortest_digits(f);
-    let body = if !(-4..6).contains(&exp) {
-        format_exp(&digits, exp)
-    } else {
-        format_fixed(&digits, exp)
-    };
-    format!("{sign}{body}")
-}
-
 /// Go `encoding/json` float encoding.
 fn go_json_float(f: f64) -> String {
     if !f.is_finite() {
@@ -1323,37 +1302,9 @@ fn go_json_float(f: f64) -> String {
     format!("{sign}{body}")
 }
 
-fn go_fmt_number(n: &serde_json::Number) -> String {
-    if let Some(i) = n.as_i64() {
-        i.to_string()
-    } else if let Some(u) = n.as_u64() {
-        u.to_string()
-    } else {
-        go_fmt_float(n.as_f64().unwrap_or(f64::NAN))
-    }
-}
-
 /// Go `fmt.Sprint` of an unstructured value.
 fn go_fmt_v(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => go_fmt_number(n),
-        Value::String(s) => s.clone(),
-        Value::Array(a) => {
-            let parts: Vec<String> = a.iter().map(go_fmt_v).collect();
-            format!("[{}]", parts.join(" "))
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{k}:{}", go_fmt_v(&m[k])))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
-    }
+    apimachinery::gofmt::plain(v)
 }
 
 /// Go `json.Marshal` of an unstructured value (sorted keys, HTML-safe escaping).
@@ -2348,7 +2299,7 @@ mod tests {
             (1.5e300, "1.5e+300", "1.5e+300"),
         ];
         for (f, fmt_v, json) in cases {
-            assert_eq!(go_fmt_float(f), fmt_v, "%v of {f}");
+            assert_eq!(apimachinery::gofmt::format_float(f), fmt_v, "%v of {f}");
             assert_eq!(go_json_float(f), json, "json of {f}");
         }
     }

@@ -6,7 +6,7 @@
 //! Rendered once at start, byte for byte as Go's `encoding/json` writes
 //! go-jose's structs (their member order, no trailing newline).
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use base64::Engine;
 use bytes::Bytes;
 
@@ -109,14 +109,7 @@ fn keyset(keys: &[EcKey]) -> Vec<u8> {
 impl EcKey {
     /// The coordinates of a P-256 public key in PEM SPKI.
     fn from_pem(kid: &str, pem: &str) -> Result<EcKey> {
-        let body: String = pem
-            .lines()
-            .filter(|l| !l.starts_with("-----"))
-            .map(str::trim)
-            .collect();
-        let der = base64::engine::general_purpose::STANDARD
-            .decode(body)
-            .context("service-account public key: not PEM")?;
+        let der = super::public_key_der(pem)?;
         let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(&der)
             .map_err(|e| anyhow::anyhow!("service-account public key: {e}"))?;
         let curve = spki

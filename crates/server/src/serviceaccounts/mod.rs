@@ -356,16 +356,21 @@ fn unverified_issuer(token: &str) -> Option<String> {
 /// Upstream's key id: the unpadded base64url SHA-256 of the public key's
 /// PKIX DER (the body of its PEM).
 fn key_id(public_pem: &str) -> Result<String> {
+    let der = public_key_der(public_pem)?;
+    let digest = ring::digest::digest(&ring::digest::SHA256, &der);
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref()))
+}
+
+/// The DER body of a public key's PEM.
+fn public_key_der(public_pem: &str) -> Result<Vec<u8>> {
     let body: String = public_pem
         .lines()
         .filter(|l| !l.starts_with("-----"))
         .map(str::trim)
         .collect();
-    let der = base64::engine::general_purpose::STANDARD
+    base64::engine::general_purpose::STANDARD
         .decode(body)
-        .context("service-account public key: not PEM")?;
-    let digest = ring::digest::digest(&ring::digest::SHA256, &der);
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref()))
+        .context("service-account public key: not PEM")
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand"
 	"os"
@@ -828,7 +829,14 @@ func TestFileUpToDate(t *testing.T) {
 // apimachinery's json_order tests write k8s.io/api's round-trip fixtures
 // byte for byte with it.)
 func TestOrderFileUpToDate(t *testing.T) {
-	const path = "../../../../crates/apimachinery/data/go-member-order.tsv"
+	checkUpToDate(t, "../../../../crates/apimachinery/data/go-member-order.tsv", orderCommand,
+		func(w io.Writer) error { return writeOrder(w, Kinds(Scheme())) })
+}
+
+// checkUpToDate reads the checked-in table at path, skipping when it is not
+// there, and fails unless write writes it byte for byte now; it returns it.
+func checkUpToDate(t *testing.T, path, command string, write func(io.Writer) error) []byte {
+	t.Helper()
 	have, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		t.Skipf("%s not found", path)
@@ -837,12 +845,13 @@ func TestOrderFileUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want bytes.Buffer
-	if err := writeOrder(&want, Kinds(Scheme())); err != nil {
+	if err := write(&want); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(have, want.Bytes()) {
-		t.Errorf("%s is stale; regenerate it: %s", path, orderCommand)
+		t.Errorf("%s is stale; regenerate it: %s", path, command)
 	}
+	return have
 }
 
 // TestQuantityFileUpToDate: the checked-in quantity-field table is what the
@@ -850,20 +859,8 @@ func TestOrderFileUpToDate(t *testing.T) {
 // kubext writes them as Go does is go/serialization's y-quantities.yaml.)
 func TestQuantityFileUpToDate(t *testing.T) {
 	const path = "../../../../crates/registry/data/go-quantity-fields.tsv"
-	have, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		t.Skipf("%s not found", path)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want bytes.Buffer
-	if err := writeQuantities(&want, Kinds(Scheme())); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(have, want.Bytes()) {
-		t.Errorf("%s is stale; regenerate it: %s", path, quantityCommand)
-	}
+	have := checkUpToDate(t, path, quantityCommand,
+		func(w io.Writer) error { return writeQuantities(w, Kinds(Scheme())) })
 	for _, row := range []string{
 		"core\tv1\tPod\tspec.containers[].resources.limits{}\n",
 		"core\tv1\tPersistentVolumeClaim\tstatus.capacity{}\n",
